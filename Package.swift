@@ -1,0 +1,50 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "tokenvault",
+    products: [
+        .executable(name: "tokenvault", targets: ["tokenvault"]),
+        .library(name: "TokenVaultKit", targets: ["TokenVaultKit"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CSodium",
+            pkgConfig: "libsodium",
+            providers: [.apt(["libsodium-dev"])]
+        ),
+        .systemLibrary(
+            name: "CLibSecret",
+            pkgConfig: "libsecret-1",
+            providers: [.apt(["libsecret-1-dev"])]
+        ),
+        .systemLibrary(
+            name: "CKeyutils",
+            providers: [.apt(["libkeyutils-dev"])]
+        ),
+        .target(
+            name: "TokenVaultKit",
+            dependencies: [
+                "CSodium", "CLibSecret", "CKeyutils",
+                .product(name: "TOMLKit", package: "TOMLKit"),
+            ]
+        ),
+        .target(
+            name: "TokenVaultCLI",
+            dependencies: [
+                "TokenVaultKit",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(name: "tokenvault", dependencies: ["TokenVaultCLI"]),
+        .testTarget(name: "TokenVaultKitTests", dependencies: ["TokenVaultKit"]),
+        .testTarget(
+            name: "TokenVaultCLITests",
+            dependencies: ["TokenVaultKit"]
+        ),
+    ]
+)

@@ -1,0 +1,58 @@
+import ArgumentParser
+import Foundation
+import TokenVaultKit
+
+extension TokenVault {
+    struct Backend: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show which backend is in use and why.")
+
+        @Flag(help: "Print JSON.")
+        var json = false
+
+        func run() throws {
+            let context = Context()
+            let choice = try context.backendChoice
+            let source = context.environment["TOKENVAULT_BACKEND"].map { _ in "TOKENVAULT_BACKEND" } ?? "config"
+            let backends = context.backends
+            let probe = SecretServiceStore.probe(environment: context.environment, timeout: backends.dbusTimeout, detailed: true)
+            let vault = try backends.fileVault()
+            let inUse: String
+            switch choice {
+            case .secretService: inUse = "secret-service"
+            case .file: inUse = "file"
+            case .auto: inUse = probe.available ? "secret-service" : "file"
+            }
+            var ss = probe.available ? "available (\(probe.detail) via D-Bus)" : "unavailable: \(probe.detail)"
+            if let locked = probe.locked { ss += locked ? ", default collection locked" : ", default collection unlocked" }
+            let fileState = vault.exists ? "exists" : "not created yet"
+            if json {
+                var o: [String: JSONValue] = [
+                    "in_use": .string(inUse), "choice": .string(choice.rawValue), "chosen_by": .string(source),
+                    "secret_service": .object([
+                        "available": .bool(probe.available), "detail": .string(probe.detail),
+                        "locked": probe.locked.map { .bool($0) } ?? .null,
+                    ]),
+                    "file": .object(["path": .string(vault.path), "exists": .bool(vault.exists)]),
+                ]
+                o["key_ttl"] = .integer(Int64(context.environment["TOKENVAULT_KEY_TTL"].flatMap { Int($0) } ?? 900))
+                Output.json(.object(o))
+            } else {
+                let why: String
+                switch choice {
+                case .auto: why = probe.available ? "auto: the Secret Service answers" : "auto: the Secret Service does not answer"
+                default: why = "set by \(source)"
+                }
+                Output.value(inUse == "secret-service"
+                    ? "secret-service (\(probe.detail.isEmpty ? "Secret Service" : probe.detail) via D-Bus)"
+                    : "file: \(vault.path)")
+                Output.value("  why: \(why)")
+                Output.value("  secret service: \(ss)")
+                Output.value("  file vault: \(vault.path) (\(fileState))")
+            }
+            if choice == .secretService, !probe.available {
+                throw TokenVaultError.backendUnavailable("the Secret Service is not available: \(probe.detail)")
+            }
+        }
+    }
+}

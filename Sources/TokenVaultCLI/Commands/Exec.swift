@@ -1,0 +1,40 @@
+import ArgumentParser
+import Foundation
+import TokenVaultKit
+
+extension TokenVault {
+    struct Exec: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Run a command with the access token in its environment.",
+            discussion: """
+                Sets TOKENVAULT_ACCESS_TOKEN (and TOKENVAULT_TOKEN_SECRET for OAuth 1.0a) and \
+                replaces itself with CMD, so it exits with CMD's status (127 when CMD cannot be run).
+
+                  tokenvault exec api.weibo.com -- ./upload.sh
+                """)
+
+        @OptionGroup var credential: CredentialOptions
+
+        @Argument(parsing: .postTerminator, help: ArgumentHelp("The command and its arguments, after --.", valueName: "cmd"))
+        var command: [String] = []
+
+        func validate() throws {
+            if command.isEmpty { throw ValidationError("give the command to run after --") }
+        }
+
+        func run() throws {
+            let context = Context()
+            let c = try context.locate(try credential.id(in: context)).credential
+            context.flushWarnings()
+            try c.requireUsable(at: context.clock.now)
+            setenv("TOKENVAULT_ACCESS_TOKEN", c.accessToken, 1)
+            if let secret = c.tokenSecret { setenv("TOKENVAULT_TOKEN_SECRET", secret, 1) } else { unsetenv("TOKENVAULT_TOKEN_SECRET") }
+            var argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) }
+            argv.append(nil)
+            execvp(command[0], &argv)
+            let reason = String(cString: strerror(errno))
+            Output.error("cannot run \(command[0]): \(reason)", hint: nil)
+            throw ExitCode(127)
+        }
+    }
+}

@@ -1,0 +1,98 @@
+import ArgumentParser
+import Foundation
+import TokenVaultKit
+
+enum GetFormat: String, ExpressibleByArgument, CaseIterable {
+    case raw, json, header, env
+}
+
+extension TokenVault {
+    struct Get: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print a stored credential for a shell script.",
+            discussion: """
+                Prints the access token (OAuth 1.0a: the token) and a newline, nothing else. \
+                --field picks another field: refresh_token, token_secret, expires_at (unix seconds), \
+                scope, token_type, or an extra field such as uid. An expired token that cannot be \
+                refreshed exits 4 with a hint; fields other than the tokens are still printed.
+
+                  TOKEN=$(tokenvault get api.weibo.com) || exit
+                  eval "$(tokenvault get api.weibo.com --format env)"
+                """)
+
+        @OptionGroup var credential: CredentialOptions
+
+        @Option(help: ArgumentHelp("Print this field instead of the access token.", valueName: "name"))
+        var field: String?
+
+        @Option(help: "raw: the value; json: the whole record; header: an HTTP header line; env: export lines for eval.")
+        var format: GetFormat = .raw
+
+        @Option(name: .customLong("min-valid"), help: ArgumentHelp("Seconds of validity required before refreshing (default: config min_valid, else 60).", valueName: "seconds"))
+        var minValid: Int?
+
+        @Flag(name: .customLong("no-refresh"), help: "Never refresh; print what is stored.")
+        var noRefresh = false
+
+        func validate() throws {
+            if let minValid, minValid < 0 { throw ValidationError("--min-valid must not be negative") }
+            if field != nil, format == .json || format == .header {
+                throw ValidationError("--field goes with --format raw or env")
+            }
+        }
+
+        func run() throws {
+            let context = Context()
+            let id = try credential.id(in: context)
+            let c = try context.locate(id).credential
+            context.flushWarnings()
+            let now = context.clock.now
+            let secretFields: Swift.Set = ["access_token", "token", "oauth_token", "token_secret", "oauth_token_secret", "refresh_token"]
+            if field == nil || secretFields.contains(field!) {
+                try c.requireUsable(at: now)
+            }
+            switch format {
+            case .raw:
+                Output.value(try value(of: c))
+            case .json:
+                Output.value(String(decoding: c.recordJSON(), as: UTF8.self))
+            case .header:
+                Output.value(try HeaderLine.bearer(for: c))
+            case .env:
+                if let field {
+                    let name = "TOKENVAULT_" + field.uppercased().map { $0.isLetter || $0.isNumber ? $0 : "_" }
+                    Output.value("export \(String(name))=\(Format.shellQuoted(try value(of: c)))")
+                } else {
+                    Output.value("export TOKENVAULT_ACCESS_TOKEN=\(Format.shellQuoted(c.accessToken))")
+                    if let secret = c.tokenSecret {
+                        Output.value("export TOKENVAULT_TOKEN_SECRET=\(Format.shellQuoted(secret))")
+                    }
+                }
+            }
+        }
+
+        private func value(of c: Credential) throws -> String {
+            guard let field else { return c.accessToken }
+            guard let v = c.field(field) else {
+                throw TokenVaultError.usage("\(c.id) has no field \(field)",
+                                            hint: "fields: \(c.fieldNames.joined(separator: ", "))")
+            }
+            guard !v.contains(where: \.isNewline) else {
+                throw TokenVaultError.badInput("the field \(field) spans several lines; use --format json")
+            }
+            return v
+        }
+    }
+}
+
+enum HeaderLine {
+    /// `Authorization: Bearer TOKEN` for bearer-style credentials.
+    static func bearer(for c: Credential) throws -> String {
+        guard c.type != .oauth1 else {
+            throw TokenVaultError.usage(
+                "\(c.id) is an OAuth 1.0a credential: each request needs its own signature, not a bearer header",
+                hint: "sign a request with: tokenvault header \(c.service) --method GET --url URL")
+        }
+        return "Authorization: Bearer \(c.accessToken)"
+    }
+}

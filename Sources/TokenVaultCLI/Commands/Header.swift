@@ -1,0 +1,29 @@
+import ArgumentParser
+import Foundation
+import TokenVaultKit
+
+extension TokenVault {
+    struct Header: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print one HTTP header line that authorizes a request.",
+            discussion: """
+                  tokenvault header api.github.com | curl -H @- https://api.github.com/user
+                """)
+
+        @OptionGroup var credential: CredentialOptions
+
+        @Option(help: "The request's HTTP method (for signed OAuth 1.0a requests).")
+        var method: String = "GET"
+
+        @Option(help: "The request's URL (for signed OAuth 1.0a requests).")
+        var url: String?
+
+        func run() throws {
+            let context = Context()
+            let c = try context.locate(try credential.id(in: context)).credential
+            context.flushWarnings()
+            try c.requireUsable(at: context.clock.now)
+            Output.value(try HeaderLine.bearer(for: c))
+        }
+    }
+}

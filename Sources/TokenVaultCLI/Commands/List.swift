@@ -1,0 +1,76 @@
+import ArgumentParser
+import Foundation
+import TokenVaultKit
+
+extension TokenVault {
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List stored credentials: service, account, type, expiry. Never a secret.")
+
+        @Flag(help: "Print a JSON array.")
+        var json = false
+
+        func run() throws {
+            let context = Context()
+            let rows = try context.store().listLocated()
+            context.flushWarnings()
+            let now = context.clock.now
+            if json {
+                Output.json(.array(rows.map { Summary.json($0, now: now) }))
+                return
+            }
+            guard !rows.isEmpty else {
+                Output.notice("no credentials stored")
+                return
+            }
+            var table = [["SERVICE", "ACCOUNT", "TYPE", "EXPIRES", "BACKEND"]]
+            for r in rows {
+                let c = r.credential
+                table.append([c.service.description, c.account, c.type.rawValue, Format.expiry(c, now: now), r.backend])
+            }
+            Summary.printTable(table)
+        }
+    }
+}
+
+/// The secret-free view of a credential that `list` and `status` print.
+enum Summary {
+    static func state(_ c: Credential, now: Int64) -> String {
+        if !c.isExpired(at: now) { return "valid" }
+        return c.canRefresh ? "refreshable" : "expired"
+    }
+
+    static func displayName(_ c: Credential) -> String? {
+        for key in ["screen_name", "name", "login", "username", "fullname", "email"] {
+            if let v = c.extra[key]?.string, !v.isEmpty { return v }
+        }
+        return nil
+    }
+
+    static func json(_ s: StoredCredential, now: Int64) -> JSONValue {
+        let c = s.credential
+        var o: [String: JSONValue] = [
+            "service": .string(c.service.description),
+            "account": .string(c.account),
+            "type": .string(c.type.rawValue),
+            "backend": .string(s.backend),
+            "state": .string(state(c, now: now)),
+            "can_refresh": .bool(c.canRefresh),
+        ]
+        o["expires_at"] = c.expiresAt.map { .integer($0) } ?? .null
+        o["provider"] = c.provider.map { .string($0) } ?? .null
+        if let name = displayName(c) { o["user"] = .string(name) }
+        for key in ["uid", "user_id", "user_nsid"] { if let v = c.extra[key] { o[key] = .string(v.text) } }
+        return .object(o)
+    }
+
+    static func printTable(_ rows: [[String]]) {
+        let widths = rows[0].indices.map { i in rows.map { $0[i].count }.max() ?? 0 }
+        for row in rows {
+            let line = row.enumerated().map { i, cell in
+                i == row.count - 1 ? cell : cell.padding(toLength: widths[i], withPad: " ", startingAt: 0)
+            }.joined(separator: "  ")
+            Output.value(line)
+        }
+    }
+}

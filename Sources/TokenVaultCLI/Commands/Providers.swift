@@ -1,0 +1,33 @@
+import ArgumentParser
+import Foundation
+import TokenVaultKit
+
+extension TokenVault {
+    struct Providers: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List built-in and configured providers.")
+
+        @Flag(help: "Print a JSON array.")
+        var json = false
+
+        func run() throws {
+            let context = Context()
+            let config = try context.config
+            let directory = ProviderDirectory(config: config)
+            var rows: [(String, String, String, String)] = []
+            for name in directory.names {
+                let preset = ProviderPreset.named(name)
+                let configured = config.providers[name]
+                let type = configured?.type ?? preset?.type ?? "oauth2"
+                let origin = preset == nil ? "configured" : (configured == nil ? "built-in" : "built-in, configured")
+                rows.append((name, type, directory.service(of: name) ?? "?", origin))
+            }
+            if json {
+                Output.json(.array(rows.map {
+                    .object(["name": .string($0.0), "type": .string($0.1), "service": .string($0.2), "source": .string($0.3)])
+                }))
+                return
+            }
+            Summary.printTable([["PROVIDER", "TYPE", "SERVICE", "SOURCE"]] + rows.map { [$0.0, $0.1, $0.2, $0.3] })
+        }
+    }
+}

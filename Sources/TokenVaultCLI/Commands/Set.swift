@@ -1,0 +1,67 @@
+import ArgumentParser
+import Foundation
+import TokenVaultKit
+
+extension TokenVault {
+    struct Set: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Store a credential read from stdin.",
+            discussion: """
+                Reads a token-endpoint JSON object (access_token, refresh_token, expires_in or \
+                expires_at as unix seconds or RFC 3339, token_type, scope, oauth_token and \
+                oauth_token_secret; other fields are kept) or one bare token line. Secrets are \
+                never taken from the command line. On a terminal the token is read without echo.
+
+                  echo '{"access_token":"…","expires_in":3600}' | tokenvault set api.weibo.com
+                """)
+
+        @OptionGroup var credential: CredentialOptions
+
+        @Option(help: "Tie the credential to a provider, so it can be refreshed and revoked.")
+        var provider: String?
+
+        func run() throws {
+            let context = Context()
+            let id = try credential.id(in: context)
+            if let provider, try context.providers.service(of: provider) == nil {
+                throw TokenVaultError.config("unknown provider \(provider)", hint: "see: tokenvault providers")
+            }
+            let input = try StandardInput.read(prompt: "Token for \(id.service): ")
+            var c = try TokenInput.parse(input, id: id, now: context.clock.now)
+            c.provider = provider
+            let store = try context.store()
+            try store.save(c)
+            context.flushWarnings()
+            let backend = (store as? AutoStore)?.primary.name ?? store.name
+            Output.notice("stored \(id) in \(backend)")
+        }
+    }
+}
+
+enum StandardInput {
+    /// Everything on stdin, at most 1 MiB (+1 byte to notice more); a terminal gets a no-echo prompt.
+    static func read(prompt: String) throws -> Data {
+        if isatty(0) == 1 {
+            var t = termios()
+            tcgetattr(0, &t)
+            let saved = t
+            t.c_lflag &= ~tcflag_t(ECHO)
+            FileHandle.standardError.write(Data(prompt.utf8))
+            tcsetattr(0, TCSAFLUSH, &t)
+            defer {
+                tcsetattr(0, TCSAFLUSH, [saved])
+                FileHandle.standardError.write(Data("\n".utf8))
+            }
+            return Data((Swift.readLine() ?? "").utf8)
+        }
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while data.count <= maxTokenInputBytes {
+            let n = Foundation.read(0, &buffer, buffer.count)
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { break }
+            data.append(contentsOf: buffer[0..<n])
+        }
+        return data
+    }
+}

@@ -1,0 +1,72 @@
+import ArgumentParser
+import Foundation
+import TokenVaultKit
+
+extension TokenVault {
+    struct Status: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show what is stored, where, for whom, and until when.",
+            discussion: """
+                With SERVICE the exit status says whether the credential is usable: 0 usable \
+                (valid, or expired but refreshable), 4 login required, 3 nothing stored.
+
+                  tokenvault status api.weibo.com >/dev/null || tokenvault login weibo
+                """)
+
+        @Argument(help: ArgumentHelp("A host, URL or provider name; all credentials when left out.", valueName: "service"))
+        var service: String?
+
+        @Option(help: "Which of several logins to the service.")
+        var account: String = Credential.defaultAccount
+
+        @Flag(help: "Print JSON.")
+        var json = false
+
+        func run() throws {
+            let context = Context()
+            let now = context.clock.now
+            guard let service else {
+                let rows = try context.store().listLocated()
+                context.flushWarnings()
+                if json {
+                    Output.json(.object([
+                        "backend": .string(try context.backendChoice.rawValue),
+                        "credentials": .array(rows.map { Summary.json($0, now: now) }),
+                    ]))
+                } else {
+                    Output.value("backend: \(try context.backendChoice.rawValue)")
+                    Output.value("credentials: \(rows.count)")
+                    for r in rows {
+                        Output.value("  \(r.credential.id): \(r.credential.type.rawValue), \(Summary.state(r.credential, now: now)), expires \(Format.expiry(r.credential, now: now)), in \(r.backend)")
+                    }
+                }
+                return
+            }
+            try CredentialID.validateAccount(account)
+            let id = CredentialID(service: try context.serviceKey(service), account: account)
+            let found = try context.locate(id)
+            context.flushWarnings()
+            let c = found.credential
+            let usable = !c.isExpired(at: now) || c.canRefresh
+            if json {
+                Output.json(Summary.json(found, now: now))
+            } else {
+                var lines = [
+                    ("service", c.service.description), ("account", c.account), ("type", c.type.rawValue),
+                    ("stored in", found.backend),
+                ]
+                if let p = c.provider { lines.append(("provider", p)) }
+                if let name = Summary.displayName(c) { lines.append(("user", name)) }
+                if let scope = c.scope { lines.append(("scope", scope)) }
+                lines.append(("expires", c.expiresAt.map { "\(Format.date($0)) (\(Format.expiry(c, now: now)))" } ?? "never"))
+                lines.append(("can refresh", c.canRefresh ? "yes" : "no"))
+                lines.append(("state", usable ? Summary.state(c, now: now) : "login required"))
+                let width = lines.map(\.0.count).max() ?? 0
+                for (k, v) in lines { Output.value("\((k + ":").padding(toLength: width + 2, withPad: " ", startingAt: 0))\(v)") }
+            }
+            if !usable {
+                throw TokenVaultError.loginRequired("the token for \(id) expired and cannot be refreshed", hint: c.loginHint)
+            }
+        }
+    }
+}

@@ -1,0 +1,58 @@
+import ArgumentParser
+import Foundation
+import TokenVaultKit
+
+/// Runs the command line: hardens the process, parses, runs, and turns every
+/// failure into one `tokenvault: error:` line and its documented exit code.
+public enum TokenVaultMain {
+    public static func run(_ arguments: [String]? = nil) -> Never {
+        ProcessHardening.disableCoreDumps()
+        do {
+            var command = try TokenVault.parseAsRoot(arguments)
+            try command.run()
+            exit(0)
+        } catch let error as TokenVaultError {
+            Output.error(error.localizedDescription, hint: error.hint)
+            exit(error.exitCode)
+        } catch let code as ExitCode {
+            exit(code.rawValue)
+        } catch {
+            let code = TokenVault.exitCode(for: error)
+            if code == .success {
+                TokenVault.exit(withError: error)  // --help, --version, completion scripts
+            }
+            let message = TokenVault.message(for: error).split(separator: "\n").first.map(String.init) ?? "\(error)"
+            Output.error(message, hint: "see: tokenvault help")
+            exit(code.rawValue)
+        }
+    }
+}
+
+/// stdout carries only the requested value; everything else goes to stderr.
+enum Output {
+    static func value(_ line: String) {
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+
+    static func notice(_ line: String) {
+        FileHandle.standardError.write(Data("tokenvault: \(line)\n".utf8))
+    }
+
+    static func warning(_ line: String) {
+        FileHandle.standardError.write(Data("tokenvault: warning: \(line)\n".utf8))
+    }
+
+    static func error(_ message: String, hint: String?) {
+        var text = "tokenvault: error: \(oneLine(message))\n"
+        if let hint { text += "hint: \(oneLine(hint))\n" }
+        FileHandle.standardError.write(Data(text.utf8))
+    }
+
+    private static func oneLine(_ s: String) -> String {
+        String(s.map { $0.isNewline ? " " : $0 })
+    }
+
+    static func json(_ json: JSONValue) {
+        value(json.text)
+    }
+}

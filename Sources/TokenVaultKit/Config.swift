@@ -1,0 +1,101 @@
+import Foundation
+internal import TOMLKit
+
+/// `config.toml` (SPEC §6). Read only by commands that need it.
+public struct Config: Sendable, Equatable {
+    public var backend: String?
+    public var minValid: Int?
+    public var timeout: Int?
+    public var providers: [String: ProviderConfig] = [:]
+
+    public init() {}
+
+    /// `TOKENVAULT_CONFIG`, else `$XDG_CONFIG_HOME/tokenvault/config.toml`.
+    public static func path(environment env: [String: String]) -> String {
+        if let p = env["TOKENVAULT_CONFIG"], !p.isEmpty { return p }
+        let base = env["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
+            ?? ((env["HOME"] ?? NSHomeDirectory()) + "/.config")
+        return base + "/tokenvault/config.toml"
+    }
+
+    /// Loads the config file; a missing file is an empty config.
+    public static func load(environment env: [String: String]) throws -> Config {
+        let path = path(environment: env)
+        guard let data = FileManager.default.contents(atPath: path) else {
+            if FileManager.default.fileExists(atPath: path) {
+                throw TokenVaultError.config("cannot read the config file \(path)")
+            }
+            return Config()
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw TokenVaultError.config("the config file \(path) is not UTF-8 text")
+        }
+        return try parse(text, path: path)
+    }
+
+    public static func parse(_ text: String, path: String = "config.toml") throws -> Config {
+        do {
+            let file = try TOMLDecoder(strictDecoding: true).decode(File.self, from: text)
+            var c = Config()
+            c.backend = file.backend
+            c.minValid = file.min_valid
+            c.timeout = file.timeout
+            c.providers = file.providers ?? [:]
+            if let b = c.backend, BackendChoice(rawValue: b) == nil {
+                throw TokenVaultError.config("\(path): backend must be auto, secret-service or file, not \(ServiceKey.quoted(b))")
+            }
+            if let m = c.minValid, m < 0 { throw TokenVaultError.config("\(path): min_valid must not be negative") }
+            if let t = c.timeout, t <= 0 { throw TokenVaultError.config("\(path): timeout must be a positive number of seconds") }
+            return c
+        } catch let e as TokenVaultError {
+            throw e
+        } catch let e as TOMLParseError {
+            throw TokenVaultError.config("\(path): line \(e.source.begin.line): \(e.description)")
+        } catch let e as UnexpectedKeysError {
+            let keys = e.keys.map { $0.value.map(\.stringValue).joined(separator: ".") }.sorted()
+            throw TokenVaultError.config("\(path): unknown setting \(keys.joined(separator: ", "))")
+        } catch let DecodingError.typeMismatch(_, ctx) {
+            throw TokenVaultError.config("\(path): \(ctx.codingPath.map(\.stringValue).joined(separator: ".")) has the wrong type")
+        } catch {
+            throw TokenVaultError.config("\(path): \(error)")
+        }
+    }
+
+    private struct File: Decodable {
+        var backend: String?
+        var min_valid: Int?
+        var timeout: Int?
+        var providers: [String: ProviderConfig]?
+    }
+}
+
+/// A `[providers.NAME]` table: every field optional, as it extends a preset.
+public struct ProviderConfig: Codable, Sendable, Equatable {
+    public var type: String?
+    public var service: String?
+    public var authorize_url: String?
+    public var token_url: String?
+    public var revoke_url: String?
+    public var device_authorization_url: String?
+    public var userinfo_url: String?
+    public var grant: String?
+    public var scopes: [String]?
+    public var client_id: String?
+    public var client_secret: String?
+    public var client_secret_file: String?
+    public var client_secret_command: String?
+    public var client_auth: String?
+    public var redirect_uri: String?
+    public var pkce: Bool?
+    public var auth_params: [String: String]?
+    public var header: String?
+    public var request_token_url: String?
+    public var access_token_url: String?
+    public var consumer_key: String?
+    public var consumer_secret: String?
+    public var consumer_secret_file: String?
+    public var consumer_secret_command: String?
+    public var perms: String?
+
+    public init() {}
+}

@@ -1,0 +1,179 @@
+import Foundation
+
+/// What kind of credential a record holds; also the `type` attribute in the Secret Service.
+public enum CredentialType: String, Codable, Sendable, CaseIterable {
+    case oauth2, oauth1, token
+}
+
+/// Which stored credential: a service and an account.
+public struct CredentialID: Hashable, Sendable, Comparable, CustomStringConvertible {
+    public let service: ServiceKey
+    public let account: String
+
+    public init(service: ServiceKey, account: String = Credential.defaultAccount) {
+        self.service = service
+        self.account = account
+    }
+
+    public static func < (a: CredentialID, b: CredentialID) -> Bool {
+        (a.service.description, a.account) < (b.service.description, b.account)
+    }
+
+    public var description: String { "\(service) (\(account))" }
+
+    /// Validates an `--account` value: one printable line, at most 128 characters.
+    public static func validateAccount(_ account: String) throws {
+        if account.isEmpty || account.count > 128
+            || account.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
+            || account != account.trimmingCharacters(in: .whitespaces)
+        {
+            throw TokenVaultError.usage(
+                "invalid account \(ServiceKey.quoted(account)): use 1 to 128 printable characters")
+        }
+    }
+}
+
+/// One stored credential: the JSON record that is the Secret Service item's
+/// secret, or one entry of the file vault.
+public struct Credential: Equatable, Sendable {
+    public static let defaultAccount = "default"
+
+    public var service: ServiceKey
+    public var account: String
+    public var type: CredentialType
+    public var provider: String?
+    public var accessToken: String
+    public var refreshToken: String?
+    /// OAuth 1.0a token secret.
+    public var tokenSecret: String?
+    public var tokenType: String?
+    public var scope: String?
+    /// Unix seconds; nil when the token does not expire.
+    public var expiresAt: Int64?
+    /// Fields the provider sent that have no place above (`uid`, `screen_name`, …).
+    public var extra: [String: JSONValue]
+    /// Unix seconds of the last write, so a stale copy never wins over a newer one.
+    public var updatedAt: Int64
+
+    public var id: CredentialID { CredentialID(service: service, account: account) }
+
+    public init(
+        service: ServiceKey, account: String = Credential.defaultAccount, type: CredentialType,
+        provider: String? = nil, accessToken: String, refreshToken: String? = nil,
+        tokenSecret: String? = nil, tokenType: String? = nil, scope: String? = nil,
+        expiresAt: Int64? = nil, extra: [String: JSONValue] = [:], updatedAt: Int64 = 0
+    ) {
+        self.service = service
+        self.account = account
+        self.type = type
+        self.provider = provider
+        self.accessToken = accessToken
+        self.refreshToken = refreshToken
+        self.tokenSecret = tokenSecret
+        self.tokenType = tokenType
+        self.scope = scope
+        self.expiresAt = expiresAt
+        self.extra = extra
+        self.updatedAt = updatedAt
+    }
+
+    /// Seconds of validity left at `now`; nil when it never expires.
+    public func secondsLeft(at now: Int64) -> Int64? { expiresAt.map { $0 - now } }
+
+    public func isExpired(at now: Int64) -> Bool { (expiresAt ?? Int64.max) <= now }
+
+    /// Whether tokenvault could get a new access token without the user.
+    public var canRefresh: Bool { type == .oauth2 && refreshToken != nil && provider != nil }
+
+    /// The names `get --field` accepts for this record.
+    public var fieldNames: [String] {
+        var names = ["access_token", "service", "account", "type"]
+        if refreshToken != nil { names.append("refresh_token") }
+        if tokenSecret != nil { names.append("token_secret") }
+        if tokenType != nil { names.append("token_type") }
+        if scope != nil { names.append("scope") }
+        if expiresAt != nil { names.append("expires_at") }
+        if provider != nil { names.append("provider") }
+        return names + extra.keys.sorted()
+    }
+
+    /// The value of one field as `get --field` prints it, or nil when absent.
+    public func field(_ name: String) -> String? {
+        switch name {
+        case "access_token", "token", "oauth_token": return accessToken
+        case "refresh_token": return refreshToken
+        case "token_secret", "oauth_token_secret": return tokenSecret
+        case "token_type": return tokenType
+        case "scope": return scope
+        case "expires_at": return expiresAt.map { String($0) }
+        case "provider": return provider
+        case "service": return service.description
+        case "account": return account
+        case "type": return type.rawValue
+        default: return extra[name]?.text
+        }
+    }
+}
+
+// MARK: - The record's JSON form (the secret in the Secret Service, an entry in the vault)
+
+extension Credential {
+    private static let knownKeys: Set<String> = [
+        "version", "service", "account", "type", "provider", "access_token", "refresh_token",
+        "token_secret", "token_type", "scope", "expires_at", "extra", "updated_at",
+    ]
+
+    /// The record as stored: a JSON object with sorted keys.
+    public func recordJSON() -> Data {
+        var o: [String: JSONValue] = [
+            "version": .integer(1),
+            "service": .string(service.description),
+            "account": .string(account),
+            "type": .string(type.rawValue),
+            "access_token": .string(accessToken),
+            "updated_at": .integer(updatedAt),
+        ]
+        if let provider { o["provider"] = .string(provider) }
+        if let refreshToken { o["refresh_token"] = .string(refreshToken) }
+        if let tokenSecret { o["token_secret"] = .string(tokenSecret) }
+        if let tokenType { o["token_type"] = .string(tokenType) }
+        if let scope { o["scope"] = .string(scope) }
+        if let expiresAt { o["expires_at"] = .integer(expiresAt) }
+        if !extra.isEmpty { o["extra"] = .object(extra) }
+        return (try? JSONEncoder.sorted.encode(JSONValue.object(o))) ?? Data()
+    }
+
+    /// Reads a stored record. `id` is where it was found: it wins over what
+    /// the record says, and a bare token (an item stored by `secret-tool store`)
+    /// becomes a `token` record.
+    public static func fromRecord(_ data: Data, id: CredentialID) throws -> Credential {
+        let object: [String: JSONValue]
+        if let decoded = try? JSONDecoder().decode(JSONValue.self, from: data), case .object(let o) = decoded {
+            object = o
+        } else {
+            let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            guard !text.isEmpty, !text.contains(where: { $0.isNewline }) else {
+                throw TokenVaultError.vault("the stored record for \(id) is not readable")
+            }
+            return Credential(service: id.service, account: id.account, type: .token, accessToken: text)
+        }
+        guard let access = object["access_token"]?.string, !access.isEmpty else {
+            throw TokenVaultError.vault("the stored record for \(id) has no access token")
+        }
+        var c = Credential(
+            service: id.service, account: id.account,
+            type: object["type"]?.string.flatMap(CredentialType.init(rawValue:)) ?? .token,
+            accessToken: access)
+        c.provider = object["provider"]?.string
+        c.refreshToken = object["refresh_token"]?.string
+        c.tokenSecret = object["token_secret"]?.string
+        c.tokenType = object["token_type"]?.string
+        c.scope = object["scope"]?.string
+        c.expiresAt = object["expires_at"]?.int64
+        c.updatedAt = object["updated_at"]?.int64 ?? 0
+        if case .object(let extra)? = object["extra"] { c.extra = extra }
+        // Fields written by hand at the top level are kept, not lost.
+        for (k, v) in object where !knownKeys.contains(k) { c.extra[k] = v }
+        return c
+    }
+}

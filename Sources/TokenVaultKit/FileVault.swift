@@ -1,0 +1,274 @@
+import Foundation
+
+/// The encrypted file backend (SPEC §5): one file, 0600 in a 0700 directory,
+/// sealed with a key derived from the passphrase.
+public final class FileVault: CredentialStore {
+    public let name = "file"
+    public let path: String
+    let directory: String
+    let passphrase: PassphraseSource
+    let keyCache: KeyCache
+    let keyTTL: Int
+    let newVaultParams: KDFParams
+
+    /// The key, once derived or fetched from the cache, with the header it opened.
+    private var unlocked: (key: SecureBytes, salt: [UInt8], params: KDFParams)?
+
+    public init(path: String, passphrase: PassphraseSource, keyCache: KeyCache, keyTTL: Int, newVaultParams: KDFParams) {
+        self.path = path
+        self.directory = (path as NSString).deletingLastPathComponent
+        self.passphrase = passphrase
+        self.keyCache = keyCache
+        self.keyTTL = keyTTL
+        self.newVaultParams = newVaultParams
+    }
+
+    /// `TOKENVAULT_VAULT`, else `$XDG_DATA_HOME/tokenvault/vault`.
+    public static func defaultPath(environment env: [String: String]) -> String {
+        if let p = env["TOKENVAULT_VAULT"], !p.isEmpty { return p }
+        let data = env["XDG_DATA_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
+            ?? ((env["HOME"] ?? NSHomeDirectory()) + "/.local/share")
+        return data + "/tokenvault/vault"
+    }
+
+    public var exists: Bool {
+        var st = stat()
+        return lstat(path, &st) == 0
+    }
+
+    /// True when opening needs nobody to type anything.
+    public var canOpenQuietly: Bool {
+        passphrase.isNonInteractive || (try? cachedKey(for: readHeaderOnly())) != nil
+    }
+
+    // MARK: CredentialStore
+
+    public func load(_ id: CredentialID) throws -> Credential? {
+        guard let contents = try readContents() else { return nil }
+        return try contents.credential(id)
+    }
+
+    public func list() throws -> [Credential] {
+        try readContents()?.credentials() ?? []
+    }
+
+    public func save(_ credential: Credential) throws {
+        try modify { $0.put(credential) }
+    }
+
+    @discardableResult
+    public func delete(_ id: CredentialID) throws -> Bool {
+        guard exists else { return false }
+        var removed = false
+        try modify { removed = $0.remove(id) }
+        return removed
+    }
+
+    /// Read-modify-write under the vault's lock, so concurrent writers lose nothing.
+    public func modify(_ change: (inout VaultContents) throws -> Void) throws {
+        try ensureDirectory()
+        let lock = try FileLock(path: path + ".lock")
+        defer { lock.release() }
+        var contents = try readContents() ?? VaultContents()
+        try change(&contents)
+        try write(contents)
+    }
+
+    // MARK: Reading
+
+    /// The decrypted vault, or nil when there is none yet.
+    func readContents() throws -> VaultContents? {
+        guard let file = try readFile() else { return nil }
+        let header = try VaultFormat.parseHeader(file)
+        let key = try key(for: header)
+        return try VaultFormat.open(file, header: header, key: key)
+    }
+
+    private func readHeaderOnly() throws -> VaultFormat.Header {
+        guard let file = try readFile() else { throw TokenVaultError.notFound(service: "", account: "") }
+        return try VaultFormat.parseHeader(file)
+    }
+
+    private func readFile() throws -> [UInt8]? {
+        var st = stat()
+        if lstat(path, &st) != 0 {
+            if errno == ENOENT { return nil }
+            throw TokenVaultError.vault("cannot read the vault \(path): \(String(cString: strerror(errno)))")
+        }
+        try checkDirectory()
+        try checkVaultFile(st)
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw TokenVaultError.vault("cannot open the vault \(path): \(String(cString: strerror(errno)))")
+        }
+        defer { close(fd) }
+        var fst = stat()
+        guard fstat(fd, &fst) == 0, fst.st_ino == st.st_ino, fst.st_dev == st.st_dev else {
+            throw TokenVaultError.vault("the vault \(path) changed while being opened; try again")
+        }
+        let size = Int(fst.st_size)
+        guard size <= 1 << 30 else { throw VaultFormat.corrupt("it is larger than 1 GiB") }
+        var bytes = [UInt8](repeating: 0, count: size)
+        var done = 0
+        while done < size {
+            let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + done, size - done) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { break }
+            done += n
+        }
+        guard done == size else { throw VaultFormat.corrupt("it was cut short while being read") }
+        return bytes
+    }
+
+    // MARK: Keys
+
+    private func cacheName() -> String {
+        let full = (try? FileManager.default.destinationOfSymbolicLink(atPath: directory)).map { $0 + "/" + (path as NSString).lastPathComponent } ?? path
+        return Sodium.hash(Array(full.utf8)).map { String(format: "%02x", $0) }.joined()
+    }
+
+    private func cachedKey(for header: VaultFormat.Header) throws -> SecureBytes? {
+        if let u = unlocked, u.salt == header.salt, u.params == header.params { return u.key }
+        guard keyTTL > 0, let key = keyCache.load(name: cacheName()), key.count == Sodium.keyBytes,
+              VaultFormat.keyMatches(key, header: header) else { return nil }
+        return key
+    }
+
+    private func key(for header: VaultFormat.Header) throws -> SecureBytes {
+        if let key = try cachedKey(for: header) {
+            unlocked = (key, header.salt, header.params)
+            return key
+        }
+        let secret = try passphrase.obtain(creating: false)
+        let key = try Sodium.deriveKey(passphrase: secret, salt: header.salt, ops: header.params.opsLimit, mem: header.params.memLimit)
+        guard VaultFormat.keyMatches(key, header: header) else {
+            throw TokenVaultError.permission("wrong passphrase for the vault \(path)",
+                                             hint: "check TOKENVAULT_PASSPHRASE_FILE, TOKENVAULT_PASSPHRASE_COMMAND or TOKENVAULT_PASSPHRASE")
+        }
+        keyCache.store(name: cacheName(), key: key, ttl: keyTTL)
+        unlocked = (key, header.salt, header.params)
+        return key
+    }
+
+    private func keyForNewVault() throws -> (SecureBytes, [UInt8], KDFParams) {
+        if let u = unlocked { return (u.key, u.salt, u.params) }
+        let secret = try passphrase.obtain(creating: true)
+        let salt = Sodium.randomBytes(Sodium.saltBytes)
+        let key = try Sodium.deriveKey(passphrase: secret, salt: salt, ops: newVaultParams.opsLimit, mem: newVaultParams.memLimit)
+        keyCache.store(name: cacheName(), key: key, ttl: keyTTL)
+        unlocked = (key, salt, newVaultParams)
+        return (key, salt, newVaultParams)
+    }
+
+    // MARK: Writing
+
+    /// Temp file, fsync, rename, fsync of the directory: a crash leaves the old or the new vault.
+    private func write(_ contents: VaultContents) throws {
+        let (key, salt, params) = try unlocked.map { ($0.key, $0.salt, $0.params) } ?? keyForNewVault()
+        let sealed = VaultFormat.seal(contents, key: key, salt: salt, params: params)
+        removeStaleTemporaries()
+        var template = Array((path + ".tmp.XXXXXX").utf8CString)
+        let fd = mkstemp(&template)
+        guard fd >= 0 else { throw ioError("cannot create a temporary file next to the vault") }
+        let tmp = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        var ok = false
+        defer {
+            if !ok { unlink(tmp) }
+        }
+        guard fchmod(fd, 0o600) == 0 else { close(fd); throw ioError("cannot set the temporary file's permissions") }
+        var done = 0
+        while done < sealed.count {
+            let n = sealed.withUnsafeBytes { Foundation.write(fd, $0.baseAddress! + done, sealed.count - done) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { close(fd); throw ioError("cannot write the vault") }
+            done += n
+        }
+        guard fsync(fd) == 0 else { close(fd); throw ioError("cannot flush the vault to disk") }
+        close(fd)
+        guard rename(tmp, path) == 0 else { throw ioError("cannot replace the vault") }
+        ok = true
+        let dfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dfd >= 0 {
+            fsync(dfd)
+            close(dfd)
+        }
+    }
+
+    /// Leftovers of writers that were killed. Called under the lock, so no live writer owns one.
+    private func removeStaleTemporaries() {
+        let base = (path as NSString).lastPathComponent + ".tmp."
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
+        for n in names where n.hasPrefix(base) { unlink(directory + "/" + n) }
+    }
+
+    private func ioError(_ what: String) -> TokenVaultError {
+        .vault("\(what) (\(directory)): \(String(cString: strerror(errno)))")
+    }
+
+    // MARK: Permissions
+
+    /// Creates the directory 0700 whatever the umask, or checks the one there.
+    func ensureDirectory() throws {
+        var st = stat()
+        if stat(directory, &st) != 0 {
+            let parent = (directory as NSString).deletingLastPathComponent
+            try? FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
+            guard mkdir(directory, 0o700) == 0 || errno == EEXIST else { throw ioError("cannot create the vault directory") }
+            _ = chmod(directory, 0o700)
+        }
+        try checkDirectory()
+    }
+
+    private func checkDirectory() throws {
+        var st = stat()
+        guard stat(directory, &st) == 0 else { throw ioError("cannot read the vault directory") }
+        guard st.st_uid == geteuid() else {
+            throw TokenVaultError.permission("the vault directory \(directory) belongs to another user",
+                                             hint: "use a directory of your own (TOKENVAULT_VAULT)")
+        }
+        guard st.st_mode & 0o077 == 0 else {
+            throw TokenVaultError.permission(
+                "unsafe permissions \(String(st.st_mode & 0o777, radix: 8)) on the vault directory \(directory)",
+                hint: "run: chmod 700 \(directory)")
+        }
+    }
+
+    private func checkVaultFile(_ st: stat) throws {
+        if st.st_mode & S_IFMT == S_IFLNK {
+            throw TokenVaultError.permission("the vault \(path) is a symbolic link; refusing to follow it",
+                                             hint: "replace the link by the file itself, or point TOKENVAULT_VAULT at the file")
+        }
+        guard st.st_mode & S_IFMT == S_IFREG else { throw TokenVaultError.vault("the vault \(path) is not a regular file") }
+        guard st.st_uid == geteuid() else {
+            throw TokenVaultError.permission("the vault \(path) belongs to another user")
+        }
+        guard st.st_mode & 0o077 == 0 else {
+            throw TokenVaultError.permission(
+                "unsafe permissions \(String(st.st_mode & 0o777, radix: 8)) on the vault \(path)",
+                hint: "run: chmod 600 \(path)")
+        }
+    }
+}
+
+/// An exclusive flock(2) on a lock file; the kernel drops it if the holder dies.
+struct FileLock {
+    let fd: Int32
+
+    init(path: String) throws {
+        let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw TokenVaultError.vault("cannot open the lock file \(path): \(String(cString: strerror(errno)))")
+        }
+        while flock(fd, LOCK_EX) != 0 {
+            if errno == EINTR { continue }
+            close(fd)
+            throw TokenVaultError.vault("cannot lock \(path): \(String(cString: strerror(errno)))")
+        }
+        self.fd = fd
+    }
+
+    func release() {
+        flock(fd, LOCK_UN)
+        close(fd)
+    }
+}

@@ -1,0 +1,80 @@
+internal import CKeyutils
+import Foundation
+
+/// Keeps a derived vault key for a while, so repeated `get`s pay no KDF.
+public protocol KeyCache: Sendable {
+    func load(name: String) -> SecureBytes?
+    func store(name: String, key: SecureBytes, ttl: Int)
+    /// Forgets every key tokenvault cached; returns how many.
+    @discardableResult func forgetAll() -> Int
+}
+
+/// The kernel's per-user keyring (keyctl(2)): keys live in kernel memory,
+/// expire on their own after the TTL, and go when the user's last session ends.
+public struct KernelKeyring: KeyCache {
+    static let prefix = "tokenvault:"
+
+    public init() {}
+
+    public func load(name: String) -> SecureBytes? {
+        let found = keyctl_search(KEY_SPEC_USER_KEYRING, "user", KernelKeyring.prefix + name, 0)
+        guard found > 0, let id = key_serial_t(exactly: found) else { return nil }
+        var buffer: UnsafeMutableRawPointer?
+        let n = keyctl_read_alloc(id, &buffer)
+        guard n > 0, let buffer else { return nil }
+        defer {
+            memset(buffer, 0, Int(n))
+            free(buffer)
+        }
+        return SecureBytes(UnsafeRawBufferPointer(start: buffer, count: Int(n)))
+    }
+
+    public func store(name: String, key: SecureBytes, ttl: Int) {
+        guard ttl > 0 else { return }
+        let id = key.withUnsafeBytes { k in
+            add_key("user", KernelKeyring.prefix + name, k.baseAddress, k.count, KEY_SPEC_USER_KEYRING)
+        }
+        guard id > 0 else { return }
+        // Possessor and user may read it; nobody else.
+        _ = keyctl_setperm(id, 0x3f3f_0000)
+        _ = keyctl_set_timeout(id, UInt32(clamping: ttl))
+    }
+
+    @discardableResult
+    public func forgetAll() -> Int {
+        var buffer: UnsafeMutableRawPointer?
+        let n = keyctl_read_alloc(KEY_SPEC_USER_KEYRING, &buffer)
+        guard n > 0, let buffer else { return 0 }
+        defer { free(buffer) }
+        let ids = UnsafeRawBufferPointer(start: buffer, count: Int(n)).bindMemory(to: key_serial_t.self)
+        var forgotten = 0
+        for id in ids {
+            var desc: UnsafeMutablePointer<CChar>?
+            guard keyctl_describe_alloc(id, &desc) > 0, let desc else { continue }
+            defer { free(desc) }
+            // "type;uid;gid;perm;description"
+            let text = String(cString: desc)
+            guard text.hasPrefix("user;"), let name = text.split(separator: ";", maxSplits: 4).last,
+                  name.hasPrefix(KernelKeyring.prefix) else { continue }
+            if keyctl_invalidate(id) == 0 || keyctl_unlink(id, KEY_SPEC_USER_KEYRING) == 0 { forgotten += 1 }
+        }
+        return forgotten
+    }
+}
+
+/// A cache that keeps nothing (`TOKENVAULT_KEY_TTL=0`, and tests).
+public struct NoKeyCache: KeyCache {
+    public init() {}
+    public func load(name: String) -> SecureBytes? { nil }
+    public func store(name: String, key: SecureBytes, ttl: Int) {}
+    public func forgetAll() -> Int { 0 }
+}
+
+/// Process hardening that needs C: no core dumps, not ptrace-able.
+public enum ProcessHardening {
+    public static func disableCoreDumps() {
+        var limit = rlimit(rlim_cur: 0, rlim_max: 0)
+        _ = setrlimit(Int32(RLIMIT_CORE.rawValue), &limit)
+        _ = tv_set_not_dumpable()
+    }
+}

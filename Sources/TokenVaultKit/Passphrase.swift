@@ -1,0 +1,116 @@
+import Foundation
+
+/// Where the vault passphrase comes from, first found wins (SPEC §5):
+/// `TOKENVAULT_PASSPHRASE_FILE`, `TOKENVAULT_PASSPHRASE_COMMAND` (its stdout),
+/// `TOKENVAULT_PASSPHRASE`, then a no-echo prompt on the terminal.
+public struct PassphraseSource: Sendable {
+    public var environment: [String: String]
+    /// The terminal to prompt on; nil: none.
+    public var terminalPath: String?
+
+    public init(environment: [String: String], terminalPath: String? = "/dev/tty") {
+        self.environment = environment
+        self.terminalPath = terminalPath
+    }
+
+    static let noSourceHint =
+        "set TOKENVAULT_PASSPHRASE_FILE, TOKENVAULT_PASSPHRASE_COMMAND or TOKENVAULT_PASSPHRASE, or run it on a terminal"
+
+    /// True when a passphrase can be had without asking anyone.
+    public var isNonInteractive: Bool {
+        ["TOKENVAULT_PASSPHRASE_FILE", "TOKENVAULT_PASSPHRASE_COMMAND", "TOKENVAULT_PASSPHRASE"]
+            .contains { environment[$0] != nil }
+    }
+
+    /// Gets the passphrase; `creating` asks twice on a terminal.
+    public func obtain(creating: Bool) throws -> SecureBytes {
+        if let path = environment["TOKENVAULT_PASSPHRASE_FILE"] {
+            guard var bytes = FileManager.default.contents(atPath: path).map(Array.init) else {
+                throw TokenVaultError.permission("cannot read the passphrase file named by TOKENVAULT_PASSPHRASE_FILE (\(path))")
+            }
+            defer { Sodium.wipe(&bytes) }
+            return try nonEmpty(chompNewline(bytes), source: "the passphrase file")
+        }
+        if let command = environment["TOKENVAULT_PASSPHRASE_COMMAND"] {
+            return try run(command)
+        }
+        if let value = environment["TOKENVAULT_PASSPHRASE"] {
+            return try nonEmpty(Array(value.utf8)[...], source: "TOKENVAULT_PASSPHRASE")
+        }
+        guard let terminalPath, let tty = Terminal(path: terminalPath) else {
+            throw TokenVaultError.permission("the vault is locked and there is no passphrase source and no terminal",
+                                             hint: PassphraseSource.noSourceHint)
+        }
+        let first = try nonEmpty(tty.readSecret(prompt: creating ? "New vault passphrase: " : "Vault passphrase: ")[...],
+                                 source: "the passphrase")
+        if creating {
+            let again = try tty.readSecret(prompt: "Repeat passphrase: ")
+            guard Sodium.equal(first.bytes, again) else {
+                throw TokenVaultError.permission("the passphrases do not match; nothing was stored")
+            }
+        }
+        return first
+    }
+
+    private func chompNewline(_ b: [UInt8]) -> ArraySlice<UInt8> {
+        var s = b[...]
+        if s.last == 0x0A { s = s.dropLast() }
+        if s.last == 0x0D { s = s.dropLast() }
+        return s
+    }
+
+    private func nonEmpty(_ b: ArraySlice<UInt8>, source: String) throws -> SecureBytes {
+        guard !b.isEmpty else { throw TokenVaultError.permission("\(source) is empty") }
+        return SecureBytes(b)
+    }
+
+    private func run(_ command: String) throws -> SecureBytes {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/sh")
+        p.arguments = ["-c", command]
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardInput = FileHandle.nullDevice
+        do { try p.run() } catch {
+            throw TokenVaultError.permission("cannot run TOKENVAULT_PASSPHRASE_COMMAND")
+        }
+        var bytes = Array(out.fileHandleForReading.readDataToEndOfFile())
+        defer { Sodium.wipe(&bytes) }
+        p.waitUntilExit()
+        guard p.terminationStatus == 0 else {
+            throw TokenVaultError.permission("TOKENVAULT_PASSPHRASE_COMMAND failed (exit \(p.terminationStatus))")
+        }
+        return try nonEmpty(chompNewline(bytes), source: "the output of TOKENVAULT_PASSPHRASE_COMMAND")
+    }
+}
+
+/// The controlling terminal, for a prompt with echo off.
+struct Terminal {
+    let fd: Int32
+
+    init?(path: String) {
+        let fd = open(path, O_RDWR | O_NOCTTY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        guard isatty(fd) == 1 else { close(fd); return nil }
+        self.fd = fd
+    }
+
+    func readSecret(prompt: String) throws -> [UInt8] {
+        defer { close(fd) }
+        _ = prompt.withCString { write(fd, $0, strlen($0)) }
+        var saved = termios()
+        tcgetattr(fd, &saved)
+        var quiet = saved
+        quiet.c_lflag &= ~tcflag_t(ECHO)
+        quiet.c_lflag |= tcflag_t(ECHONL)
+        tcsetattr(fd, TCSAFLUSH, &quiet)
+        defer { tcsetattr(fd, TCSAFLUSH, &saved) }
+        var line = [UInt8]()
+        var byte: UInt8 = 0
+        while read(fd, &byte, 1) == 1, byte != 0x0A {
+            if line.count < 4096 { line.append(byte) }
+        }
+        if line.last == 0x0D { line.removeLast() }
+        return line
+    }
+}

@@ -1,0 +1,114 @@
+import Foundation
+
+/// The largest input `set` reads, and the largest provider response accepted.
+public let maxTokenInputBytes = 1 << 20
+
+/// Parses what `set` reads from stdin (and, later, a token endpoint's answer):
+/// a token-endpoint JSON object or one bare token line (SPEC §3 `set`).
+public enum TokenInput {
+    /// Builds the credential for `id` from `data`, received at `now`.
+    public static func parse(_ data: Data, id: CredentialID, now: Int64) throws -> Credential {
+        guard data.count <= maxTokenInputBytes else {
+            throw TokenVaultError.badInput("the input is larger than 1 MiB")
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw TokenVaultError.badInput("the input is not UTF-8 text")
+        }
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        if trimmed.isEmpty {
+            throw TokenVaultError.badInput("no token on stdin: give a token-endpoint JSON object or one token line")
+        }
+        if trimmed.hasPrefix("{") || trimmed.hasPrefix("[") {
+            return try parseJSON(Data(trimmed.utf8), id: id, now: now)
+        }
+        guard !trimmed.contains(where: { $0.isNewline }) else {
+            throw TokenVaultError.badInput("the input has several lines but is not a JSON object: give one token line or a JSON object")
+        }
+        try checkToken(trimmed, field: "token")
+        return Credential(service: id.service, account: id.account, type: .token, accessToken: trimmed, updatedAt: now)
+    }
+
+    static func parseJSON(_ data: Data, id: CredentialID, now: Int64) throws -> Credential {
+        let value: JSONValue
+        do {
+            value = try JSONDecoder().decode(JSONValue.self, from: data)
+        } catch {
+            throw TokenVaultError.badInput("the input is not valid JSON")
+        }
+        guard case .object(var o) = value else {
+            throw TokenVaultError.badInput("the input must be a JSON object, not another JSON value")
+        }
+        if let err = o["error"]?.string {
+            throw TokenVaultError.badInput("the input is an error response (\(safe(err))), not a token")
+        }
+        var c: Credential
+        if let token = o.removeValue(forKey: "oauth_token") {
+            guard let t = token.string, !t.isEmpty else { throw TokenVaultError.badInput("oauth_token must be a non-empty string") }
+            guard let s = o.removeValue(forKey: "oauth_token_secret")?.string, !s.isEmpty else {
+                throw TokenVaultError.badInput("an OAuth 1.0a token needs oauth_token_secret")
+            }
+            try checkToken(t, field: "oauth_token")
+            try checkToken(s, field: "oauth_token_secret")
+            c = Credential(service: id.service, account: id.account, type: .oauth1, accessToken: t, tokenSecret: s)
+        } else {
+            guard let t = o.removeValue(forKey: "access_token") else {
+                throw TokenVaultError.badInput("the JSON object has no access_token (nor oauth_token)")
+            }
+            guard let token = t.string, !token.isEmpty else {
+                throw TokenVaultError.badInput("access_token must be a non-empty string")
+            }
+            try checkToken(token, field: "access_token")
+            c = Credential(service: id.service, account: id.account, type: .oauth2, accessToken: token)
+        }
+        if let r = o.removeValue(forKey: "refresh_token"), r != .null {
+            guard let s = r.string, !s.isEmpty else { throw TokenVaultError.badInput("refresh_token must be a non-empty string") }
+            try checkToken(s, field: "refresh_token")
+            c.refreshToken = s
+        }
+        if let t = o.removeValue(forKey: "token_type"), t != .null { c.tokenType = t.text }
+        if let s = o.removeValue(forKey: "scope"), s != .null {
+            if case .array(let items) = s { c.scope = items.map(\.text).joined(separator: " ") } else { c.scope = s.text }
+        }
+        let expiresIn = o.removeValue(forKey: "expires_in")
+        let expiresAt = o.removeValue(forKey: "expires_at")
+        if let e = expiresAt, e != .null {
+            c.expiresAt = try parseTime(e)
+        } else if let e = expiresIn, e != .null {
+            guard let seconds = e.int64 ?? e.string.flatMap({ Double($0) }).map({ Int64($0) }), seconds >= 0,
+                  seconds < 100 * 365 * 86400
+            else {
+                throw TokenVaultError.badInput("expires_in must be a number of seconds, got \(safe(e.text))")
+            }
+            c.expiresAt = now + seconds
+        }
+        for key in ["provider", "service", "account", "type", "version", "updated_at"] { o.removeValue(forKey: key) }
+        c.extra = o
+        c.updatedAt = now
+        return c
+    }
+
+    /// Unix seconds (number or digits) or an RFC 3339 time.
+    static func parseTime(_ v: JSONValue) throws -> Int64 {
+        if let i = v.int64, i >= 0 { return i }
+        if let s = v.string {
+            let f = ISO8601DateFormatter()
+            f.formatOptions = [.withInternetDateTime]
+            if let d = f.date(from: s) { return Int64(d.timeIntervalSince1970) }
+            f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            if let d = f.date(from: s) { return Int64(d.timeIntervalSince1970) }
+        }
+        throw TokenVaultError.badInput("expires_at must be unix seconds or an RFC 3339 time, got \(safe(v.text))")
+    }
+
+    /// Tokens go into headers and `export` lines: refuse what would break them.
+    static func checkToken(_ s: String, field: String) throws {
+        if s.unicodeScalars.contains(where: { $0.value < 0x21 || $0.value == 0x7F }) {
+            throw TokenVaultError.badInput("\(field) contains white space or control characters")
+        }
+    }
+
+    /// A value quoted for a message: short, and never a control character.
+    static func safe(_ s: String) -> String {
+        ServiceKey.quoted(s)
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+
+/// Every failure tokenvault reports. Each case maps to exactly one documented
+/// exit code (`exitCode`), so the CLI never decides codes on its own.
+public enum TokenVaultError: Error, Equatable, LocalizedError, Sendable {
+    /// Bad arguments or an invalid service name (64).
+    case usage(String, hint: String? = nil)
+    /// Nothing stored under that service and account (3).
+    case notFound(service: String, account: String, unchecked: String? = nil)
+    /// Expired and cannot be refreshed (4).
+    case loginRequired(String, hint: String? = nil)
+    /// Malformed input on stdin or an unparseable provider response (65).
+    case badInput(String)
+    /// The backend that was asked for cannot be used (69).
+    case backendUnavailable(String, hint: String? = nil)
+    /// Vault unreadable, unwritable, corrupted or tampered with (74).
+    case vault(String, hint: String? = nil)
+    /// Network error, timeout, provider 5xx: retry later (75).
+    case temporary(String)
+    /// The provider refused the request (76).
+    case providerRefused(code: String, description: String?)
+    /// Locked without a passphrase source, wrong passphrase, unsafe permissions (77).
+    case permission(String, hint: String? = nil)
+    /// Unknown provider, missing client id, invalid config file (78).
+    case config(String, hint: String? = nil)
+    /// A bug (1).
+    case `internal`(String)
+
+    /// The exit code documented in SPEC §4 and the man page.
+    public var exitCode: Int32 {
+        switch self {
+        case .usage: 64
+        case .notFound: 3
+        case .loginRequired: 4
+        case .badInput: 65
+        case .backendUnavailable: 69
+        case .vault: 74
+        case .temporary: 75
+        case .providerRefused: 76
+        case .permission: 77
+        case .config: 78
+        case .internal: 1
+        }
+    }
+
+    public var errorDescription: String? {
+        switch self {
+        case .usage(let m, _), .loginRequired(let m, _), .badInput(let m),
+            .backendUnavailable(let m, _), .vault(let m, _), .temporary(let m),
+            .permission(let m, _), .config(let m, _):
+            return m
+        case .notFound(let service, let account, let unchecked):
+            var m = "no credential stored for \(service) (account \(account))"
+            if let unchecked { m += "; \(unchecked)" }
+            return m
+        case .providerRefused(let code, let description):
+            if let description, !description.isEmpty {
+                return "the provider refused the request: \(code): \(description)"
+            }
+            return "the provider refused the request: \(code)"
+        case .internal(let m):
+            return "internal error: \(m)"
+        }
+    }
+
+    /// What the user can do about it, when there is something to do.
+    public var hint: String? {
+        switch self {
+        case .usage(_, let h), .loginRequired(_, let h), .backendUnavailable(_, let h),
+            .vault(_, let h), .permission(_, let h), .config(_, let h):
+            return h
+        case .notFound(let service, let account, _):
+            let acct = account == Credential.defaultAccount ? "" : " --account \(account)"
+            return "store one with: tokenvault set \(service)\(acct) < token.json"
+        case .temporary:
+            return "nothing was changed; try again later"
+        case .badInput, .providerRefused, .internal:
+            return nil
+        }
+    }
+}

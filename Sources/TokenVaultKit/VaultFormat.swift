@@ -1,0 +1,217 @@
+import Foundation
+
+/// Argon2id cost, stored in the vault header.
+public struct KDFParams: Equatable, Sendable {
+    public var opsLimit: UInt64
+    public var memLimit: UInt64
+
+    public init(opsLimit: UInt64, memLimit: UInt64) {
+        self.opsLimit = opsLimit
+        self.memLimit = memLimit
+    }
+
+    public static var interactive: KDFParams { .init(opsLimit: Sodium.interactive.ops, memLimit: Sodium.interactive.mem) }
+    public static var moderate: KDFParams { .init(opsLimit: Sodium.moderate.ops, memLimit: Sodium.moderate.mem) }
+    public static var sensitive: KDFParams { .init(opsLimit: Sodium.sensitive.ops, memLimit: Sodium.sensitive.mem) }
+    /// libsodium's minimum: only for tests, which make many vaults.
+    public static var minimum: KDFParams { .init(opsLimit: Sodium.opsLimitMin, memLimit: Sodium.memLimitMin) }
+
+    /// `TOKENVAULT_KDF_PROFILE`: interactive, moderate (default) or sensitive.
+    public static func profile(_ name: String?) throws -> KDFParams {
+        switch name?.lowercased() {
+        case nil, "", "moderate": return .moderate
+        case "interactive": return .interactive
+        case "sensitive": return .sensitive
+        case let other?:
+            throw TokenVaultError.config(
+                "TOKENVAULT_KDF_PROFILE must be interactive, moderate or sensitive, not \(ServiceKey.quoted(other))")
+        }
+    }
+
+    /// Stored parameters beyond these are refused before any memory is allocated:
+    /// a tampered header must not make `get` allocate gigabytes or spin for minutes.
+    public static let maxOpsLimit: UInt64 = 16
+    public static let maxMemLimit: UInt64 = 2 << 30
+
+    var isSane: Bool {
+        (Sodium.opsLimitMin...KDFParams.maxOpsLimit).contains(opsLimit)
+            && (Sodium.memLimitMin...KDFParams.maxMemLimit).contains(memLimit)
+    }
+}
+
+/// The file vault's bytes (documented in docs/FORMAT.md):
+///
+///     0   8  magic "TKNVAULT"
+///     8   1  format version (1)
+///     9   1  KDF algorithm (2 = Argon2id v1.3, libsodium's crypto_pwhash_ALG_ARGON2ID13)
+///     10  2  reserved, zero
+///     12  4  opslimit, u32 little-endian
+///     16  8  memlimit in bytes, u64 little-endian
+///     24 16  salt
+///     40 24  nonce (fresh for every write)
+///     64 16  key check: BLAKE2b-128 keyed with the key, of "tokenvault key check v1"
+///     80 16  header checksum: BLAKE2b-128 of bytes 0..<80
+///     96  …  XChaCha20-Poly1305-IETF ciphertext and tag, additional data = bytes 0..<96
+///
+/// The plaintext is padded (ISO/IEC 7816-4, 512-byte blocks) and holds
+/// `u32 count` entries of `u16 len, service, u16 len, account, u32 len, record JSON`.
+public enum VaultFormat {
+    static let magic = Array("TKNVAULT".utf8)
+    static let version: UInt8 = 1
+    static let headerBytes = 96
+    static let padBlock = 512
+    static let keyCheckMessage = Array("tokenvault key check v1".utf8)
+
+    public struct Header: Equatable, Sendable {
+        public var params: KDFParams
+        public var salt: [UInt8]
+        public var nonce: [UInt8]
+        public var keyCheck: [UInt8]
+
+        func bytes() -> [UInt8] {
+            var b = VaultFormat.magic
+            b += [VaultFormat.version, Sodium.argon2id13, 0, 0]
+            b += withUnsafeBytes(of: UInt32(params.opsLimit).littleEndian, Array.init)
+            b += withUnsafeBytes(of: params.memLimit.littleEndian, Array.init)
+            b += salt + nonce + keyCheck
+            b += Sodium.hash(b)
+            return b
+        }
+    }
+
+    static func corrupt(_ why: String) -> TokenVaultError {
+        .vault("the vault is corrupted or was tampered with (\(why)); nothing was read from it",
+               hint: "restore the vault file from a backup, or move it away to start a new one")
+    }
+
+    /// Reads and checks the header; refuses absurd KDF parameters before any work.
+    public static func parseHeader(_ file: [UInt8]) throws -> Header {
+        guard file.count >= headerBytes + Sodium.tagBytes else { throw corrupt("it is too short") }
+        guard Array(file[0..<8]) == magic else { throw corrupt("not a tokenvault vault") }
+        guard Sodium.equal(Sodium.hash(Array(file[0..<80])), Array(file[80..<96])) else {
+            throw corrupt("the header checksum does not match")
+        }
+        guard file[8] == version else { throw corrupt("unknown format version \(file[8])") }
+        guard file[9] == Sodium.argon2id13, file[10] == 0, file[11] == 0 else { throw corrupt("unknown key derivation") }
+        let ops = file[12..<16].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        let mem = file[16..<24].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        let params = KDFParams(opsLimit: ops, memLimit: mem)
+        guard params.isSane else { throw corrupt("absurd key-derivation parameters: opslimit \(ops), memlimit \(mem)") }
+        return Header(params: params, salt: Array(file[24..<40]), nonce: Array(file[40..<64]), keyCheck: Array(file[64..<80]))
+    }
+
+    public static func keyCheck(_ key: SecureBytes) -> [UInt8] {
+        Sodium.hash(keyCheckMessage, key: key)
+    }
+
+    public static func keyMatches(_ key: SecureBytes, header: Header) -> Bool {
+        Sodium.equal(keyCheck(key), header.keyCheck)
+    }
+
+    /// Decrypts; every changed byte is refused as a whole.
+    public static func open(_ file: [UInt8], header: Header, key: SecureBytes) throws -> VaultContents {
+        guard keyMatches(key, header: header) else {
+            throw TokenVaultError.permission("wrong passphrase for the vault", hint: "check TOKENVAULT_PASSPHRASE_FILE, TOKENVAULT_PASSPHRASE_COMMAND or TOKENVAULT_PASSPHRASE")
+        }
+        let ad = Array(file[0..<headerBytes])
+        guard var padded = Sodium.open(file[headerBytes...], ad: ad, nonce: header.nonce, key: key) else {
+            throw corrupt("authentication failed")
+        }
+        defer { Sodium.wipe(&padded) }
+        guard let length = Sodium.unpad(padded, blockSize: padBlock) else { throw corrupt("bad padding") }
+        return try VaultContents(plaintext: Array(padded[0..<length]))
+    }
+
+    /// Encrypts `contents` under a fresh nonce.
+    public static func seal(_ contents: VaultContents, key: SecureBytes, salt: [UInt8], params: KDFParams) -> [UInt8] {
+        let header = Header(params: params, salt: salt, nonce: Sodium.randomBytes(Sodium.nonceBytes), keyCheck: keyCheck(key))
+        let ad = header.bytes()
+        var plain = contents.plaintext()
+        defer { Sodium.wipe(&plain) }
+        Sodium.pad(&plain, blockSize: padBlock)
+        return ad + Sodium.seal(plain, ad: ad, nonce: header.nonce, key: key)
+    }
+}
+
+/// The decrypted vault: entries kept as raw record bytes, decoded only when
+/// asked, so a `get` among 10,000 credentials parses one record.
+public struct VaultContents: Sendable {
+    public struct Entry: Sendable {
+        /// Kept as text: a lookup compares strings and parses nothing.
+        public var service: String
+        public var account: String
+        public var record: [UInt8]
+
+        func id() throws -> CredentialID {
+            guard let key = try? ServiceKey(parsing: service) else { throw VaultFormat.corrupt("a bad service name") }
+            return CredentialID(service: key, account: account)
+        }
+    }
+
+    public private(set) var entries: [Entry] = []
+
+    public init() {}
+
+    init(plaintext p: [UInt8]) throws {
+        var at = 0
+        func take(_ n: Int) throws -> ArraySlice<UInt8> {
+            guard n <= p.count - at else { throw VaultFormat.corrupt("an entry runs past the end") }
+            defer { at += n }
+            return p[at..<at + n]
+        }
+        func int(_ bytes: Int) throws -> Int {
+            try take(bytes).reversed().reduce(0) { $0 << 8 | Int($1) }
+        }
+        let count = try int(4)
+        entries.reserveCapacity(min(count, p.count / 8))
+        for _ in 0..<count {
+            let service = String(decoding: try take(try int(2)), as: UTF8.self)
+            let account = String(decoding: try take(try int(2)), as: UTF8.self)
+            let record = Array(try take(try int(4)))
+            entries.append(Entry(service: service, account: account, record: record))
+        }
+        guard at == p.count else { throw VaultFormat.corrupt("trailing bytes") }
+    }
+
+    func plaintext() -> [UInt8] {
+        var out = [UInt8]()
+        func put(_ v: Int, _ bytes: Int) { for i in 0..<bytes { out.append(UInt8(truncatingIfNeeded: v >> (8 * i))) } }
+        put(entries.count, 4)
+        for e in entries {
+            let s = Array(e.service.utf8), a = Array(e.account.utf8)
+            put(s.count, 2); out += s
+            put(a.count, 2); out += a
+            put(e.record.count, 4); out += e.record
+        }
+        return out
+    }
+
+    public func credential(_ id: CredentialID) throws -> Credential? {
+        // Compare the raw strings first: no record is decoded on the way.
+        guard let i = index(of: id) else { return nil }
+        return try Credential.fromRecord(Data(entries[i].record), id: id)
+    }
+
+    public func credentials() throws -> [Credential] {
+        try entries.map { try Credential.fromRecord(Data($0.record), id: try $0.id()) }
+    }
+
+    public var ids: [CredentialID] { get throws { try entries.map { try $0.id() } } }
+
+    private func index(of id: CredentialID) -> Int? {
+        let service = id.service.description
+        return entries.firstIndex(where: { $0.service == service && $0.account == id.account })
+    }
+
+    public mutating func put(_ c: Credential) {
+        let entry = Entry(service: c.service.description, account: c.account, record: Array(c.recordJSON()))
+        if let i = index(of: c.id) { entries[i] = entry } else { entries.append(entry) }
+    }
+
+    @discardableResult
+    public mutating func remove(_ id: CredentialID) -> Bool {
+        guard let i = index(of: id) else { return false }
+        entries.remove(at: i)
+        return true
+    }
+}

@@ -1,0 +1,3 @@
+import TokenVaultCLI
+
+TokenVaultMain.run()
