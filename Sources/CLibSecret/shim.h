@@ -33,12 +33,13 @@ static inline const SecretSchema *tv_schema(void) {
     return &schema;
 }
 
-/* A table of borrowed strings; NULL values are left out. Free with g_hash_table_unref. */
+/* An attribute table owning copies of the values (the arguments may be
+   temporaries); NULL values are left out. Free with g_hash_table_unref. */
 static inline GHashTable *tv_attributes(const char *service, const char *account, const char *type) {
-    GHashTable *h = g_hash_table_new(g_str_hash, g_str_equal);
-    if (service) g_hash_table_insert(h, (gpointer)"service", (gpointer)service);
-    if (account) g_hash_table_insert(h, (gpointer)"account", (gpointer)account);
-    if (type) g_hash_table_insert(h, (gpointer)"type", (gpointer)type);
+    GHashTable *h = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, g_free);
+    if (service) g_hash_table_insert(h, (gpointer)"service", g_strdup(service));
+    if (account) g_hash_table_insert(h, (gpointer)"account", g_strdup(account));
+    if (type) g_hash_table_insert(h, (gpointer)"type", g_strdup(type));
     return h;
 }
 

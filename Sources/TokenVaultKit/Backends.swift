@@ -60,10 +60,12 @@ public struct Backends {
                                                          hint: "start a Secret Service (e.g. gnome-keyring) or use TOKENVAULT_BACKEND=file")
             }
         case .auto:
-            switch secretService() {
-            case .success(let s): return AutoStore(secretService: s, unavailableReason: nil, file: try fileVault())
-            case .failure(let e): return AutoStore(secretService: nil, unavailableReason: e.localizedDescription, file: try fileVault())
+            let status = SecretServiceStore.probe(environment: environment, timeout: dbusTimeout, detailed: false)
+            guard status.available else {
+                return AutoStore(secretService: nil, unavailableReason: status.detail,
+                                 quiet: !status.sessionBusConfigured, file: try fileVault())
             }
+            return AutoStore(secretService: SecretServiceStore(timeout: dbusTimeout), unavailableReason: nil, quiet: false, file: try fileVault())
         }
     }
 }
@@ -80,11 +82,20 @@ public final class AutoStore: CredentialStore {
     public private(set) var warnings: [String] = []
     private var unchecked: [String] = []
 
-    init(secretService: SecretServiceStore?, unavailableReason: String?, file: FileVault) {
+    /// Where there is no session bus at all (a server), the file is simply the
+    /// backend: no warnings, though a failed lookup still says what it did not check.
+    let quiet: Bool
+
+    init(secretService: SecretServiceStore?, unavailableReason: String?, quiet: Bool, file: FileVault) {
         self.secretService = secretService
         self.unavailableReason = unavailableReason
+        self.quiet = quiet
         self.file = file
-        if let unavailableReason { unchecked.append("the Secret Service was not checked: \(unavailableReason)") }
+        if let unavailableReason { unchecked.append("the Secret Service was not checked (\(unavailableReason))") }
+    }
+
+    private func warnUnchecked() {
+        if let unavailableReason, !quiet { warnings.append("the Secret Service was not checked (\(unavailableReason))") }
     }
 
     public var uncheckedNote: String? { unchecked.isEmpty ? nil : unchecked.joined(separator: "; ") }
@@ -100,7 +111,7 @@ public final class AutoStore: CredentialStore {
             do {
                 if let c = try secretService.locate(id) { found.append(c) }
             } catch let e as TokenVaultError {
-                unchecked.append("the Secret Service was not checked: \(e.localizedDescription)")
+                unchecked.append("the Secret Service was not checked (\(e.localizedDescription))")
             }
         }
         // The file is read when it may hold the only copy, or when that costs no prompt.
@@ -131,9 +142,7 @@ public final class AutoStore: CredentialStore {
         var removed = false
         if let secretService { removed = try secretService.delete(id) || removed }
         if file.exists { removed = try file.delete(id) || removed }
-        if let unavailableReason {
-            warnings.append("the Secret Service was not checked: \(unavailableReason)")
-        }
+        warnUnchecked()
         return removed
     }
 
@@ -147,7 +156,7 @@ public final class AutoStore: CredentialStore {
             }
         }
         if let secretService { add(try secretService.listLocated()) }
-        if let unavailableReason { warnings.append("the Secret Service was not checked: \(unavailableReason)") }
+        warnUnchecked()
         if file.exists { add(try file.listLocated()) }
         return all.values.sorted { $0.credential.id < $1.credential.id }
     }

@@ -15,9 +15,11 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
         public var detail: String
         /// Whether the default collection is locked, when known.
         public var locked: Bool?
+        /// False when there is no session bus at all, as on a server.
+        public var sessionBusConfigured = true
     }
 
-    private init(timeout: Double) { self.timeout = timeout }
+    init(timeout: Double) { self.timeout = timeout }
 
     /// Connects within `timeout` seconds, or says why it could not.
     public static func connect(environment env: [String: String], timeout: Double) -> Result<SecretServiceStore, TokenVaultError> {
@@ -34,7 +36,8 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
         if address.isEmpty {
             let runtimeBus = (env["XDG_RUNTIME_DIR"] ?? "/run/user/\(getuid())") + "/bus"
             if access(runtimeBus, F_OK) != 0 {
-                return Status(available: false, detail: "no D-Bus session bus (DBUS_SESSION_BUS_ADDRESS is not set)")
+                return Status(available: false, detail: "no D-Bus session bus: DBUS_SESSION_BUS_ADDRESS is not set",
+                              sessionBusConfigured: false)
             }
         }
         let answer = withDeadline(timeout) { () -> Status in
@@ -49,8 +52,9 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
             g_clear_error(&error)
             let pid = tv_secrets_owner_pid(Int32(timeout * 1000))
             var who = "a Secret Service"
-            if pid > 0, let comm = try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8) {
-                who = comm.trimmingCharacters(in: .whitespacesAndNewlines)
+            if pid > 0, let cmdline = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline"),
+               let argv0 = cmdline.split(separator: 0).first {
+                who = (String(decoding: argv0, as: UTF8.self) as NSString).lastPathComponent
             }
             return Status(available: true, detail: who, locked: lockedState < 0 ? nil : lockedState == 1)
         }
@@ -142,25 +146,29 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
     public func list() throws -> [Credential] {
         let rows: [(String, String, Data)] = try call("list credentials") {
             var error: UnsafeMutablePointer<GError>?
-            let attrs = tv_attributes(nil, nil, nil)
-            defer { g_hash_table_unref(attrs) }
-            let flags = SecretSearchFlags(rawValue: SECRET_SEARCH_ALL.rawValue | SECRET_SEARCH_UNLOCK.rawValue | SECRET_SEARCH_LOAD_SECRETS.rawValue)
-            let found = secret_password_searchv_sync(tv_schema(), attrs, flags, nil, &error)
-            if error != nil { return SecretServiceStore.failure("list credentials", &error) }
-            defer { tv_list_free_objects(found) }
             var rows: [(String, String, Data)] = []
-            var node = found
-            while let n = node {
-                defer { node = n.pointee.next }
-                let item = OpaquePointer(n.pointee.data)
-                guard let s = tv_item_attribute(item, "service"), let a = tv_item_attribute(item, "account") else { continue }
-                defer { g_free(s); g_free(a) }
-                guard let secret = tv_item_secret(item, &error) else {
-                    g_clear_error(&error)
-                    continue
+            let flags = SecretSearchFlags(rawValue: SECRET_SEARCH_ALL.rawValue | SECRET_SEARCH_UNLOCK.rawValue | SECRET_SEARCH_LOAD_SECRETS.rawValue)
+            // One search per type, not matching the schema name: items stored with
+            // `secret-tool store service H account A type token` are listed too.
+            for type in CredentialType.allCases {
+                let attrs = tv_attributes(nil, nil, type.rawValue)
+                defer { g_hash_table_unref(attrs) }
+                let found = secret_password_searchv_sync(tv_lookup_schema(), attrs, flags, nil, &error)
+                if error != nil { return SecretServiceStore.failure("list credentials", &error) }
+                defer { tv_list_free_objects(found) }
+                var node = found
+                while let n = node {
+                    defer { node = n.pointee.next }
+                    let item = OpaquePointer(n.pointee.data)
+                    guard let s = tv_item_attribute(item, "service"), let a = tv_item_attribute(item, "account") else { continue }
+                    defer { g_free(s); g_free(a) }
+                    guard let secret = tv_item_secret(item, &error) else {
+                        g_clear_error(&error)
+                        continue
+                    }
+                    defer { secret_password_free(secret) }
+                    rows.append((String(cString: s), String(cString: a), Data(bytes: secret, count: strlen(secret))))
                 }
-                defer { secret_password_free(secret) }
-                rows.append((String(cString: s), String(cString: a), Data(bytes: secret, count: strlen(secret))))
             }
             return .success(rows)
         }
