@@ -44,7 +44,7 @@ let package = Package(
         .testTarget(name: "TokenVaultKitTests", dependencies: ["TokenVaultKit"]),
         .testTarget(
             name: "TokenVaultCLITests",
-            dependencies: ["TokenVaultKit"]
+            dependencies: ["tokenvault"]
         ),
     ]
 )

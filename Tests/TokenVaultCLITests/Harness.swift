@@ -1,0 +1,164 @@
+import Foundation
+import XCTest
+
+/// What one run of the built binary did.
+struct Run {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+    var out: String { stdout.trimmingCharacters(in: .newlines) }
+}
+
+/// The package root and the built `tokenvault` next to the test bundle.
+enum Paths {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static var binary: String {
+        var dir = Bundle.main.bundleURL
+        for _ in 0..<3 {
+            let candidate = dir.appendingPathComponent("tokenvault").path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+            dir = dir.deletingLastPathComponent()
+        }
+        return root.appendingPathComponent(".build/debug/tokenvault").path
+    }
+    static let fixtures = root.appendingPathComponent("Tests/Fixtures")
+}
+
+/// Runs a program with a given environment and stdin, detached from any
+/// terminal (setsid), killed if it outlives `limit` seconds.
+func runProcess(_ executable: String, _ args: [String], stdin: String? = nil, env: [String: String],
+                limit: Double = 120) -> Run {
+    // A child that stops reading stdin early must not kill the test runner.
+    signal(SIGPIPE, SIG_IGN)
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: "/usr/bin/setsid")
+    p.arguments = ["-w", executable] + args
+    p.environment = env
+    let out = Pipe(), err = Pipe(), input = Pipe()
+    p.standardOutput = out
+    p.standardError = err
+    p.standardInput = stdin == nil ? FileHandle.nullDevice : input
+    do { try p.run() } catch { return Run(status: -1, stdout: "", stderr: "cannot start \(executable): \(error)") }
+    if let stdin {
+        let writer = input.fileHandleForWriting
+        Thread.detachNewThread {
+            try? writer.write(contentsOf: Data(stdin.utf8))
+            try? writer.close()
+        }
+    }
+    let killer = DispatchWorkItem { if p.isRunning { kill(-p.processIdentifier, SIGKILL); p.terminate() } }
+    DispatchQueue.global().asyncAfter(deadline: .now() + limit, execute: killer)
+    let so = out.fileHandleForReading.readDataToEndOfFile()
+    let se = err.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    killer.cancel()
+    return Run(status: p.terminationStatus, stdout: String(decoding: so, as: UTF8.self), stderr: String(decoding: se, as: UTF8.self))
+}
+
+/// A value shared between threads.
+final class Locked<T>: @unchecked Sendable {
+    private var stored: T
+    private let lock = NSLock()
+    init(_ value: T) { stored = value }
+    var value: T { lock.withLock { stored } }
+    func mutate(_ change: (inout T) -> Void) { lock.withLock { change(&stored) } }
+}
+
+/// A throwaway home: its own XDG directories, vault and config.
+final class Sandbox: @unchecked Sendable {
+    let home: String
+    var env: [String: String]
+
+    init(backend: String = "file") {
+        home = NSTemporaryDirectory() + "tv-test-" + UUID().uuidString.prefix(8)
+        try! FileManager.default.createDirectory(atPath: home + "/run", withIntermediateDirectories: true)
+        chmod(home + "/run", 0o700)
+        env = [
+            "HOME": home,
+            "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
+            "XDG_DATA_HOME": home + "/data",
+            "XDG_CONFIG_HOME": home + "/config",
+            "XDG_RUNTIME_DIR": home + "/run",
+            "TOKENVAULT_BACKEND": backend,
+            "TOKENVAULT_PASSPHRASE": "correct horse",
+            "TOKENVAULT_KDF_PROFILE": "interactive",
+            "TOKENVAULT_KEY_TTL": "0",
+            "LANG": "C.UTF-8",
+        ]
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: home) }
+
+    var vault: String { env["XDG_DATA_HOME"]! + "/tokenvault/vault" }
+
+    @discardableResult
+    func tv(_ args: String..., stdin: String? = nil, env extra: [String: String] = [:], file: StaticString = #filePath, line: UInt = #line) -> Run {
+        run(args, stdin: stdin, env: extra)
+    }
+
+    func run(_ args: [String], stdin: String? = nil, env extra: [String: String] = [:]) -> Run {
+        var e = env
+        for (k, v) in extra { e[k] = v.isEmpty ? nil : v }
+        return runProcess(Paths.binary, args, stdin: stdin, env: e)
+    }
+
+    /// Runs `tokenvault ARGS` through /bin/sh, for umask and the like.
+    func shell(_ script: String, env extra: [String: String] = [:]) -> Run {
+        var e = env
+        e["TV"] = Paths.binary
+        for (k, v) in extra { e[k] = v }
+        return runProcess("/bin/sh", ["-c", script], env: e)
+    }
+}
+
+/// A private session bus with an unlocked gnome-keyring: the real Secret Service.
+final class PrivateKeyring {
+    let dir: String
+    let address: String
+    private let bus: Process
+
+    init() throws {
+        dir = NSTemporaryDirectory() + "tv-bus-" + UUID().uuidString.prefix(8)
+        try FileManager.default.createDirectory(atPath: dir + "/run", withIntermediateDirectories: true)
+        chmod(dir + "/run", 0o700)
+        let env = ["HOME": dir, "XDG_RUNTIME_DIR": dir + "/run", "PATH": "/usr/bin:/bin"]
+        bus = Process()
+        bus.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
+        bus.arguments = ["--session", "--nofork", "--print-address=1", "--address=unix:dir=\(dir)"]
+        bus.environment = env
+        let out = Pipe()
+        bus.standardOutput = out
+        bus.standardError = FileHandle.nullDevice
+        try bus.run()
+        var line = Data()
+        while !line.contains(0x0A) {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            line += chunk
+        }
+        address = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard address.hasPrefix("unix:") else {
+            throw NSError(domain: "PrivateKeyring", code: 1, userInfo: [NSLocalizedDescriptionKey: "dbus-daemon printed no address"])
+        }
+        var kenv = env
+        kenv["DBUS_SESSION_BUS_ADDRESS"] = address
+        let r = runProcess("/usr/bin/gnome-keyring-daemon", ["--unlock", "--components=secrets"],
+                           stdin: "keyring-test-password", env: kenv, limit: 30)
+        guard r.status == 0 else {
+            throw NSError(domain: "PrivateKeyring", code: Int(r.status), userInfo: [NSLocalizedDescriptionKey: "gnome-keyring-daemon failed: \(r.stderr)"])
+        }
+    }
+
+    /// The environment a client needs to reach it.
+    var env: [String: String] { ["DBUS_SESSION_BUS_ADDRESS": address] }
+
+    func stop() {
+        if bus.isRunning {
+            bus.terminate()
+            bus.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+
+    deinit { stop() }
+}

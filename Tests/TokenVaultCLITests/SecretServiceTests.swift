@@ -1,0 +1,150 @@
+import Foundation
+import XCTest
+
+/// The Secret Service backend against a real gnome-keyring on a private bus,
+/// and the auto backend as the Secret Service comes and goes.
+final class SecretServiceTests: XCTestCase {
+    var keyring: PrivateKeyring!
+
+    override func setUpWithError() throws {
+        keyring = try PrivateKeyring()
+    }
+
+    override func tearDown() {
+        keyring.stop()
+    }
+
+    func sandbox(_ backend: String) -> Sandbox {
+        let s = Sandbox(backend: backend)
+        s.env.merge(keyring.env) { $1 }
+        return s
+    }
+
+    func secretTool(_ args: [String], stdin: String? = nil) -> Run {
+        runProcess("/usr/bin/secret-tool", args, stdin: stdin, env: keyring.env.merging(["PATH": "/usr/bin:/bin"]) { $1 })
+    }
+
+    func testRoundTripAndItemShape() {
+        let s = sandbox("secret-service")
+        XCTAssertEqual(s.tv("set", "https://api.weibo.com/2/", stdin: #"{"access_token":"abc","uid":"42"}"#).status, 0)
+        XCTAssertEqual(s.tv("get", "weibo").out, "abc")
+        XCTAssertEqual(s.tv("get", "weibo", "--field", "uid").out, "42")
+        let found = secretTool(["search", "--all", "service", "api.weibo.com"])
+        XCTAssertTrue(found.stdout.contains("label = tokenvault: api.weibo.com (default)"), found.stdout + found.stderr)
+        XCTAssertTrue(found.stdout.contains("attribute.account = default"))
+        XCTAssertTrue(found.stdout.contains("attribute.type = oauth2"))
+        // No secret in an attribute or the label.
+        for line in found.stdout.split(separator: "\n") where line.hasPrefix("label") || line.hasPrefix("attribute") {
+            XCTAssertFalse(line.contains("abc"), String(line))
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: s.vault), "nothing goes to the file")
+        let status = s.tv("status", "weibo")
+        XCTAssertTrue(status.stdout.contains("secret-service"), status.stdout)
+        XCTAssertEqual(s.tv("delete", "weibo").status, 0)
+        XCTAssertEqual(s.tv("get", "weibo").status, 3)
+        XCTAssertEqual(secretTool(["lookup", "service", "api.weibo.com"]).stdout, "")
+    }
+
+    func testSecretToolInteropBothWays() {
+        let s = sandbox("secret-service")
+        XCTAssertEqual(secretTool(["store", "--label=by hand", "service", "api.example.com", "account", "default", "type", "token"], stdin: "handmade").status, 0)
+        XCTAssertEqual(s.tv("get", "api.example.com").out, "handmade")
+        XCTAssertTrue(s.tv("list").stdout.contains("api.example.com"))
+        s.tv("set", "api.github.com", stdin: "gho_token\n")
+        let lookup = secretTool(["lookup", "service", "api.github.com", "account", "default"])
+        let record = try? JSONSerialization.jsonObject(with: Data(lookup.stdout.utf8)) as? [String: Any]
+        XCTAssertEqual(record?["access_token"] as? String, "gho_token", lookup.stdout)
+    }
+
+    func testChangingTypeLeavesOneItem() {
+        let s = sandbox("secret-service")
+        s.tv("set", "api.x.com", stdin: "plain\n")
+        s.tv("set", "api.x.com", stdin: #"{"oauth_token":"t","oauth_token_secret":"s"}"#)
+        let found = secretTool(["search", "--all", "service", "api.x.com"])
+        XCTAssertEqual(found.stdout.components(separatedBy: "label = ").count - 1, 1, found.stdout)
+        XCTAssertEqual(s.tv("get", "api.x.com", "--field", "token_secret").out, "s")
+    }
+
+    func testMigrateBothWaysLosesNothing() {
+        let s = sandbox("secret-service")
+        s.tv("set", "api.a.com", stdin: "a\n")
+        s.tv("set", "api.b.com", "--account", "two", stdin: #"{"access_token":"b","refresh_token":"rb"}"#)
+        XCTAssertEqual(s.tv("migrate", "--to", "file").status, 0)
+        XCTAssertEqual(s.tv("get", "api.a.com").status, 3, "moved out of the Secret Service")
+        XCTAssertEqual(s.tv("get", "api.b.com", "--account", "two", "--field", "refresh_token", env: ["TOKENVAULT_BACKEND": "file"]).out, "rb")
+        XCTAssertEqual(s.tv("migrate", "--to", "secret-service").status, 0)
+        XCTAssertEqual(s.tv("get", "api.a.com").out, "a")
+        XCTAssertEqual(s.tv("get", "api.b.com", "--account", "two").out, "b")
+        XCTAssertEqual(s.tv("list", env: ["TOKENVAULT_BACKEND": "file"]).stdout, "")
+    }
+
+    func testAutoFindsCredentialsAfterAvailabilityChanged() {
+        let s = sandbox("auto")
+        let noBus = ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent/bus"]
+        // Stored while the Secret Service was away: it went to the file...
+        XCTAssertEqual(s.tv("set", "api.away.com", stdin: "from-file\n", env: noBus).status, 0)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: s.vault))
+        // ...and is found when it is back.
+        XCTAssertEqual(s.tv("get", "api.away.com").out, "from-file")
+        // Stored in the Secret Service, then looked up without it: the message says what was not checked.
+        s.tv("set", "api.here.com", stdin: "in-keyring\n")
+        let r = s.tv("get", "api.here.com", env: noBus)
+        XCTAssertEqual(r.status, 3)
+        XCTAssertTrue(r.stderr.contains("Secret Service was not checked"), r.stderr)
+        // Where both hold a copy, the newer wins.
+        sleep(1)
+        s.tv("set", "api.here.com", stdin: "newer-in-file\n", env: noBus)
+        XCTAssertEqual(s.tv("get", "api.here.com").out, "newer-in-file")
+        // delete removes every copy it can reach.
+        XCTAssertEqual(s.tv("delete", "api.here.com").status, 0)
+        XCTAssertEqual(s.tv("get", "api.here.com").status, 3)
+    }
+
+    func testBackendCommandSaysWhatAnswers() {
+        let s = sandbox("auto")
+        let r = s.tv("backend")
+        XCTAssertEqual(r.status, 0)
+        XCTAssertTrue(r.stdout.hasPrefix("secret-service (gnome-keyring-daemon via D-Bus)"), r.stdout)
+        let json = s.tv("backend", "--json", env: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent/bus"])
+        XCTAssertTrue(json.stdout.contains(#""in_use":"file""#), json.stdout)
+    }
+}
+
+/// D-Bus that is missing or silent must not hang anything.
+final class UnreachableBusTests: XCTestCase {
+    func testExplicitSecretServiceWithoutBusExits69() {
+        let s = Sandbox(backend: "secret-service")
+        for bus in ["", "unix:path=/nonexistent/bus"] {
+            let r = s.tv("get", "api.x.com", env: ["DBUS_SESSION_BUS_ADDRESS": bus])
+            XCTAssertEqual(r.status, 69, r.stderr)
+            XCTAssertTrue(r.stderr.contains("Secret Service"), r.stderr)
+        }
+    }
+
+    func testSilentBusDoesNotHang() throws {
+        // A socket that accepts connections and never says a word.
+        let dir = NSTemporaryDirectory() + "tv-silent-" + UUID().uuidString.prefix(6)
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = dir + "/bus"
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &addr.sun_path) { dst in
+            _ = path.utf8CString.withUnsafeBytes { dst.copyMemory(from: $0) }
+        }
+        let bound = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        XCTAssertEqual(bound, 0)
+        XCTAssertEqual(listen(fd, 64), 0)
+        let s = Sandbox(backend: "auto")
+        let env = ["DBUS_SESSION_BUS_ADDRESS": "unix:path=\(path)", "TOKENVAULT_DBUS_TIMEOUT": "1"]
+        XCTAssertEqual(s.tv("set", "api.x.com", stdin: "tok\n", env: env).status, 0)
+        // The limit only catches a hang; the probe gives up after 1 s.
+        let r = runProcess(Paths.binary, ["get", "api.x.com"], env: s.env.merging(env) { $1 }, limit: 30)
+        XCTAssertEqual(r.out, "tok", r.stderr)
+        XCTAssertEqual(s.tv("get", "api.x.com", env: env.merging(["TOKENVAULT_BACKEND": "secret-service"]) { $1 }).status, 69)
+    }
+}
