@@ -165,7 +165,7 @@ final class FileVaultTests: XCTestCase {
 
     func testKeyCacheSkipsTheKDFAndLockForgetsIt() {
         let s = Sandbox()
-        let vault = s.home + "/cache-test-vault"
+        let vault = s.home + "/cached/vault"
         let env = ["TOKENVAULT_VAULT": vault, "TOKENVAULT_KEY_TTL": "60"]
         XCTAssertEqual(s.tv("set", "api.x.com", stdin: "tok\n", env: env).status, 0)
         // With the key cached, no passphrase source is needed at all.

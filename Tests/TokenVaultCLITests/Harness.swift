@@ -142,10 +142,20 @@ final class PrivateKeyring {
         }
         var kenv = env
         kenv["DBUS_SESSION_BUS_ADDRESS"] = address
-        let r = runProcess("/usr/bin/gnome-keyring-daemon", ["--unlock", "--components=secrets"],
-                           stdin: "keyring-test-password", env: kenv, limit: 30)
+        // The daemon forks and would keep open every descriptor it inherits,
+        // including the one Foundation's Process watches to see a child exit:
+        // Python's subprocess starts it with only stdin/stdout/stderr.
+        let start = """
+            import subprocess, sys
+            r = subprocess.run(["gnome-keyring-daemon", "--unlock", "--components=secrets"],
+                               input=b"keyring-test-password", stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, close_fds=True)
+            sys.exit(r.returncode)
+            """
+        let r = runProcess("/usr/bin/python3", ["-c", start], env: kenv, limit: 30)
         guard r.status == 0 else {
-            throw NSError(domain: "PrivateKeyring", code: Int(r.status), userInfo: [NSLocalizedDescriptionKey: "gnome-keyring-daemon failed: \(r.stderr)"])
+            throw NSError(domain: "PrivateKeyring", code: Int(r.status),
+                          userInfo: [NSLocalizedDescriptionKey: "gnome-keyring-daemon --unlock failed: \(r.stderr)"])
         }
     }
 

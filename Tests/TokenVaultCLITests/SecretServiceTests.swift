@@ -29,12 +29,14 @@ final class SecretServiceTests: XCTestCase {
         XCTAssertEqual(s.tv("set", "https://api.weibo.com/2/", stdin: #"{"access_token":"abc","uid":"42"}"#).status, 0)
         XCTAssertEqual(s.tv("get", "weibo").out, "abc")
         XCTAssertEqual(s.tv("get", "weibo", "--field", "uid").out, "42")
-        let found = secretTool(["search", "--all", "service", "api.weibo.com"])
-        XCTAssertTrue(found.stdout.contains("label = tokenvault: api.weibo.com (default)"), found.stdout + found.stderr)
-        XCTAssertTrue(found.stdout.contains("attribute.account = default"))
-        XCTAssertTrue(found.stdout.contains("attribute.type = oauth2"))
+        let search = secretTool(["search", "--all", "service", "api.weibo.com"])
+        let found = search.stdout + search.stderr  // secret-tool prints attributes on stderr
+        XCTAssertTrue(found.contains("label = tokenvault: api.weibo.com (default)"), found)
+        XCTAssertTrue(found.contains("attribute.account = default"), found)
+        XCTAssertTrue(found.contains("attribute.type = oauth2"), found)
+        XCTAssertTrue(found.contains("schema = io.tokenvault.Credential"), found)
         // No secret in an attribute or the label.
-        for line in found.stdout.split(separator: "\n") where line.hasPrefix("label") || line.hasPrefix("attribute") {
+        for line in found.split(separator: "\n") where line.hasPrefix("label") || line.hasPrefix("attribute") {
             XCTAssertFalse(line.contains("abc"), String(line))
         }
         XCTAssertFalse(FileManager.default.fileExists(atPath: s.vault), "nothing goes to the file")
