@@ -75,7 +75,7 @@ public struct Backends {
 /// found when it is back; where both hold one, the newer wins.
 public final class AutoStore: CredentialStore {
     public let name = "auto"
-    let secretService: SecretServiceStore?
+    let secretService: CredentialStore?
     let unavailableReason: String?
     let file: FileVault
     /// Things the user should know that do not stop the command.
@@ -86,7 +86,7 @@ public final class AutoStore: CredentialStore {
     /// backend: no warnings, though a failed lookup still says what it did not check.
     let quiet: Bool
 
-    init(secretService: SecretServiceStore?, unavailableReason: String?, quiet: Bool, file: FileVault) {
+    init(secretService: CredentialStore?, unavailableReason: String?, quiet: Bool, file: FileVault) {
         self.secretService = secretService
         self.unavailableReason = unavailableReason
         self.quiet = quiet

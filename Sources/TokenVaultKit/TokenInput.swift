@@ -24,6 +24,9 @@ public enum TokenInput {
         guard !trimmed.contains(where: { $0.isNewline }) else {
             throw TokenVaultError.badInput("the input has several lines but is not a JSON object: give one token line or a JSON object")
         }
+        if trimmed == "null" || trimmed == "undefined" {
+            throw TokenVaultError.badInput("the input is '\(trimmed)', not a token (did jq find no access_token?)")
+        }
         try checkToken(trimmed, field: "token")
         return Credential(service: id.service, account: id.account, type: .token, accessToken: trimmed, updatedAt: now)
     }
