@@ -122,9 +122,22 @@ public final class FileVault: CredentialStore {
 
     // MARK: Keys
 
+    /// The key's name in the cache: a hash of the vault's real path, so each
+    /// vault has its own entry and no path is shown by `keyctl show`.
     private func cacheName() -> String {
-        let full = (try? FileManager.default.destinationOfSymbolicLink(atPath: directory)).map { $0 + "/" + (path as NSString).lastPathComponent } ?? path
+        var full = path
+        if let real = realpath(directory, nil) {
+            full = String(cString: real) + "/" + (path as NSString).lastPathComponent
+            free(real)
+        }
         return Sodium.hash(Array(full.utf8)).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// Forgets this vault's cached key (`tokenvault lock`).
+    @discardableResult
+    public func forgetCachedKey() -> Bool {
+        unlocked = nil
+        return keyCache.forget(name: cacheName())
     }
 
     private func cachedKey(for header: VaultFormat.Header) throws -> SecureBytes? {

@@ -5,6 +5,8 @@ import Foundation
 public protocol KeyCache: Sendable {
     func load(name: String) -> SecureBytes?
     func store(name: String, key: SecureBytes, ttl: Int)
+    /// Forgets one key; true when there was one.
+    @discardableResult func forget(name: String) -> Bool
     /// Forgets every key tokenvault cached; returns how many.
     @discardableResult func forgetAll() -> Int
 }
@@ -41,6 +43,13 @@ public struct KernelKeyring: KeyCache {
     }
 
     @discardableResult
+    public func forget(name: String) -> Bool {
+        let found = keyctl_search(KEY_SPEC_USER_KEYRING, "user", KernelKeyring.prefix + name, 0)
+        guard found > 0, let id = key_serial_t(exactly: found) else { return false }
+        return keyctl_invalidate(id) == 0 || keyctl_unlink(id, KEY_SPEC_USER_KEYRING) == 0
+    }
+
+    @discardableResult
     public func forgetAll() -> Int {
         var buffer: UnsafeMutableRawPointer?
         let n = keyctl_read_alloc(KEY_SPEC_USER_KEYRING, &buffer)
@@ -67,6 +76,7 @@ public struct NoKeyCache: KeyCache {
     public init() {}
     public func load(name: String) -> SecureBytes? { nil }
     public func store(name: String, key: SecureBytes, ttl: Int) {}
+    public func forget(name: String) -> Bool { false }
     public func forgetAll() -> Int { 0 }
 }
 

@@ -9,7 +9,8 @@ public struct PassphraseSource: Sendable {
     public var terminalPath: String?
 
     public init(environment: [String: String], terminalPath: String? = "/dev/tty") {
-        self.environment = environment
+        // An empty variable is an unset one (`TOKENVAULT_PASSPHRASE_FILE= tokenvault get …`).
+        self.environment = environment.filter { !$0.value.isEmpty }
         self.terminalPath = terminalPath
     }
 

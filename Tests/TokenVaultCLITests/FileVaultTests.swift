@@ -171,7 +171,13 @@ final class FileVaultTests: XCTestCase {
         // With the key cached, no passphrase source is needed at all.
         let cached = s.tv("get", "api.x.com", env: env.merging(["TOKENVAULT_PASSPHRASE": ""]) { $1 })
         XCTAssertEqual(cached.out, "tok", cached.stderr)
+        // lock forgets this vault's key only; --all forgets every one.
+        let other = ["TOKENVAULT_VAULT": s.home + "/other/vault", "TOKENVAULT_KEY_TTL": "60"]
+        XCTAssertEqual(s.tv("set", "api.o.com", stdin: "o\n", env: other).status, 0)
         XCTAssertEqual(s.tv("lock", env: env).status, 0)
+        XCTAssertEqual(s.tv("get", "api.o.com", env: other.merging(["TOKENVAULT_PASSPHRASE": ""]) { $1 }).out, "o")
+        XCTAssertEqual(s.tv("lock", "--all", env: env).status, 0)
+        XCTAssertEqual(s.tv("get", "api.o.com", env: other.merging(["TOKENVAULT_PASSPHRASE": ""]) { $1 }).status, 77)
         let locked = s.tv("get", "api.x.com", env: env.merging(["TOKENVAULT_PASSPHRASE": ""]) { $1 })
         XCTAssertEqual(locked.status, 77, locked.stderr)
         // TTL 0 caches nothing.

@@ -17,6 +17,7 @@ final class FileVaultUnitTests: XCTestCase {
         var loads = 0
         func load(name: String) -> SecureBytes? { loads += 1; return stored[name].map { SecureBytes($0) } }
         func store(name: String, key: SecureBytes, ttl: Int) { stored[name] = key.bytes }
+        func forget(name: String) -> Bool { stored.removeValue(forKey: name) != nil }
         func forgetAll() -> Int { defer { stored = [:] }; return stored.count }
     }
 

@@ -1,0 +1,58 @@
+# tokenvault — see README.md. Quick start: `make demo`, `make test`.
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man/man1
+BASHDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHDIR ?= $(PREFIX)/share/zsh/site-functions
+FISHDIR ?= $(PREFIX)/share/fish/vendor_completions.d
+RELEASE_FLAGS = -c release --static-swift-stdlib
+RELEASE_BIN = .build/release/tokenvault
+# A fixed date keeps the generated man page reproducible.
+MAN_DATE = 2026-11-22
+
+.PHONY: deps build release test demo bench install uninstall docs clean
+
+deps:
+	@scripts/deps.sh
+
+build: deps
+	swift build
+
+release: deps
+	swift build $(RELEASE_FLAGS)
+
+# The tests start their own private D-Bus with an unlocked gnome-keyring
+# (one per test class) and their own throwaway homes.
+test: deps
+	swift build --build-tests
+	swift test --skip-build
+
+demo: release
+	scripts/demo.sh $(RELEASE_BIN)
+
+bench: release
+	@scripts/deps.sh bench
+	scripts/bench.sh $(RELEASE_BIN)
+
+install: release
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR) $(DESTDIR)$(BASHDIR) $(DESTDIR)$(ZSHDIR) $(DESTDIR)$(FISHDIR)
+	install -m 0755 $(RELEASE_BIN) $(DESTDIR)$(BINDIR)/tokenvault
+	install -m 0644 man/tokenvault.1 $(DESTDIR)$(MANDIR)/tokenvault.1
+	install -m 0644 completions/tokenvault.bash $(DESTDIR)$(BASHDIR)/tokenvault
+	install -m 0644 completions/_tokenvault $(DESTDIR)$(ZSHDIR)/_tokenvault
+	install -m 0644 completions/tokenvault.fish $(DESTDIR)$(FISHDIR)/tokenvault.fish
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/tokenvault $(DESTDIR)$(MANDIR)/tokenvault.1 $(DESTDIR)$(BASHDIR)/tokenvault \
+	      $(DESTDIR)$(ZSHDIR)/_tokenvault $(DESTDIR)$(FISHDIR)/tokenvault.fish
+
+# Regenerates the completions and the man page from the argument parser.
+docs: build
+	.build/debug/tokenvault --generate-completion-script bash > completions/tokenvault.bash
+	.build/debug/tokenvault --generate-completion-script zsh > completions/_tokenvault
+	.build/debug/tokenvault --generate-completion-script fish > completions/tokenvault.fish
+	swift package plugin --allow-writing-to-package-directory generate-manual --date $(MAN_DATE) --authors "the tokenvault developers" --output-directory man
+	@[ -f man/tokenvault.1 ] || { echo "generate-manual wrote no man/tokenvault.1" >&2; exit 1; }
+
+clean:
+	rm -rf .build

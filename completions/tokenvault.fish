@@ -1,0 +1,156 @@
+function __tokenvault_should_offer_completions_for_flags_or_options -a expected_commands
+    set -l non_repeating_flags_or_options $argv[2..]
+    set -l non_repeating_flags_or_options_absent 0
+    set -l positional_index 0
+    set -l commands
+    __tokenvault_parse_tokens
+    test "$commands" = "$expected_commands"; and return $non_repeating_flags_or_options_absent
+end
+
+function __tokenvault_should_offer_completions_for_positional -a expected_commands positional_index_comparison expected_positional_index
+    set -l non_repeating_flags_or_options
+    set -l non_repeating_flags_or_options_absent 0
+    set -l positional_index 0
+    set -l commands
+    __tokenvault_parse_tokens
+    test "$commands" = "$expected_commands" -a \( "$positional_index" "$positional_index_comparison" "$expected_positional_index" \)
+end
+
+function __tokenvault_parse_tokens -S
+    set -l unparsed_tokens (__tokenvault_tokens -pc)
+    switch $unparsed_tokens[1]
+    case 'tokenvault'
+        __tokenvault_parse_subcommand 0 'version' 'h/help'
+        switch $unparsed_tokens[1]
+        case 'set'
+            __tokenvault_parse_subcommand 1 'account=' 'provider=' 'version' 'h/help'
+        case 'get'
+            __tokenvault_parse_subcommand 1 'account=' 'field=' 'format=' 'min-valid=' 'no-refresh' 'version' 'h/help'
+        case 'list'
+            __tokenvault_parse_subcommand 0 'json' 'version' 'h/help'
+        case 'status'
+            __tokenvault_parse_subcommand 1 'account=' 'json' 'version' 'h/help'
+        case 'header'
+            __tokenvault_parse_subcommand 1 'account=' 'method=' 'url=' 'version' 'h/help'
+        case 'exec'
+            __tokenvault_parse_subcommand -r 2 'account=' 'version' 'h/help'
+        case 'delete'
+            __tokenvault_parse_subcommand 1 'account=' 'version' 'h/help'
+        case 'backend'
+            __tokenvault_parse_subcommand 0 'json' 'version' 'h/help'
+        case 'migrate'
+            __tokenvault_parse_subcommand 0 'to=' 'version' 'h/help'
+        case 'lock'
+            __tokenvault_parse_subcommand 0 'version' 'h/help'
+        case 'providers'
+            __tokenvault_parse_subcommand 0 'json' 'version' 'h/help'
+        case 'help'
+            __tokenvault_parse_subcommand -r 1 'version'
+        end
+    end
+end
+
+function __tokenvault_tokens
+    if test (string split -m 1 -f 1 -- . "$FISH_VERSION") -gt 3
+        commandline --tokens-raw $argv
+    else
+        commandline -o $argv
+    end
+end
+
+function __tokenvault_parse_subcommand -S -a positional_count
+    argparse -s r -- $argv
+    set -l option_specs $argv[2..]
+    set -l is_repeating_positional $_flag_r
+    set -el _flag_r
+    set -a commands $unparsed_tokens[1]
+    set positional_index 0
+    while true
+        set -e unparsed_tokens[1]
+        argparse -sn "$commands" $option_specs -- $unparsed_tokens 2> /dev/null
+        set unparsed_tokens $argv
+        set positional_index (math $positional_index + 1)
+        for non_repeating_flag_or_option in $non_repeating_flags_or_options
+            if set -ql "_flag_$(string replace -a - _ -- $non_repeating_flag_or_option)"
+                set non_repeating_flags_or_options_absent 1
+                break
+            end
+        end
+        test (count $unparsed_tokens) -eq 0 -o \( -z "$is_repeating_positional" -a "$positional_index" -gt "$positional_count" \) && break
+    end
+end
+
+function __tokenvault_complete_directories
+    set -l token (commandline -t)
+    string match -- '*/' $token
+    set -l subdirs $token*/
+    printf %s\n $subdirs
+end
+
+function __tokenvault_custom_completion
+    set -x SAP_SHELL fish
+    set -x SAP_SHELL_VERSION $FISH_VERSION
+    set -l tokens (__tokenvault_tokens -p)
+    if test -z "$(__tokenvault_tokens -t)"
+        set -l index (count (__tokenvault_tokens -pc))
+        set tokens $tokens[..$index] \'\' $tokens[(math $index + 1)..]
+    end
+    command $tokens[1] $argv $tokens
+end
+
+complete -c 'tokenvault' -f
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault" version' -l 'version' -d 'Show the version.'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_positional "tokenvault" -eq 1' -fa 'set' -d 'Store a credential read from stdin.'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_positional "tokenvault" -eq 1' -fa 'get' -d 'Print a stored credential for a shell script.'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_positional "tokenvault" -eq 1' -fa 'list' -d 'List stored credentials: service, account, type, expiry. Never a secret.'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_positional "tokenvault" -eq 1' -fa 'status' -d 'Show what is stored, where, for whom, and until when.'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_positional "tokenvault" -eq 1' -fa 'header' -d 'Print one HTTP header line that authorizes a request.'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_positional "tokenvault" -eq 1' -fa 'exec' -d 'Run a command with the access token in its environment.'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_positional "tokenvault" -eq 1' -fa 'delete' -d 'Delete a credential locally (the provider is not told; see revoke).'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_positional "tokenvault" -eq 1' -fa 'backend' -d 'Show which backend is in use and why.'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_positional "tokenvault" -eq 1' -fa 'migrate' -d 'Move every credential to the other backend.'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_positional "tokenvault" -eq 1' -fa 'lock' -d 'Forget the cached file-vault key; the next use asks for the passphrase again.'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_positional "tokenvault" -eq 1' -fa 'providers' -d 'List built-in and configured providers.'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_positional "tokenvault" -eq 1' -fa 'help' -d 'Show subcommand help information.'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault set" account' -l 'account' -d 'Which of several logins to the service.' -rfka ''
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault set" provider' -l 'provider' -d 'Tie the credential to a provider, so it can be refreshed and revoked.' -rfka ''
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault set" version' -l 'version' -d 'Show the version.'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault set" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault get" account' -l 'account' -d 'Which of several logins to the service.' -rfka ''
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault get" field' -l 'field' -d 'Print this field instead of the access token.' -rfka ''
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault get" format' -l 'format' -d 'raw: the value; json: the whole record; header: an HTTP header line; env: export lines for eval.' -rfka 'raw json header env'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault get" min-valid' -l 'min-valid' -d 'Seconds of validity required before refreshing (default: config min_valid, else 60).' -rfka ''
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault get" no-refresh' -l 'no-refresh' -d 'Never refresh; print what is stored.'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault get" version' -l 'version' -d 'Show the version.'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault get" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault list" json' -l 'json' -d 'Print a JSON array.'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault list" version' -l 'version' -d 'Show the version.'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault list" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault status" account' -l 'account' -d 'Which of several logins to the service.' -rfka ''
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault status" json' -l 'json' -d 'Print JSON.'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault status" version' -l 'version' -d 'Show the version.'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault status" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault header" account' -l 'account' -d 'Which of several logins to the service.' -rfka ''
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault header" method' -l 'method' -d 'The request\'s HTTP method (for signed OAuth 1.0a requests).' -rfka ''
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault header" url' -l 'url' -d 'The request\'s URL (for signed OAuth 1.0a requests).' -rfka ''
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault header" version' -l 'version' -d 'Show the version.'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault header" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault exec" account' -l 'account' -d 'Which of several logins to the service.' -rfka ''
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault exec" version' -l 'version' -d 'Show the version.'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault exec" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault delete" account' -l 'account' -d 'Which of several logins to the service.' -rfka ''
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault delete" version' -l 'version' -d 'Show the version.'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault delete" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault backend" json' -l 'json' -d 'Print JSON.'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault backend" version' -l 'version' -d 'Show the version.'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault backend" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault migrate" to' -l 'to' -d 'The backend to move to.' -rfka 'secret-service file'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault migrate" version' -l 'version' -d 'Show the version.'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault migrate" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault lock" version' -l 'version' -d 'Show the version.'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault lock" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault providers" json' -l 'json' -d 'Print a JSON array.'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault providers" version' -l 'version' -d 'Show the version.'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault providers" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault help" version' -l 'version' -d 'Show the version.'

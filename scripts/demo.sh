@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# `make demo`: the main job end to end, in a throwaway home, on the embedded
+# default where no Secret Service answers: the libsodium-encrypted file.
+set -euo pipefail
+TV=$(cd "$(dirname "${1:-.build/release/tokenvault}")" && pwd)/$(basename "${1:-tokenvault}")
+demo_home=$(mktemp -d /tmp/tokenvault-demo.XXXXXX)
+trap 'rm -rf "$demo_home"' EXIT
+export HOME="$demo_home" XDG_DATA_HOME="$demo_home/data" XDG_CONFIG_HOME="$demo_home/config"
+unset DBUS_SESSION_BUS_ADDRESS TOKENVAULT_BACKEND TOKENVAULT_VAULT TOKENVAULT_PASSPHRASE TOKENVAULT_PASSPHRASE_COMMAND
+export XDG_RUNTIME_DIR="$demo_home/run"   # no session bus here: auto falls back to the file
+mkdir -m 700 "$XDG_RUNTIME_DIR"
+# The passphrase comes from a file (never argv); a real user would be prompted on the terminal.
+printf 'demo passphrase\n' > "$demo_home/passphrase"
+chmod 600 "$demo_home/passphrase"
+export TOKENVAULT_PASSPHRASE_FILE="$demo_home/passphrase"
+tokenvault() { "$TV" "$@"; }
+step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
+
+step "tokenvault backend"
+tokenvault backend
+
+step "echo '{\"access_token\":\"2.00abc…\",\"expires_in\":3600,\"uid\":\"42\"}' | tokenvault set https://api.weibo.com/2/"
+echo '{"access_token":"2.00abcDEMOtoken","refresh_token":"r1","expires_in":3600,"uid":"42","remind_in":"3600"}' \
+  | tokenvault set https://api.weibo.com/2/
+
+step "tokenvault get api.weibo.com"
+tokenvault get api.weibo.com
+step "tokenvault get weibo --field uid          # a provider name is its host"
+tokenvault get weibo --field uid
+step 'eval "$(tokenvault get api.weibo.com --format env)"; echo ${#TOKENVAULT_ACCESS_TOKEN} characters'
+eval "$(tokenvault get api.weibo.com --format env)"; echo "${#TOKENVAULT_ACCESS_TOKEN} characters"
+step "tokenvault header api.weibo.com"
+tokenvault header api.weibo.com
+
+step "echo ghp_example | tokenvault set api.github.com --account work"
+echo ghp_example | tokenvault set api.github.com --account work
+step "echo '{\"access_token\":\"old\",\"expires_at\":\"2020-01-01T00:00:00Z\"}' | tokenvault set 127.0.0.1:9000 --provider google"
+echo '{"access_token":"old","expires_at":"2020-01-01T00:00:00Z"}' | tokenvault set 127.0.0.1:9000 --provider google
+
+step "tokenvault list"
+tokenvault list
+step "tokenvault status api.weibo.com; echo exit=\$?"
+tokenvault status api.weibo.com; echo "exit=$?"
+step "tokenvault status 127.0.0.1:9000; echo exit=\$?      # expired, no refresh token: login required"
+tokenvault status 127.0.0.1:9000 || echo "exit=$?"
+
+step "ls -l \$XDG_DATA_HOME/tokenvault; grep -c weibo vault   # 0600 in 0700, no host visible"
+ls -ld "$XDG_DATA_HOME/tokenvault"; ls -l "$XDG_DATA_HOME/tokenvault/vault"
+grep -c weibo "$XDG_DATA_HOME/tokenvault/vault" || true
+
+step "tokenvault lock; TOKENVAULT_PASSPHRASE_FILE= tokenvault get api.weibo.com   # no key cached, no passphrase source"
+tokenvault lock
+# setsid: no terminal to prompt on, as in a cron job
+TOKENVAULT_PASSPHRASE_FILE= setsid -w "$TV" get api.weibo.com || echo "exit=$?"
+step "tokenvault get api.weibo.com   # passphrase from the file again: Argon2id once, then the key is cached"
+tokenvault get api.weibo.com
+
+step "tokenvault delete api.github.com --account work; tokenvault get api.github.com --account work"
+tokenvault delete api.github.com --account work
+tokenvault get api.github.com --account work || echo "exit=$?"
+tokenvault lock >/dev/null 2>&1
+printf '\ndemo done: everything lived in %s, now removed.\n' "$demo_home"

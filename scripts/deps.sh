@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs the Debian packages tokenvault builds, tests and benchmarks with,
+# when they are missing. Usage: scripts/deps.sh [bench]
+set -euo pipefail
+pkgs=(pkg-config libsecret-1-dev libsodium-dev libkeyutils-dev gnome-keyring libsecret-tools
+      dbus dbus-daemon python3 python3-nacl util-linux procps)
+[ "${1:-}" = bench ] && pkgs+=(hyperfine)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "installing: ${missing[*]}" >&2
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
