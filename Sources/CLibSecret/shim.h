@@ -1,7 +1,51 @@
-/* Thin C glue over libsecret: the schema, and helpers for what Swift cannot
-   call directly (variadic GVariant constructors, static schema tables). */
+/* Thin C glue over libsecret.
+ *
+ * libsecret (and with it GLib, GIO, libgcrypt) is loaded with dlopen on first
+ * use, so the file backend's hot path never pays for mapping and relocating
+ * them. The headers give the types; every call goes through `tv_api()`.
+ * Swift calls only the tv_* functions below. */
 #include <libsecret/secret.h>
+#include <dlfcn.h>
+#include <pthread.h>
 #include <string.h>
+
+#define TV_SECRET_FUNCS(X) \
+    X(g_free) X(g_strdup) X(g_str_hash) X(g_str_equal) X(g_hash_table_new_full) \
+    X(g_hash_table_insert) X(g_hash_table_lookup) X(g_hash_table_unref) X(g_object_unref) \
+    X(g_clear_error) X(g_list_free_full) X(g_bus_get_sync) X(g_dbus_connection_call_sync) \
+    X(g_variant_new) X(g_variant_get) X(g_variant_unref) \
+    X(secret_service_get_sync) X(secret_collection_for_alias_sync) X(secret_collection_get_locked) \
+    X(secret_password_lookupv_sync) X(secret_password_storev_sync) X(secret_password_clearv_sync) \
+    X(secret_password_searchv_sync) X(secret_password_free) X(secret_retrievable_get_attributes) \
+    X(secret_retrievable_retrieve_secret_sync) X(secret_value_unref_to_password)
+
+typedef struct {
+    int loaded; /* 1: every symbol found; -1: not */
+#define TV_FIELD(name) __typeof__(&name) name;
+    TV_SECRET_FUNCS(TV_FIELD)
+#undef TV_FIELD
+} tv_secret_api;
+
+/* The loaded API, or NULL when libsecret cannot be loaded. The table lives in
+   a function-local static: Swift's Clang importer emits those, not file statics. */
+static inline const tv_secret_api *tv_api(void) {
+    static tv_secret_api api;
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&lock);
+    if (api.loaded == 0) {
+        void *h = dlopen("libsecret-1.so.0", RTLD_NOW | RTLD_LOCAL);
+        int ok = h != NULL;
+#define TV_LOAD(name) \
+        if (ok && (api.name = (__typeof__(&name))dlsym(h, #name)) == NULL) ok = 0;
+        TV_SECRET_FUNCS(TV_LOAD)
+#undef TV_LOAD
+        api.loaded = ok ? 1 : -1;
+    }
+    pthread_mutex_unlock(&lock);
+    return api.loaded == 1 ? &api : NULL;
+}
+
+static inline int tv_library_available(void) { return tv_api() != NULL; }
 
 /* Schema io.tokenvault.Credential. DONT_MATCH_NAME so that items stored with
    `secret-tool store service HOST account NAME type token` are found too. */
@@ -18,8 +62,7 @@ static inline const SecretSchema *tv_lookup_schema(void) {
     return &schema;
 }
 
-/* The same schema, matching xdg:schema: used to store and to list, so that a
-   listing never picks up other applications' items. */
+/* The same schema, matching xdg:schema: used to store. */
 static inline const SecretSchema *tv_schema(void) {
     static const SecretSchema schema = {
         "io.tokenvault.Credential", SECRET_SCHEMA_NONE,
@@ -34,69 +77,162 @@ static inline const SecretSchema *tv_schema(void) {
 }
 
 /* An attribute table owning copies of the values (the arguments may be
-   temporaries); NULL values are left out. Free with g_hash_table_unref. */
-static inline GHashTable *tv_attributes(const char *service, const char *account, const char *type) {
-    GHashTable *h = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, g_free);
-    if (service) g_hash_table_insert(h, (gpointer)"service", g_strdup(service));
-    if (account) g_hash_table_insert(h, (gpointer)"account", g_strdup(account));
-    if (type) g_hash_table_insert(h, (gpointer)"type", g_strdup(type));
+   temporaries); NULL values are left out. */
+static inline GHashTable *tv_attributes(const tv_secret_api *a, const char *service, const char *account, const char *type) {
+    GHashTable *h = a->g_hash_table_new_full(a->g_str_hash, a->g_str_equal, NULL, a->g_free);
+    if (service) a->g_hash_table_insert(h, (gpointer)"service", a->g_strdup(service));
+    if (account) a->g_hash_table_insert(h, (gpointer)"account", a->g_strdup(account));
+    if (type) a->g_hash_table_insert(h, (gpointer)"type", a->g_strdup(type));
     return h;
 }
 
-/* Connects and opens a session: the probe. */
-static inline SecretService *tv_service_open(GError **error) {
-    return secret_service_get_sync(SECRET_SERVICE_OPEN_SESSION, NULL, error);
+/* On failure these set *message to a newly allocated text (tv_free). */
+static inline void tv_take_error(const tv_secret_api *a, GError **error, char **message) {
+    if (message) *message = a->g_strdup(*error ? (*error)->message : "unknown error");
+    a->g_clear_error(error);
 }
 
-/* -1: no default collection, 0: unlocked, 1: locked. */
-static inline int tv_default_collection_locked(SecretService *service, GError **error) {
-    SecretCollection *c = secret_collection_for_alias_sync(service, SECRET_COLLECTION_DEFAULT,
-                                                           SECRET_COLLECTION_NONE, NULL, error);
-    if (c == NULL) return -1;
-    int locked = secret_collection_get_locked(c) ? 1 : 0;
-    g_object_unref(c);
+static inline char *tv_no_library(char **message) {
+    if (message) *message = strdup("libsecret-1.so.0 cannot be loaded (install libsecret-1-0)");
+    return NULL;
+}
+
+/* Frees what the functions here return: messages, attributes. */
+static inline void tv_free(void *p) {
+    const tv_secret_api *a = tv_api();
+    if (a) a->g_free(p);
+}
+
+/* Secrets are freed (and wiped) in libsecret's non-pageable memory. */
+static inline void tv_password_free(char *p) {
+    const tv_secret_api *a = tv_api();
+    if (a && p) a->secret_password_free(p);
+}
+
+/* Connects and opens a session: the probe. 1: ok, 0: failed (*message). */
+static inline int tv_service_open(char **message) {
+    const tv_secret_api *a = tv_api();
+    if (!a) { tv_no_library(message); return 0; }
+    GError *error = NULL;
+    SecretService *s = a->secret_service_get_sync(SECRET_SERVICE_OPEN_SESSION, NULL, &error);
+    if (s == NULL) { tv_take_error(a, &error, message); return 0; }
+    a->g_object_unref(s);
+    return 1;
+}
+
+/* -1: unknown, 0: unlocked, 1: locked. */
+static inline int tv_default_collection_locked(void) {
+    const tv_secret_api *a = tv_api();
+    if (!a) return -1;
+    GError *error = NULL;
+    SecretService *s = a->secret_service_get_sync(SECRET_SERVICE_NONE, NULL, &error);
+    if (s == NULL) { a->g_clear_error(&error); return -1; }
+    SecretCollection *c = a->secret_collection_for_alias_sync(s, SECRET_COLLECTION_DEFAULT, SECRET_COLLECTION_NONE, NULL, &error);
+    a->g_object_unref(s);
+    if (c == NULL) { a->g_clear_error(&error); return -1; }
+    int locked = a->secret_collection_get_locked(c) ? 1 : 0;
+    a->g_object_unref(c);
     return locked;
 }
 
 /* The process id owning org.freedesktop.secrets on the session bus, or 0. */
 static inline guint32 tv_secrets_owner_pid(int timeout_ms) {
+    const tv_secret_api *a = tv_api();
+    if (!a) return 0;
     GError *error = NULL;
-    GDBusConnection *bus = g_bus_get_sync(G_BUS_TYPE_SESSION, NULL, &error);
-    if (bus == NULL) { g_clear_error(&error); return 0; }
-    GVariant *r = g_dbus_connection_call_sync(
+    GDBusConnection *bus = a->g_bus_get_sync(G_BUS_TYPE_SESSION, NULL, &error);
+    if (bus == NULL) { a->g_clear_error(&error); return 0; }
+    GVariant *r = a->g_dbus_connection_call_sync(
         bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-        "GetConnectionUnixProcessID", g_variant_new("(s)", "org.freedesktop.secrets"),
-        G_VARIANT_TYPE("(u)"), G_DBUS_CALL_FLAGS_NONE, timeout_ms, NULL, &error);
-    g_object_unref(bus);
-    if (r == NULL) { g_clear_error(&error); return 0; }
+        "GetConnectionUnixProcessID", a->g_variant_new("(s)", "org.freedesktop.secrets"),
+        (const GVariantType *)"(u)", G_DBUS_CALL_FLAGS_NONE, timeout_ms, NULL, &error);
+    a->g_object_unref(bus);
+    if (r == NULL) { a->g_clear_error(&error); return 0; }
     guint32 pid = 0;
-    g_variant_get(r, "(u)", &pid);
-    g_variant_unref(r);
+    a->g_variant_get(r, "(u)", &pid);
+    a->g_variant_unref(r);
     return pid;
 }
 
-/* An attribute of a search result, newly allocated (g_free), or NULL. */
-static inline char *tv_item_attribute(SecretRetrievable *item, const char *name) {
-    GHashTable *attrs = secret_retrievable_get_attributes(item);
-    if (attrs == NULL) return NULL;
-    char *v = g_strdup(g_hash_table_lookup(attrs, name));
-    g_hash_table_unref(attrs);
-    return v;
+/* The secret stored for service+account (tv_password_free), or NULL: then
+   *message is set on failure and left NULL when there is no such item. */
+static inline char *tv_lookup(const char *service, const char *account, char **message) {
+    const tv_secret_api *a = tv_api();
+    if (!a) return tv_no_library(message);
+    GError *error = NULL;
+    GHashTable *attrs = tv_attributes(a, service, account, NULL);
+    char *secret = a->secret_password_lookupv_sync(tv_lookup_schema(), attrs, NULL, &error);
+    a->g_hash_table_unref(attrs);
+    if (error) { tv_take_error(a, &error, message); return NULL; }
+    return secret;
 }
 
-/* The secret of a search result as text in non-pageable memory
-   (secret_password_free), or NULL with *error. */
-static inline char *tv_item_secret(SecretRetrievable *item, GError **error) {
-    SecretValue *value = secret_retrievable_retrieve_secret_sync(item, NULL, error);
-    if (value == NULL) return NULL;
-    char *text = secret_value_unref_to_password(value, NULL);
-    return text;
+/* Stores the secret (NUL-terminated text); first removes items of other types
+   for the same service+account, which would otherwise stay beside it. 1: ok. */
+static inline int tv_store(const char *service, const char *account, const char *type,
+                           const char *const *other_types, const char *label, const char *secret, char **message) {
+    const tv_secret_api *a = tv_api();
+    if (!a) { tv_no_library(message); return 0; }
+    GError *error = NULL;
+    for (; *other_types; other_types++) {
+        GHashTable *attrs = tv_attributes(a, service, account, *other_types);
+        a->secret_password_clearv_sync(tv_lookup_schema(), attrs, NULL, &error);
+        a->g_hash_table_unref(attrs);
+        if (error) { tv_take_error(a, &error, message); return 0; }
+    }
+    GHashTable *attrs = tv_attributes(a, service, account, type);
+    gboolean ok = a->secret_password_storev_sync(tv_schema(), attrs, SECRET_COLLECTION_DEFAULT, label, secret, NULL, &error);
+    a->g_hash_table_unref(attrs);
+    if (!ok || error) { tv_take_error(a, &error, message); return 0; }
+    return 1;
 }
 
-static inline const char *tv_error_message(GError *error) {
-    return error ? error->message : "unknown error";
+/* Deletes every item for service+account. 1: some deleted, 0: none, -1: failed. */
+static inline int tv_clear(const char *service, const char *account, char **message) {
+    const tv_secret_api *a = tv_api();
+    if (!a) { tv_no_library(message); return -1; }
+    GError *error = NULL;
+    GHashTable *attrs = tv_attributes(a, service, account, NULL);
+    int removed = 0;
+    while (a->secret_password_clearv_sync(tv_lookup_schema(), attrs, NULL, &error)) removed = 1;
+    a->g_hash_table_unref(attrs);
+    if (error) { tv_take_error(a, &error, message); return -1; }
+    return removed;
 }
 
-static inline void tv_list_free_objects(GList *list) {
-    g_list_free_full(list, g_object_unref);
+/* One found item: its service and account, and the secret. */
+typedef void (*tv_item_callback)(void *context, const char *service, const char *account, const char *secret);
+
+/* Calls back for every item of the given type (unlocking and loading secrets).
+   1: ok, 0: failed (*message). */
+static inline int tv_search(const char *type, void *context, tv_item_callback callback, char **message) {
+    const tv_secret_api *a = tv_api();
+    if (!a) { tv_no_library(message); return 0; }
+    GError *error = NULL;
+    GHashTable *attrs = tv_attributes(a, NULL, NULL, type);
+    GList *found = a->secret_password_searchv_sync(
+        tv_lookup_schema(), attrs, SECRET_SEARCH_ALL | SECRET_SEARCH_UNLOCK | SECRET_SEARCH_LOAD_SECRETS, NULL, &error);
+    a->g_hash_table_unref(attrs);
+    if (error) { tv_take_error(a, &error, message); return 0; }
+    for (GList *n = found; n; n = n->next) {
+        SecretRetrievable *item = n->data;
+        GHashTable *ia = a->secret_retrievable_get_attributes(item);
+        const char *service = ia ? a->g_hash_table_lookup(ia, "service") : NULL;
+        const char *account = ia ? a->g_hash_table_lookup(ia, "account") : NULL;
+        if (service && account) {
+            SecretValue *value = a->secret_retrievable_retrieve_secret_sync(item, NULL, &error);
+            if (value) {
+                char *secret = a->secret_value_unref_to_password(value, NULL);
+                if (secret) {
+                    callback(context, service, account, secret);
+                    a->secret_password_free(secret);
+                }
+            } else {
+                a->g_clear_error(&error);
+            }
+        }
+        if (ia) a->g_hash_table_unref(ia);
+    }
+    a->g_list_free_full(found, a->g_object_unref);
+    return 1;
 }

@@ -45,25 +45,20 @@ public struct Backends {
             newVaultParams: try KDFParams.profile(environment["TOKENVAULT_KDF_PROFILE"]))
     }
 
-    public func secretService() -> Result<SecretServiceStore, TokenVaultError> {
-        SecretServiceStore.connect(environment: environment, timeout: dbusTimeout)
-    }
-
     public func open(_ choice: BackendChoice) throws -> CredentialStore {
         switch choice {
         case .file: return try fileVault()
         case .secretService:
-            switch secretService() {
-            case .success(let s): return s
-            case .failure(let e):
-                throw TokenVaultError.backendUnavailable(e.localizedDescription,
+            if let missing = SecretServiceStore.missingBus(environment: environment) {
+                throw TokenVaultError.backendUnavailable("the Secret Service is not available: \(missing)",
                                                          hint: "start a Secret Service (e.g. gnome-keyring) or use TOKENVAULT_BACKEND=file")
             }
+            return SecretServiceStore(timeout: dbusTimeout)
         case .auto:
-            let status = SecretServiceStore.probe(environment: environment, timeout: dbusTimeout, detailed: false)
-            guard status.available else {
-                return AutoStore(secretService: nil, unavailableReason: status.detail,
-                                 quiet: !status.sessionBusConfigured, file: try fileVault())
+            // No separate probe: the first real call is the probe (a probe costs a
+            // second D-Bus session), and its failure is what auto falls back on.
+            if let missing = SecretServiceStore.missingBus(environment: environment) {
+                return AutoStore(secretService: nil, unavailableReason: missing, quiet: true, file: try fileVault())
             }
             return AutoStore(secretService: SecretServiceStore(timeout: dbusTimeout), unavailableReason: nil, quiet: false, file: try fileVault())
         }
@@ -75,7 +70,7 @@ public struct Backends {
 /// found when it is back; where both hold one, the newer wins.
 public final class AutoStore: CredentialStore {
     public let name = "auto"
-    let secretService: CredentialStore?
+    private var secretService: CredentialStore?
     let unavailableReason: String?
     let file: FileVault
     /// Things the user should know that do not stop the command.
@@ -92,6 +87,11 @@ public final class AutoStore: CredentialStore {
         self.quiet = quiet
         self.file = file
         if let unavailableReason { unchecked.append("the Secret Service was not checked (\(unavailableReason))") }
+    }
+
+    /// A Secret Service that failed once is not waited on again in this run.
+    private func giveUp(on error: TokenVaultError) {
+        if case .backendUnavailable = error { secretService = nil }
     }
 
     private func warnUnchecked() {
@@ -111,6 +111,7 @@ public final class AutoStore: CredentialStore {
             do {
                 if let c = try secretService.locate(id) { found.append(c) }
             } catch let e as TokenVaultError {
+                giveUp(on: e)
                 unchecked.append("the Secret Service was not checked (\(e.localizedDescription))")
             }
         }
@@ -131,6 +132,7 @@ public final class AutoStore: CredentialStore {
                 try secretService.save(credential)
                 return
             } catch let e as TokenVaultError {
+                giveUp(on: e)
                 warnings.append("\(e.localizedDescription); stored in the file vault instead")
             }
         }
@@ -140,7 +142,14 @@ public final class AutoStore: CredentialStore {
     @discardableResult
     public func delete(_ id: CredentialID) throws -> Bool {
         var removed = false
-        if let secretService { removed = try secretService.delete(id) || removed }
+        if let secretService {
+            do {
+                removed = try secretService.delete(id)
+            } catch let e as TokenVaultError {
+                giveUp(on: e)
+                warnings.append("the Secret Service was not checked (\(e.localizedDescription))")
+            }
+        }
         if file.exists { removed = try file.delete(id) || removed }
         warnUnchecked()
         return removed
@@ -155,7 +164,14 @@ public final class AutoStore: CredentialStore {
                 all[s.credential.id] = s
             }
         }
-        if let secretService { add(try secretService.listLocated()) }
+        if let secretService {
+            do {
+                add(try secretService.listLocated())
+            } catch let e as TokenVaultError {
+                giveUp(on: e)
+                warnings.append("the Secret Service was not checked (\(e.localizedDescription))")
+            }
+        }
         warnUnchecked()
         if file.exists { add(try file.listLocated()) }
         return all.values.sorted { $0.credential.id < $1.credential.id }

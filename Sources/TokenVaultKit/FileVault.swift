@@ -44,8 +44,9 @@ public final class FileVault: CredentialStore {
     // MARK: CredentialStore
 
     public func load(_ id: CredentialID) throws -> Credential? {
-        guard let contents = try readContents() else { return nil }
-        return try contents.credential(id)
+        guard var plain = try readPlaintext() else { return nil }
+        defer { plain.wipe() }
+        return try plain.credential(id)
     }
 
     public func list() throws -> [Credential] {
@@ -78,6 +79,12 @@ public final class FileVault: CredentialStore {
 
     /// The decrypted vault, or nil when there is none yet.
     func readContents() throws -> VaultContents? {
+        guard var plain = try readPlaintext() else { return nil }
+        defer { plain.wipe() }
+        return try plain.contents()
+    }
+
+    private func readPlaintext() throws -> VaultPlaintext? {
         guard let file = try readFile() else { return nil }
         let header = try VaultFormat.parseHeader(file)
         let key = try key(for: header)
@@ -108,13 +115,15 @@ public final class FileVault: CredentialStore {
         }
         let size = Int(fst.st_size)
         guard size <= 1 << 30 else { throw VaultFormat.corrupt("it is larger than 1 GiB") }
-        var bytes = [UInt8](repeating: 0, count: size)
         var done = 0
-        while done < size {
-            let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + done, size - done) }
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else { break }
-            done += n
+        let bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
+            while done < size {
+                let n = read(fd, buffer.baseAddress! + done, size - done)
+                if n < 0, errno == EINTR { continue }
+                guard n > 0 else { break }
+                done += n
+            }
+            initialized = done
         }
         guard done == size else { throw VaultFormat.corrupt("it was cut short while being read") }
         return bytes

@@ -21,44 +21,36 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
 
     init(timeout: Double) { self.timeout = timeout }
 
-    /// Connects within `timeout` seconds, or says why it could not.
-    public static func connect(environment env: [String: String], timeout: Double) -> Result<SecretServiceStore, TokenVaultError> {
-        let status = probe(environment: env, timeout: timeout, detailed: false)
-        guard status.available else { return .failure(.backendUnavailable("the Secret Service is not available: \(status.detail)")) }
-        return .success(SecretServiceStore(timeout: timeout))
+    /// Why there is no session bus to ask, or nil when there is one. GLib would
+    /// otherwise try to autolaunch a bus (dbus-launch, X11).
+    public static func missingBus(environment env: [String: String]) -> String? {
+        if let address = env["DBUS_SESSION_BUS_ADDRESS"], !address.isEmpty { return nil }
+        let runtimeBus = (env["XDG_RUNTIME_DIR"] ?? "/run/user/\(getuid())") + "/bus"
+        return access(runtimeBus, F_OK) == 0 ? nil : "no D-Bus session bus: DBUS_SESSION_BUS_ADDRESS is not set"
     }
 
     /// Probes the session bus. `detailed` also asks who provides the service and
     /// whether the default collection is locked (for `tokenvault backend`).
     public static func probe(environment env: [String: String], timeout: Double, detailed: Bool) -> Status {
-        // GLib would otherwise try to autolaunch a bus (dbus-launch, X11).
-        let address = env["DBUS_SESSION_BUS_ADDRESS"] ?? ""
-        if address.isEmpty {
-            let runtimeBus = (env["XDG_RUNTIME_DIR"] ?? "/run/user/\(getuid())") + "/bus"
-            if access(runtimeBus, F_OK) != 0 {
-                return Status(available: false, detail: "no D-Bus session bus: DBUS_SESSION_BUS_ADDRESS is not set",
-                              sessionBusConfigured: false)
-            }
+        if let missing = missingBus(environment: env) {
+            return Status(available: false, detail: missing, sessionBusConfigured: false)
         }
         let answer = withDeadline(timeout) { () -> Status in
-            var error: UnsafeMutablePointer<GError>?
-            guard let service = tv_service_open(&error) else {
-                defer { g_clear_error(&error) }
-                return Status(available: false, detail: describe(String(cString: tv_error_message(error))))
+            var message: UnsafeMutablePointer<CChar>?
+            guard tv_service_open(&message) != 0 else {
+                return Status(available: false, detail: describe(takeMessage(&message)))
             }
-            defer { g_object_unref(service) }
             guard detailed else { return Status(available: true, detail: "") }
-            let lockedState = tv_default_collection_locked(service, &error)
-            g_clear_error(&error)
+            let lockedState = tv_default_collection_locked()
             let pid = tv_secrets_owner_pid(Int32(timeout * 1000))
             var who = "a Secret Service"
             if pid > 0, let cmdline = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline"),
                let argv0 = cmdline.split(separator: 0).first {
-                who = (String(decoding: argv0, as: UTF8.self) as NSString).lastPathComponent
+                who = String(decoding: argv0, as: UTF8.self).split(separator: "/").last.map(String.init) ?? who
             }
             return Status(available: true, detail: who, locked: lockedState < 0 ? nil : lockedState == 1)
         }
-        return answer ?? Status(available: false, detail: "the session bus did not answer within \(Int(timeout)) s")
+        return answer ?? Status(available: false, detail: "the session bus did not answer within \(timeout.formatted()) s")
     }
 
     private static func describe(_ glibMessage: String) -> String {
@@ -71,15 +63,21 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
     private func call<T: Sendable>(_ what: String, _ body: @escaping @Sendable () -> Result<T, TokenVaultError>) throws -> T {
         guard let result = withDeadline(timeout, body) else {
             throw TokenVaultError.backendUnavailable(
-                "the Secret Service did not answer within \(Int(timeout)) s while trying to \(what)",
-                hint: "is the keyring locked? unlock it, or use TOKENVAULT_BACKEND=file")
+                "the Secret Service did not answer within \(timeout.formatted()) s while trying to \(what)",
+                hint: "is the keyring locked or the session bus stuck? unlock it, or use TOKENVAULT_BACKEND=file")
         }
         return try result.get()
     }
 
-    private static func failure<T>(_ what: String, _ error: inout UnsafeMutablePointer<GError>?) -> Result<T, TokenVaultError> {
-        defer { g_clear_error(&error) }
-        return .failure(.backendUnavailable("the Secret Service could not \(what): \(describe(String(cString: tv_error_message(error))))"))
+    /// The text of a message the shim allocated, freed.
+    private static func takeMessage(_ message: inout UnsafeMutablePointer<CChar>?) -> String {
+        guard let m = message else { return "unknown error" }
+        defer { tv_free(m); message = nil }
+        return String(cString: m)
+    }
+
+    private static func failure<T>(_ what: String, _ message: inout UnsafeMutablePointer<CChar>?) -> Result<T, TokenVaultError> {
+        .failure(.backendUnavailable("the Secret Service could not \(what): \(describe(takeMessage(&message)))"))
     }
 
     // MARK: CredentialStore
@@ -87,13 +85,11 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
     public func load(_ id: CredentialID) throws -> Credential? {
         let service = id.service.description, account = id.account
         let record: Data? = try call("look up \(id)") {
-            var error: UnsafeMutablePointer<GError>?
-            let attrs = tv_attributes(service, account, nil)
-            defer { g_hash_table_unref(attrs) }
-            let secret = secret_password_lookupv_sync(tv_lookup_schema(), attrs, nil, &error)
-            if error != nil { return SecretServiceStore.failure("look up \(id)", &error) }
-            guard let secret else { return .success(nil) }
-            defer { secret_password_free(secret) }
+            var message: UnsafeMutablePointer<CChar>?
+            guard let secret = tv_lookup(service, account, &message) else {
+                return message == nil ? .success(nil) : SecretServiceStore.failure("look up \(id)", &message)
+            }
+            defer { tv_password_free(secret) }
             return .success(Data(bytes: secret, count: strlen(secret)))
         }
         guard let record else { return nil }
@@ -109,22 +105,16 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
         let secret = SecureBytes(json)
         Sodium.wipe(&json)
         try call("store \(credential.id)") { () -> Result<Void, TokenVaultError> in
-            var error: UnsafeMutablePointer<GError>?
-            // An item of another type would otherwise stay beside the new one.
-            for other in CredentialType.allCases where other.rawValue != type {
-                let attrs = tv_attributes(service, account, other.rawValue)
-                secret_password_clearv_sync(tv_lookup_schema(), attrs, nil, &error)
-                g_hash_table_unref(attrs)
-                if error != nil { return SecretServiceStore.failure("replace \(credential.id)", &error) }
+            var message: UnsafeMutablePointer<CChar>?
+            let others = CredentialType.allCases.filter { $0.rawValue != type }.map { strdup($0.rawValue) } + [nil]
+            defer { others.forEach { free($0) } }
+            let ok = others.map { UnsafePointer($0) }.withUnsafeBufferPointer { otherTypes in
+                secret.withUnsafeBytes { s in
+                    tv_store(service, account, type, otherTypes.baseAddress, label,
+                             s.baseAddress!.assumingMemoryBound(to: CChar.self), &message)
+                }
             }
-            let attrs = tv_attributes(service, account, type)
-            defer { g_hash_table_unref(attrs) }
-            let ok = secret.withUnsafeBytes { s in
-                secret_password_storev_sync(tv_schema(), attrs, SECRET_COLLECTION_DEFAULT, label,
-                                            s.baseAddress!.assumingMemoryBound(to: CChar.self), nil, &error)
-            }
-            if ok == 0 || error != nil { return SecretServiceStore.failure("store \(credential.id)", &error) }
-            return .success(())
+            return ok == 1 ? .success(()) : SecretServiceStore.failure("store \(credential.id)", &message)
         }
     }
 
@@ -132,45 +122,28 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
     public func delete(_ id: CredentialID) throws -> Bool {
         let service = id.service.description, account = id.account
         return try call("delete \(id)") {
-            var error: UnsafeMutablePointer<GError>?
-            let attrs = tv_attributes(service, account, nil)
-            defer { g_hash_table_unref(attrs) }
-            var removed = false
+            var message: UnsafeMutablePointer<CChar>?
             // Several items can match (other types, or ones stored by secret-tool).
-            while secret_password_clearv_sync(tv_lookup_schema(), attrs, nil, &error) != 0 { removed = true }
-            if error != nil { return SecretServiceStore.failure("delete \(id)", &error) }
-            return .success(removed)
+            let removed = tv_clear(service, account, &message)
+            return removed < 0 ? SecretServiceStore.failure("delete \(id)", &message) : .success(removed == 1)
         }
     }
 
     public func list() throws -> [Credential] {
+        final class Rows: @unchecked Sendable { var items: [(String, String, Data)] = [] }
         let rows: [(String, String, Data)] = try call("list credentials") {
-            var error: UnsafeMutablePointer<GError>?
-            var rows: [(String, String, Data)] = []
-            let flags = SecretSearchFlags(rawValue: SECRET_SEARCH_ALL.rawValue | SECRET_SEARCH_UNLOCK.rawValue | SECRET_SEARCH_LOAD_SECRETS.rawValue)
+            let found = Rows()
             // One search per type, not matching the schema name: items stored with
             // `secret-tool store service H account A type token` are listed too.
             for type in CredentialType.allCases {
-                let attrs = tv_attributes(nil, nil, type.rawValue)
-                defer { g_hash_table_unref(attrs) }
-                let found = secret_password_searchv_sync(tv_lookup_schema(), attrs, flags, nil, &error)
-                if error != nil { return SecretServiceStore.failure("list credentials", &error) }
-                defer { tv_list_free_objects(found) }
-                var node = found
-                while let n = node {
-                    defer { node = n.pointee.next }
-                    let item = OpaquePointer(n.pointee.data)
-                    guard let s = tv_item_attribute(item, "service"), let a = tv_item_attribute(item, "account") else { continue }
-                    defer { g_free(s); g_free(a) }
-                    guard let secret = tv_item_secret(item, &error) else {
-                        g_clear_error(&error)
-                        continue
-                    }
-                    defer { secret_password_free(secret) }
-                    rows.append((String(cString: s), String(cString: a), Data(bytes: secret, count: strlen(secret))))
-                }
+                var message: UnsafeMutablePointer<CChar>?
+                let ok = tv_search(type.rawValue, Unmanaged.passUnretained(found).toOpaque(), { context, service, account, secret in
+                    let rows = Unmanaged<Rows>.fromOpaque(context!).takeUnretainedValue()
+                    rows.items.append((String(cString: service!), String(cString: account!), Data(bytes: secret!, count: strlen(secret!))))
+                }, &message)
+                if ok == 0 { return SecretServiceStore.failure("list credentials", &message) }
             }
-            return .success(rows)
+            return .success(found.items)
         }
         return rows.compactMap { service, account, record in
             guard let key = try? ServiceKey(parsing: service) else { return nil }

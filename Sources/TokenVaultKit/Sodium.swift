@@ -69,15 +69,24 @@ enum Sodium {
     }
 
     /// nil when the tag does not verify: nothing of a forged message is released.
+    /// The output is written into uninitialised memory: no 3 MB memset for a large vault.
     static func open(_ cipher: ArraySlice<UInt8>, ad: [UInt8], nonce: [UInt8], key: SecureBytes) -> [UInt8]? {
         guard cipher.count >= tagBytes else { return nil }
-        var out = [UInt8](repeating: 0, count: cipher.count - tagBytes)
-        var outLen: UInt64 = 0
-        let rc = cipher.withUnsafeBufferPointer { c in
-            key.withUnsafeBytes { k in
-                crypto_aead_xchacha20poly1305_ietf_decrypt(
-                    &out, &outLen, nil, c.baseAddress!, UInt64(c.count), ad, UInt64(ad.count), nonce,
-                    k.baseAddress!.assumingMemoryBound(to: UInt8.self))
+        var rc: Int32 = -1
+        let out = [UInt8](unsafeUninitializedCapacity: cipher.count - tagBytes) { buffer, initialized in
+            var outLen: UInt64 = 0
+            rc = cipher.withUnsafeBufferPointer { c in
+                key.withUnsafeBytes { k in
+                    crypto_aead_xchacha20poly1305_ietf_decrypt(
+                        buffer.baseAddress, &outLen, nil, c.baseAddress!, UInt64(c.count), ad, UInt64(ad.count), nonce,
+                        k.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                }
+            }
+            if rc == 0 {
+                initialized = Int(outLen)
+            } else {
+                sodium_memzero(buffer.baseAddress, buffer.count)
+                initialized = 0
             }
         }
         return rc == 0 ? out : nil

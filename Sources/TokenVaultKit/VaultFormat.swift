@@ -109,7 +109,7 @@ public enum VaultFormat {
     }
 
     /// Decrypts; every changed byte is refused as a whole.
-    public static func open(_ file: [UInt8], header: Header, key: SecureBytes) throws -> VaultContents {
+    public static func open(_ file: [UInt8], header: Header, key: SecureBytes) throws -> VaultPlaintext {
         guard keyMatches(key, header: header) else {
             throw TokenVaultError.permission("wrong passphrase for the vault", hint: "check TOKENVAULT_PASSPHRASE_FILE, TOKENVAULT_PASSPHRASE_COMMAND or TOKENVAULT_PASSPHRASE")
         }
@@ -117,9 +117,11 @@ public enum VaultFormat {
         guard var padded = Sodium.open(file[headerBytes...], ad: ad, nonce: header.nonce, key: key) else {
             throw corrupt("authentication failed")
         }
-        defer { Sodium.wipe(&padded) }
-        guard let length = Sodium.unpad(padded, blockSize: padBlock) else { throw corrupt("bad padding") }
-        return try VaultContents(plaintext: Array(padded[0..<length]))
+        guard let length = Sodium.unpad(padded, blockSize: padBlock) else {
+            Sodium.wipe(&padded)
+            throw corrupt("bad padding")
+        }
+        return VaultPlaintext(bytes: padded, length: length)
     }
 
     /// Encrypts `contents` under a fresh nonce.
@@ -152,25 +154,14 @@ public struct VaultContents: Sendable {
 
     public init() {}
 
-    init(plaintext p: [UInt8]) throws {
-        var at = 0
-        func take(_ n: Int) throws -> ArraySlice<UInt8> {
-            guard n <= p.count - at else { throw VaultFormat.corrupt("an entry runs past the end") }
-            defer { at += n }
-            return p[at..<at + n]
+    init(_ plain: VaultPlaintext) throws {
+        var entries: [Entry] = []
+        try plain.forEachEntry { service, account, record in
+            entries.append(Entry(service: String(decoding: plain.bytes[service], as: UTF8.self),
+                                 account: String(decoding: plain.bytes[account], as: UTF8.self),
+                                 record: Array(plain.bytes[record])))
         }
-        func int(_ bytes: Int) throws -> Int {
-            try take(bytes).reversed().reduce(0) { $0 << 8 | Int($1) }
-        }
-        let count = try int(4)
-        entries.reserveCapacity(min(count, p.count / 8))
-        for _ in 0..<count {
-            let service = String(decoding: try take(try int(2)), as: UTF8.self)
-            let account = String(decoding: try take(try int(2)), as: UTF8.self)
-            let record = Array(try take(try int(4)))
-            entries.append(Entry(service: service, account: account, record: record))
-        }
-        guard at == p.count else { throw VaultFormat.corrupt("trailing bytes") }
+        self.entries = entries
     }
 
     func plaintext() -> [UInt8] {
@@ -214,4 +205,63 @@ public struct VaultContents: Sendable {
         entries.remove(at: i)
         return true
     }
+}
+
+/// The decrypted, unpadded entries, not yet decoded. A lookup walks the bytes
+/// and copies out one record: with 10,000 credentials a `get` builds no
+/// strings or arrays for the other 9,999.
+public struct VaultPlaintext: Sendable {
+    var bytes: [UInt8]
+    let length: Int
+
+    /// Calls `body` with each entry's raw service, account and record (as ranges
+    /// into `bytes`), walking the whole structure even after `body` is satisfied,
+    /// so a malformed plaintext is refused whatever is asked of it.
+    func forEachEntry(_ body: (Range<Int>, Range<Int>, Range<Int>) -> Void) throws {
+        try bytes.withUnsafeBufferPointer { p in
+            var at = 0
+            func int(_ n: Int) throws -> Int {
+                guard n <= length - at else { throw VaultFormat.corrupt("an entry runs past the end") }
+                var v = 0
+                for i in stride(from: at + n - 1, through: at, by: -1) { v = v << 8 | Int(p[i]) }
+                at += n
+                return v
+            }
+            func take(_ n: Int) throws -> Range<Int> {
+                guard n <= length - at else { throw VaultFormat.corrupt("an entry runs past the end") }
+                defer { at += n }
+                return at..<at + n
+            }
+            let count = try int(4)
+            for _ in 0..<count {
+                let service = try take(try int(2))
+                let account = try take(try int(2))
+                let record = try take(try int(4))
+                body(service, account, record)
+            }
+            guard at == length else { throw VaultFormat.corrupt("trailing bytes") }
+        }
+    }
+
+    /// The record stored for `id`, decoded; nil when there is none.
+    public func credential(_ id: CredentialID) throws -> Credential? {
+        let service = Array(id.service.description.utf8), account = Array(id.account.utf8)
+        var found: Range<Int>?
+        try bytes.withUnsafeBufferPointer { p in
+            try forEachEntry { s, a, record in
+                if found == nil, s.count == service.count, a.count == account.count,
+                   memcmp(p.baseAddress! + s.lowerBound, service, s.count) == 0,
+                   memcmp(p.baseAddress! + a.lowerBound, account, a.count) == 0
+                {
+                    found = record
+                }
+            }
+        }
+        return try found.map { try Credential.fromRecord(Data(bytes[$0]), id: id) }
+    }
+
+    public func contents() throws -> VaultContents { try VaultContents(self) }
+
+    /// Overwrites the plaintext.
+    mutating func wipe() { Sodium.wipe(&bytes) }
 }

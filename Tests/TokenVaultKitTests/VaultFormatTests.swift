@@ -19,7 +19,7 @@ final class VaultFormatTests: XCTestCase {
     }
 
     func open(_ file: [UInt8], key: SecureBytes) throws -> VaultContents {
-        try VaultFormat.open(file, header: try VaultFormat.parseHeader(file), key: key)
+        try VaultFormat.open(file, header: try VaultFormat.parseHeader(file), key: key).contents()
     }
 
     func testRoundTrip() throws {
@@ -29,6 +29,11 @@ final class VaultFormatTests: XCTestCase {
         XCTAssertEqual(try back.credentials(), try sample().credentials())
         XCTAssertEqual(try back.credential(CredentialID(service: try ServiceKey(parsing: "127.0.0.1:9000"), account: "bot"))?.accessToken, "t2")
         XCTAssertNil(try back.credential(CredentialID(service: try ServiceKey(parsing: "127.0.0.1:9000"))))
+        // The lookup that walks the raw bytes agrees with the decoded entries.
+        let raw = try VaultFormat.open(file, header: try VaultFormat.parseHeader(file), key: k)
+        XCTAssertEqual(try raw.credential(CredentialID(service: try ServiceKey(parsing: "127.0.0.1:9000"), account: "bot"))?.accessToken, "t2")
+        XCTAssertEqual(try raw.credential(CredentialID(service: try ServiceKey(parsing: "api.weibo.com")))?.refreshToken, "r")
+        XCTAssertNil(try raw.credential(CredentialID(service: try ServiceKey(parsing: "api.weibo.com"), account: "bot")))
         XCTAssertEqual((file.count - 96 - 16) % 512, 0, "padded to 512-byte blocks")
     }
 

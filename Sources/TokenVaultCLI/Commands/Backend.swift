@@ -5,6 +5,7 @@ import TokenVaultKit
 extension TokenVault {
     struct Backend: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "backend",
             abstract: "Show which backend is in use and why.")
 
         @Flag(help: "Print JSON.")

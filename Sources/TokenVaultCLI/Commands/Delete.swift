@@ -5,6 +5,7 @@ import TokenVaultKit
 extension TokenVault {
     struct Delete: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "delete",
             abstract: "Delete a credential locally (the provider is not told; see revoke).",
             aliases: ["logout"])
 

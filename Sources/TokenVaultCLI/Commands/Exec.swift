@@ -5,6 +5,7 @@ import TokenVaultKit
 extension TokenVault {
     struct Exec: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "exec",
             abstract: "Run a command with the access token in its environment.",
             discussion: """
                 Sets TOKENVAULT_ACCESS_TOKEN (and TOKENVAULT_TOKEN_SECRET for OAuth 1.0a) and \

@@ -9,6 +9,7 @@ enum GetFormat: String, ExpressibleByArgument, CaseIterable {
 extension TokenVault {
     struct Get: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "get",
             abstract: "Print a stored credential for a shell script.",
             discussion: """
                 Prints the access token (OAuth 1.0a: the token) and a newline, nothing else. \

@@ -5,6 +5,7 @@ import TokenVaultKit
 extension TokenVault {
     struct Header: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "header",
             abstract: "Print one HTTP header line that authorizes a request.",
             discussion: """
                   tokenvault header api.github.com | curl -H @- https://api.github.com/user

@@ -5,6 +5,7 @@ import TokenVaultKit
 extension TokenVault {
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "list",
             abstract: "List stored credentials: service, account, type, expiry. Never a secret.")
 
         @Flag(help: "Print a JSON array.")

@@ -5,6 +5,7 @@ import TokenVaultKit
 extension TokenVault {
     struct Lock: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "lock",
             abstract: "Forget the cached file-vault key; the next use asks for the passphrase again.")
 
         @Flag(help: "Forget the cached keys of every vault, not only the one in use.")

@@ -10,6 +10,7 @@ enum MigrationTarget: String, ExpressibleByArgument, CaseIterable {
 extension TokenVault {
     struct Migrate: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "migrate",
             abstract: "Move every credential to the other backend.",
             discussion: """
                 Copies every credential, reads each copy back, and only then deletes the \

@@ -4,7 +4,9 @@ import TokenVaultKit
 
 extension TokenVault {
     struct Providers: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List built-in and configured providers.")
+        static let configuration = CommandConfiguration(
+            commandName: "providers",
+            abstract: "List built-in and configured providers.")
 
         @Flag(help: "Print a JSON array.")
         var json = false

@@ -5,6 +5,7 @@ import TokenVaultKit
 extension TokenVault {
     struct Set: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "set",
             abstract: "Store a credential read from stdin.",
             discussion: """
                 Reads a token-endpoint JSON object (access_token, refresh_token, expires_in or \

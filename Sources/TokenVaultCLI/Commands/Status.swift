@@ -5,6 +5,7 @@ import TokenVaultKit
 extension TokenVault {
     struct Status: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "status",
             abstract: "Show what is stored, where, for whom, and until when.",
             discussion: """
                 With SERVICE the exit status says whether the credential is usable: 0 usable \

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# `make bench`: wall time of `tokenvault get` against `secret-tool lookup` on
+# the same gnome-keyring item, and of the file vault with a cached key, with
+# 10 and with 10,000 credentials. Medians from hyperfine, in one run, so the
+# ratios compare like with like on this (shared, noisy) machine.
+set -euo pipefail
+TV=$(cd "$(dirname "${1:-.build/release/tokenvault}")" && pwd)/$(basename "${1:-tokenvault}")
+root=$(cd "$(dirname "$0")/.." && pwd)
+RUNS=${RUNS:-200}
+work=$(mktemp -d /tmp/tokenvault-bench.XXXXXX)
+cleanup() {
+  [ -n "${bus_pid:-}" ] && kill "$bus_pid" 2>/dev/null
+  [ -n "${vault_10:-}" ] && TOKENVAULT_VAULT="$vault_10" "$TV" lock >/dev/null 2>&1
+  [ -n "${vault_10k:-}" ] && TOKENVAULT_VAULT="$vault_10k" "$TV" lock >/dev/null 2>&1
+  rm -rf "$work"
+}
+trap cleanup EXIT
+export HOME="$work" XDG_DATA_HOME="$work/data" XDG_CONFIG_HOME="$work/config" XDG_RUNTIME_DIR="$work/run"
+mkdir -m 700 "$XDG_RUNTIME_DIR"
+unset TOKENVAULT_PASSPHRASE_FILE TOKENVAULT_PASSPHRASE_COMMAND TOKENVAULT_VAULT TOKENVAULT_BACKEND
+
+median() {  # hyperfine JSON -> median milliseconds
+  python3 -c 'import json,sys; print("%.2f" % (json.load(open(sys.argv[1]))["results"][0]["median"]*1000))' "$1"
+}
+bench() {  # name, command...
+  local name=$1; shift
+  hyperfine -N --warmup 20 --runs "$RUNS" --export-json "$work/$name.json" "$@" >/dev/null 2>&1
+  median "$work/$name.json"
+}
+
+# 1. Secret Service: a private bus with an unlocked gnome-keyring.
+dbus-daemon --session --nofork --print-address=1 --address="unix:dir=$work" > "$work/bus" 2>/dev/null &
+bus_pid=$!
+for _ in $(seq 50); do [ -s "$work/bus" ] && break; sleep 0.1; done
+export DBUS_SESSION_BUS_ADDRESS=$(head -1 "$work/bus")
+printf 'bench' | gnome-keyring-daemon --unlock --components=secrets >/dev/null 2>&1
+echo '{"access_token":"bench-token-0123456789","expires_in":86400}' | TOKENVAULT_BACKEND=secret-service "$TV" set api.bench.example 2>/dev/null
+[ "$(TOKENVAULT_BACKEND=secret-service "$TV" get api.bench.example)" = bench-token-0123456789 ]
+[ -n "$(secret-tool lookup service api.bench.example account default)" ]
+ss_tv=$(TOKENVAULT_BACKEND=secret-service bench ss_tv "$TV get api.bench.example")
+ss_auto=$(bench ss_auto "$TV get api.bench.example")
+ss_tool=$(bench ss_tool "secret-tool lookup service api.bench.example account default")
+kill "$bus_pid"; bus_pid=""
+unset DBUS_SESSION_BUS_ADDRESS
+
+# 2. File vault, key cached in the kernel keyring: 10 and 10,000 credentials.
+export TOKENVAULT_BACKEND=file TOKENVAULT_KEY_TTL=900 TOKENVAULT_PASSPHRASE=bench-passphrase
+vault_10="$work/v10/vault"; vault_10k="$work/v10k/vault"
+TOKENVAULT_VAULT="$vault_10" /usr/bin/python3 "$root/Tests/Fixtures/make_vault.py" "$vault_10" 10
+TOKENVAULT_VAULT="$vault_10k" /usr/bin/python3 "$root/Tests/Fixtures/make_vault.py" "$vault_10k" 10000
+TOKENVAULT_VAULT="$vault_10" "$TV" get api5.example.com >/dev/null     # derives the key once, caches it
+TOKENVAULT_VAULT="$vault_10k" "$TV" get api5000.example.com >/dev/null
+unset TOKENVAULT_PASSPHRASE  # from here on only the cached key can open the vaults
+file_10=$(TOKENVAULT_VAULT="$vault_10" bench file10 "$TV get api5.example.com")
+file_10k=$(TOKENVAULT_VAULT="$vault_10k" bench file10k "$TV get api5000.example.com")
+size_10k=$(stat -c %s "$vault_10k")
+
+ratio() { python3 -c 'import sys; print("%.2f" % (float(sys.argv[1]) / float(sys.argv[2])))' "$1" "$2"; }
+verdict() { python3 -c 'import sys; print("ok" if float(sys.argv[1]) <= float(sys.argv[2]) else "MISSED")' "$1" "$2"; }
+r_ss=$(ratio "$ss_tv" "$ss_tool"); r_auto=$(ratio "$ss_auto" "$ss_tool"); r_10k=$(ratio "$file_10k" "$file_10")
+
+cat <<TABLE
+
+tokenvault bench ($(nproc) cores, hyperfine median of $RUNS runs each, $(date -u +%F))
+
+| what                                              | median ms | ratio            | target  |      |
+|---------------------------------------------------|----------:|------------------|---------|------|
+| secret-tool lookup (gnome-keyring)                | $(printf %9s "$ss_tool") |                  |         |      |
+| tokenvault get, backend secret-service            | $(printf %9s "$ss_tv") | $(printf %-16s "${r_ss}x secret-tool") | <= 1.2x | $(verdict "$r_ss" 1.2) |
+| tokenvault get, backend auto (Secret Service up)  | $(printf %9s "$ss_auto") | $(printf %-16s "${r_auto}x secret-tool") | <= 1.2x | $(verdict "$r_auto" 1.2) |
+| tokenvault get, file vault, cached key, 10 creds  | $(printf %9s "$file_10") |                  | <= 10ms | $(verdict "$file_10" 10) |
+| tokenvault get, file vault, cached key, 10,000    | $(printf %9s "$file_10k") | $(printf %-16s "${r_10k}x 10 creds") | <= 2x   | $(verdict "$r_10k" 2) |
+
+(the 10,000-credential vault is $((size_10k / 1024)) KiB)
+TABLE
