@@ -85,8 +85,8 @@ public struct PassphraseSource: Sendable {
     }
 }
 
-/// The controlling terminal, for a prompt with echo off.
-struct Terminal {
+/// The controlling terminal, for prompts with echo off; closed when released.
+final class Terminal {
     let fd: Int32
 
     init?(path: String) {
@@ -96,8 +96,9 @@ struct Terminal {
         self.fd = fd
     }
 
+    deinit { close(fd) }
+
     func readSecret(prompt: String) throws -> [UInt8] {
-        defer { close(fd) }
         _ = prompt.withCString { write(fd, $0, strlen($0)) }
         var saved = termios()
         tcgetattr(fd, &saved)

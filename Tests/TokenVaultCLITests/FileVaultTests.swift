@@ -185,6 +185,22 @@ final class FileVaultTests: XCTestCase {
         XCTAssertEqual(s.tv("get", "api.x.com", env: ["TOKENVAULT_VAULT": vault, "TOKENVAULT_KEY_TTL": "0", "TOKENVAULT_PASSPHRASE": ""]).status, 77)
     }
 
+    func testTerminalPromptsWithoutEcho() {
+        let s = Sandbox()
+        let script = Paths.fixtures.appendingPathComponent("prompt_session.py").path
+        // Debian's python3-pexpect (scripts/deps.sh installs it).
+        let r = runProcess("/usr/bin/python3", [script, Paths.binary, s.home], env: ["PATH": "/usr/bin:/bin"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let lines = r.stdout.split(separator: "\n").map(String.init)
+        XCTAssertEqual(lines.count, 5, r.stdout + r.stderr)
+        guard lines.count == 5 else { return }
+        XCTAssertTrue(lines[0].hasPrefix("create|0|tokenvault: stored api.x.com (default) in file|echoed=False"), lines[0])
+        XCTAssertEqual(lines[1], "get|0|tok-from-tty|echoed=False")
+        XCTAssertTrue(lines[2].hasPrefix("wrong|77|"), lines[2])
+        XCTAssertTrue(lines[3].hasPrefix("mismatch|77|tokenvault: error: the passphrases do not match"), lines[3])
+        XCTAssertEqual(lines[4], "mismatch-vault-exists|False")
+    }
+
     func testAnotherLibsodiumBindingDecryptsTheVault() throws {
         let s = Sandbox()
         s.tv("set", "api.weibo.com", stdin: #"{"access_token":"abc","uid":"42"}"#)

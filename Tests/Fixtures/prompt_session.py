@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""Drives tokenvault on a real pseudo-terminal (pexpect): the no-echo prompts.
+
+Usage: prompt_session.py TOKENVAULT HOME
+Prints one line per step: name, exit status, what it printed, and whether the
+typed secret was echoed.
+"""
+import os
+import sys
+
+import pexpect
+
+tv, home = sys.argv[1], sys.argv[2]
+env = {"HOME": home, "PATH": "/usr/bin:/bin", "XDG_DATA_HOME": home + "/d", "TOKENVAULT_BACKEND": "file",
+       "TOKENVAULT_KDF_PROFILE": "interactive", "TOKENVAULT_KEY_TTL": "0", "LANG": "C.UTF-8"}
+
+
+def run(name, args, answers, data_home=None):
+    e = dict(env, XDG_DATA_HOME=data_home) if data_home else env
+    c = pexpect.spawn(tv, args, env=e, encoding="utf-8", timeout=30)
+    typed = []
+    for prompt, answer in answers:
+        c.expect_exact(prompt)
+        c.sendline(answer)
+        typed.append(answer)
+    c.expect(pexpect.EOF)
+    c.close()
+    out = c.before.replace("\r", "").strip()
+    echoed = any(t in out for t in typed if len(t) > 3)
+    print(f"{name}|{c.exitstatus}|{out.splitlines()[-1] if out else ''}|echoed={echoed}")
+
+
+run("create", ["set", "api.x.com"], [("Token for api.x.com: ", "tok-from-tty"),
+    ("New vault passphrase: ", "pass-one"), ("Repeat passphrase: ", "pass-one")])
+run("get", ["get", "api.x.com"], [("Vault passphrase: ", "pass-one")])
+run("wrong", ["get", "api.x.com"], [("Vault passphrase: ", "pass-two")])
+run("mismatch", ["set", "api.y.com"], [("Token for api.y.com: ", "t"), ("New vault passphrase: ", "pass-aaa"),
+    ("Repeat passphrase: ", "pass-bbb")], data_home=home + "/e")
+print("mismatch-vault-exists|" + str(os.path.exists(home + "/e/tokenvault/vault")))
