@@ -36,7 +36,7 @@ release: deps
 # (one per test class) and their own throwaway homes.
 test: deps
 	swift build --build-tests
-	swift test --skip-build
+	swift test --skip-build --disable-swift-testing
 
 demo: release
 	scripts/demo.sh $(RELEASE_BIN)

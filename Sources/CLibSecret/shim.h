@@ -47,32 +47,26 @@ static inline const tv_secret_api *tv_api(void) {
 
 static inline int tv_library_available(void) { return tv_api() != NULL; }
 
+#define TV_SCHEMA(flags) {                                   \
+        "io.tokenvault.Credential", (flags),                    \
+        {                                                       \
+            { "service", SECRET_SCHEMA_ATTRIBUTE_STRING },      \
+            { "account", SECRET_SCHEMA_ATTRIBUTE_STRING },      \
+            { "type", SECRET_SCHEMA_ATTRIBUTE_STRING },         \
+            { NULL, 0 },                                        \
+        }                                                       \
+    }
+
 /* Schema io.tokenvault.Credential. DONT_MATCH_NAME so that items stored with
    `secret-tool store service HOST account NAME type token` are found too. */
 static inline const SecretSchema *tv_lookup_schema(void) {
-    static const SecretSchema schema = {
-        "io.tokenvault.Credential", SECRET_SCHEMA_DONT_MATCH_NAME,
-        {
-            { "service", SECRET_SCHEMA_ATTRIBUTE_STRING },
-            { "account", SECRET_SCHEMA_ATTRIBUTE_STRING },
-            { "type", SECRET_SCHEMA_ATTRIBUTE_STRING },
-            { NULL, 0 },
-        }
-    };
+    static const SecretSchema schema = TV_SCHEMA(SECRET_SCHEMA_DONT_MATCH_NAME);
     return &schema;
 }
 
 /* The same schema, matching xdg:schema: used to store. */
 static inline const SecretSchema *tv_schema(void) {
-    static const SecretSchema schema = {
-        "io.tokenvault.Credential", SECRET_SCHEMA_NONE,
-        {
-            { "service", SECRET_SCHEMA_ATTRIBUTE_STRING },
-            { "account", SECRET_SCHEMA_ATTRIBUTE_STRING },
-            { "type", SECRET_SCHEMA_ATTRIBUTE_STRING },
-            { NULL, 0 },
-        }
-    };
+    static const SecretSchema schema = TV_SCHEMA(SECRET_SCHEMA_NONE);
     return &schema;
 }
 
