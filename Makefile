@@ -19,14 +19,14 @@ build: deps
 	swift build
 
 # libsecret and GLib are opened with dlopen when the Secret Service is first
-# used (Sources/CLibSecret/shim.h), and no symbol of theirs is linked; but the
+# used (Sources/CLibSecret/shim.h), libcurl when a provider is first asked (CCurl), and no symbol of theirs is linked; but the
 # pkg-config flags still list them as NEEDED (before any --as-needed SwiftPM
 # lets us add), which would cost every `get` ~3 ms of loading. Drop them.
-GLIB_NEEDED = libsecret-1.so.0 libgio-2.0.so.0 libgobject-2.0.so.0 libglib-2.0.so.0
+GLIB_NEEDED = libsecret-1.so.0 libgio-2.0.so.0 libgobject-2.0.so.0 libglib-2.0.so.0 libcurl.so.4
 
 release: deps
 	swift build $(RELEASE_FLAGS)
-	@if nm -D --undefined-only $(RELEASE_BIN) | grep -qE ' (secret|g)_'; then \
+	@if nm -D --undefined-only $(RELEASE_BIN) | grep -qE ' (secret|g|curl)_'; then \
 	  echo "release: a libsecret/GLib symbol is linked directly; keeping its libraries" >&2; \
 	else \
 	  patchelf $(foreach l,$(GLIB_NEEDED),--remove-needed $(l)) $(RELEASE_BIN); \

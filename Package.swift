@@ -23,13 +23,18 @@ let package = Package(
             providers: [.apt(["libsecret-1-dev"])]
         ),
         .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
+        .systemLibrary(
             name: "CKeyutils",
             providers: [.apt(["libkeyutils-dev"])]
         ),
         .target(
             name: "TokenVaultKit",
             dependencies: [
-                "CSodium", "CLibSecret", "CKeyutils",
+                "CSodium", "CLibSecret", "CKeyutils", "CCurl",
                 .product(name: "TOMLKit", package: "TOMLKit"),
             ]
         ),

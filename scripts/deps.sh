@@ -2,7 +2,7 @@
 # Installs the Debian packages tokenvault builds, tests and benchmarks with,
 # when they are missing. Usage: scripts/deps.sh [bench]
 set -euo pipefail
-pkgs=(pkg-config libsecret-1-dev libsodium-dev libkeyutils-dev gnome-keyring libsecret-tools
+pkgs=(pkg-config libsecret-1-dev libsodium-dev libkeyutils-dev libcurl4-openssl-dev gnome-keyring libsecret-tools
       dbus dbus-daemon python3 python3-nacl python3-pexpect util-linux procps patchelf binutils)
 [ "${1:-}" = bench ] && pkgs+=(hyperfine)
 missing=()

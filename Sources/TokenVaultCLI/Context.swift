@@ -68,4 +68,34 @@ final class Context {
         if let option { return option }
         return try config.minValid ?? 60
     }
+
+    /// Resolves an OAuth 2.0 provider from the presets and the config.
+    func oauth2Provider(_ name: String) throws -> OAuth2Provider {
+        try OAuth2Provider.resolve(name, config: try config, configPath: Config.path(environment: environment))
+    }
+
+    func refresher() throws -> Refresher {
+        let timeout = try config.timeout ?? 30
+        return Refresher(
+            store: try store(), transport: CurlTransport(timeout: timeout), clock: clock,
+            provider: { try self.oauth2Provider($0) },
+            lockDirectory: PrivateDirectory.runtime(environment: environment),
+            warn: { Output.warning($0) })
+    }
+
+    /// The credential a command hands out: refreshed first when it has fewer than
+    /// `min_valid` seconds left and can be; exit 4 when expired for good, 3 when missing.
+    /// The config is read only for a credential that expires.
+    func usable(_ id: CredentialID, minValid option: Int?, refresh: Bool = true, force: Bool = false) throws -> Credential {
+        var found = try store().load(id)
+        if refresh, let first = found, first.expiresAt != nil || force {
+            found = try refresher().usable(id, minValid: Int64(try minValid(option)), force: force, loaded: first)
+        }
+        flushWarnings()
+        guard let c = found else {
+            throw TokenVaultError.notFound(service: id.service.description, account: id.account, unchecked: try store().uncheckedNote)
+        }
+        try c.requireUsable(at: clock.now)
+        return c
+    }
 }

@@ -20,12 +20,6 @@ struct CredentialOptions: ParsableArguments {
 }
 
 extension Credential {
-    /// The hint for a credential the user must log in to again.
-    var loginHint: String {
-        if let provider { return "run: tokenvault login \(provider)\(account == Credential.defaultAccount ? "" : " --account \(account)")" }
-        return "store a new token: tokenvault set \(service)\(account == Credential.defaultAccount ? "" : " --account \(account)") < token.json"
-    }
-
     /// Exit 4 when the access token is no longer usable.
     func requireUsable(at now: Int64) throws {
         guard isExpired(at: now) else { return }

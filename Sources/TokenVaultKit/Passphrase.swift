@@ -66,20 +66,12 @@ public struct PassphraseSource: Sendable {
     }
 
     private func run(_ command: String) throws -> SecureBytes {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/bin/sh")
-        p.arguments = ["-c", command]
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardInput = FileHandle.nullDevice
-        do { try p.run() } catch {
+        guard var (status, bytes) = try? ShellCommand.run(command) else {
             throw TokenVaultError.permission("cannot run TOKENVAULT_PASSPHRASE_COMMAND")
         }
-        var bytes = Array(out.fileHandleForReading.readDataToEndOfFile())
         defer { Sodium.wipe(&bytes) }
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else {
-            throw TokenVaultError.permission("TOKENVAULT_PASSPHRASE_COMMAND failed (exit \(p.terminationStatus))")
+        guard status == 0 else {
+            throw TokenVaultError.permission("TOKENVAULT_PASSPHRASE_COMMAND failed (exit \(status))")
         }
         return try nonEmpty(chompNewline(bytes), source: "the output of TOKENVAULT_PASSPHRASE_COMMAND")
     }

@@ -32,15 +32,22 @@ public enum TokenInput {
     }
 
     static func parseJSON(_ data: Data, id: CredentialID, now: Int64) throws -> Credential {
+        guard data.count <= maxTokenInputBytes else { throw TokenVaultError.badInput("the input is larger than 1 MiB") }
         let value: JSONValue
         do {
             value = try JSONDecoder().decode(JSONValue.self, from: data)
         } catch {
             throw TokenVaultError.badInput("the input is not valid JSON")
         }
-        guard case .object(var o) = value else {
+        guard case .object(let o) = value else {
             throw TokenVaultError.badInput("the input must be a JSON object, not another JSON value")
         }
+        return try credential(from: o, id: id, now: now)
+    }
+
+    /// A token endpoint's fields (JSON, or form-encoded as strings) as a credential received at `now`.
+    public static func credential(from object: [String: JSONValue], id: CredentialID, now: Int64) throws -> Credential {
+        var o = object
         if let err = o["error"]?.string {
             throw TokenVaultError.badInput("the input is an error response (\(safe(err))), not a token")
         }

@@ -25,9 +25,7 @@ extension TokenVault {
 
         func run() throws {
             let context = Context()
-            let c = try context.locate(try credential.id(in: context)).credential
-            context.flushWarnings()
-            try c.requireUsable(at: context.clock.now)
+            let c = try context.usable(try credential.id(in: context), minValid: nil)
             setenv("TOKENVAULT_ACCESS_TOKEN", c.accessToken, 1)
             if let secret = c.tokenSecret { setenv("TOKENVAULT_TOKEN_SECRET", secret, 1) } else { unsetenv("TOKENVAULT_TOKEN_SECRET") }
             var argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) }

@@ -45,12 +45,14 @@ extension TokenVault {
         func run() throws {
             let context = Context()
             let id = try credential.id(in: context)
-            let c = try context.locate(id).credential
-            context.flushWarnings()
-            let now = context.clock.now
             let secretFields: Swift.Set = ["access_token", "token", "oauth_token", "token_secret", "oauth_token_secret", "refresh_token"]
-            if field == nil || secretFields.contains(field!) {
-                try c.requireUsable(at: now)
+            let c: Credential
+            if field == nil || secretFields.contains(field!) || format != .raw {
+                c = try context.usable(id, minValid: minValid, refresh: !noRefresh)
+            } else {
+                // Fields that are not the token are printed even when it has expired.
+                c = try context.locate(id).credential
+                context.flushWarnings()
             }
             switch format {
             case .raw:

@@ -21,9 +21,7 @@ extension TokenVault {
 
         func run() throws {
             let context = Context()
-            let c = try context.locate(try credential.id(in: context)).credential
-            context.flushWarnings()
-            try c.requireUsable(at: context.clock.now)
+            let c = try context.usable(try credential.id(in: context), minValid: nil)
             Output.value(try HeaderLine.bearer(for: c))
         }
     }

@@ -1,0 +1,138 @@
+internal import CCurl
+import Foundation
+
+/// One HTTP exchange with a provider.
+public struct HTTPRequest: Sendable {
+    public var method: String
+    public var url: String
+    public var headers: [String]
+    public var body: Data
+
+    public init(method: String = "POST", url: String, headers: [String] = [], body: Data = Data()) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+    }
+
+    /// A form-encoded POST (RFC 6749 §4.1.3 and friends).
+    public static func form(_ url: String, _ fields: [(String, String)], headers: [String] = []) -> HTTPRequest {
+        HTTPRequest(url: url, headers: ["Content-Type: application/x-www-form-urlencoded", "Accept: application/json"] + headers,
+                    body: Data(FormEncoding.encode(fields).utf8))
+    }
+}
+
+public struct HTTPResponse: Sendable {
+    public var status: Int
+    public var contentType: String?
+    public var body: Data
+
+    public init(status: Int, contentType: String? = nil, body: Data) {
+        self.status = status
+        self.contentType = contentType
+        self.body = body
+    }
+}
+
+/// Sends requests: libcurl in the product, a double in unit tests.
+public protocol HTTPTransport: Sendable {
+    func send(_ request: HTTPRequest) throws -> HTTPResponse
+}
+
+/// libcurl, opened on first use. Every exchange is bounded by `timeout`; a body
+/// over `maxBody` is refused; TLS is always verified; no redirect is followed.
+public struct CurlTransport: HTTPTransport {
+    public var timeout: Int
+    public var maxBody: Int
+
+    public static let userAgent = "tokenvault/0.1 (+https://github.com/tokenvault)"
+
+    public init(timeout: Int = 30, maxBody: Int = maxTokenInputBytes) {
+        self.timeout = timeout
+        self.maxBody = maxBody
+    }
+
+    public func send(_ request: HTTPRequest) throws -> HTTPResponse {
+        let host = (try? ServiceKey(parsing: request.url).description) ?? "the provider"
+        var response = tv_http_response()
+        let headers = request.headers.map { strdup($0) } + [nil]
+        defer { headers.forEach { free($0) } }
+        let rc = headers.map { UnsafePointer($0) }.withUnsafeBufferPointer { h in
+            request.body.withUnsafeBytes { b in
+                tv_http_request(request.method, request.url, h.baseAddress, b.baseAddress?.assumingMemoryBound(to: CChar.self),
+                                b.count, timeout, maxBody, CurlTransport.userAgent, &response)
+            }
+        }
+        defer { tv_http_response_free(&response) }
+        let detail = withUnsafeBytes(of: response.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        switch Int(rc) {
+        case TV_HTTP_OK:
+            let body = response.body.map { Data(bytes: $0, count: response.body_len) } ?? Data()
+            return HTTPResponse(status: response.status, contentType: response.content_type.map { String(cString: $0) }, body: body)
+        case TV_HTTP_TIMEOUT:
+            throw TokenVaultError.temporary("\(host) did not answer within \(timeout) s")
+        case TV_HTTP_UNREACHABLE:
+            throw TokenVaultError.temporary("cannot reach \(host): \(detail)")
+        case TV_HTTP_TOO_LARGE:
+            throw TokenVaultError.badInput("\(host) sent a response larger than \(maxBody >> 20) MiB; refused")
+        default:
+            throw TokenVaultError.temporary("the exchange with \(host) failed: \(detail)")
+        }
+    }
+}
+
+/// application/x-www-form-urlencoded, both ways.
+public enum FormEncoding {
+    static let unreserved = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~".utf8)
+
+    public static func percentEncode(_ s: String) -> String {
+        var out = ""
+        for b in s.utf8 {
+            if unreserved.contains(b) { out.unicodeScalars.append(UnicodeScalar(b)) } else { out += "%" + hex(b) }
+        }
+        return out
+    }
+
+    private static func hex(_ b: UInt8) -> String {
+        let digits = Array("0123456789ABCDEF")
+        return String([digits[Int(b >> 4)], digits[Int(b & 15)]])
+    }
+
+    public static func encode(_ fields: [(String, String)]) -> String {
+        fields.map { percentEncode($0.0) + "=" + percentEncode($0.1) }.joined(separator: "&")
+    }
+
+    /// Decodes `a=1&b=x%20y`; `+` is a space. Nil when it is not form data.
+    public static func decode(_ text: String) -> [(String, String)]? {
+        var out: [(String, String)] = []
+        for pair in text.split(separator: "&", omittingEmptySubsequences: true) {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts.count == 2, let k = unescape(parts[0]), let v = unescape(parts[1]), !k.isEmpty else { return nil }
+            out.append((k, v))
+        }
+        return out.isEmpty ? nil : out
+    }
+
+    private static func unescape(_ s: Substring) -> String? {
+        var bytes: [UInt8] = []
+        var i = s.utf8.startIndex
+        let u = s.utf8
+        while i < u.endIndex {
+            let c = u[i]
+            if c == UInt8(ascii: "+") {
+                bytes.append(0x20)
+            } else if c == UInt8(ascii: "%") {
+                let h1 = u.index(after: i)
+                guard h1 < u.endIndex, u.index(after: h1) < u.endIndex,
+                      let v = UInt8(String(decoding: [u[h1], u[u.index(after: h1)]], as: UTF8.self), radix: 16)
+                else { return nil }
+                bytes.append(v)
+                i = u.index(after: h1)
+            } else {
+                bytes.append(c)
+            }
+            i = u.index(after: i)
+        }
+        return String(bytes: bytes, encoding: .utf8)
+    }
+}

@@ -1,0 +1,181 @@
+import Foundation
+
+/// A provider ready for OAuth 2.0 exchanges: its preset merged with its
+/// `[providers.NAME]` table, checked.
+public struct OAuth2Provider: Sendable {
+    public enum ClientAuth: String, Sendable { case body, basic }
+    public enum Grant: String, Sendable { case authorizationCode = "authorization_code", clientCredentials = "client_credentials" }
+
+    public var name: String
+    public var service: ServiceKey
+    public var tokenURL: String
+    public var authorizeURL: String?
+    public var revokeURL: String?
+    public var deviceAuthorizationURL: String?
+    public var userinfoURL: String?
+    public var grant: Grant
+    public var scopes: [String]
+    public var clientID: String
+    public var clientAuth: ClientAuth
+    public var redirectURI: String?
+    public var pkce: Bool
+    public var authParams: [String: String]
+    public var headerTemplate: String
+    /// Where the secret comes from; read only when an exchange needs it.
+    var secretSource: SecretSource?
+
+    /// Where to register an application, for the missing-client-id message.
+    static let registration = [
+        "weibo": "https://open.weibo.com/apps",
+        "google": "https://console.cloud.google.com/apis/credentials",
+        "github": "https://github.com/settings/developers",
+        "foursquare": "https://foursquare.com/developers/apps",
+    ]
+
+    /// Resolves `name` from the presets and the config.
+    public static func resolve(_ name: String, config: Config, configPath: String) throws -> OAuth2Provider {
+        let preset = ProviderPreset.named(name)
+        let own = config.providers[name]
+        guard preset != nil || own != nil else {
+            throw TokenVaultError.config("unknown provider \(ServiceKey.quoted(name))",
+                                         hint: "see: tokenvault providers; or define [providers.\(name)] in \(configPath)")
+        }
+        let p = merge(preset?.config ?? ProviderConfig(), own ?? ProviderConfig())
+        let type = p.type ?? "oauth2"
+        guard type == "oauth2" else {
+            throw TokenVaultError.config("\(name) is an \(type) provider, not OAuth 2.0")
+        }
+        func url(_ key: String, _ value: String?) throws -> String? {
+            guard let value else { return nil }
+            try checkEndpoint(value, provider: name, key: key, configPath: configPath)
+            return value
+        }
+        guard let tokenURL = try url("token_url", p.token_url) else {
+            throw TokenVaultError.config("provider \(name) has no token_url", hint: "set token_url in [providers.\(name)] of \(configPath)")
+        }
+        guard let clientID = p.client_id, !clientID.isEmpty else {
+            let where_ = registration[name].map { "register an application at \($0), then " } ?? "register an application with the provider, then "
+            throw TokenVaultError.config("no client id for \(name)",
+                                         hint: "\(where_)set client_id (and client_secret, client_secret_file or client_secret_command) in [providers.\(name)] of \(configPath)")
+        }
+        let serviceText = p.service ?? tokenURL
+        guard let service = try? ServiceKey(parsing: serviceText) else {
+            throw TokenVaultError.config("provider \(name): service \(ServiceKey.quoted(serviceText)) is not a valid service")
+        }
+        guard let grant = Grant(rawValue: p.grant ?? "authorization_code") else {
+            throw TokenVaultError.config("provider \(name): grant must be authorization_code or client_credentials")
+        }
+        guard let auth = ClientAuth(rawValue: p.client_auth ?? "body") else {
+            throw TokenVaultError.config("provider \(name): client_auth must be body or basic")
+        }
+        let secretCount = [p.client_secret, p.client_secret_file, p.client_secret_command].compactMap { $0 }.count
+        guard secretCount <= 1 else {
+            throw TokenVaultError.config("provider \(name): set only one of client_secret, client_secret_file, client_secret_command")
+        }
+        let header = p.header ?? "Authorization: Bearer {token}"
+        guard header.contains("{token}"), header.contains(":"), !header.contains("\n") else {
+            throw TokenVaultError.config("provider \(name): header must be one \"Name: value\" line containing {token}")
+        }
+        return OAuth2Provider(
+            name: name, service: service, tokenURL: tokenURL,
+            authorizeURL: try url("authorize_url", p.authorize_url), revokeURL: try url("revoke_url", p.revoke_url),
+            deviceAuthorizationURL: try url("device_authorization_url", p.device_authorization_url),
+            userinfoURL: try url("userinfo_url", p.userinfo_url), grant: grant, scopes: p.scopes ?? [],
+            clientID: clientID, clientAuth: auth, redirectURI: try url("redirect_uri", p.redirect_uri),
+            pkce: p.pkce ?? true, authParams: p.auth_params ?? [:], headerTemplate: header,
+            secretSource: p.client_secret.map { .value($0) } ?? p.client_secret_file.map { .file($0) }
+                ?? p.client_secret_command.map { .command($0) })
+    }
+
+    /// https, or http only to a loopback address.
+    static func checkEndpoint(_ url: String, provider: String, key: String, configPath: String) throws {
+        let lower = url.lowercased()
+        if lower.hasPrefix("https://") { return }
+        if lower.hasPrefix("http://"), let host = try? ServiceKey(parsing: url).host,
+           host == "localhost" || host == "::1" || host.hasPrefix("127.") {
+            return
+        }
+        throw TokenVaultError.config("provider \(provider): \(key) must be an https:// URL (http:// only for loopback), not \(ServiceKey.quoted(url))",
+                                     hint: "fix \(key) in [providers.\(provider)] of \(configPath)")
+    }
+
+    static func merge(_ base: ProviderConfig, _ over: ProviderConfig) -> ProviderConfig {
+        var m = base
+        if let v = over.type { m.type = v }
+        if let v = over.service { m.service = v }
+        if let v = over.authorize_url { m.authorize_url = v }
+        if let v = over.token_url { m.token_url = v }
+        if let v = over.revoke_url { m.revoke_url = v }
+        if let v = over.device_authorization_url { m.device_authorization_url = v }
+        if let v = over.userinfo_url { m.userinfo_url = v }
+        if let v = over.grant { m.grant = v }
+        if let v = over.scopes { m.scopes = v }
+        if let v = over.client_id { m.client_id = v }
+        if over.client_secret != nil || over.client_secret_file != nil || over.client_secret_command != nil {
+            m.client_secret = over.client_secret
+            m.client_secret_file = over.client_secret_file
+            m.client_secret_command = over.client_secret_command
+        }
+        if let v = over.client_auth { m.client_auth = v }
+        if let v = over.redirect_uri { m.redirect_uri = v }
+        if let v = over.pkce { m.pkce = v }
+        if let v = over.auth_params { m.auth_params = (m.auth_params ?? [:]).merging(v) { $1 } }
+        if let v = over.header { m.header = v }
+        return m
+    }
+
+    /// Client authentication for a token-endpoint request: body fields or a Basic header.
+    func clientCredentials() throws -> (fields: [(String, String)], headers: [String]) {
+        let secret = try secretSource?.read(what: "the client secret of \(name)")
+        switch clientAuth {
+        case .body:
+            var fields = [("client_id", clientID)]
+            if let secret { fields.append(("client_secret", secret)) }
+            return (fields, [])
+        case .basic:
+            // RFC 6749 §2.3.1: each part form-encoded, then Base64.
+            let pair = FormEncoding.percentEncode(clientID) + ":" + FormEncoding.percentEncode(secret ?? "")
+            return ([], ["Authorization: Basic " + Data(pair.utf8).base64EncodedString()])
+        }
+    }
+}
+
+/// A secret from config: the value itself, a file's first line, or a command's stdout.
+enum SecretSource: Sendable {
+    case value(String)
+    case file(String)
+    case command(String)
+
+    func read(what: String) throws -> String {
+        switch self {
+        case .value(let v):
+            return v
+        case .file(let path):
+            let expanded = path.hasPrefix("~/") ? (ProcessInfo.processInfo.environment["HOME"] ?? "") + path.dropFirst() : path
+            guard let data = FileManager.default.contents(atPath: expanded), let text = String(data: data, encoding: .utf8) else {
+                throw TokenVaultError.config("cannot read \(what) from \(path)")
+            }
+            return text.split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
+        case .command(let command):
+            let (status, out) = try ShellCommand.run(command)
+            guard status == 0 else { throw TokenVaultError.config("the command giving \(what) failed (exit \(status))") }
+            return String(decoding: out, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
+        }
+    }
+}
+
+/// `/bin/sh -c COMMAND`, its stdout captured, stdin from /dev/null.
+enum ShellCommand {
+    static func run(_ command: String) throws -> (Int32, [UInt8]) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/sh")
+        p.arguments = ["-c", command]
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardInput = FileHandle.nullDevice
+        do { try p.run() } catch { throw TokenVaultError.config("cannot run /bin/sh") }
+        let bytes = Array(out.fileHandleForReading.readDataToEndOfFile())
+        p.waitUntilExit()
+        return (p.terminationStatus, bytes)
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+
+/// Reads what a token endpoint answered, tolerantly (SPEC §7): JSON whatever
+/// the Content-Type (Weibo sends text/plain), form-encoded (GitHub's default),
+/// numbers sent as strings, no `expires_in` (no expiry). Errors follow RFC 6749
+/// §5.2 and map to the documented exit codes.
+public enum TokenResponse {
+    /// The fields of a body that is a JSON object or form data; nil otherwise.
+    public static func fields(_ body: Data) -> [String: JSONValue]? {
+        if let v = try? JSONDecoder().decode(JSONValue.self, from: body), case .object(let o) = v { return o }
+        guard let text = String(data: body, encoding: .utf8)?.trimmingCharacters(in: .whitespacesAndNewlines),
+              !text.hasPrefix("<"), !text.contains("\n"), let pairs = FormEncoding.decode(text)
+        else { return nil }
+        var o: [String: JSONValue] = [:]
+        for (k, v) in pairs { o[k] = .string(v) }
+        return o
+    }
+
+    /// The credential in a successful answer, received at `now`; or the error it carries.
+    public static func credential(from response: HTTPResponse, id: CredentialID, provider: String,
+                                  host: String, now: Int64) throws -> Credential {
+        let object = try successFields(response, host: host, provider: provider)
+        var c = try TokenInput.credential(from: object, id: id, now: now)
+        c.provider = provider
+        return c
+    }
+
+    /// The fields of a 2xx answer without an `error`; throws the mapped error otherwise.
+    public static func successFields(_ response: HTTPResponse, host: String, provider: String) throws -> [String: JSONValue] {
+        let object = fields(response.body)
+        if let object, let code = object["error"]?.string {
+            throw error(code: code, description: object["error_description"]?.string, provider: provider)
+        }
+        guard (200..<300).contains(response.status) else {
+            let what = looksLikeHTML(response) ? "an HTML page" : "no OAuth error"
+            if response.status >= 500 || response.status == 429 {
+                throw TokenVaultError.temporary("\(host) answered HTTP \(response.status) (\(what))")
+            }
+            throw TokenVaultError.badInput("\(host) answered HTTP \(response.status) with \(what)")
+        }
+        guard let object else {
+            throw TokenVaultError.badInput("\(host) answered with \(looksLikeHTML(response) ? "an HTML page" : "something that is neither JSON nor form data"), not a token")
+        }
+        return object
+    }
+
+    /// RFC 6749 §5.2 (and RFC 8628 §3.5) error codes to exit codes.
+    public static func error(code: String, description: String?, provider: String) -> TokenVaultError {
+        let desc = description.map(clean)
+        let shown = clean(code)
+        switch code {
+        case "invalid_grant", "access_denied", "expired_token":
+            return .loginRequired("the provider answered \(shown)\(desc.map { ": \($0)" } ?? "")",
+                                  hint: "run: tokenvault login \(provider)")
+        case "server_error", "temporarily_unavailable":
+            return .temporary("the provider answered \(shown)\(desc.map { ": \($0)" } ?? "")")
+        default:
+            return .providerRefused(code: shown, description: desc)
+        }
+    }
+
+    private static func looksLikeHTML(_ r: HTTPResponse) -> Bool {
+        (r.contentType ?? "").lowercased().contains("html")
+            || String(decoding: r.body.prefix(64), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines).hasPrefix("<")
+    }
+
+    /// Provider text for a one-line message: no control characters, bounded.
+    static func clean(_ s: String) -> String {
+        let flat = String(s.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? " " : Character($0) })
+        return flat.count > 200 ? String(flat.prefix(200)) + "…" : flat
+    }
+}
