@@ -41,8 +41,9 @@ public struct Refresher {
         let lock = try FileLock(path: try lockPath(for: id))
         defer { lock.release() }
         guard let current = try store.load(id) else { return nil }
-        // A sibling refreshed while we waited for the lock: use its result.
-        if current != first, !needsRefresh(current, minValid: minValid) { return current }
+        // A sibling refreshed while we waited for the lock: use its result, even
+        // when the provider's lifetime is shorter than min_valid (one refresh, not 32).
+        if current != first, !current.isExpired(at: clock.now) { return current }
         if !force, !needsRefresh(current, minValid: minValid) { return current }
         do {
             let fresh = try exchange(current)

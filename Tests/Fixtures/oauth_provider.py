@@ -1,0 +1,239 @@
+#!/usr/bin/env python3
+"""A local OAuth 2.0 provider for tokenvault's tests, built on authlib's server.
+
+- authorization code with PKCE (S256), loopback redirect URIs on any port
+  (RFC 8252), auto-approved for the user "alice" (?deny=1 in the authorize URL
+  answers access_denied instead);
+- rotating refresh tokens with reuse detection: a refresh token used twice
+  revokes its whole family, as OAuth 2.1 / RFC 9700 recommend;
+- client credentials; RFC 7009 revocation; a protected resource /api/me;
+- /stats counts what the token endpoint was asked (JSON).
+
+Usage: oauth_provider.py [--port N] [--token-ttl SECONDS]
+Prints "port N" on stdout once listening on 127.0.0.1.
+"""
+import argparse
+import os
+import secrets
+import sys
+import threading
+import time
+from collections import Counter
+
+# Plain http is fine here: the server listens on 127.0.0.1 only.
+os.environ["AUTHLIB_INSECURE_TRANSPORT"] = "1"
+
+from authlib.integrations.flask_oauth2 import AuthorizationServer, ResourceProtector
+from authlib.oauth2.rfc6749 import ClientMixin, grants
+from authlib.oauth2.rfc6750 import BearerTokenValidator
+from authlib.oauth2.rfc7009 import RevocationEndpoint
+from authlib.oauth2.rfc7636 import CodeChallenge
+from flask import Flask, jsonify, request
+from werkzeug.serving import make_server
+
+lock = threading.RLock()
+stats = Counter()
+tokens = {}          # access_token -> Token
+refresh_index = {}   # refresh_token -> Token
+codes = {}           # code -> AuthorizationCode
+
+
+class Client(ClientMixin):
+    def __init__(self, client_id, secret, grants_allowed, public=False):
+        self.client_id, self.client_secret, self.grants, self.public = client_id, secret, grants_allowed, public
+
+    def get_client_id(self): return self.client_id
+    def get_default_redirect_uri(self): return None
+    def get_allowed_scope(self, scope): return scope or "read"
+    def check_redirect_uri(self, uri):
+        return uri.startswith("http://127.0.0.1:") and uri.split("/", 3)[-1].startswith("callback")
+    def check_client_secret(self, secret): return secrets.compare_digest(secret, self.client_secret)
+    def check_endpoint_auth_method(self, method, endpoint):
+        if self.public: return method == "none"
+        return method in ("client_secret_basic", "client_secret_post")
+    def check_response_type(self, response_type): return response_type == "code"
+    def check_grant_type(self, grant_type): return grant_type in self.grants
+
+
+CLIENTS = {
+    "tv-client": Client("tv-client", "tv-secret", {"authorization_code", "refresh_token"}),
+    "tv-public": Client("tv-public", "", {"authorization_code", "refresh_token"}, public=True),
+    "tv-bot": Client("tv-bot", "bot-secret", {"client_credentials"}),
+}
+
+
+class Token:
+    def __init__(self, data, client_id, user, family):
+        self.access_token = data["access_token"]
+        self.refresh_token = data.get("refresh_token")
+        self.scope = data.get("scope", "")
+        self.expires_in = data["expires_in"]
+        self.issued_at = time.time()
+        self.client_id, self.user, self.family = client_id, user, family
+        self.revoked = False
+        self.used = False
+
+    def check_client(self, client): return client.get_client_id() == self.client_id
+    def get_scope(self): return self.scope
+    def get_expires_in(self): return self.expires_in
+    def is_revoked(self): return self.revoked
+    def is_expired(self): return time.time() > self.issued_at + self.expires_in
+    def get_user(self): return self.user
+
+
+class AuthorizationCode:
+    def __init__(self, code, client_id, redirect_uri, scope, challenge, method):
+        self.code, self.client_id, self.redirect_uri, self.scope = code, client_id, redirect_uri, scope
+        self.code_challenge, self.code_challenge_method = challenge, method
+        self.auth_time = time.time()
+
+    def get_redirect_uri(self): return self.redirect_uri
+    def get_scope(self): return self.scope
+    def get_auth_time(self): return self.auth_time
+    def get_nonce(self): return None
+    def is_expired(self): return time.time() > self.auth_time + 300
+
+
+class CodeGrant(grants.AuthorizationCodeGrant):
+    TOKEN_ENDPOINT_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "none"]
+
+    def save_authorization_code(self, code, req):
+        with lock:
+            codes[code] = AuthorizationCode(code, req.client.get_client_id(), req.redirect_uri, req.scope,
+                                            req.data.get("code_challenge"), req.data.get("code_challenge_method"))
+
+    def query_authorization_code(self, code, client):
+        with lock:
+            c = codes.get(code)
+        return c if c and c.client_id == client.get_client_id() and not c.is_expired() else None
+
+    def delete_authorization_code(self, authorization_code):
+        with lock:
+            codes.pop(authorization_code.code, None)
+
+    def authenticate_user(self, authorization_code): return "alice"
+
+
+class RotatingRefreshGrant(grants.RefreshTokenGrant):
+    TOKEN_ENDPOINT_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "none"]
+    INCLUDE_NEW_REFRESH_TOKEN = True
+
+    def authenticate_refresh_token(self, refresh_token):
+        with lock:
+            stats["refresh_attempts"] += 1
+            t = refresh_index.get(refresh_token)
+            if t is None:
+                return None
+            if t.used or t.revoked:
+                # Reuse detection: a rotated refresh token came back. Revoke the family.
+                stats["reuse_detected"] += 1
+                for other in list(tokens.values()):
+                    if other.family == t.family:
+                        other.revoked = True
+                return None
+            return t
+
+    def authenticate_user(self, credential): return credential.user
+
+    def revoke_old_credential(self, credential):
+        with lock:
+            credential.used = True
+            credential.revoked = True
+            stats["refreshes"] += 1
+
+
+class BotGrant(grants.ClientCredentialsGrant):
+    TOKEN_ENDPOINT_AUTH_METHODS = ["client_secret_basic", "client_secret_post"]
+
+
+class Revocation(RevocationEndpoint):
+    CLIENT_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "none"]
+
+    def query_token(self, token_string, token_type_hint):
+        with lock:
+            return tokens.get(token_string) or refresh_index.get(token_string)
+
+    def revoke_token(self, token, req):
+        with lock:
+            stats["revocations"] += 1
+            for other in list(tokens.values()):
+                if other.family == token.family:
+                    other.revoked = True
+
+
+class Validator(BearerTokenValidator):
+    def authenticate_token(self, token_string):
+        with lock:
+            return tokens.get(token_string)
+
+
+def make_app(token_ttl):
+    app = Flask(__name__)
+    app.config["OAUTH2_TOKEN_EXPIRES_IN"] = {"authorization_code": token_ttl, "refresh_token": token_ttl,
+                                             "client_credentials": token_ttl}
+    app.config["OAUTH2_REFRESH_TOKEN_GENERATOR"] = True
+
+    def query_client(client_id):
+        return CLIENTS.get(client_id)
+
+    def save_token(data, req):
+        with lock:
+            grant = req.grant_type or "authorization_code"
+            family = getattr(req, "credential", None)
+            family = family.family if family is not None and hasattr(family, "family") else secrets.token_hex(8)
+            user = req.user if isinstance(req.user, str) else None
+            t = Token(data, req.client.get_client_id(), user, family)
+            tokens[t.access_token] = t
+            if t.refresh_token:
+                refresh_index[t.refresh_token] = t
+            stats["issued_" + grant] += 1
+
+    server = AuthorizationServer(app, query_client=query_client, save_token=save_token)
+    server.register_grant(CodeGrant, [CodeChallenge(required=False)])
+    server.register_grant(RotatingRefreshGrant)
+    server.register_grant(BotGrant)
+    server.register_endpoint(Revocation)
+    protect = ResourceProtector()
+    protect.register_token_validator(Validator())
+
+    @app.route("/authorize")
+    def authorize():
+        if request.args.get("deny"):
+            return server.create_authorization_response(grant_user=None)
+        return server.create_authorization_response(grant_user="alice")
+
+    @app.route("/token", methods=["POST"])
+    def token():
+        with lock:
+            stats["token_requests"] += 1
+        return server.create_token_response()
+
+    @app.route("/revoke", methods=["POST"])
+    def revoke():
+        return server.create_endpoint_response(Revocation.ENDPOINT_NAME)
+
+    @app.route("/api/me")
+    @protect("read")
+    def me():
+        return jsonify(user="alice", name="Alice Example")
+
+    @app.route("/stats")
+    def show_stats():
+        with lock:
+            return jsonify(dict(stats))
+
+    return app
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--token-ttl", type=int, default=3600)
+    args = ap.parse_args()
+    http = make_server("127.0.0.1", args.port, make_app(args.token_ttl), threaded=True)
+    print(f"port {http.server_port}", flush=True)
+    http.serve_forever()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

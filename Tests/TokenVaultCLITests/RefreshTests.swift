@@ -1,0 +1,182 @@
+import Foundation
+import XCTest
+
+/// The authlib provider in Tests/Fixtures/oauth_provider.py, on a free loopback port.
+final class LocalProvider {
+    let port: Int
+    private let process: Process
+
+    init(tokenTTL: Int = 3600) throws {
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = [Paths.fixtures.appendingPathComponent("oauth_provider.py").path, "--token-ttl", String(tokenTTL)]
+        process.environment = ["PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var line = Data()
+        while !line.contains(0x0A) {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            line += chunk
+        }
+        let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard text.hasPrefix("port "), let p = Int(text.dropFirst(5)) else {
+            process.terminate()
+            throw NSError(domain: "LocalProvider", code: 1, userInfo: [NSLocalizedDescriptionKey: "oauth_provider.py did not start: \(text)"])
+        }
+        port = p
+    }
+
+    deinit { stop() }
+
+    func stop() {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+    }
+
+    var base: String { "http://127.0.0.1:\(port)" }
+
+    /// Counters of the token endpoint.
+    func stats() throws -> [String: Int] {
+        let r = runProcess("/usr/bin/curl", ["-s", base + "/stats"], env: [:])
+        let data = Data(r.stdout.utf8)
+        return (try JSONSerialization.jsonObject(with: data) as? [String: Int]) ?? [:]
+    }
+
+    /// A fresh token-endpoint answer, by the authorization-code flow with PKCE.
+    func obtainToken() throws -> [String: Any] {
+        let r = runProcess("/usr/bin/python3", [Paths.fixtures.appendingPathComponent("obtain_token.py").path, String(port)], env: ["PATH": "/usr/bin:/bin"])
+        guard r.status == 0, let o = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any] else {
+            throw NSError(domain: "LocalProvider", code: 2, userInfo: [NSLocalizedDescriptionKey: "obtain_token.py: \(r.stderr)"])
+        }
+        return o
+    }
+
+    /// The HTTP status of the protected resource for a bearer token.
+    func resourceStatus(_ token: String) -> Int {
+        let r = runProcess("/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", "Authorization: Bearer \(token)", base + "/api/me"], env: [:])
+        return Int(r.stdout) ?? -1
+    }
+
+    /// The config that names this provider "local".
+    var config: String {
+        """
+        [providers.local]
+        service = "127.0.0.1:\(port)"
+        authorize_url = "\(base)/authorize"
+        token_url = "\(base)/token"
+        revoke_url = "\(base)/revoke"
+        client_id = "tv-client"
+        client_secret = "tv-secret"
+        """
+    }
+}
+
+/// Refresh on read against a real OAuth server with rotating refresh tokens
+/// and reuse detection: one refresh for many concurrent readers, on both backends.
+final class RefreshTests: XCTestCase {
+    func sandbox(_ provider: LocalProvider, backend: String, keyring: PrivateKeyring? = nil) throws -> Sandbox {
+        let s = Sandbox(backend: backend)
+        if let keyring { s.env.merge(keyring.env) { $1 } }
+        try FileManager.default.createDirectory(atPath: s.home + "/config/tokenvault", withIntermediateDirectories: true)
+        try provider.config.write(toFile: s.home + "/config/tokenvault/config.toml", atomically: true, encoding: .utf8)
+        return s
+    }
+
+    /// Stores a real token, already expired, tied to the provider; returns its refresh token.
+    @discardableResult
+    func storeExpired(_ s: Sandbox, _ provider: LocalProvider) throws -> String {
+        var token = try provider.obtainToken()
+        token.removeValue(forKey: "expires_in")
+        token["expires_at"] = Int(Date().timeIntervalSince1970) - 10
+        let json = String(decoding: try JSONSerialization.data(withJSONObject: token), as: UTF8.self)
+        let r = s.tv("set", "local", "--provider", "local", stdin: json)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        return token["refresh_token"] as? String ?? ""
+    }
+
+    func concurrentGets(_ s: Sandbox, count: Int) -> [Run] {
+        let runs = Locked<[Run]>([])
+        DispatchQueue.concurrentPerform(iterations: count) { _ in
+            let r = s.tv("get", "local")
+            runs.mutate { $0.append(r) }
+        }
+        return runs.value
+    }
+
+    func checkOneRefreshPerRound(_ s: Sandbox, _ provider: LocalProvider, rounds: Int, readers: Int) throws {
+        try storeExpired(s, provider)
+        for round in 0..<rounds {
+            let before = try provider.stats()
+            let runs = concurrentGets(s, count: readers)
+            let after = try provider.stats()
+            XCTAssertEqual(runs.filter { $0.status != 0 }.map(\.stderr), [], "round \(round)")
+            let printed = Swift.Set(runs.map(\.out))
+            XCTAssertEqual(printed.count, 1, "round \(round): all \(readers) print the same token")
+            XCTAssertEqual((after["refreshes"] ?? 0) - (before["refreshes"] ?? 0), 1, "round \(round): exactly one refresh")
+            XCTAssertEqual(after["reuse_detected"] ?? 0, 0, "round \(round): no refresh token replayed")
+            XCTAssertEqual(provider.resourceStatus(printed.first ?? ""), 200, "round \(round): the provider accepts it")
+            // Expire the stored token again for the next round (the chain must go on).
+            let rt = s.tv("get", "local", "--field", "refresh_token").out
+            let again = #"{"access_token":"\#(printed.first ?? "")","refresh_token":"\#(rt)","expires_at":1}"#
+            XCTAssertEqual(s.tv("set", "local", "--provider", "local", stdin: again).status, 0)
+        }
+        // The chain still works afterwards.
+        let last = s.tv("refresh", "local")
+        XCTAssertEqual(last.status, 0, last.stderr)
+        XCTAssertEqual(provider.resourceStatus(s.tv("get", "local").out), 200)
+    }
+
+    func testThirtyTwoConcurrentReadersOneRefreshFileBackend() throws {
+        let provider = try LocalProvider()
+        try checkOneRefreshPerRound(try sandbox(provider, backend: "file"), provider, rounds: 3, readers: 32)
+    }
+
+    func testThirtyTwoConcurrentReadersOneRefreshSecretService() throws {
+        let keyring = try PrivateKeyring()
+        defer { keyring.stop() }
+        let provider = try LocalProvider()
+        try checkOneRefreshPerRound(try sandbox(provider, backend: "secret-service", keyring: keyring), provider, rounds: 3, readers: 32)
+    }
+
+    func testInvalidGrantExits4AndKeepsTheRecord() throws {
+        let provider = try LocalProvider()
+        let s = try sandbox(provider, backend: "file")
+        let before = try storeExpired(s, provider)
+        // Revoking at the provider kills the refresh token's family.
+        _ = runProcess("/usr/bin/curl", ["-s", "-d", "token=\(before)&client_id=tv-client&client_secret=tv-secret", provider.base + "/revoke"], env: [:])
+        let r = s.tv("get", "local")
+        XCTAssertEqual(r.status, 4, r.stderr)
+        XCTAssertTrue(r.stderr.contains("invalid_grant"), r.stderr)
+        XCTAssertTrue(r.stderr.contains("hint: run: tokenvault login local"), r.stderr)
+        XCTAssertFalse(r.stderr.contains(before), "no secret on stderr")
+        // The record is kept as it was: read it with the independent decryptor.
+        let dump = runProcess("/usr/bin/python3", [Paths.fixtures.appendingPathComponent("decrypt_vault.py").path, s.vault],
+                              env: ["TOKENVAULT_PASSPHRASE": "correct horse", "PATH": "/usr/bin:/bin"])
+        XCTAssertTrue(dump.stdout.contains(before), "the stored refresh token is unchanged")
+    }
+
+    func testUnreachableProviderWhileValidWarnsAndPrints() throws {
+        let provider = try LocalProvider()
+        let s = try sandbox(provider, backend: "file")
+        var token = try provider.obtainToken()
+        token["expires_in"] = 30  // valid, but under min_valid (60)
+        s.tv("set", "local", "--provider", "local", stdin: String(decoding: try JSONSerialization.data(withJSONObject: token), as: UTF8.self))
+        provider.stop()
+        let r = s.tv("get", "local")
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(r.out, token["access_token"] as? String)
+        XCTAssertTrue(r.stderr.contains("warning: could not refresh"), r.stderr)
+        XCTAssertEqual(s.tv("get", "local", "--min-valid", "0").stderr, "", "no refresh wanted: no warning")
+        // Expired and unreachable: 75, nothing printed.
+        token["expires_in"] = 0
+        s.tv("set", "local", "--provider", "local", stdin: String(decoding: try JSONSerialization.data(withJSONObject: token), as: UTF8.self))
+        let gone = s.tv("get", "local")
+        XCTAssertEqual(gone.status, 75, gone.stderr)
+        XCTAssertEqual(gone.stdout, "")
+    }
+}
