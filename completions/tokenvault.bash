@@ -173,13 +173,13 @@ _tokenvault() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    set|get|list|status|header|exec|delete|backend|migrate|lock|providers|help)
+    set|get|list|status|refresh|header|exec|delete|backend|migrate|lock|providers|help)
         # Offer subcommand argument completions
         "_tokenvault_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'set get list status header exec delete backend migrate lock providers help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'set get list status refresh header exec delete backend migrate lock providers help' -- "${cur}"))
         ;;
     esac
 }
@@ -238,6 +238,21 @@ _tokenvault_list() {
 _tokenvault_status() {
     repeating_flags=()
     non_repeating_flags=(--json --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--account)
+    __tokenvault_offer_flags_options 1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--account')
+        return
+        ;;
+    esac
+}
+
+_tokenvault_refresh() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
     repeating_options=()
     non_repeating_options=(--account)
     __tokenvault_offer_flags_options 1
@@ -327,7 +342,7 @@ _tokenvault_migrate() {
 
 _tokenvault_lock() {
     repeating_flags=()
-    non_repeating_flags=(--version -h --help)
+    non_repeating_flags=(--all --version -h --help)
     repeating_options=()
     non_repeating_options=()
     __tokenvault_offer_flags_options 0

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # `make demo`: the main job end to end, in a throwaway home, on the embedded
-# default where no Secret Service answers: the libsodium-encrypted file.
+# default where no Secret Service answers: the libsodium-encrypted file;
+# including a refresh on read against a local OAuth provider.
 set -euo pipefail
 TV=$(cd "$(dirname "${1:-.build/release/tokenvault}")" && pwd)/$(basename "${1:-tokenvault}")
+root=$(cd "$(dirname "$0")/.." && pwd)
 demo_home=$(mktemp -d /tmp/tokenvault-demo.XXXXXX)
-trap 'rm -rf "$demo_home"' EXIT
+trap 'kill "${provider_pid:-}" 2>/dev/null; rm -rf "$demo_home"' EXIT
 export HOME="$demo_home" XDG_DATA_HOME="$demo_home/data" XDG_CONFIG_HOME="$demo_home/config"
 unset DBUS_SESSION_BUS_ADDRESS TOKENVAULT_BACKEND TOKENVAULT_VAULT TOKENVAULT_PASSPHRASE TOKENVAULT_PASSPHRASE_COMMAND
 export XDG_RUNTIME_DIR="$demo_home/run"   # no session bus here: auto falls back to the file
@@ -54,6 +56,36 @@ tokenvault lock
 TOKENVAULT_PASSPHRASE_FILE= setsid -w "$TV" get api.weibo.com || echo "exit=$?"
 step "tokenvault get api.weibo.com   # passphrase from the file again: Argon2id once, then the key is cached"
 tokenvault get api.weibo.com
+
+# Refresh on read, against a real OAuth server (authlib) on loopback.
+provider_out="$demo_home/provider.out"
+/usr/bin/python3 "$root/Tests/Fixtures/oauth_provider.py" > "$provider_out" 2>/dev/null &
+provider_pid=$!
+for _ in $(seq 50); do [ -s "$provider_out" ] && break; sleep 0.1; done
+port=$(awk '{print $2}' "$provider_out")
+mkdir -p "$XDG_CONFIG_HOME/tokenvault"
+cat > "$XDG_CONFIG_HOME/tokenvault/config.toml" <<TOML
+[providers.local]
+service = "127.0.0.1:$port"
+token_url = "http://127.0.0.1:$port/token"
+client_id = "tv-client"
+client_secret = "tv-secret"
+TOML
+step "cat \$XDG_CONFIG_HOME/tokenvault/config.toml      # a local OAuth 2.0 provider (authlib), rotating refresh tokens"
+cat "$XDG_CONFIG_HOME/tokenvault/config.toml"
+# A token from the provider's authorization-code flow, stored as already expired.
+/usr/bin/python3 "$root/Tests/Fixtures/obtain_token.py" "$port" \
+  | /usr/bin/python3 -c 'import json,sys; t=json.load(sys.stdin); t.pop("expires_in"); t["expires_at"]=1; print(json.dumps(t))' \
+  | tokenvault set local --provider local 2>/dev/null
+step "tokenvault status local      # expired, but it has a refresh token"
+tokenvault status local
+step "tokenvault get local         # refreshed before it is printed"
+tokenvault get local
+step "tokenvault status local"
+tokenvault status local
+step "curl -s http://127.0.0.1:$port/stats     # the provider saw one refresh"
+curl -s "http://127.0.0.1:$port/stats"; echo
+kill "$provider_pid" 2>/dev/null
 
 step "tokenvault delete api.github.com --account work; tokenvault get api.github.com --account work"
 tokenvault delete api.github.com --account work

@@ -138,6 +138,14 @@ final class CommandTests: XCTestCase {
         XCTAssertEqual(s.tv("list", env: ["TOKENVAULT_BACKEND": ""]).status, 78)
     }
 
+    func testCommittedCompletionsMatchTheParser() throws {
+        for (shell, file) in [("bash", "tokenvault.bash"), ("zsh", "_tokenvault"), ("fish", "tokenvault.fish")] {
+            let generated = runProcess(Paths.binary, ["--generate-completion-script", shell], env: [:])
+            let committed = try String(contentsOf: Paths.root.appendingPathComponent("completions/" + file), encoding: .utf8)
+            XCTAssertEqual(generated.stdout, committed, "completions/\(file) is stale: run make docs")
+        }
+    }
+
     func testProvidersListsPresets() {
         let s = Sandbox()
         let r = s.tv("providers", "--json")
