@@ -55,6 +55,21 @@ func runProcess(_ executable: String, _ args: [String], stdin: String? = nil, en
     return Run(status: p.terminationStatus, stdout: String(decoding: so, as: UTF8.self), stderr: String(decoding: se, as: UTF8.self))
 }
 
+/// Starts a server process and returns the first line it prints (its address or port).
+func startAndReadFirstLine(_ process: Process) throws -> String {
+    let out = Pipe()
+    process.standardOutput = out
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    var line = Data()
+    while !line.contains(0x0A) {
+        let chunk = out.fileHandleForReading.availableData
+        if chunk.isEmpty { break }
+        line += chunk
+    }
+    return String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+}
+
 /// A value shared between threads.
 final class Locked<T>: @unchecked Sendable {
     private var stored: T
@@ -126,17 +141,7 @@ final class PrivateKeyring {
         bus.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
         bus.arguments = ["--session", "--nofork", "--print-address=1", "--address=unix:dir=\(dir)"]
         bus.environment = env
-        let out = Pipe()
-        bus.standardOutput = out
-        bus.standardError = FileHandle.nullDevice
-        try bus.run()
-        var line = Data()
-        while !line.contains(0x0A) {
-            let chunk = out.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line += chunk
-        }
-        address = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        address = try startAndReadFirstLine(bus)
         guard address.hasPrefix("unix:") else {
             throw NSError(domain: "PrivateKeyring", code: 1, userInfo: [NSLocalizedDescriptionKey: "dbus-daemon printed no address"])
         }

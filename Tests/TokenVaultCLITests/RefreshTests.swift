@@ -11,17 +11,7 @@ final class LocalProvider {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
         process.arguments = [Paths.fixtures.appendingPathComponent("oauth_provider.py").path, "--token-ttl", String(tokenTTL)]
         process.environment = ["PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        var line = Data()
-        while !line.contains(0x0A) {
-            let chunk = out.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line += chunk
-        }
-        let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let text = try startAndReadFirstLine(process)
         guard text.hasPrefix("port "), let p = Int(text.dropFirst(5)) else {
             process.terminate()
             throw NSError(domain: "LocalProvider", code: 1, userInfo: [NSLocalizedDescriptionKey: "oauth_provider.py did not start: \(text)"])
