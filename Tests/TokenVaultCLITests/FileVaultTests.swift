@@ -39,6 +39,27 @@ final class FileVaultTests: XCTestCase {
         XCTAssertEqual(s.tv("set", "api.y.com", stdin: "t\n").status, 77)
     }
 
+    func testAnotherOwnersVaultOrDirectoryIsRefused() throws {
+        let s = Sandbox()
+        s.tv("set", "api.x.com", stdin: "tok\n")
+        let dir = (s.vault as NSString).deletingLastPathComponent
+        let me = getuid(), nobody: uid_t = 65534
+        guard me != nobody else { return XCTFail("the tests need to run as someone other than nobody") }
+        // Changing the owner needs root (CI and this machine run as root); as another user it is not allowed.
+        guard chown(s.vault, nobody, gid_t(nobody)) == 0 else {
+            return XCTFail("cannot chown in this environment: \(String(cString: strerror(errno)))")
+        }
+        var r = s.tv("get", "api.x.com")
+        XCTAssertEqual(r.status, 77, r.stderr)
+        XCTAssertTrue(r.stderr.contains("another user"), r.stderr)
+        XCTAssertEqual(chown(s.vault, me, getgid()), 0)
+        XCTAssertEqual(chown(dir, nobody, gid_t(nobody)), 0)
+        r = s.tv("get", "api.x.com")
+        XCTAssertEqual(r.status, 77, r.stderr)
+        XCTAssertEqual(chown(dir, me, getgid()), 0)
+        XCTAssertEqual(s.tv("get", "api.x.com").out, "tok")
+    }
+
     func testNoHostOrTokenVisibleInTheFile() {
         let s = Sandbox()
         s.tv("set", "api.secret-host.example", stdin: #"{"access_token":"VISIBLETOKEN","uid":"USERID"}"#)
