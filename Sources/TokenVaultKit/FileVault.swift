@@ -44,7 +44,7 @@ public final class FileVault: CredentialStore {
     // MARK: CredentialStore
 
     public func load(_ id: CredentialID) throws -> Credential? {
-        guard var plain = try readPlaintext() else { return nil }
+        guard let plain = try readPlaintext() else { return nil }
         defer { plain.wipe() }
         return try plain.credential(id)
     }
@@ -79,24 +79,31 @@ public final class FileVault: CredentialStore {
 
     /// The decrypted vault, or nil when there is none yet.
     func readContents() throws -> VaultContents? {
-        guard var plain = try readPlaintext() else { return nil }
+        guard let plain = try readPlaintext() else { return nil }
         defer { plain.wipe() }
         return try plain.contents()
     }
 
     private func readPlaintext() throws -> VaultPlaintext? {
-        guard let file = try readFile() else { return nil }
-        let header = try VaultFormat.parseHeader(file)
-        let key = try key(for: header)
-        return try VaultFormat.open(file, header: header, key: key)
+        guard let (fd, size) = try openVaultFile() else { return nil }
+        defer { close(fd) }
+        guard size >= VaultFormat.headerBytes + Sodium.tagBytes else { throw VaultFormat.corrupt("it is too short") }
+        let buffer = try SensitiveBuffer(mapping: fd, size: size)
+        let header = try VaultFormat.parseHeader(Array(buffer.bytes[0..<VaultFormat.headerBytes]), fileSize: size)
+        return try VaultFormat.open(buffer, header: header, key: try key(for: header))
     }
 
     private func readHeaderOnly() throws -> VaultFormat.Header {
-        guard let file = try readFile() else { throw TokenVaultError.notFound(service: "", account: "") }
-        return try VaultFormat.parseHeader(file)
+        guard let (fd, size) = try openVaultFile() else { throw TokenVaultError.notFound(service: "", account: "") }
+        defer { close(fd) }
+        var head = [UInt8](repeating: 0, count: VaultFormat.headerBytes)
+        let n = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, $0.count, 0) }
+        guard n == head.count else { throw VaultFormat.corrupt("it is too short") }
+        return try VaultFormat.parseHeader(head, fileSize: size)
     }
 
-    private func readFile() throws -> [UInt8]? {
+    /// Opens the vault after the permission checks; nil when there is none.
+    private func openVaultFile() throws -> (Int32, Int)? {
         var st = stat()
         if lstat(path, &st) != 0 {
             if errno == ENOENT { return nil }
@@ -108,25 +115,17 @@ public final class FileVault: CredentialStore {
         guard fd >= 0 else {
             throw TokenVaultError.vault("cannot open the vault \(path): \(String(cString: strerror(errno)))")
         }
-        defer { close(fd) }
         var fst = stat()
         guard fstat(fd, &fst) == 0, fst.st_ino == st.st_ino, fst.st_dev == st.st_dev else {
+            close(fd)
             throw TokenVaultError.vault("the vault \(path) changed while being opened; try again")
         }
         let size = Int(fst.st_size)
-        guard size <= 1 << 30 else { throw VaultFormat.corrupt("it is larger than 1 GiB") }
-        var done = 0
-        let bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
-            while done < size {
-                let n = read(fd, buffer.baseAddress! + done, size - done)
-                if n < 0, errno == EINTR { continue }
-                guard n > 0 else { break }
-                done += n
-            }
-            initialized = done
+        guard size <= 1 << 30 else {
+            close(fd)
+            throw VaultFormat.corrupt("it is larger than 1 GiB")
         }
-        guard done == size else { throw VaultFormat.corrupt("it was cut short while being read") }
-        return bytes
+        return (fd, size)
     }
 
     // MARK: Keys

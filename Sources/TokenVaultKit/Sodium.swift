@@ -92,6 +92,30 @@ enum Sodium {
         return rc == 0 ? out : nil
     }
 
+    /// Decrypts in place: the ciphertext and tag in `buffer` become the plaintext at
+    /// its start (libsodium allows m == c). Returns the plaintext length, or nil when
+    /// the tag does not verify (libsodium then zeroes the output).
+    static func openInPlace(_ buffer: UnsafeMutableRawBufferPointer, ad: [UInt8], nonce: [UInt8], key: SecureBytes) -> Int? {
+        guard buffer.count >= tagBytes, let base = buffer.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return nil }
+        var outLen: UInt64 = 0
+        let rc = key.withUnsafeBytes { k in
+            crypto_aead_xchacha20poly1305_ietf_decrypt(
+                base, &outLen, nil, base, UInt64(buffer.count), ad, UInt64(ad.count), nonce,
+                k.baseAddress!.assumingMemoryBound(to: UInt8.self))
+        }
+        return rc == 0 ? Int(outLen) : nil
+    }
+
+    static func unpad(_ bytes: UnsafeRawBufferPointer, blockSize: Int) -> Int? {
+        var unpadded = 0
+        guard let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return nil }
+        return sodium_unpad(&unpadded, base, bytes.count, blockSize) == 0 ? unpadded : nil
+    }
+
+    static func wipe(_ bytes: UnsafeMutableRawBufferPointer) {
+        if let base = bytes.baseAddress { sodium_memzero(base, bytes.count) }
+    }
+
     // MARK: BLAKE2b
 
     static func hash(_ message: [UInt8], key: SecureBytes? = nil, bytes: Int = 16) -> [UInt8] {

@@ -85,8 +85,11 @@ public enum VaultFormat {
     }
 
     /// Reads and checks the header; refuses absurd KDF parameters before any work.
-    public static func parseHeader(_ file: [UInt8]) throws -> Header {
-        guard file.count >= headerBytes + Sodium.tagBytes else { throw corrupt("it is too short") }
+    /// `file` holds at least the header; `fileSize` is the whole file's size.
+    public static func parseHeader(_ file: [UInt8], fileSize: Int? = nil) throws -> Header {
+        guard (fileSize ?? file.count) >= headerBytes + Sodium.tagBytes, file.count >= headerBytes else {
+            throw corrupt("it is too short")
+        }
         guard Array(file[0..<8]) == magic else { throw corrupt("not a tokenvault vault") }
         guard Sodium.equal(Sodium.hash(Array(file[0..<80])), Array(file[80..<96])) else {
             throw corrupt("the header checksum does not match")
@@ -110,18 +113,25 @@ public enum VaultFormat {
 
     /// Decrypts; every changed byte is refused as a whole.
     public static func open(_ file: [UInt8], header: Header, key: SecureBytes) throws -> VaultPlaintext {
+        try open(SensitiveBuffer(copying: file), header: header, key: key)
+    }
+
+    /// Decrypts the vault in `buffer` in place (no second copy of a large vault).
+    static func open(_ buffer: SensitiveBuffer, header: Header, key: SecureBytes) throws -> VaultPlaintext {
         guard keyMatches(key, header: header) else {
             throw TokenVaultError.permission("wrong passphrase for the vault", hint: "check TOKENVAULT_PASSPHRASE_FILE, TOKENVAULT_PASSPHRASE_COMMAND or TOKENVAULT_PASSPHRASE")
         }
-        let ad = Array(file[0..<headerBytes])
-        guard var padded = Sodium.open(file[headerBytes...], ad: ad, nonce: header.nonce, key: key) else {
+        let all = buffer.bytes
+        guard all.count >= headerBytes + Sodium.tagBytes else { throw corrupt("it is too short") }
+        let ad = Array(all[0..<headerBytes])
+        let body = UnsafeMutableRawBufferPointer(rebasing: all[headerBytes...])
+        guard let padded = Sodium.openInPlace(body, ad: ad, nonce: header.nonce, key: key) else {
             throw corrupt("authentication failed")
         }
-        guard let length = Sodium.unpad(padded, blockSize: padBlock) else {
-            Sodium.wipe(&padded)
+        guard let length = Sodium.unpad(UnsafeRawBufferPointer(rebasing: body[0..<padded]), blockSize: padBlock) else {
             throw corrupt("bad padding")
         }
-        return VaultPlaintext(bytes: padded, length: length)
+        return VaultPlaintext(storage: buffer, offset: headerBytes, length: length)
     }
 
     /// Encrypts `contents` under a fresh nonce.
@@ -157,9 +167,10 @@ public struct VaultContents: Sendable {
     init(_ plain: VaultPlaintext) throws {
         var entries: [Entry] = []
         try plain.forEachEntry { service, account, record in
-            entries.append(Entry(service: String(decoding: plain.bytes[service], as: UTF8.self),
-                                 account: String(decoding: plain.bytes[account], as: UTF8.self),
-                                 record: Array(plain.bytes[record])))
+            let bytes = plain.bytes
+            entries.append(Entry(service: String(decoding: bytes[service], as: UTF8.self),
+                                 account: String(decoding: bytes[account], as: UTF8.self),
+                                 record: Array(bytes[record])))
         }
         self.entries = entries
     }
@@ -211,14 +222,21 @@ public struct VaultContents: Sendable {
 /// and copies out one record: with 10,000 credentials a `get` builds no
 /// strings or arrays for the other 9,999.
 public struct VaultPlaintext: Sendable {
-    var bytes: [UInt8]
+    let storage: SensitiveBuffer
+    let offset: Int
     let length: Int
+
+    /// The unpadded plaintext, valid while `storage` lives.
+    var bytes: UnsafeBufferPointer<UInt8> {
+        UnsafeBufferPointer(start: storage.base.advanced(by: offset).assumingMemoryBound(to: UInt8.self), count: length)
+    }
 
     /// Calls `body` with each entry's raw service, account and record (as ranges
     /// into `bytes`), walking the whole structure even after `body` is satisfied,
     /// so a malformed plaintext is refused whatever is asked of it.
     func forEachEntry(_ body: (Range<Int>, Range<Int>, Range<Int>) -> Void) throws {
-        try bytes.withUnsafeBufferPointer { p in
+        let p = bytes
+        do {
             var at = 0
             func int(_ n: Int) throws -> Int {
                 guard n <= length - at else { throw VaultFormat.corrupt("an entry runs past the end") }
@@ -247,7 +265,8 @@ public struct VaultPlaintext: Sendable {
     public func credential(_ id: CredentialID) throws -> Credential? {
         let service = Array(id.service.description.utf8), account = Array(id.account.utf8)
         var found: Range<Int>?
-        try bytes.withUnsafeBufferPointer { p in
+        let p = bytes
+        do {
             try forEachEntry { s, a, record in
                 if found == nil, s.count == service.count, a.count == account.count,
                    memcmp(p.baseAddress! + s.lowerBound, service, s.count) == 0,
@@ -257,11 +276,45 @@ public struct VaultPlaintext: Sendable {
                 }
             }
         }
-        return try found.map { try Credential.fromRecord(Data(bytes[$0]), id: id) }
+        return try found.map { try Credential.fromRecord(Data(p[$0]), id: id) }
     }
 
     public func contents() throws -> VaultContents { try VaultContents(self) }
 
-    /// Overwrites the plaintext.
-    mutating func wipe() { Sodium.wipe(&bytes) }
+    /// Overwrites the plaintext now (the storage also does when released).
+    func wipe() { storage.wipe() }
+}
+
+/// Memory that held or holds plaintext: a private mapping of the vault file, or a
+/// heap copy. Wiped, then unmapped or freed, when released.
+final class SensitiveBuffer: @unchecked Sendable {
+    let base: UnsafeMutableRawPointer
+    let count: Int
+    private let mapped: Bool
+
+    var bytes: UnsafeMutableRawBufferPointer { UnsafeMutableRawBufferPointer(start: base, count: count) }
+
+    init(copying source: [UInt8]) {
+        base = malloc(max(source.count, 1))!
+        count = source.count
+        mapped = false
+        source.withUnsafeBytes { if let s = $0.baseAddress { base.copyMemory(from: s, byteCount: source.count) } }
+    }
+
+    /// Maps `size` bytes of `fd` copy-on-write, so decrypting in place never touches the file.
+    init(mapping fd: Int32, size: Int) throws {
+        guard size > 0, let p = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_POPULATE, fd, 0), p != MAP_FAILED else {
+            throw TokenVaultError.vault("cannot map the vault into memory: \(String(cString: strerror(errno)))")
+        }
+        base = p
+        count = size
+        mapped = true
+    }
+
+    func wipe() { Sodium.wipe(bytes) }
+
+    deinit {
+        wipe()
+        if mapped { munmap(base, count) } else { free(base) }
+    }
 }
