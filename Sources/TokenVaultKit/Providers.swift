@@ -66,6 +66,11 @@ public struct ProviderDirectory: Sendable {
 
     public var names: [String] { Array(Set(ProviderPreset.all.map(\.name)).union(config.providers.keys)).sorted() }
 
+    /// The provider's `header` template, when configured ("x-auth-token: {token}").
+    public func headerTemplate(of name: String) -> String? {
+        config.providers[name]?.header ?? ProviderPreset.named(name)?.config.header
+    }
+
     public func service(of name: String) -> String? {
         if let p = config.providers[name] {
             if let s = p.service { return s }

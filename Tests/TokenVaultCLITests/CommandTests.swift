@@ -138,6 +138,27 @@ final class CommandTests: XCTestCase {
         XCTAssertEqual(s.tv("list", env: ["TOKENVAULT_BACKEND": ""]).status, 78)
     }
 
+    func testHeaderFollowsTheProvidersTemplate() throws {
+        let s = Sandbox()
+        try FileManager.default.createDirectory(atPath: s.home + "/config/tokenvault", withIntermediateDirectories: true)
+        try """
+            [providers.custom]
+            service = "api.custom.example"
+            token_url = "https://auth.custom.example/token"
+            header = "x-auth-token: {token}"
+            [providers.broken]
+            token_url = "https://auth.broken.example/token"
+            header = "no placeholder"
+            """.write(toFile: s.home + "/config/tokenvault/config.toml", atomically: true, encoding: .utf8)
+        s.tv("set", "custom", "--provider", "custom", stdin: "tok123\n")
+        XCTAssertEqual(s.tv("header", "custom").out, "x-auth-token: tok123")
+        XCTAssertEqual(s.tv("get", "custom", "--format", "header").out, "x-auth-token: tok123")
+        s.tv("set", "api.plain.example", stdin: "plain\n")
+        XCTAssertEqual(s.tv("header", "api.plain.example").out, "Authorization: Bearer plain")
+        s.tv("set", "auth.broken.example", "--provider", "broken", stdin: "t\n")
+        XCTAssertEqual(s.tv("header", "auth.broken.example").status, 78)
+    }
+
     func testCommittedCompletionsMatchTheParser() throws {
         for (shell, file) in [("bash", "tokenvault.bash"), ("zsh", "_tokenvault"), ("fish", "tokenvault.fish")] {
             let generated = runProcess(Paths.binary, ["--generate-completion-script", shell], env: [:])

@@ -60,7 +60,7 @@ extension TokenVault {
             case .json:
                 Output.value(String(decoding: c.recordJSON(), as: UTF8.self))
             case .header:
-                Output.value(try HeaderLine.bearer(for: c))
+                Output.value(try HeaderLine.line(for: c, context: context))
             case .env:
                 if let field {
                     let name = "TOKENVAULT_" + field.uppercased().map { $0.isLetter || $0.isNumber ? $0 : "_" }
@@ -89,6 +89,18 @@ extension TokenVault {
 }
 
 enum HeaderLine {
+    /// The provider's `header` template filled in, else `Authorization: Bearer TOKEN`.
+    static func line(for c: Credential, context: Context) throws -> String {
+        guard c.type != .oauth1 else { return try bearer(for: c) }
+        if let name = c.provider, let template = try context.providers.headerTemplate(of: name) {
+            guard template.contains("{token}"), template.contains(":"), !template.contains(where: \.isNewline) else {
+                throw TokenVaultError.config("provider \(name): header must be one \"Name: value\" line containing {token}")
+            }
+            return template.replacingOccurrences(of: "{token}", with: c.accessToken)
+        }
+        return try bearer(for: c)
+    }
+
     /// `Authorization: Bearer TOKEN` for bearer-style credentials.
     static func bearer(for c: Credential) throws -> String {
         guard c.type != .oauth1 else {

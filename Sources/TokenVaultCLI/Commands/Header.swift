@@ -8,6 +8,10 @@ extension TokenVault {
             commandName: "header",
             abstract: "Print one HTTP header line that authorizes a request.",
             discussion: """
+                Authorization: Bearer TOKEN, or the provider's header template from the \
+                config (header = "x-auth-token: {token}").
+
+
                   tokenvault header api.github.com | curl -H @- https://api.github.com/user
                 """)
 
@@ -22,7 +26,7 @@ extension TokenVault {
         func run() throws {
             let context = Context()
             let c = try context.usable(try credential.id(in: context), minValid: nil)
-            Output.value(try HeaderLine.bearer(for: c))
+            Output.value(try HeaderLine.line(for: c, context: context))
         }
     }
 }
