@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Small token endpoints with the quirks real providers have (PROVIDERS.md),
+for what a standards-following server library will not do. Each path is a
+token endpoint; every answer counts in /stats.
+
+  /textplain       Weibo: JSON sent as text/plain, numbers as strings, uid
+  /form            GitHub: form-encoded unless Accept says otherwise... always form here
+  /keep-refresh    Google: a refresh answer without a new refresh token
+  /invalid-grant   400 invalid_grant
+  /invalid-client  401 invalid_client with a description
+  /html502         a proxy's HTML 502 page
+  /hang            answers nothing for 60 s
+  /huge            a 5 MiB body
+
+Usage: quirk_provider.py   (prints "port N" once listening on 127.0.0.1)
+"""
+import json
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+lock = threading.Lock()
+counts = {}
+
+
+class Handler(BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def send(self, status, body, content_type):
+        data = body.encode() if isinstance(body, str) else body
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        if self.path == "/stats":
+            with lock:
+                return self.send(200, json.dumps(counts), "application/json")
+        self.send(404, "not found", "text/plain")
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        self.rfile.read(length)
+        path = self.path
+        with lock:
+            counts[path] = counts.get(path, 0) + 1
+            n = counts[path]
+        if path == "/textplain":
+            self.send(200, json.dumps({"access_token": f"2.00weibo{n}", "expires_in": "157679999",
+                                       "remind_in": "157679999", "uid": "1404376560"}), "text/plain;charset=UTF-8")
+        elif path == "/form":
+            self.send(200, f"access_token=gho_form{n}&scope=repo%2Cgist&token_type=bearer&expires_in=28800",
+                      "application/x-www-form-urlencoded")
+        elif path == "/keep-refresh":
+            self.send(200, json.dumps({"access_token": f"ya29.kept{n}", "expires_in": 3599, "token_type": "Bearer"}),
+                      "application/json")
+        elif path == "/invalid-grant":
+            self.send(400, json.dumps({"error": "invalid_grant", "error_description": "Token has been expired or revoked."}),
+                      "application/json")
+        elif path == "/invalid-client":
+            self.send(401, json.dumps({"error": "invalid_client", "error_description": "Client authentication failed"}),
+                      "application/json")
+        elif path == "/html502":
+            self.send(502, "<html><head><title>502 Bad Gateway</title></head><body><h1>502 Bad Gateway</h1></body></html>",
+                      "text/html")
+        elif path == "/hang":
+            time.sleep(60)
+            self.send(200, "{}", "application/json")
+        elif path == "/huge":
+            self.send(200, b'{"access_token":"' + b"x" * (5 << 20) + b'"}', "application/json")
+        else:
+            self.send(404, "not found", "text/plain")
+
+
+def main():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    print(f"port {server.server_port}", flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+import Foundation
+import XCTest
+
+/// Refresh against token endpoints with real providers' quirks
+/// (Tests/Fixtures/quirk_provider.py).
+final class ProviderQuirkTests: XCTestCase {
+    var server: Process!
+    var port = 0
+
+    override func setUpWithError() throws {
+        server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        server.arguments = [Paths.fixtures.appendingPathComponent("quirk_provider.py").path]
+        server.environment = ["PATH": "/usr/bin:/bin"]
+        let line = try startAndReadFirstLine(server)
+        guard line.hasPrefix("port "), let p = Int(line.dropFirst(5)) else {
+            throw NSError(domain: "quirk_provider", code: 1, userInfo: [NSLocalizedDescriptionKey: "did not start: \(line)"])
+        }
+        port = p
+    }
+
+    override func tearDown() {
+        if server.isRunning { server.terminate(); server.waitUntilExit() }
+    }
+
+    /// A sandbox whose provider "q" has its token endpoint at `path`, holding an
+    /// expired credential with refresh token "r-old".
+    func sandbox(_ path: String, timeout: Int = 30) throws -> Sandbox {
+        let s = Sandbox()
+        try FileManager.default.createDirectory(atPath: s.home + "/config/tokenvault", withIntermediateDirectories: true)
+        try """
+            timeout = \(timeout)
+            [providers.q]
+            service = "api.quirk.example"
+            token_url = "http://127.0.0.1:\(port)\(path)"
+            client_id = "cid"
+            client_secret = "csecret"
+            """.write(toFile: s.home + "/config/tokenvault/config.toml", atomically: true, encoding: .utf8)
+        let r = s.tv("set", "q", "--provider", "q", stdin: #"{"access_token":"old","refresh_token":"r-old","expires_at":1,"uid":"7"}"#)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        return s
+    }
+
+    func testWeiboTextPlainJSONWithNumbersAsStrings() throws {
+        let s = try sandbox("/textplain")
+        XCTAssertEqual(s.tv("get", "q").out, "2.00weibo1")
+        XCTAssertEqual(s.tv("get", "q", "--field", "uid").out, "1404376560")
+        let exp = Int64(s.tv("get", "q", "--field", "expires_at").out) ?? 0
+        XCTAssertGreaterThan(exp, Int64(Date().timeIntervalSince1970) + 157_000_000)
+        XCTAssertEqual(s.tv("get", "q", "--field", "refresh_token").out, "r-old", "no refresh token in the answer: the old one stays")
+    }
+
+    func testGitHubFormEncoded() throws {
+        let s = try sandbox("/form")
+        XCTAssertEqual(s.tv("get", "q").out, "gho_form1")
+        XCTAssertEqual(s.tv("get", "q", "--field", "scope").out, "repo,gist")
+    }
+
+    func testGoogleNoNewRefreshTokenKeepsTheOld() throws {
+        let s = try sandbox("/keep-refresh")
+        XCTAssertEqual(s.tv("get", "q").out, "ya29.kept1")
+        XCTAssertEqual(s.tv("get", "q", "--field", "refresh_token").out, "r-old")
+        XCTAssertEqual(s.tv("get", "q", "--field", "uid").out, "7", "extra fields survive a refresh")
+    }
+
+    func testInvalidGrantIsLoginRequired() throws {
+        let s = try sandbox("/invalid-grant")
+        let r = s.tv("get", "q")
+        XCTAssertEqual(r.status, 4)
+        XCTAssertTrue(r.stderr.contains("Token has been expired or revoked"), r.stderr)
+        XCTAssertTrue(r.stderr.contains("hint: run: tokenvault login q"), r.stderr)
+    }
+
+    func testInvalidClientIsProviderRefused() throws {
+        let s = try sandbox("/invalid-client")
+        let r = s.tv("get", "q")
+        XCTAssertEqual(r.status, 76)
+        XCTAssertTrue(r.stderr.contains("invalid_client: Client authentication failed"), r.stderr)
+        XCTAssertFalse(r.stderr.contains("csecret") || r.stderr.contains("r-old"), "no secret on stderr")
+    }
+
+    func testHTML502IsTemporary() throws {
+        let s = try sandbox("/html502")
+        let r = s.tv("get", "q")
+        XCTAssertEqual(r.status, 75)
+        XCTAssertTrue(r.stderr.contains("HTTP 502"), r.stderr)
+        XCTAssertEqual(r.stdout, "")
+    }
+
+    func testHangingEndpointEndsWithinTheTimeout() throws {
+        let s = try sandbox("/hang", timeout: 2)
+        // The runner's own limit only catches a hang; the command gives up after 2 s.
+        let r = runProcess(Paths.binary, ["get", "q"], env: s.env, limit: 30)
+        XCTAssertEqual(r.status, 75, r.stderr)
+        XCTAssertTrue(r.stderr.contains("did not answer within 2 s"), r.stderr)
+    }
+
+    func testFiveMiBBodyIsRefused() throws {
+        let s = try sandbox("/huge")
+        let r = s.tv("get", "q")
+        XCTAssertEqual(r.status, 65, r.stderr)
+        XCTAssertTrue(r.stderr.contains("larger than 1 MiB"), r.stderr)
+        XCTAssertEqual(s.tv("get", "q", "--field", "uid").out, "7", "the record is untouched")
+    }
+}
