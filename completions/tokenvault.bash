@@ -173,13 +173,13 @@ _tokenvault() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    set|get|list|status|refresh|header|exec|delete|backend|migrate|lock|providers|help)
+    set|get|list|status|refresh|revoke|header|exec|delete|backend|migrate|lock|providers|help)
         # Offer subcommand argument completions
         "_tokenvault_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'set get list status refresh header exec delete backend migrate lock providers help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'set get list status refresh revoke header exec delete backend migrate lock providers help' -- "${cur}"))
         ;;
     esac
 }
@@ -251,6 +251,21 @@ _tokenvault_status() {
 }
 
 _tokenvault_refresh() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=(--account)
+    __tokenvault_offer_flags_options 1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--account')
+        return
+        ;;
+    esac
+}
+
+_tokenvault_revoke() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=()

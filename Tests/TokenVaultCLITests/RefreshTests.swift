@@ -150,6 +150,35 @@ final class RefreshTests: XCTestCase {
         XCTAssertTrue(dump.stdout.contains(before), "the stored refresh token is unchanged")
     }
 
+    func testRevokeAtTheProviderThenDeleteLocally() throws {
+        let provider = try LocalProvider()
+        let s = try sandbox(provider, backend: "file")
+        let token = try provider.obtainToken()
+        s.tv("set", "local", "--provider", "local", stdin: String(decoding: try JSONSerialization.data(withJSONObject: token), as: UTF8.self))
+        let access = token["access_token"] as? String ?? ""
+        XCTAssertEqual(provider.resourceStatus(access), 200)
+        let r = s.tv("revoke", "local")
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(try provider.stats()["revocations"], 1)
+        XCTAssertEqual(provider.resourceStatus(access), 401, "revoking the refresh token revokes its access token")
+        XCTAssertEqual(s.tv("get", "local").status, 3, "deleted locally")
+    }
+
+    func testRevokeKeepsTheLocalCopyWhenTheProviderIsAway() throws {
+        let provider = try LocalProvider()
+        let s = try sandbox(provider, backend: "file")
+        let token = try provider.obtainToken()
+        s.tv("set", "local", "--provider", "local", stdin: String(decoding: try JSONSerialization.data(withJSONObject: token), as: UTF8.self))
+        provider.stop()
+        let r = s.tv("revoke", "local")
+        XCTAssertEqual(r.status, 75, r.stderr)
+        XCTAssertTrue(r.stderr.contains("cannot reach"), r.stderr)
+        XCTAssertEqual(s.tv("get", "local").out, token["access_token"] as? String, "the local copy is kept")
+        // Not tied to a provider: revoke says to use delete.
+        s.tv("set", "api.plain.example", stdin: "t\n")
+        XCTAssertEqual(s.tv("revoke", "api.plain.example").status, 64)
+    }
+
     func testUnreachableProviderWhileValidWarnsAndPrints() throws {
         let provider = try LocalProvider()
         let s = try sandbox(provider, backend: "file")

@@ -1,0 +1,34 @@
+import ArgumentParser
+import Foundation
+import TokenVaultKit
+
+extension TokenVault {
+    struct Revoke: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "revoke",
+            abstract: "Revoke a credential at the provider, then delete it locally.",
+            discussion: """
+                Uses the provider's revoke_url (RFC 7009, or Weibo's revokeoauth2). When the \
+                provider cannot be reached or refuses, the local copy is kept (exit 75 or 76): \
+                nothing is deleted that is still valid somewhere.
+                """)
+
+        @OptionGroup var credential: CredentialOptions
+
+        func run() throws {
+            let context = Context()
+            let id = try credential.id(in: context)
+            let c = try context.locate(id).credential
+            context.flushWarnings()
+            guard c.type == .oauth2 || c.type == .token, let name = c.provider else {
+                throw TokenVaultError.usage("\(id) is not tied to an OAuth 2.0 provider, so it cannot be revoked here",
+                                            hint: "delete the local copy with: tokenvault delete \(id.service)")
+            }
+            let provider = try context.oauth2Provider(name)
+            try Revocation.revoke(c, provider: provider, transport: CurlTransport(timeout: try context.config.timeout ?? 30))
+            try context.store().delete(id)
+            context.flushWarnings()
+            Output.notice("revoked \(id) at \(name) and deleted it locally")
+        }
+    }
+}

@@ -1,0 +1,40 @@
+import Foundation
+
+/// Revoking at the provider (SPEC §3 `revoke`): RFC 7009, or Weibo's endpoint.
+public enum Revocation {
+    /// The request that revokes `credential`. RFC 7009 revokes the refresh token
+    /// when there is one (a provider then drops its access tokens too); Weibo's
+    /// `revokeoauth2` takes the access token.
+    public static func request(for credential: Credential, provider: OAuth2Provider) throws -> HTTPRequest {
+        guard let url = provider.revokeURL else {
+            throw TokenVaultError.config("provider \(provider.name) has no revoke_url",
+                                         hint: "set revoke_url in [providers.\(provider.name)], or delete the local copy: tokenvault delete \(credential.service)")
+        }
+        if url.contains("/oauth2/revokeoauth2") {
+            return .form(url, [("access_token", credential.accessToken)])
+        }
+        let fields: [(String, String)]
+        if let refresh = credential.refreshToken {
+            fields = [("token", refresh), ("token_type_hint", "refresh_token")]
+        } else {
+            fields = [("token", credential.accessToken), ("token_type_hint", "access_token")]
+        }
+        let client = try provider.clientCredentials()
+        return .form(url, fields + client.fields, headers: client.headers)
+    }
+
+    /// Sends it; throws the mapped error unless the provider accepted it (2xx).
+    public static func revoke(_ credential: Credential, provider: OAuth2Provider, transport: HTTPTransport) throws {
+        let request = try request(for: credential, provider: provider)
+        let response = try transport.send(request)
+        if (200..<300).contains(response.status) { return }
+        let host = (try? ServiceKey(parsing: request.url).description) ?? request.url
+        if let fields = TokenResponse.fields(response.body), let code = fields["error"]?.string {
+            throw TokenResponse.error(code: code, description: fields["error_description"]?.string, provider: provider.name)
+        }
+        if response.status >= 500 || response.status == 429 {
+            throw TokenVaultError.temporary("\(host) answered HTTP \(response.status) to the revocation")
+        }
+        throw TokenVaultError.badInput("\(host) answered HTTP \(response.status) to the revocation, with no OAuth error")
+    }
+}
