@@ -173,13 +173,37 @@ _tokenvault() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    set|get|list|status|refresh|revoke|header|exec|delete|backend|migrate|lock|providers|help)
+    login|set|get|list|status|refresh|revoke|header|exec|delete|backend|migrate|lock|providers|help)
         # Offer subcommand argument completions
         "_tokenvault_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'set get list status refresh revoke header exec delete backend migrate lock providers help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'login set get list status refresh revoke header exec delete backend migrate lock providers help' -- "${cur}"))
+        ;;
+    esac
+}
+
+_tokenvault_login() {
+    repeating_flags=()
+    non_repeating_flags=(--no-browser --version -h --help)
+    repeating_options=(--scope)
+    non_repeating_options=(--account --port --timeout)
+    __tokenvault_offer_flags_options 1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--account')
+        return
+        ;;
+    '--scope')
+        return
+        ;;
+    '--port')
+        return
+        ;;
+    '--timeout')
+        return
         ;;
     esac
 }

@@ -38,7 +38,7 @@ public struct TokenVault: ParsableCommand {
             """,
         version: "0.1.0",
         subcommands: [
-            Set.self, Get.self, List.self, Status.self, Refresh.self, Revoke.self, Header.self, Exec.self, Delete.self,
+            Login.self, Set.self, Get.self, List.self, Status.self, Refresh.self, Revoke.self, Header.self, Exec.self, Delete.self,
             Backend.self, Migrate.self, Lock.self, Providers.self,
         ]
     )

@@ -131,6 +131,14 @@ enum Sodium {
         return out
     }
 
+    // MARK: SHA-256 (PKCE S256)
+
+    static func sha256(_ message: [UInt8]) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: Int(crypto_hash_sha256_BYTES))
+        _ = crypto_hash_sha256(&out, message, UInt64(message.count))
+        return out
+    }
+
     // MARK: Padding (ISO/IEC 7816-4), so the file size tells little
 
     static func pad(_ bytes: inout [UInt8], blockSize: Int) {

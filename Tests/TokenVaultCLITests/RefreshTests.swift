@@ -62,6 +62,7 @@ final class LocalProvider {
         revoke_url = "\(base)/revoke"
         client_id = "tv-client"
         client_secret = "tv-secret"
+        scopes = ["read"]
         """
     }
 }

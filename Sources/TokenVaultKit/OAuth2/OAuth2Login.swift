@@ -1,0 +1,158 @@
+import Foundation
+
+/// Logging in to an OAuth 2.0 provider (SPEC §7): authorization code with PKCE
+/// through a loopback redirect or a pasted URL, and client credentials.
+public struct OAuth2Login {
+    public var provider: OAuth2Provider
+    public var transport: HTTPTransport
+    public var clock: Clock
+    /// Messages for the user (stderr).
+    public var notify: (String) -> Void
+
+    public init(provider: OAuth2Provider, transport: HTTPTransport, clock: Clock, notify: @escaping (String) -> Void) {
+        self.provider = provider
+        self.transport = transport
+        self.clock = clock
+        self.notify = notify
+    }
+
+    /// The URL the user opens to approve.
+    public func authorizationURL(redirectURI: String, state: String, pkce: PKCE?, scopes: [String]) throws -> String {
+        guard let base = provider.authorizeURL else {
+            throw TokenVaultError.config("provider \(provider.name) has no authorize_url",
+                                         hint: "set authorize_url in [providers.\(provider.name)], or use grant = \"client_credentials\"")
+        }
+        var fields = [("response_type", "code"), ("client_id", provider.clientID), ("redirect_uri", redirectURI), ("state", state)]
+        if !scopes.isEmpty { fields.append(("scope", scopes.joined(separator: " "))) }
+        if let pkce { fields += [("code_challenge", pkce.challenge), ("code_challenge_method", "S256")] }
+        fields += provider.authParams.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        return base + (base.contains("?") ? "&" : "?") + FormEncoding.encode(fields)
+    }
+
+    /// The scopes to ask for: the provider's, plus `--scope` ones.
+    public func scopes(adding extra: [String]) -> [String] {
+        var all = provider.scopes
+        for s in extra where !all.contains(s) { all.append(s) }
+        return all
+    }
+
+    /// Loopback login: listen, let `openBrowser` show the URL, take one redirect, exchange the code.
+    public func loopback(id: CredentialID, scopes: [String], port: Int?, timeout: Double,
+                         openBrowser: (String) -> Void) throws -> Credential {
+        let fixed = provider.redirectURI.flatMap { URLComponents(string: $0) }
+        let listener = try LoopbackListener(port: port ?? fixed?.port ?? 0)
+        defer { listener.stop() }
+        let path = fixed?.path.isEmpty == false ? fixed!.path : "/callback"
+        let redirectURI = "http://127.0.0.1:\(listener.port)\(path)"
+        let state = PKCE.state()
+        let pkce = provider.pkce ? PKCE() : nil
+        let url = try authorizationURL(redirectURI: redirectURI, state: state, pkce: pkce, scopes: scopes)
+        notify("open this URL to log in to \(provider.name):\n\n    \(url)\n")
+        openBrowser(url)
+        notify("waiting for the browser to come back to \(redirectURI) (up to \(Int(timeout)) s; Ctrl-C to stop)…")
+        let params = try listener.waitForRedirect(path: path, timeout: timeout) { params in
+            let ok = params["error"] == nil && params["state"] == state
+            return """
+                <!doctype html><meta charset="utf-8"><title>tokenvault</title>
+                <p>\(ok ? "You are logged in to \(Self.html(provider.name)). You may close this window." : "Login failed: \(Self.html(params["error"] ?? "unexpected answer")). You may close this window and see the terminal.")</p>
+                """
+        }
+        let code = try checkedCode(params, state: state)
+        return try exchange(code: code, redirectURI: redirectURI, pkce: pkce, id: id)
+    }
+
+    /// Paste mode (`--no-browser`): the user opens the URL anywhere and pastes
+    /// back the URL the browser was sent to (or the bare code).
+    public func paste(id: CredentialID, scopes: [String], readLine: () -> String?) throws -> Credential {
+        let redirectURI = provider.redirectURI ?? "http://127.0.0.1:\(Self.pastePort)/callback"
+        let state = PKCE.state()
+        let pkce = provider.pkce ? PKCE() : nil
+        let url = try authorizationURL(redirectURI: redirectURI, state: state, pkce: pkce, scopes: scopes)
+        notify("open this URL in a browser on any machine and log in to \(provider.name):\n\n    \(url)\n")
+        notify("the browser then fails to load \(redirectURI)…; paste that whole URL (or just the code) here:")
+        guard let line = readLine()?.trimmingCharacters(in: .whitespacesAndNewlines), !line.isEmpty else {
+            throw TokenVaultError.badInput("nothing was pasted; nothing was stored")
+        }
+        if line.contains("://") || line.hasPrefix("?") || line.contains("code=") || line.contains("error=") {
+            let query = line.split(separator: "?", maxSplits: 1).last.map(String.init) ?? ""
+            let params = Dictionary(FormEncoding.decode(query.split(separator: "#").first.map(String.init) ?? "") ?? [],
+                                    uniquingKeysWith: { first, _ in first })
+            let code = try checkedCode(params, state: state)
+            return try exchange(code: code, redirectURI: redirectURI, pkce: pkce, id: id)
+        }
+        guard !line.contains(where: { $0.isWhitespace || $0.isNewline }) else {
+            throw TokenVaultError.badInput("that is neither the redirected URL nor a code")
+        }
+        return try exchange(code: line, redirectURI: redirectURI, pkce: pkce, id: id)
+    }
+
+    /// A port nothing listens on, for the paste-mode redirect URI.
+    static let pastePort = 1
+
+    /// The code of a redirect, after checking `state` and any `error`.
+    func checkedCode(_ params: [String: String], state: String) throws -> String {
+        if let error = params["error"] {
+            throw TokenResponse.error(code: error, description: params["error_description"], provider: provider.name)
+        }
+        guard params["state"] == state else {
+            throw TokenVaultError.badInput("the redirect's state does not match this login (a stale or forged redirect); nothing was stored")
+        }
+        guard let code = params["code"], !code.isEmpty else {
+            throw TokenVaultError.badInput("the redirect carries no code; nothing was stored")
+        }
+        return code
+    }
+
+    /// Exchanges an authorization code (RFC 6749 §4.1.3, RFC 7636 §4.5).
+    public func exchange(code: String, redirectURI: String, pkce: PKCE?, id: CredentialID) throws -> Credential {
+        var fields = [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI)]
+        if let pkce { fields.append(("code_verifier", pkce.verifier)) }
+        return try tokenRequest(fields, id: id)
+    }
+
+    /// `grant = "client_credentials"` (RFC 6749 §4.4).
+    public func clientCredentials(id: CredentialID, scopes: [String]) throws -> Credential {
+        var fields = [("grant_type", "client_credentials")]
+        if !scopes.isEmpty { fields.append(("scope", scopes.joined(separator: " "))) }
+        return try tokenRequest(fields, id: id)
+    }
+
+    func tokenRequest(_ fields: [(String, String)], id: CredentialID) throws -> Credential {
+        let client = try provider.clientCredentials()
+        let response = try transport.send(.form(provider.tokenURL, fields + client.fields, headers: client.headers))
+        let host = (try? ServiceKey(parsing: provider.tokenURL).description) ?? provider.tokenURL
+        return try TokenResponse.credential(from: response, id: id, provider: provider.name, host: host, now: clock.now)
+    }
+
+    /// Adds who logged in (screen_name, name, login, email) from `userinfo_url`;
+    /// best effort: a failure only says so.
+    public func withUserInfo(_ c: Credential) -> Credential {
+        guard let base = provider.userinfoURL else { return c }
+        var url = base
+        var headers = ["Authorization: Bearer \(c.accessToken)", "Accept: application/json"]
+        if base.contains("api.weibo.com/2/users/show.json") {
+            // Weibo takes the token and uid as query parameters.
+            url += "?" + FormEncoding.encode([("access_token", c.accessToken), ("uid", c.extra["uid"]?.text ?? "")])
+            headers = ["Accept: application/json"]
+        }
+        do {
+            let r = try transport.send(HTTPRequest(method: "GET", url: url, headers: headers))
+            guard (200..<300).contains(r.status), let fields = TokenResponse.fields(r.body) else {
+                notify("could not read who logged in (HTTP \(r.status) from userinfo_url)")
+                return c
+            }
+            var out = c
+            for key in ["screen_name", "name", "login", "email", "preferred_username", "avatar_large"] {
+                if let v = fields[key]?.string, !v.isEmpty { out.extra[key] = .string(v) }
+            }
+            return out
+        } catch {
+            notify("could not read who logged in (\(error.localizedDescription))")
+            return c
+        }
+    }
+
+    static func html(_ s: String) -> String {
+        s.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
+    }
+}

@@ -1,0 +1,96 @@
+import Foundation
+import XCTest
+
+/// `tokenvault login` against the authlib provider.
+final class LoginTests: XCTestCase {
+    var provider: LocalProvider!
+
+    override func setUpWithError() throws { provider = try LocalProvider() }
+    override func tearDown() { provider.stop() }
+
+    func sandbox(extraConfig: String = "") throws -> Sandbox {
+        let s = Sandbox()
+        s.env["BROWSER"] = Paths.fixtures.appendingPathComponent("browser.sh").path
+        try FileManager.default.createDirectory(atPath: s.home + "/config/tokenvault", withIntermediateDirectories: true)
+        try (provider.config + "\nuserinfo_url = \"\(provider.base)/api/me\"\n" + extraConfig)
+            .write(toFile: s.home + "/config/tokenvault/config.toml", atomically: true, encoding: .utf8)
+        return s
+    }
+
+    func testLoopbackLoginWithPKCEStoresAWorkingToken() throws {
+        let s = try sandbox()
+        let r = runProcess(Paths.binary, ["login", "local"], env: s.env, limit: 60)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.stderr.contains("\(provider.base)/authorize?response_type=code&client_id=tv-client"), "the URL is printed: \(r.stderr)")
+        XCTAssertTrue(r.stderr.contains("code_challenge_method=S256"), r.stderr)
+        XCTAssertTrue(r.stderr.contains("logged in to local as Alice Example"), r.stderr)
+        XCTAssertEqual(r.stdout, "", "nothing on stdout")
+        let token = s.tv("get", "local").out
+        XCTAssertEqual(provider.resourceStatus(token), 200)
+        XCTAssertFalse(r.stderr.contains(token), "the token is never on stderr")
+        XCTAssertEqual(try provider.stats()["issued_authorization_code"], 1)
+        XCTAssertTrue(s.tv("status", "local").stdout.contains("user:        Alice Example"))
+        // A second account for the same service.
+        XCTAssertEqual(runProcess(Paths.binary, ["login", "local", "--account", "work"], env: s.env, limit: 60).status, 0)
+        XCTAssertNotEqual(s.tv("get", "local", "--account", "work").out, token)
+    }
+
+    func testDeniedLoginExits4AndStoresNothing() throws {
+        let s = try sandbox()
+        var env = s.env
+        env["BROWSER_MODE"] = "deny"
+        let r = runProcess(Paths.binary, ["login", "local"], env: env, limit: 60)
+        XCTAssertEqual(r.status, 4, r.stderr)
+        XCTAssertTrue(r.stderr.contains("access_denied"), r.stderr)
+        XCTAssertEqual(s.tv("get", "local").status, 3)
+    }
+
+    func testForgedStateIsRefused() throws {
+        let s = try sandbox()
+        var env = s.env
+        env["BROWSER_MODE"] = "bad-state"
+        let r = runProcess(Paths.binary, ["login", "local"], env: env, limit: 60)
+        XCTAssertEqual(r.status, 65, r.stderr)
+        XCTAssertTrue(r.stderr.contains("state does not match"), r.stderr)
+        XCTAssertEqual(s.tv("get", "local").status, 3)
+    }
+
+    func testNoRedirectWithinTheTimeoutIs75() throws {
+        let s = try sandbox()
+        var env = s.env
+        env["BROWSER"] = "true"  // a browser that never comes back
+        let r = runProcess(Paths.binary, ["login", "local", "--timeout", "1"], env: env, limit: 60)
+        XCTAssertEqual(r.status, 75, r.stderr)
+    }
+
+    func testPasteModeForSSH() throws {
+        let s = try sandbox()
+        let r = runProcess("/usr/bin/python3", [Paths.fixtures.appendingPathComponent("paste_login.py").path, Paths.binary, "local"], env: s.env, limit: 60)
+        XCTAssertEqual(r.out, "0", r.stderr)
+        XCTAssertEqual(provider.resourceStatus(s.tv("get", "local").out), 200)
+    }
+
+    func testClientCredentialsLoginAndRefetch() throws {
+        let s = try sandbox(extraConfig: """
+
+            [providers.bot]
+            service = "bot.127.0.0.1.example"
+            token_url = "\(provider.base)/token"
+            grant = "client_credentials"
+            scopes = ["read"]
+            client_id = "tv-bot"
+            client_secret_command = "printf bot-secret"
+            """)
+        XCTAssertEqual(s.tv("login", "bot").status, 0)
+        XCTAssertEqual(provider.resourceStatus(s.tv("get", "bot").out), 200)
+        XCTAssertEqual(s.tv("refresh", "bot").status, 0)
+        XCTAssertEqual(try provider.stats()["issued_client_credentials"], 2)
+    }
+
+    func testUnknownProviderAndOAuth1() throws {
+        let s = try sandbox()
+        XCTAssertEqual(s.tv("login", "nosuch").status, 78)
+        XCTAssertEqual(s.tv("login", "weibo").status, 78, "no client id configured")
+        XCTAssertTrue(s.tv("login", "weibo").stderr.contains("open.weibo.com"))
+    }
+}
