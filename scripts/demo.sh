@@ -67,15 +67,23 @@ mkdir -p "$XDG_CONFIG_HOME/tokenvault"
 cat > "$XDG_CONFIG_HOME/tokenvault/config.toml" <<TOML
 [providers.local]
 service = "127.0.0.1:$port"
+authorize_url = "http://127.0.0.1:$port/authorize"
 token_url = "http://127.0.0.1:$port/token"
+userinfo_url = "http://127.0.0.1:$port/api/me"
 client_id = "tv-client"
 client_secret = "tv-secret"
+scopes = ["read"]
 TOML
 step "cat \$XDG_CONFIG_HOME/tokenvault/config.toml      # a local OAuth 2.0 provider (authlib), rotating refresh tokens"
 cat "$XDG_CONFIG_HOME/tokenvault/config.toml"
-# A token from the provider's authorization-code flow, stored as already expired.
-/usr/bin/python3 "$root/Tests/Fixtures/obtain_token.py" "$port" \
-  | /usr/bin/python3 -c 'import json,sys; t=json.load(sys.stdin); t.pop("expires_in"); t["expires_at"]=1; print(json.dumps(t))' \
+step "BROWSER=Tests/Fixtures/browser.sh tokenvault login local   # a scripted browser approves at once"
+BROWSER="$root/Tests/Fixtures/browser.sh" tokenvault login local
+step "tokenvault get local --field refresh_token | wc -c; tokenvault status local"
+tokenvault get local --field refresh_token | wc -c
+tokenvault status local
+# Make the stored token expired, keeping its refresh token (what an hour would do).
+tokenvault get local --format json \
+  | /usr/bin/python3 -c 'import json,sys; r=json.load(sys.stdin); print(json.dumps({**r.get("extra", {}), "access_token": r["access_token"], "refresh_token": r["refresh_token"], "expires_at": 1}))' \
   | tokenvault set local --provider local 2>/dev/null
 step "tokenvault status local      # expired, but it has a refresh token"
 tokenvault status local
