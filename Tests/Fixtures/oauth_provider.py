@@ -6,6 +6,8 @@
   answers access_denied instead);
 - rotating refresh tokens with reuse detection: a refresh token used twice
   revokes its whole family, as OAuth 2.1 / RFC 9700 recommend;
+- the device flow (RFC 8628, interval 1 s): /device/approve?user_code=X
+  approves (&deny=1 denies); --slow-down answers slow_down to the first poll;
 - client credentials; RFC 7009 revocation; a protected resource /api/me;
 - /stats counts what the token endpoint was asked (JSON).
 
@@ -28,6 +30,7 @@ from authlib.oauth2.rfc6749 import ClientMixin, grants
 from authlib.oauth2.rfc6750 import BearerTokenValidator
 from authlib.oauth2.rfc7009 import RevocationEndpoint
 from authlib.oauth2.rfc7636 import CodeChallenge
+from authlib.oauth2.rfc8628 import DeviceAuthorizationEndpoint, DeviceCodeGrant, DeviceCredentialDict, SlowDownError
 from flask import Flask, jsonify, request
 from werkzeug.serving import make_server
 
@@ -36,6 +39,9 @@ stats = Counter()
 tokens = {}          # access_token -> Token
 refresh_index = {}   # refresh_token -> Token
 codes = {}           # code -> AuthorizationCode
+devices = {}         # device_code -> DeviceCredentialDict
+device_grants = {}   # user_code -> (user, approved)
+slow_down_first = {"on": False, "done": set()}
 
 
 class Client(ClientMixin):
@@ -56,7 +62,7 @@ class Client(ClientMixin):
 
 
 CLIENTS = {
-    "tv-client": Client("tv-client", "tv-secret", {"authorization_code", "refresh_token"}),
+    "tv-client": Client("tv-client", "tv-secret", {"authorization_code", "refresh_token", DeviceCodeGrant.GRANT_TYPE}),
     "tv-public": Client("tv-public", "", {"authorization_code", "refresh_token"}, public=True),
     "tv-bot": Client("tv-bot", "bot-secret", {"client_credentials"}),
 }
@@ -142,6 +148,49 @@ class RotatingRefreshGrant(grants.RefreshTokenGrant):
             stats["refreshes"] += 1
 
 
+class DeviceEndpoint(DeviceAuthorizationEndpoint):
+    CLIENT_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "none"]
+    INTERVAL = 1
+    verification_uri = "http://127.0.0.1/device"
+
+    def get_verification_uri(self):
+        return self.verification_uri
+
+    def save_device_credential(self, client_id, scope, data):
+        with lock:
+            stats["device_authorizations"] += 1
+            devices[data["device_code"]] = DeviceCredentialDict(
+                client_id=client_id, scope=scope, expires_at=time.time() + data["expires_in"], **data)
+
+
+class DeviceGrant(DeviceCodeGrant):
+    TOKEN_ENDPOINT_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "none"]
+
+    def query_device_credential(self, device_code):
+        with lock:
+            stats["device_polls"] += 1
+            return devices.get(device_code)
+
+    def query_user_grant(self, user_code):
+        with lock:
+            return device_grants.get(user_code)
+
+    def validate_device_credential(self, credential):
+        # With --slow-down the first poll is told to slow down even if already approved.
+        if self.should_slow_down(credential):
+            raise SlowDownError()
+        return super().validate_device_credential(credential)
+
+    def should_slow_down(self, credential):
+        with lock:
+            code = credential.get_user_code()
+            if slow_down_first["on"] and code not in slow_down_first["done"]:
+                slow_down_first["done"].add(code)
+                stats["slow_downs"] += 1
+                return True
+            return False
+
+
 class BotGrant(grants.ClientCredentialsGrant):
     TOKEN_ENDPOINT_AUTH_METHODS = ["client_secret_basic", "client_secret_post"]
 
@@ -165,6 +214,9 @@ class Validator(BearerTokenValidator):
     def authenticate_token(self, token_string):
         with lock:
             return tokens.get(token_string)
+
+
+port_holder = {"port": 0}
 
 
 def make_app(token_ttl):
@@ -192,6 +244,9 @@ def make_app(token_ttl):
     server.register_grant(CodeGrant, [CodeChallenge(required=False)])
     server.register_grant(RotatingRefreshGrant)
     server.register_grant(BotGrant)
+    server.register_grant(DeviceGrant)
+    DeviceEndpoint.verification_uri = f"http://127.0.0.1:{port_holder['port']}/device"
+    server.register_endpoint(DeviceEndpoint)
     server.register_endpoint(Revocation)
     protect = ResourceProtector()
     protect.register_token_validator(Validator())
@@ -207,6 +262,19 @@ def make_app(token_ttl):
         with lock:
             stats["token_requests"] += 1
         return server.create_token_response()
+
+    @app.route("/device_authorization", methods=["POST"])
+    def device_authorization():
+        return server.create_endpoint_response(DeviceEndpoint.ENDPOINT_NAME)
+
+    @app.route("/device/approve")
+    def device_approve():
+        code = request.args.get("user_code", "")
+        with lock:
+            if not any(d["user_code"] == code for d in devices.values()):
+                return jsonify(error="unknown user_code"), 404
+            device_grants[code] = ("alice", not request.args.get("deny"))
+        return jsonify(ok=True)
 
     @app.route("/revoke", methods=["POST"])
     def revoke():
@@ -229,7 +297,15 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--token-ttl", type=int, default=3600)
+    ap.add_argument("--slow-down", action="store_true")
     args = ap.parse_args()
+    slow_down_first["on"] = args.slow_down
+    import socket
+    if args.port == 0:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            args.port = probe.getsockname()[1]
+    port_holder["port"] = args.port
     http = make_server("127.0.0.1", args.port, make_app(args.token_ttl), threaded=True)
     print(f"port {http.server_port}", flush=True)
     http.serve_forever()

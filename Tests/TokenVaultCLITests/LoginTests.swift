@@ -87,6 +87,39 @@ final class LoginTests: XCTestCase {
         XCTAssertEqual(try provider.stats()["issued_client_credentials"], 2)
     }
 
+    func deviceLogin(_ s: Sandbox, _ answer: String) -> Run {
+        runProcess("/usr/bin/python3", [Paths.fixtures.appendingPathComponent("device_login.py").path, Paths.binary, "local",
+                                        provider.base, answer], env: s.env, limit: 90)
+    }
+
+    func testDeviceFlowApproved() throws {
+        let s = try sandbox()
+        let r = deviceLogin(s, "approve")
+        XCTAssertEqual(r.out, "0", r.stderr)
+        XCTAssertEqual(provider.resourceStatus(s.tv("get", "local").out), 200)
+        XCTAssertGreaterThanOrEqual(try provider.stats()["device_polls"] ?? 0, 1)
+    }
+
+    func testDeviceFlowDeniedExits4() throws {
+        let s = try sandbox()
+        let r = deviceLogin(s, "deny")
+        XCTAssertEqual(r.out, "4", r.stderr)
+        XCTAssertTrue(r.stderr.contains("access_denied"), r.stderr)
+        XCTAssertEqual(s.tv("get", "local").status, 3)
+    }
+
+    func testDeviceFlowSlowsDownWhenAsked() throws {
+        provider.stop()
+        provider = try LocalProvider(slowDown: true)
+        let s = try sandbox()
+        let started = Date()
+        let r = deviceLogin(s, "approve")
+        XCTAssertEqual(r.out, "0", r.stderr)
+        XCTAssertEqual(try provider.stats()["slow_downs"], 1)
+        // interval 1 s, +5 s after slow_down: the second poll cannot come before 6 s.
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 6)
+    }
+
     func testUnknownProviderAndOAuth1() throws {
         let s = try sandbox()
         XCTAssertEqual(s.tv("login", "nosuch").status, 78)

@@ -6,10 +6,11 @@ final class LocalProvider {
     let port: Int
     private let process: Process
 
-    init(tokenTTL: Int = 3600) throws {
+    init(tokenTTL: Int = 3600, slowDown: Bool = false) throws {
         process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
         process.arguments = [Paths.fixtures.appendingPathComponent("oauth_provider.py").path, "--token-ttl", String(tokenTTL)]
+            + (slowDown ? ["--slow-down"] : [])
         process.environment = ["PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"]
         let text = try startAndReadFirstLine(process)
         guard text.hasPrefix("port "), let p = Int(text.dropFirst(5)) else {
@@ -60,6 +61,7 @@ final class LocalProvider {
         authorize_url = "\(base)/authorize"
         token_url = "\(base)/token"
         revoke_url = "\(base)/revoke"
+        device_authorization_url = "\(base)/device_authorization"
         client_id = "tv-client"
         client_secret = "tv-secret"
         scopes = ["read"]

@@ -13,10 +13,12 @@ extension TokenVault {
                 redirect_uri). The browser is $BROWSER (the URL appended as last argument) or \
                 xdg-open; the URL is always printed on stderr too. --no-browser prints the URL and \
                 reads the redirected URL (or the bare code) from stdin, for SSH sessions. \
-                Providers with grant = "client_credentials" fetch a token directly.
+                --device runs the device flow (RFC 8628). Providers with grant = \
+                "client_credentials" fetch a token directly.
 
                   tokenvault login weibo
                   tokenvault login google --no-browser
+                  tokenvault login github --device
                 """)
 
         @Argument(help: ArgumentHelp("A built-in or configured provider (see tokenvault providers).", valueName: "provider"))
@@ -31,6 +33,9 @@ extension TokenVault {
         @Flag(name: .customLong("no-browser"), help: "Print the URL and read the redirected URL or code from stdin.")
         var noBrowser = false
 
+        @Flag(help: "Use the device flow (RFC 8628): show a code to enter on another device, and poll.")
+        var device = false
+
         @Option(help: ArgumentHelp("Listen for the redirect on this port of 127.0.0.1.", valueName: "port"))
         var port: Int?
 
@@ -40,6 +45,7 @@ extension TokenVault {
         func validate() throws {
             if let port, !(1...65535).contains(port) { throw ValidationError("--port must be from 1 to 65535") }
             if timeout <= 0 { throw ValidationError("--timeout must be a positive number of seconds") }
+            if noBrowser && device { throw ValidationError("--no-browser and --device do not go together") }
             if let bad = scopes.first(where: { $0.isEmpty || $0.contains(where: { $0.isWhitespace || $0.isNewline }) }) {
                 throw ValidationError("invalid scope \("\"\(bad)\""): one scope per --scope, without spaces")
             }
@@ -59,7 +65,11 @@ extension TokenVault {
             let id = CredentialID(service: p.service, account: account)
             let wanted = login.scopes(adding: scopes)
             var credential: Credential
-            if p.grant == .clientCredentials {
+            if device {
+                credential = try login.device(id: id, scopes: wanted, timeout: Double(timeout)) { seconds in
+                    usleep(useconds_t(seconds * 1_000_000))
+                }
+            } else if p.grant == .clientCredentials {
                 credential = try login.clientCredentials(id: id, scopes: wanted)
             } else if noBrowser {
                 credential = try login.paste(id: id, scopes: wanted) { Swift.readLine() }

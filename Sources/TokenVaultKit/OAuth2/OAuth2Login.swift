@@ -86,6 +86,55 @@ public struct OAuth2Login {
         return try exchange(code: line, redirectURI: redirectURI, pkce: pkce, id: id)
     }
 
+    /// The device flow (RFC 8628): shows where to go and the code to type, then
+    /// polls at the given interval, 5 s slower on each `slow_down`, until the user
+    /// approves, denies (`access_denied`, exit 4) or the code expires (`expired_token`, 4).
+    public func device(id: CredentialID, scopes: [String], timeout: Double, sleep: (Double) -> Void) throws -> Credential {
+        guard let url = provider.deviceAuthorizationURL else {
+            throw TokenVaultError.config("provider \(provider.name) has no device_authorization_url",
+                                         hint: "set device_authorization_url in [providers.\(provider.name)], or log in with the browser")
+        }
+        let client = try provider.clientCredentials()
+        var fields = client.fields
+        if !scopes.isEmpty { fields.append(("scope", scopes.joined(separator: " "))) }
+        if client.fields.isEmpty { fields.insert(("client_id", provider.clientID), at: 0) }
+        let host = (try? ServiceKey(parsing: url).description) ?? url
+        let start = try TokenResponse.successFields(try transport.send(.form(url, fields, headers: client.headers)),
+                                                    host: host, provider: provider.name)
+        guard let deviceCode = start["device_code"]?.string, let userCode = start["user_code"]?.string,
+              let verification = (start["verification_uri"] ?? start["verification_url"])?.string
+        else {
+            throw TokenVaultError.badInput("\(host) answered the device authorization without device_code, user_code or verification_uri")
+        }
+        var interval = Double(start["interval"]?.int64 ?? 5)
+        let lifetime = Double(start["expires_in"]?.int64 ?? 900)
+        notify("on any device, open \(verification) and enter the code: \(TokenResponse.clean(userCode))")
+        if let complete = start["verification_uri_complete"]?.string { notify("(or open \(complete))") }
+        notify("waiting for approval (up to \(Int(min(lifetime, timeout))) s; Ctrl-C to stop)…")
+        let deadline = Date().addingTimeInterval(min(lifetime, timeout))
+        let tokenHost = (try? ServiceKey(parsing: provider.tokenURL).description) ?? provider.tokenURL
+        while true {
+            sleep(interval)
+            guard Date() < deadline else {
+                throw TokenVaultError.loginRequired("the device code expired before it was approved; nothing was stored",
+                                                    hint: "run: tokenvault login \(provider.name) --device")
+            }
+            let poll = [("grant_type", "urn:ietf:params:oauth:grant-type:device_code"), ("device_code", deviceCode)]
+            let response = try transport.send(.form(provider.tokenURL, poll + client.fields, headers: client.headers))
+            if let fields = TokenResponse.fields(response.body), let code = fields["error"]?.string {
+                switch code {
+                case "authorization_pending": continue
+                case "slow_down":
+                    interval += 5
+                    continue
+                default:
+                    throw TokenResponse.error(code: code, description: fields["error_description"]?.string, provider: provider.name)
+                }
+            }
+            return try TokenResponse.credential(from: response, id: id, provider: provider.name, host: tokenHost, now: clock.now)
+        }
+    }
+
     /// A port nothing listens on, for the paste-mode redirect URI.
     static let pastePort = 1
 
