@@ -12,7 +12,8 @@ token endpoint; every answer counts in /stats.
   /hang            answers nothing for 60 s
   /huge            a 5 MiB body
 
-Usage: quirk_provider.py   (prints "port N" once listening on 127.0.0.1)
+Usage: quirk_provider.py [--tls CERT KEY]   (prints "port N" once listening on 127.0.0.1)
+With --tls it speaks HTTPS with that (self-signed) certificate.
 """
 import json
 import sys
@@ -79,6 +80,11 @@ class Handler(BaseHTTPRequestHandler):
 def main():
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
+    if len(sys.argv) == 4 and sys.argv[1] == "--tls":
+        import ssl
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(sys.argv[2], sys.argv[3])
+        server.socket = context.wrap_socket(server.socket, server_side=True)
     print(f"port {server.server_port}", flush=True)
     server.serve_forever()
 

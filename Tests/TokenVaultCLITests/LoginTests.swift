@@ -55,6 +55,27 @@ final class LoginTests: XCTestCase {
         XCTAssertEqual(s.tv("get", "local").status, 3)
     }
 
+    func testCallbackErrorOtherThanAccessDeniedIs76() throws {
+        let s = try sandbox()
+        var env = s.env
+        env["BROWSER_MODE"] = "invalid-scope"
+        let r = runProcess(Paths.binary, ["login", "local"], env: env, limit: 60)
+        XCTAssertEqual(r.status, 76, r.stderr)
+        XCTAssertTrue(r.stderr.contains("invalid_scope: scope nope is unknown"), r.stderr)
+    }
+
+    func testFixedRedirectURIPort() throws {
+        // A free port, as Weibo users register one fixed callback.
+        let probe = try LoopbackPortProbe()
+        let port = probe.port
+        probe.close()
+        let s = try sandbox(extraConfig: "redirect_uri = \"http://127.0.0.1:\(port)/callback\"\n")
+        let r = runProcess(Paths.binary, ["login", "local"], env: s.env, limit: 60)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.stderr.contains("redirect_uri=http%3A%2F%2F127.0.0.1%3A\(port)%2Fcallback"), r.stderr)
+        XCTAssertEqual(provider.resourceStatus(s.tv("get", "local").out), 200)
+    }
+
     func testNoRedirectWithinTheTimeoutIs75() throws {
         let s = try sandbox()
         var env = s.env
@@ -126,4 +147,24 @@ final class LoginTests: XCTestCase {
         XCTAssertEqual(s.tv("login", "weibo").status, 78, "no client id configured")
         XCTAssertTrue(s.tv("login", "weibo").stderr.contains("open.weibo.com"))
     }
+}
+
+/// Finds a free port on 127.0.0.1.
+struct LoopbackPortProbe {
+    let fd: Int32
+    let port: Int
+
+    init() throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let fd = self.fd
+        _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
+        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+        port = Int(UInt16(bigEndian: addr.sin_port))
+    }
+
+    func close() { Glibc.close(fd) }
 }

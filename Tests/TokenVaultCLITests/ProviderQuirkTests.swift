@@ -95,6 +95,35 @@ final class ProviderQuirkTests: XCTestCase {
         XCTAssertTrue(r.stderr.contains("did not answer within 2 s"), r.stderr)
     }
 
+    func testUntrustedTLSCertificateIsRefused() throws {
+        // The same endpoint over HTTPS with a self-signed certificate: verification stays on.
+        let dir = NSTemporaryDirectory() + "tv-tls-" + UUID().uuidString.prefix(6)
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let cert = runProcess("/usr/bin/openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1",
+                                                   "-addext", "subjectAltName=IP:127.0.0.1", "-days", "1",
+                                                   "-keyout", dir + "/key.pem", "-out", dir + "/cert.pem"], env: ["PATH": "/usr/bin:/bin"])
+        XCTAssertEqual(cert.status, 0, cert.stderr)
+        let tls = Process()
+        tls.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        tls.arguments = [Paths.fixtures.appendingPathComponent("quirk_provider.py").path, "--tls", dir + "/cert.pem", dir + "/key.pem"]
+        tls.environment = ["PATH": "/usr/bin:/bin"]
+        let line = try startAndReadFirstLine(tls)
+        defer { tls.terminate(); tls.waitUntilExit() }
+        let tlsPort = Int(line.dropFirst(5)) ?? 0
+        let s = try sandbox("/textplain")
+        try """
+            [providers.q]
+            service = "api.quirk.example"
+            token_url = "https://127.0.0.1:\(tlsPort)/textplain"
+            client_id = "cid"
+            """.write(toFile: s.home + "/config/tokenvault/config.toml", atomically: true, encoding: .utf8)
+        let r = s.tv("get", "q")
+        XCTAssertEqual(r.status, 75, r.stderr)
+        XCTAssertTrue(r.stderr.lowercased().contains("certificate"), r.stderr)
+        XCTAssertEqual(try String(contentsOfFile: dir + "/cert.pem", encoding: .utf8).isEmpty, false)
+    }
+
     func testFiveMiBBodyIsRefused() throws {
         let s = try sandbox("/huge")
         let r = s.tv("get", "q")

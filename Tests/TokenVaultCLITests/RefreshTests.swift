@@ -136,6 +136,29 @@ final class RefreshTests: XCTestCase {
         try checkOneRefreshPerRound(try sandbox(provider, backend: "secret-service", keyring: keyring), provider, rounds: 3, readers: 32)
     }
 
+    func testAKilledLockHolderDoesNotBlockOthers() throws {
+        let provider = try LocalProvider()
+        let s = try sandbox(provider, backend: "file")
+        try storeExpired(s, provider)
+        XCTAssertEqual(s.tv("get", "local").status, 0)  // creates the credential's lock file
+        let lockDir = s.home + "/run/tokenvault"
+        let lock = try XCTUnwrap(FileManager.default.contentsOfDirectory(atPath: lockDir).first { $0.hasPrefix("refresh-") })
+        // Another process takes the lock and dies without letting go.
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/usr/bin/flock")
+        // --no-fork: the process that holds the lock is the one killed.
+        holder.arguments = ["--exclusive", "--no-fork", lockDir + "/" + lock, "sleep", "60"]
+        try holder.run()
+        usleep(300_000)
+        kill(holder.processIdentifier, SIGKILL)
+        holder.waitUntilExit()
+        try storeExpired(s, provider)
+        // The limit only catches a hang: a dead holder's lock is gone at once.
+        let r = runProcess(Paths.binary, ["get", "local"], env: s.env, limit: 20)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(provider.resourceStatus(r.out), 200)
+    }
+
     func testInvalidGrantExits4AndKeepsTheRecord() throws {
         let provider = try LocalProvider()
         let s = try sandbox(provider, backend: "file")
