@@ -10,6 +10,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
+        // Only for HMAC-SHA1 (OAuth 1.0a signatures), which libsodium lacks.
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
         .systemLibrary(
@@ -36,6 +38,7 @@ let package = Package(
             dependencies: [
                 "CSodium", "CLibSecret", "CKeyutils", "CCurl",
                 .product(name: "TOMLKit", package: "TOMLKit"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .target(
