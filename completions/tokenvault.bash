@@ -306,7 +306,7 @@ _tokenvault_revoke() {
 
 _tokenvault_header() {
     repeating_flags=()
-    non_repeating_flags=(--version -h --help)
+    non_repeating_flags=(--data --version -h --help)
     repeating_options=()
     non_repeating_options=(--account --method --url)
     __tokenvault_offer_flags_options 1

@@ -74,6 +74,11 @@ final class Context {
         try OAuth2Provider.resolve(name, config: try config, configPath: Config.path(environment: environment))
     }
 
+    /// Resolves an OAuth 1.0a provider from the presets and the config.
+    func oauth1Provider(_ name: String) throws -> OAuth1Provider {
+        try OAuth1Provider.resolve(name, config: try config, configPath: Config.path(environment: environment))
+    }
+
     func refresher() throws -> Refresher {
         let timeout = try config.timeout ?? 30
         return Refresher(

@@ -67,3 +67,35 @@ final class OAuth1SignerTests: XCTestCase {
         XCTAssertNotEqual(OAuth1Signer.freshNonce(), OAuth1Signer.freshNonce())
     }
 }
+
+final class OAuth1ProviderTests: XCTestCase {
+    func testPresetsAndConfig() throws {
+        let config = try Config.parse("""
+            [providers.flickr]
+            consumer_key = "fk"
+            consumer_secret = "fs"
+            perms = "write"
+            """)
+        let flickr = try OAuth1Provider.resolve("flickr", config: config, configPath: "c")
+        XCTAssertEqual(flickr.service.description, "api.flickr.com")
+        XCTAssertEqual(flickr.requestTokenURL, "https://www.flickr.com/services/oauth/request_token")
+        let login = OAuth1Login(provider: flickr, transport: ScriptedTransport([]), clock: FixedClock(0), notify: { _ in })
+        XCTAssertEqual(login.authorizeURL(token: "t1"), "https://www.flickr.com/services/oauth/authorize?oauth_token=t1&perms=write")
+        do {
+            _ = try OAuth1Provider.resolve("twitter", config: Config(), configPath: "c")
+            XCTFail("no consumer key")
+        } catch let e as TokenVaultError {
+            XCTAssertEqual(e.exitCode, 78)
+            XCTAssertTrue(e.hint?.contains("developer.x.com") ?? false, e.hint ?? "")
+        }
+        XCTAssertEqual(try OAuth1Provider.resolve("twitter", config: try Config.parse("[providers.twitter]\nconsumer_key = \"k\"\nconsumer_secret = \"s\"\n"), configPath: "c").service.description, "api.twitter.com")
+    }
+
+    func testProblemsMapToExitCodes() {
+        let f: (String) -> [String: JSONValue] = { ["oauth_problem": .string($0)] }
+        XCTAssertEqual(OAuth1Login.error(status: 401, fields: f("permission_denied"), host: "h", provider: "p").exitCode, 4)
+        XCTAssertEqual(OAuth1Login.error(status: 401, fields: f("signature_invalid"), host: "h", provider: "p").exitCode, 76)
+        XCTAssertEqual(OAuth1Login.error(status: 401, fields: nil, host: "h", provider: "p").exitCode, 76)
+        XCTAssertEqual(OAuth1Login.error(status: 503, fields: nil, host: "h", provider: "p").exitCode, 75)
+    }
+}

@@ -91,7 +91,7 @@ extension TokenVault {
 enum HeaderLine {
     /// The provider's `header` template filled in, else `Authorization: Bearer TOKEN`.
     static func line(for c: Credential, context: Context) throws -> String {
-        guard c.type != .oauth1 else { return try bearer(for: c) }
+        guard c.type != .oauth1 else { return try bearer(for: c) }  // explains: sign per request
         if let name = c.provider, let template = try context.providers.headerTemplate(of: name) {
             guard template.contains("{token}"), template.contains(":"), !template.contains(where: \.isNewline) else {
                 throw TokenVaultError.config("provider \(name): header must be one \"Name: value\" line containing {token}")

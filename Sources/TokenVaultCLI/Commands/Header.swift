@@ -9,7 +9,11 @@ extension TokenVault {
             abstract: "Print one HTTP header line that authorizes a request.",
             discussion: """
                 Authorization: Bearer TOKEN, or the provider's header template from the \
-                config (header = "x-auth-token: {token}").
+                config (header = "x-auth-token: {token}"). For OAuth 1.0a every request is \
+                signed (RFC 5849, HMAC-SHA1) for its method and URL, with a fresh nonce and \
+                timestamp; --data reads a form-encoded body from stdin and signs it too.
+
+                  curl -H "$(tokenvault header api.twitter.com --url "$URL")" "$URL"
 
 
                   tokenvault header api.github.com | curl -H @- https://api.github.com/user
@@ -23,10 +27,35 @@ extension TokenVault {
         @Option(help: "The request's URL (for signed OAuth 1.0a requests).")
         var url: String?
 
+        @Flag(help: "Read the request's form-encoded body from stdin and sign its parameters (OAuth 1.0a).")
+        var data = false
+
         func run() throws {
             let context = Context()
             let c = try context.usable(try credential.id(in: context), minValid: nil)
-            Output.value(try HeaderLine.line(for: c, context: context))
+            guard c.type == .oauth1 else {
+                Output.value(try HeaderLine.line(for: c, context: context))
+                return
+            }
+            guard let url else {
+                throw TokenVaultError.usage("\(c.id) is an OAuth 1.0a credential: give the request's --url (and --method) to sign")
+            }
+            guard let name = c.provider else {
+                throw TokenVaultError.config("\(c.id) is tied to no provider, so there is no consumer key to sign with",
+                                             hint: "store it again with: tokenvault set \(c.service) --provider NAME")
+            }
+            var form: [(String, String)] = []
+            if data {
+                let body = try StandardInput.read(prompt: "Form body: ")
+                guard body.count <= maxTokenInputBytes, let text = String(data: body, encoding: .utf8) else {
+                    throw TokenVaultError.badInput("the form body on stdin is not UTF-8 text of at most 1 MiB")
+                }
+                form = OAuth1Signer.parseQuery(text.trimmingCharacters(in: .newlines))
+            }
+            let signer = try context.oauth1Provider(name).signer(token: c.accessToken, tokenSecret: c.tokenSecret)
+            let value = try signer.authorization(method: method.uppercased(), url: url, form: form,
+                                                 nonce: OAuth1Signer.freshNonce(), timestamp: context.clock.now)
+            Output.value("Authorization: " + value)
         }
     }
 }

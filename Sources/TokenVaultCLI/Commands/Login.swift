@@ -14,7 +14,8 @@ extension TokenVault {
                 xdg-open; the URL is always printed on stderr too. --no-browser prints the URL and \
                 reads the redirected URL (or the bare code) from stdin, for SSH sessions. \
                 --device runs the device flow (RFC 8628). Providers with grant = \
-                "client_credentials" fetch a token directly.
+                "client_credentials" fetch a token directly. OAuth 1.0a providers (twitter, \
+                flickr) use a loopback oauth_callback, or oob and a typed PIN with --no-browser.
 
                   tokenvault login weibo
                   tokenvault login google --no-browser
@@ -56,8 +57,9 @@ extension TokenVault {
             try CredentialID.validateAccount(account)
             let name = provider.lowercased()
             let configuredType = try context.config.providers[name]?.type
-            if ProviderPreset.named(name)?.type == "oauth1" || configuredType == "oauth1" {
-                throw TokenVaultError.config("\(name) is an OAuth 1.0a provider; OAuth 1.0a login is not implemented yet")
+            if configuredType ?? ProviderPreset.named(name)?.type == "oauth1" {
+                try loginOAuth1(name, context: context)
+                return
             }
             let p = try context.oauth2Provider(name)
             let login = OAuth2Login(provider: p, transport: CurlTransport(timeout: try context.config.timeout ?? 30),
@@ -79,6 +81,23 @@ extension TokenVault {
                 }
             }
             credential = login.withUserInfo(credential)
+            try context.store().save(credential)
+            context.flushWarnings()
+            let who = Summary.displayName(credential).map { " as \($0)" } ?? ""
+            Output.notice("logged in to \(p.name)\(who); stored under \(id)")
+        }
+
+        /// OAuth 1.0a: loopback callback, or `oob` and a PIN with --no-browser.
+        private func loginOAuth1(_ name: String, context: Context) throws {
+            if device { throw TokenVaultError.usage("OAuth 1.0a has no device flow; use --no-browser for the PIN") }
+            if !scopes.isEmpty { throw TokenVaultError.usage("OAuth 1.0a has no scopes (Flickr: set perms in the config)") }
+            let p = try context.oauth1Provider(name)
+            let login = OAuth1Login(provider: p, transport: CurlTransport(timeout: try context.config.timeout ?? 30),
+                                    clock: context.clock, notify: { Output.notice($0) })
+            let id = CredentialID(service: p.service, account: account)
+            let credential = noBrowser
+                ? try login.pin(id: id) { Swift.readLine() }
+                : try login.loopback(id: id, port: port, timeout: Double(timeout)) { Browser.open($0, environment: context.environment) }
             try context.store().save(credential)
             context.flushWarnings()
             let who = Summary.displayName(credential).map { " as \($0)" } ?? ""

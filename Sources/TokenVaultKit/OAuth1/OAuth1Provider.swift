@@ -1,0 +1,79 @@
+import Foundation
+
+/// An OAuth 1.0a provider: its preset merged with its `[providers.NAME]` table.
+public struct OAuth1Provider: Sendable {
+    public var name: String
+    public var service: ServiceKey
+    public var requestTokenURL: String
+    public var authorizeURL: String
+    public var accessTokenURL: String
+    public var consumerKey: String
+    /// Flickr's `perms` (read, write, delete), added to the authorize URL.
+    public var perms: String?
+    var consumerSecret: SecretSource
+
+    static let registration = [
+        "twitter": "https://developer.x.com/en/portal/projects-and-apps",
+        "flickr": "https://www.flickr.com/services/apps/create/",
+    ]
+
+    public static func resolve(_ name: String, config: Config, configPath: String) throws -> OAuth1Provider {
+        let preset = ProviderPreset.named(name)
+        let own = config.providers[name]
+        guard preset != nil || own != nil else {
+            throw TokenVaultError.config("unknown provider \(ServiceKey.quoted(name))",
+                                         hint: "see: tokenvault providers; or define [providers.\(name)] in \(configPath)")
+        }
+        var p = preset?.config ?? ProviderConfig()
+        if let own {
+            if let v = own.type { p.type = v }
+            if let v = own.service { p.service = v }
+            if let v = own.request_token_url { p.request_token_url = v }
+            if let v = own.authorize_url { p.authorize_url = v }
+            if let v = own.access_token_url { p.access_token_url = v }
+            if let v = own.consumer_key { p.consumer_key = v }
+            if own.consumer_secret != nil || own.consumer_secret_file != nil || own.consumer_secret_command != nil {
+                p.consumer_secret = own.consumer_secret
+                p.consumer_secret_file = own.consumer_secret_file
+                p.consumer_secret_command = own.consumer_secret_command
+            }
+            if let v = own.perms { p.perms = v }
+        }
+        guard (p.type ?? "oauth2") == "oauth1" else {
+            throw TokenVaultError.config("\(name) is not an OAuth 1.0a provider (set type = \"oauth1\")")
+        }
+        func url(_ key: String, _ value: String?) throws -> String {
+            guard let value else {
+                throw TokenVaultError.config("provider \(name) has no \(key)", hint: "set \(key) in [providers.\(name)] of \(configPath)")
+            }
+            try OAuth2Provider.checkEndpoint(value, provider: name, key: key, configPath: configPath)
+            return value
+        }
+        let requestURL = try url("request_token_url", p.request_token_url)
+        let authorizeURL = try url("authorize_url", p.authorize_url)
+        let accessURL = try url("access_token_url", p.access_token_url)
+        let registerAt = registration[name].map { "register an application at \($0), then " } ?? ""
+        guard let key = p.consumer_key, !key.isEmpty else {
+            throw TokenVaultError.config("no consumer key for \(name)",
+                                         hint: "\(registerAt)set consumer_key and consumer_secret (or consumer_secret_file / consumer_secret_command) in [providers.\(name)] of \(configPath)")
+        }
+        let sources = [p.consumer_secret.map { SecretSource.value($0) }, p.consumer_secret_file.map { .file($0) },
+                       p.consumer_secret_command.map { .command($0) }].compactMap { $0 }
+        guard sources.count == 1 else {
+            throw TokenVaultError.config(sources.isEmpty ? "no consumer secret for \(name)" : "provider \(name): set only one of consumer_secret, consumer_secret_file, consumer_secret_command",
+                                         hint: "set consumer_secret, consumer_secret_file or consumer_secret_command in [providers.\(name)] of \(configPath)")
+        }
+        let serviceText = p.service ?? accessURL
+        guard let service = try? ServiceKey(parsing: serviceText) else {
+            throw TokenVaultError.config("provider \(name): service \(ServiceKey.quoted(serviceText)) is not a valid service")
+        }
+        return OAuth1Provider(name: name, service: service, requestTokenURL: requestURL, authorizeURL: authorizeURL,
+                              accessTokenURL: accessURL, consumerKey: key, perms: p.perms, consumerSecret: sources[0])
+    }
+
+    /// A signer for this consumer and the given token.
+    public func signer(token: String? = nil, tokenSecret: String? = nil) throws -> OAuth1Signer {
+        OAuth1Signer(consumerKey: consumerKey, consumerSecret: try consumerSecret.read(what: "the consumer secret of \(name)"),
+                     token: token, tokenSecret: tokenSecret)
+    }
+}
