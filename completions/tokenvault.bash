@@ -206,6 +206,14 @@ _tokenvault_login() {
         return
         ;;
     esac
+
+    # Offer positional completions
+    case "${positional_number}" in
+    1)
+        __tokenvault_add_completions -W "$(__tokenvault_custom_complete ---completion login -- positional@0 "${COMP_CWORD}" "$(__tokenvault_cursor_index_in_current_word)")"
+        return
+        ;;
+    esac
 }
 
 _tokenvault_set() {
@@ -218,9 +226,19 @@ _tokenvault_set() {
     # Offer option value completions
     case "${prev}" in
     '--account')
+        __tokenvault_add_completions -W "$(__tokenvault_custom_complete ---completion set -- --account "${COMP_CWORD}" "$(__tokenvault_cursor_index_in_current_word)")"
         return
         ;;
     '--provider')
+        __tokenvault_add_completions -W "$(__tokenvault_custom_complete ---completion set -- --provider "${COMP_CWORD}" "$(__tokenvault_cursor_index_in_current_word)")"
+        return
+        ;;
+    esac
+
+    # Offer positional completions
+    case "${positional_number}" in
+    1)
+        __tokenvault_add_completions -W "$(__tokenvault_custom_complete ---completion set -- positional@0 "${COMP_CWORD}" "$(__tokenvault_cursor_index_in_current_word)")"
         return
         ;;
     esac
@@ -236,9 +254,11 @@ _tokenvault_get() {
     # Offer option value completions
     case "${prev}" in
     '--account')
+        __tokenvault_add_completions -W "$(__tokenvault_custom_complete ---completion get -- --account "${COMP_CWORD}" "$(__tokenvault_cursor_index_in_current_word)")"
         return
         ;;
     '--field')
+        __tokenvault_add_completions -W 'access_token'$'\n''refresh_token'$'\n''token_secret'$'\n''expires_at'$'\n''scope'$'\n''token_type'$'\n''provider'$'\n''service'$'\n''account'$'\n''type'$'\n''uid'$'\n''user_id'$'\n''screen_name'$'\n''user_nsid'$'\n''username'$'\n''fullname'$'\n''name'$'\n''login'$'\n''email'
         return
         ;;
     '--format')
@@ -246,6 +266,14 @@ _tokenvault_get() {
         return
         ;;
     '--min-valid')
+        return
+        ;;
+    esac
+
+    # Offer positional completions
+    case "${positional_number}" in
+    1)
+        __tokenvault_add_completions -W "$(__tokenvault_custom_complete ---completion get -- positional@0 "${COMP_CWORD}" "$(__tokenvault_cursor_index_in_current_word)")"
         return
         ;;
     esac
@@ -269,6 +297,15 @@ _tokenvault_status() {
     # Offer option value completions
     case "${prev}" in
     '--account')
+        __tokenvault_add_completions -W "$(__tokenvault_custom_complete ---completion status -- --account "${COMP_CWORD}" "$(__tokenvault_cursor_index_in_current_word)")"
+        return
+        ;;
+    esac
+
+    # Offer positional completions
+    case "${positional_number}" in
+    1)
+        __tokenvault_add_completions -W "$(__tokenvault_custom_complete ---completion status -- positional@0 "${COMP_CWORD}" "$(__tokenvault_cursor_index_in_current_word)")"
         return
         ;;
     esac
@@ -284,6 +321,15 @@ _tokenvault_refresh() {
     # Offer option value completions
     case "${prev}" in
     '--account')
+        __tokenvault_add_completions -W "$(__tokenvault_custom_complete ---completion refresh -- --account "${COMP_CWORD}" "$(__tokenvault_cursor_index_in_current_word)")"
+        return
+        ;;
+    esac
+
+    # Offer positional completions
+    case "${positional_number}" in
+    1)
+        __tokenvault_add_completions -W "$(__tokenvault_custom_complete ---completion refresh -- positional@0 "${COMP_CWORD}" "$(__tokenvault_cursor_index_in_current_word)")"
         return
         ;;
     esac
@@ -299,6 +345,15 @@ _tokenvault_revoke() {
     # Offer option value completions
     case "${prev}" in
     '--account')
+        __tokenvault_add_completions -W "$(__tokenvault_custom_complete ---completion revoke -- --account "${COMP_CWORD}" "$(__tokenvault_cursor_index_in_current_word)")"
+        return
+        ;;
+    esac
+
+    # Offer positional completions
+    case "${positional_number}" in
+    1)
+        __tokenvault_add_completions -W "$(__tokenvault_custom_complete ---completion revoke -- positional@0 "${COMP_CWORD}" "$(__tokenvault_cursor_index_in_current_word)")"
         return
         ;;
     esac
@@ -314,12 +369,21 @@ _tokenvault_header() {
     # Offer option value completions
     case "${prev}" in
     '--account')
+        __tokenvault_add_completions -W "$(__tokenvault_custom_complete ---completion header -- --account "${COMP_CWORD}" "$(__tokenvault_cursor_index_in_current_word)")"
         return
         ;;
     '--method')
         return
         ;;
     '--url')
+        return
+        ;;
+    esac
+
+    # Offer positional completions
+    case "${positional_number}" in
+    1)
+        __tokenvault_add_completions -W "$(__tokenvault_custom_complete ---completion header -- positional@0 "${COMP_CWORD}" "$(__tokenvault_cursor_index_in_current_word)")"
         return
         ;;
     esac
@@ -335,6 +399,15 @@ _tokenvault_exec() {
     # Offer option value completions
     case "${prev}" in
     '--account')
+        __tokenvault_add_completions -W "$(__tokenvault_custom_complete ---completion exec -- --account "${COMP_CWORD}" "$(__tokenvault_cursor_index_in_current_word)")"
+        return
+        ;;
+    esac
+
+    # Offer positional completions
+    case "${positional_number}" in
+    1)
+        __tokenvault_add_completions -W "$(__tokenvault_custom_complete ---completion exec -- positional@0 "${COMP_CWORD}" "$(__tokenvault_cursor_index_in_current_word)")"
         return
         ;;
     esac
@@ -350,6 +423,15 @@ _tokenvault_delete() {
     # Offer option value completions
     case "${prev}" in
     '--account')
+        __tokenvault_add_completions -W "$(__tokenvault_custom_complete ---completion delete -- --account "${COMP_CWORD}" "$(__tokenvault_cursor_index_in_current_word)")"
+        return
+        ;;
+    esac
+
+    # Offer positional completions
+    case "${positional_number}" in
+    1)
+        __tokenvault_add_completions -W "$(__tokenvault_custom_complete ---completion delete -- positional@0 "${COMP_CWORD}" "$(__tokenvault_cursor_index_in_current_word)")"
         return
         ;;
     esac

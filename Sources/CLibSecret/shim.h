@@ -197,15 +197,16 @@ static inline int tv_clear(const char *service, const char *account, char **mess
 /* One found item: its service and account, and the secret. */
 typedef void (*tv_item_callback)(void *context, const char *service, const char *account, const char *secret);
 
-/* Calls back for every item of the given type (unlocking and loading secrets).
+/* Calls back for every item of the given type. With load_secrets it unlocks and
+   loads the secrets; without, it never prompts and the secret passed is NULL.
    1: ok, 0: failed (*message). */
-static inline int tv_search(const char *type, void *context, tv_item_callback callback, char **message) {
+static inline int tv_search(const char *type, int load_secrets, void *context, tv_item_callback callback, char **message) {
     const tv_secret_api *a = tv_api();
     if (!a) { tv_no_library(message); return 0; }
     GError *error = NULL;
     GHashTable *attrs = tv_attributes(a, NULL, NULL, type);
-    GList *found = a->secret_password_searchv_sync(
-        tv_lookup_schema(), attrs, SECRET_SEARCH_ALL | SECRET_SEARCH_UNLOCK | SECRET_SEARCH_LOAD_SECRETS, NULL, &error);
+    SecretSearchFlags flags = load_secrets ? (SECRET_SEARCH_ALL | SECRET_SEARCH_UNLOCK | SECRET_SEARCH_LOAD_SECRETS) : SECRET_SEARCH_ALL;
+    GList *found = a->secret_password_searchv_sync(tv_lookup_schema(), attrs, flags, NULL, &error);
     a->g_hash_table_unref(attrs);
     if (error) { tv_take_error(a, &error, message); return 0; }
     for (GList *n = found; n; n = n->next) {
@@ -213,7 +214,9 @@ static inline int tv_search(const char *type, void *context, tv_item_callback ca
         GHashTable *ia = a->secret_retrievable_get_attributes(item);
         const char *service = ia ? a->g_hash_table_lookup(ia, "service") : NULL;
         const char *account = ia ? a->g_hash_table_lookup(ia, "account") : NULL;
-        if (service && account) {
+        if (service && account && !load_secrets) {
+            callback(context, service, account, NULL);
+        } else if (service && account) {
             SecretValue *value = a->secret_retrievable_retrieve_secret_sync(item, NULL, &error);
             if (value) {
                 char *secret = a->secret_value_unref_to_password(value, NULL);

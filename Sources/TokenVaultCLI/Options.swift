@@ -6,10 +6,10 @@ import TokenVaultKit
 struct CredentialOptions: ParsableArguments {
     @Argument(help: ArgumentHelp(
         "A host (api.weibo.com), a URL (https://api.twitter.com/1.1/) or a provider name (weibo).",
-        valueName: "service"))
+        valueName: "service"), completion: .custom(Completions.services))
     var service: String
 
-    @Option(help: "Which of several logins to the service.")
+    @Option(help: "Which of several logins to the service.", completion: .custom(Completions.accounts))
     var account: String = Credential.defaultAccount
 
     func id(in context: Context) throws -> CredentialID {

@@ -8,7 +8,7 @@ public enum TokenVaultMain {
     public static func run(_ arguments: [String]? = nil) -> Never {
         ProcessHardening.disableCoreDumps()
         do {
-            var command = try TokenVault.parseAsRoot(arguments)
+            var command = try TokenVault.parseAsRoot(arguments ?? completionArguments(Array(CommandLine.arguments.dropFirst())))
             try command.run()
             exit(0)
         } catch let error as TokenVaultError {
@@ -26,6 +26,19 @@ public enum TokenVaultMain {
             exit(code.rawValue)
         }
     }
+}
+
+/// The dynamic-completion callback is `---completion SUBCOMMAND -- KEY COUNT CURSOR WORDS…`.
+/// fish 3 prints nothing for `commandline -tC` when the current word is empty,
+/// so swift-argument-parser's fish script then omits CURSOR and the parser
+/// refuses the call; the cursor of an empty word is 0, so put it back.
+func completionArguments(_ args: [String]) -> [String] {
+    guard args.first == "---completion", let dashes = args.firstIndex(of: "--"), args.count > dashes + 3,
+          Int(args[dashes + 2]) != nil, Int(args[dashes + 3]) == nil
+    else { return args }
+    var fixed = args
+    fixed.insert("0", at: dashes + 3)
+    return fixed
 }
 
 /// stdout carries only the requested value; everything else goes to stderr.

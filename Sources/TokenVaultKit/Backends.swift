@@ -22,6 +22,8 @@ public enum BackendChoice: String, Sendable, CaseIterable {
 public struct Backends {
     public var environment: [String: String]
     public var keyCache: KeyCache
+    /// False: never prompt on the terminal (shell completion).
+    public var interactive = true
 
     public init(environment: [String: String], keyCache: KeyCache? = nil) {
         self.environment = environment
@@ -40,7 +42,7 @@ public struct Backends {
     public func fileVault() throws -> FileVault {
         FileVault(
             path: FileVault.defaultPath(environment: environment),
-            passphrase: PassphraseSource(environment: environment),
+            passphrase: PassphraseSource(environment: environment, terminalPath: interactive ? "/dev/tty" : nil),
             keyCache: keyCache, keyTTL: Backends.keyTTL(environment),
             newVaultParams: try KDFParams.profile(environment["TOKENVAULT_KDF_PROFILE"]))
     }
@@ -156,6 +158,13 @@ public final class AutoStore: CredentialStore {
     }
 
     public func list() throws -> [Credential] { try listLocated().map(\.credential) }
+
+    public func listIDs() throws -> [CredentialID] {
+        var ids = Set<CredentialID>()
+        if let secretService { ids.formUnion((try? secretService.listIDs()) ?? []) }
+        if file.exists { ids.formUnion(try file.listIDs()) }
+        return ids.sorted()
+    }
 
     public func listLocated() throws -> [StoredCredential] {
         var all: [CredentialID: StoredCredential] = [:]

@@ -16,6 +16,8 @@ public protocol CredentialStore: AnyObject {
     func load(_ id: CredentialID) throws -> Credential?
     func locate(_ id: CredentialID) throws -> StoredCredential?
     func listLocated() throws -> [StoredCredential]
+    /// Which credentials exist, loading as little as the backend allows.
+    func listIDs() throws -> [CredentialID]
     func save(_ credential: Credential) throws
     /// True when something was deleted.
     @discardableResult func delete(_ id: CredentialID) throws -> Bool
@@ -32,6 +34,8 @@ extension CredentialStore {
     public func listLocated() throws -> [StoredCredential] {
         try list().map { StoredCredential(credential: $0, backend: name) }
     }
+
+    public func listIDs() throws -> [CredentialID] { try list().map(\.id) }
 }
 
 /// A store in memory: the test double.

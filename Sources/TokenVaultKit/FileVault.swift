@@ -53,6 +53,10 @@ public final class FileVault: CredentialStore {
         try readContents()?.credentials() ?? []
     }
 
+    public func listIDs() throws -> [CredentialID] {
+        try readContents()?.ids ?? []
+    }
+
     public func save(_ credential: Credential) throws {
         try modify { $0.put(credential) }
     }

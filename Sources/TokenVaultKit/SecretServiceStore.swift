@@ -129,6 +129,24 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
         }
     }
 
+    /// Which credentials exist, from the attributes alone: no secret is loaded
+    /// and nothing is unlocked, so it never prompts (for shell completion).
+    public func listIDs() throws -> [CredentialID] {
+        final class IDs: @unchecked Sendable { var items: [(String, String)] = [] }
+        let pairs: [(String, String)] = try call("list credentials") {
+            let found = IDs()
+            for type in CredentialType.allCases {
+                var message: UnsafeMutablePointer<CChar>?
+                let ok = tv_search(type.rawValue, 0, Unmanaged.passUnretained(found).toOpaque(), { context, service, account, _ in
+                    Unmanaged<IDs>.fromOpaque(context!).takeUnretainedValue().items.append((String(cString: service!), String(cString: account!)))
+                }, &message)
+                if ok == 0 { return SecretServiceStore.failure("list credentials", &message) }
+            }
+            return .success(found.items)
+        }
+        return pairs.compactMap { s, a in (try? ServiceKey(parsing: s)).map { CredentialID(service: $0, account: a) } }
+    }
+
     public func list() throws -> [Credential] {
         final class Rows: @unchecked Sendable { var items: [(String, String, Data)] = [] }
         let rows: [(String, String, Data)] = try call("list credentials") {
@@ -137,7 +155,7 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
             // `secret-tool store service H account A type token` are listed too.
             for type in CredentialType.allCases {
                 var message: UnsafeMutablePointer<CChar>?
-                let ok = tv_search(type.rawValue, Unmanaged.passUnretained(found).toOpaque(), { context, service, account, secret in
+                let ok = tv_search(type.rawValue, 1, Unmanaged.passUnretained(found).toOpaque(), { context, service, account, secret in
                     let rows = Unmanaged<Rows>.fromOpaque(context!).takeUnretainedValue()
                     rows.items.append((String(cString: service!), String(cString: account!), Data(bytes: secret!, count: strlen(secret!))))
                 }, &message)

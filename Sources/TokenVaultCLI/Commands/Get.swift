@@ -23,7 +23,8 @@ extension TokenVault {
 
         @OptionGroup var credential: CredentialOptions
 
-        @Option(help: ArgumentHelp("Print this field instead of the access token.", valueName: "name"))
+        @Option(help: ArgumentHelp("Print this field instead of the access token.", valueName: "name"),
+                completion: .list(Completions.fieldNames))
         var field: String?
 
         @Option(help: "raw: the value; json: the whole record; header: an HTTP header line; env: export lines for eval.")

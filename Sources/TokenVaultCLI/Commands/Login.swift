@@ -22,7 +22,8 @@ extension TokenVault {
                   tokenvault login github --device
                 """)
 
-        @Argument(help: ArgumentHelp("A built-in or configured provider (see tokenvault providers).", valueName: "provider"))
+        @Argument(help: ArgumentHelp("A built-in or configured provider (see tokenvault providers).", valueName: "provider"),
+                  completion: .custom(Completions.providers))
         var provider: String
 
         @Option(help: "Which of several logins to the service.")

@@ -18,7 +18,8 @@ extension TokenVault {
 
         @OptionGroup var credential: CredentialOptions
 
-        @Option(help: "Tie the credential to a provider, so it can be refreshed and revoked.")
+        @Option(help: "Tie the credential to a provider, so it can be refreshed and revoked.",
+                completion: .custom(Completions.providers))
         var provider: String?
 
         func run() throws {

@@ -14,10 +14,11 @@ extension TokenVault {
                   tokenvault status api.weibo.com >/dev/null || tokenvault login weibo
                 """)
 
-        @Argument(help: ArgumentHelp("A host, URL or provider name; all credentials when left out.", valueName: "service"))
+        @Argument(help: ArgumentHelp("A host, URL or provider name; all credentials when left out.", valueName: "service"),
+                  completion: .custom(Completions.services))
         var service: String?
 
-        @Option(help: "Which of several logins to the service.")
+        @Option(help: "Which of several logins to the service.", completion: .custom(Completions.accounts))
         var account: String = Credential.defaultAccount
 
         @Flag(help: "Print JSON.")

@@ -1,0 +1,60 @@
+import ArgumentParser
+import Foundation
+import TokenVaultKit
+
+/// Dynamic shell completion. It must never prompt, never touch the network and
+/// answer quickly: the file vault is read only with a cached key (no passphrase
+/// source, no KDF, no terminal), the Secret Service only by item attributes
+/// (nothing unlocked), with a short D-Bus bound. Anything that fails offers nothing.
+enum Completions {
+    /// Options whose next word is their value, so it is not the SERVICE.
+    static let valued: Swift.Set = ["--account", "--field", "--format", "--min-valid", "--method", "--url", "--provider",
+                                    "--port", "--timeout", "--scope", "--to"]
+
+    static func providers(_ words: [String], _ index: Int, _ prefix: String) -> [String] {
+        let context = Context()
+        let directory = (try? context.providers) ?? ProviderDirectory(config: Config())
+        return directory.names.filter { $0.hasPrefix(prefix) }
+    }
+
+    static func services(_ words: [String], _ index: Int, _ prefix: String) -> [String] {
+        let services = Swift.Set(storedIDs().map { $0.service.description })
+        return services.sorted().filter { $0.hasPrefix(prefix) }
+    }
+
+    static func accounts(_ words: [String], _ index: Int, _ prefix: String) -> [String] {
+        let ids = storedIDs()
+        let service = serviceWord(in: words).flatMap { try? Context().serviceKey($0) }
+        let accounts = ids.filter { service == nil || $0.service == service }.map(\.account)
+        return Swift.Set(accounts).sorted().filter { $0.hasPrefix(prefix) }
+    }
+
+    static let fieldNames = ["access_token", "refresh_token", "token_secret", "expires_at", "scope", "token_type",
+                             "provider", "service", "account", "type", "uid", "user_id", "screen_name", "user_nsid",
+                             "username", "fullname", "name", "login", "email"]
+
+    /// The SERVICE word: the first word after the subcommand that is neither an option nor an option's value.
+    static func serviceWord(in words: [String]) -> String? {
+        var i = 2
+        while i < words.count {
+            let w = words[i]
+            if valued.contains(w) { i += 2; continue }
+            if w.hasPrefix("-") { i += 1; continue }
+            return w
+        }
+        return nil
+    }
+
+    static func storedIDs() -> [CredentialID] {
+        var env = ProcessInfo.processInfo.environment
+        for key in ["TOKENVAULT_PASSPHRASE", "TOKENVAULT_PASSPHRASE_FILE", "TOKENVAULT_PASSPHRASE_COMMAND"] {
+            env[key] = nil
+        }
+        env["TOKENVAULT_DBUS_TIMEOUT"] = "0.5"
+        let context = Context(environment: env)
+        var backends = context.backends
+        backends.interactive = false
+        guard let choice = try? context.backendChoice, let store = try? backends.open(choice) else { return [] }
+        return (try? store.listIDs()) ?? []
+    }
+}
