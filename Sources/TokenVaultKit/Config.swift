@@ -98,4 +98,28 @@ public struct ProviderConfig: Codable, Sendable, Equatable {
     public var perms: String?
 
     public init() {}
+
+    /// This table (a preset) with every field `own` sets taking its place. A
+    /// secret given in any of its three forms replaces all three.
+    func overlaid(by own: ProviderConfig?) -> ProviderConfig {
+        guard let own else { return self }
+        var m = self
+        func take<T>(_ field: WritableKeyPath<ProviderConfig, T?>) {
+            if let v = own[keyPath: field] { m[keyPath: field] = v }
+        }
+        for field in [\ProviderConfig.type, \.service, \.authorize_url, \.token_url, \.revoke_url, \.device_authorization_url,
+                      \.userinfo_url, \.grant, \.client_id, \.client_auth, \.redirect_uri, \.header,
+                      \.request_token_url, \.access_token_url, \.consumer_key, \.perms] {
+            take(field)
+        }
+        take(\.scopes)
+        take(\.pkce)
+        if let v = own.auth_params { m.auth_params = (m.auth_params ?? [:]).merging(v) { $1 } }
+        for group in [[\ProviderConfig.client_secret, \.client_secret_file, \.client_secret_command],
+                      [\ProviderConfig.consumer_secret, \.consumer_secret_file, \.consumer_secret_command]]
+        where group.contains(where: { own[keyPath: $0] != nil }) {
+            for field in group { m[keyPath: field] = own[keyPath: field] }
+        }
+        return m
+    }
 }

@@ -24,21 +24,7 @@ public struct OAuth1Provider: Sendable {
             throw TokenVaultError.config("unknown provider \(ServiceKey.quoted(name))",
                                          hint: "see: tokenvault providers; or define [providers.\(name)] in \(configPath)")
         }
-        var p = preset?.config ?? ProviderConfig()
-        if let own {
-            if let v = own.type { p.type = v }
-            if let v = own.service { p.service = v }
-            if let v = own.request_token_url { p.request_token_url = v }
-            if let v = own.authorize_url { p.authorize_url = v }
-            if let v = own.access_token_url { p.access_token_url = v }
-            if let v = own.consumer_key { p.consumer_key = v }
-            if own.consumer_secret != nil || own.consumer_secret_file != nil || own.consumer_secret_command != nil {
-                p.consumer_secret = own.consumer_secret
-                p.consumer_secret_file = own.consumer_secret_file
-                p.consumer_secret_command = own.consumer_secret_command
-            }
-            if let v = own.perms { p.perms = v }
-        }
+        let p = (preset?.config ?? ProviderConfig()).overlaid(by: own)
         guard (p.type ?? "oauth2") == "oauth1" else {
             throw TokenVaultError.config("\(name) is not an OAuth 1.0a provider (set type = \"oauth1\")")
         }

@@ -40,7 +40,7 @@ public struct OAuth2Provider: Sendable {
             throw TokenVaultError.config("unknown provider \(ServiceKey.quoted(name))",
                                          hint: "see: tokenvault providers; or define [providers.\(name)] in \(configPath)")
         }
-        let p = merge(preset?.config ?? ProviderConfig(), own ?? ProviderConfig())
+        let p = (preset?.config ?? ProviderConfig()).overlaid(by: own)
         let type = p.type ?? "oauth2"
         guard type == "oauth2" else {
             throw TokenVaultError.config("\(name) is an \(type) provider, not OAuth 2.0")
@@ -97,31 +97,6 @@ public struct OAuth2Provider: Sendable {
         }
         throw TokenVaultError.config("provider \(provider): \(key) must be an https:// URL (http:// only for loopback), not \(ServiceKey.quoted(url))",
                                      hint: "fix \(key) in [providers.\(provider)] of \(configPath)")
-    }
-
-    static func merge(_ base: ProviderConfig, _ over: ProviderConfig) -> ProviderConfig {
-        var m = base
-        if let v = over.type { m.type = v }
-        if let v = over.service { m.service = v }
-        if let v = over.authorize_url { m.authorize_url = v }
-        if let v = over.token_url { m.token_url = v }
-        if let v = over.revoke_url { m.revoke_url = v }
-        if let v = over.device_authorization_url { m.device_authorization_url = v }
-        if let v = over.userinfo_url { m.userinfo_url = v }
-        if let v = over.grant { m.grant = v }
-        if let v = over.scopes { m.scopes = v }
-        if let v = over.client_id { m.client_id = v }
-        if over.client_secret != nil || over.client_secret_file != nil || over.client_secret_command != nil {
-            m.client_secret = over.client_secret
-            m.client_secret_file = over.client_secret_file
-            m.client_secret_command = over.client_secret_command
-        }
-        if let v = over.client_auth { m.client_auth = v }
-        if let v = over.redirect_uri { m.redirect_uri = v }
-        if let v = over.pkce { m.pkce = v }
-        if let v = over.auth_params { m.auth_params = (m.auth_params ?? [:]).merging(v) { $1 } }
-        if let v = over.header { m.header = v }
-        return m
     }
 
     /// Client authentication for a token-endpoint request: body fields or a Basic header.
