@@ -99,6 +99,18 @@ public struct ProviderConfig: Codable, Sendable, Equatable {
 
     public init() {}
 
+    /// A provider's table: its preset, if any, overlaid by its `[providers.NAME]`
+    /// table; an unknown name is a configuration error (78).
+    public static func table(for name: String, config: Config, configPath: String) throws -> ProviderConfig {
+        let preset = ProviderPreset.named(name)
+        let own = config.providers[name]
+        guard preset != nil || own != nil else {
+            throw TokenVaultError.config("unknown provider \(ServiceKey.quoted(name))",
+                                         hint: "see: tokenvault providers; or define [providers.\(name)] in \(configPath)")
+        }
+        return (preset?.config ?? ProviderConfig()).overlaid(by: own)
+    }
+
     /// This table (a preset) with every field `own` sets taking its place. A
     /// secret given in any of its three forms replaces all three.
     func overlaid(by own: ProviderConfig?) -> ProviderConfig {

@@ -57,8 +57,9 @@ extension TokenVault {
             let context = Context()
             try CredentialID.validateAccount(account)
             let name = provider.lowercased()
-            let configuredType = try context.config.providers[name]?.type
-            if configuredType ?? ProviderPreset.named(name)?.type == "oauth1" {
+            let table = try ProviderConfig.table(for: name, config: try context.config,
+                                                 configPath: Config.path(environment: context.environment))
+            if table.type == "oauth1" {
                 try loginOAuth1(name, context: context)
                 return
             }

@@ -18,13 +18,7 @@ public struct OAuth1Provider: Sendable {
     ]
 
     public static func resolve(_ name: String, config: Config, configPath: String) throws -> OAuth1Provider {
-        let preset = ProviderPreset.named(name)
-        let own = config.providers[name]
-        guard preset != nil || own != nil else {
-            throw TokenVaultError.config("unknown provider \(ServiceKey.quoted(name))",
-                                         hint: "see: tokenvault providers; or define [providers.\(name)] in \(configPath)")
-        }
-        let p = (preset?.config ?? ProviderConfig()).overlaid(by: own)
+        let p = try ProviderConfig.table(for: name, config: config, configPath: configPath)
         guard (p.type ?? "oauth2") == "oauth1" else {
             throw TokenVaultError.config("\(name) is not an OAuth 1.0a provider (set type = \"oauth1\")")
         }

@@ -34,13 +34,7 @@ public struct OAuth2Provider: Sendable {
 
     /// Resolves `name` from the presets and the config.
     public static func resolve(_ name: String, config: Config, configPath: String) throws -> OAuth2Provider {
-        let preset = ProviderPreset.named(name)
-        let own = config.providers[name]
-        guard preset != nil || own != nil else {
-            throw TokenVaultError.config("unknown provider \(ServiceKey.quoted(name))",
-                                         hint: "see: tokenvault providers; or define [providers.\(name)] in \(configPath)")
-        }
-        let p = (preset?.config ?? ProviderConfig()).overlaid(by: own)
+        let p = try ProviderConfig.table(for: name, config: config, configPath: configPath)
         let type = p.type ?? "oauth2"
         guard type == "oauth2" else {
             throw TokenVaultError.config("\(name) is an \(type) provider, not OAuth 2.0")
