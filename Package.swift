@@ -49,10 +49,18 @@ let package = Package(
             ]
         ),
         .executableTarget(name: "tokenvault", dependencies: ["TokenVaultCLI"]),
+        // Writes man/tokenvault.1 from the parser's description of the commands (make docs).
+        .executableTarget(
+            name: "tokenvault-manual",
+            dependencies: [
+                "TokenVaultCLI", "TokenVaultKit",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         .testTarget(name: "TokenVaultKitTests", dependencies: ["TokenVaultKit"]),
         .testTarget(
             name: "TokenVaultCLITests",
-            dependencies: ["tokenvault"]
+            dependencies: ["tokenvault", "tokenvault-manual"]
         ),
     ]
 )

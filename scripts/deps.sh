@@ -3,7 +3,8 @@
 # when they are missing. Usage: scripts/deps.sh [bench]
 set -euo pipefail
 pkgs=(pkg-config libsecret-1-dev libsodium-dev libkeyutils-dev libcurl4-openssl-dev gnome-keyring libsecret-tools
-      dbus dbus-daemon python3 python3-nacl python3-pexpect util-linux procps patchelf binutils curl openssl fish zsh python3-flask python3-authlib)
+      dbus dbus-daemon python3 python3-nacl python3-pexpect util-linux procps patchelf binutils curl openssl fish zsh python3-flask python3-authlib
+      man-db groff-base mandoc)
 [ "${1:-}" = bench ] && pkgs+=(hyperfine)
 missing=()
 for p in "${pkgs[@]}"; do

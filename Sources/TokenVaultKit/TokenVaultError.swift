@@ -26,6 +26,23 @@ public enum TokenVaultError: Error, Equatable, LocalizedError, Sendable {
     /// A bug (1).
     case `internal`(String)
 
+    /// SPEC §4: every exit code tokenvault itself sets, and what it means.
+    /// `tokenvault --help` and the man page's EXIT STATUS both print this table.
+    public static let exitCodes: [(code: Int32, meaning: String)] = [
+        (0, "success"),
+        (1, "unexpected internal failure (a bug)"),
+        (3, "no credential stored for that service/account"),
+        (4, "login required: expired and cannot be refreshed (no refresh token, or the provider answered invalid_grant, access_denied or expired_token)"),
+        (64, "usage error (bad arguments, invalid service name)"),
+        (65, "bad input data: malformed stdin, unparseable provider response"),
+        (69, "the requested backend is unavailable"),
+        (74, "vault unreadable, unwritable, corrupted or tampered"),
+        (75, "temporary failure: network error, timeout, provider 5xx; nothing was lost, retry later"),
+        (76, "provider refused: invalid_client, unauthorized_client, invalid_scope, invalid_request, unsupported_grant_type"),
+        (77, "no permission: vault locked and no passphrase source, wrong passphrase, unsafe file permissions"),
+        (78, "configuration error: unknown provider, missing client id, invalid config file"),
+    ]
+
     /// The exit code documented in SPEC §4 and the man page.
     public var exitCode: Int32 {
         switch self {

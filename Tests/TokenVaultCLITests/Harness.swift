@@ -9,17 +9,20 @@ struct Run {
     var out: String { stdout.trimmingCharacters(in: .newlines) }
 }
 
-/// The package root and the built `tokenvault` next to the test bundle.
+/// The package root and the built executables next to the test bundle.
 enum Paths {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    static var binary: String {
+    static var binary: String { product("tokenvault") }
+
+    /// An executable the package builds.
+    static func product(_ name: String) -> String {
         var dir = Bundle.main.bundleURL
         for _ in 0..<3 {
-            let candidate = dir.appendingPathComponent("tokenvault").path
+            let candidate = dir.appendingPathComponent(name).path
             if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
             dir = dir.deletingLastPathComponent()
         }
-        return root.appendingPathComponent(".build/debug/tokenvault").path
+        return root.appendingPathComponent(".build/debug/" + name).path
     }
     static let fixtures = root.appendingPathComponent("Tests/Fixtures")
 }

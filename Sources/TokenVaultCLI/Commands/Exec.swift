@@ -17,11 +17,7 @@ extension TokenVault {
         @OptionGroup var credential: CredentialOptions
 
         @Argument(parsing: .postTerminator, help: ArgumentHelp("The command and its arguments, after --.", valueName: "cmd"))
-        var command: [String] = []
-
-        func validate() throws {
-            if command.isEmpty { throw ValidationError("give the command to run after --") }
-        }
+        var command: [String]
 
         func run() throws {
             let context = Context()

@@ -14,8 +14,6 @@ extension TokenVault {
                 timestamp; --data reads a form-encoded body from stdin and signs it too.
 
                   curl -H "$(tokenvault header api.twitter.com --url "$URL")" "$URL"
-
-
                   tokenvault header api.github.com | curl -H @- https://api.github.com/user
                 """)
 

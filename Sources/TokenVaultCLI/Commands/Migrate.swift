@@ -18,7 +18,7 @@ extension TokenVault {
                 finishes the job. Where the target already holds a newer copy, that copy stays.
                 """)
 
-        @Option(help: "The backend to move to.")
+        @Option(help: ArgumentHelp("The backend to move to.", valueName: "backend"))
         var to: MigrationTarget
 
         func run() throws {

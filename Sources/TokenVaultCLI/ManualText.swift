@@ -1,0 +1,210 @@
+import Foundation
+import TokenVaultKit
+
+/// What `tokenvault --help` and the man page say beyond each command's own
+/// help. The man page is generated (`Sources/tokenvault-manual`) from the
+/// parser's description of every command plus these sections, so the two
+/// never drift. Text conventions, as in every command's discussion:
+/// paragraphs are separated by a blank line, and a paragraph whose lines
+/// are indented by two spaces is a literal block (commands, config).
+public enum ManualText {
+    /// The date on the man page: set when the page's content changes, so a
+    /// rebuild reproduces the committed page byte for byte.
+    public static let date = (year: 2026, month: 11, day: 22)
+
+    /// The man page's DESCRIPTION, and the first part of `tokenvault --help`.
+    public static let description = """
+        Credentials are kept per service, keyed by the API host (api.twitter.com), in the \
+        freedesktop Secret Service through libsecret, or in a file encrypted with libsodium \
+        where no Secret Service answers.
+
+        A SERVICE argument may be a host (api.weibo.com), a URL (https://api.twitter.com/1.1/ \
+        stands for api.twitter.com) or a provider name (weibo stands for the host that \
+        provider stores under). The key is the lower-cased host, plus :port when the port is \
+        not the scheme's default. --account (default: default) keeps several logins per service.
+
+        Only the requested value goes to stdout. Notices and warnings go to stderr, and every \
+        failure is one line starting with "tokenvault: error:", followed by a "hint:" line \
+        when there is something to do, and a documented exit status.
+        """
+
+    /// Sections of the man page between the commands and ENVIRONMENT.
+    public static let sections: [(title: String, text: String)] = [
+        ("BACKENDS", """
+            backend = auto | secret-service | file, in the config file or TOKENVAULT_BACKEND.
+
+            secret-service: items of the schema io.tokenvault.Credential with the attributes \
+            service, account and type (oauth2, oauth1, token), labelled "tokenvault: SERVICE \
+            (ACCOUNT)"; the secret is the JSON record. No secret goes into an attribute or a \
+            label, so secret-tool search service api.weibo.com finds them safely. A D-Bus that \
+            does not answer within TOKENVAULT_DBUS_TIMEOUT seconds is reported, never waited on.
+
+            file: a vault file (mode 0600 in a 0700 directory) encrypted with libsodium: the \
+            key is derived from the passphrase with Argon2id and cached in the kernel user \
+            keyring for TOKENVAULT_KEY_TTL seconds (lock forgets it), and the records are \
+            sealed with XChaCha20-Poly1305, header included. A changed byte is detected (exit \
+            74); a vault with group or world permissions, a symlink or another owner is \
+            refused (exit 77). Writes are atomic: a crash leaves the old or the new vault. \
+            The passphrase comes from the first of TOKENVAULT_PASSPHRASE_FILE, \
+            TOKENVAULT_PASSPHRASE_COMMAND, TOKENVAULT_PASSPHRASE and a no-echo prompt on the \
+            terminal; with none of them and no terminal the command exits 77.
+
+            auto (the default): new credentials go to the Secret Service when it answers, \
+            else to the file; lookups check both, and the newest copy wins. When a lookup \
+            could not check one backend, the message says so.
+            """),
+        ("REFRESH ON READ", """
+            get, header and exec refresh an OAuth 2.0 access token that has fewer than \
+            min_valid seconds left (default 60) when a refresh token or client credentials \
+            exist. Across processes exactly one refreshes: the others wait for it and use its \
+            result. A rotated refresh token is stored before anything is printed, and the old \
+            one is kept when the answer carries none. When the provider cannot be reached but \
+            the old token is still valid, it is printed with a warning. An expired token that \
+            cannot be refreshed exits 4 with the login command as hint.
+            """),
+        ("CONFIGURATION", """
+            The config file is TOML. Built-in providers: weibo, google, github, foursquare \
+            (OAuth 2.0), twitter, flickr (OAuth 1.0a). A [providers.NAME] table extends the \
+            built-in provider of that name (most need only client_id) or defines a new one. \
+            http:// endpoints are refused unless they are on the loopback interface.
+
+              backend = "auto"        # auto | secret-service | file
+              min_valid = 60          # seconds of validity get demands before refreshing
+              timeout = 30            # seconds for any one HTTP exchange
+
+              [providers.weibo]
+              client_id = "123456"
+              client_secret_file = "~/.config/tokenvault/weibo.secret"
+
+              [providers.local]
+              type = "oauth2"                   # oauth2 | oauth1
+              service = "127.0.0.1:9000"        # default: the host of token_url
+              authorize_url = "http://127.0.0.1:9000/authorize"
+              token_url = "http://127.0.0.1:9000/token"
+              revoke_url = "http://127.0.0.1:9000/revoke"            # optional
+              device_authorization_url = "http://127.0.0.1:9000/device"  # optional
+              userinfo_url = "http://127.0.0.1:9000/me"              # optional
+              grant = "authorization_code"      # or "client_credentials"
+              scopes = ["read"]
+              client_id = "tv"
+              client_secret_command = "pass show oauth/local"  # or client_secret, client_secret_file
+              client_auth = "body"              # body | basic
+              redirect_uri = "http://127.0.0.1:8085/callback"  # default: an ephemeral port
+              pkce = true
+              auth_params = { access_type = "offline" }
+              header = "Authorization: Bearer {token}"
+
+              [providers.localtw]
+              type = "oauth1"
+              service = "127.0.0.1:9001"
+              request_token_url = "http://127.0.0.1:9001/request_token"
+              authorize_url = "http://127.0.0.1:9001/authorize"
+              access_token_url = "http://127.0.0.1:9001/access_token"
+              consumer_key = "key"
+              consumer_secret_file = "~/.config/tokenvault/localtw.secret"
+            """),
+    ]
+
+    /// ENVIRONMENT: every variable tokenvault reads or sets.
+    public static let environment: [(name: String, meaning: String)] = [
+        ("TOKENVAULT_BACKEND", "auto, secret-service or file; overrides backend in the config file."),
+        ("TOKENVAULT_CONFIG", "The config file (default: $XDG_CONFIG_HOME/tokenvault/config.toml)."),
+        ("TOKENVAULT_VAULT", "The file vault (default: $XDG_DATA_HOME/tokenvault/vault)."),
+        ("TOKENVAULT_PASSPHRASE_FILE", "A file holding the vault passphrase; the first passphrase source asked."),
+        ("TOKENVAULT_PASSPHRASE_COMMAND", "A shell command printing the vault passphrase; asked second."),
+        ("TOKENVAULT_PASSPHRASE", "The vault passphrase itself; asked third, before the terminal."),
+        ("TOKENVAULT_KEY_TTL", "Seconds the derived vault key stays cached in the kernel user keyring (default: 900; 0: not cached)."),
+        ("TOKENVAULT_KDF_PROFILE", "interactive, moderate (default) or sensitive: the Argon2id cost of a new vault."),
+        ("TOKENVAULT_DBUS_TIMEOUT", "Seconds to wait for the Secret Service (default: 3)."),
+        ("TOKENVAULT_ACCESS_TOKEN", "Set by exec for the command it runs: the access token (OAuth 1.0a: the token)."),
+        ("TOKENVAULT_TOKEN_SECRET", "Set by exec for the command it runs: the OAuth 1.0a token secret."),
+        ("BROWSER", "The browser login opens, with the URL as last argument (default: xdg-open)."),
+        ("DBUS_SESSION_BUS_ADDRESS", "The session bus the Secret Service is looked for on; without one, auto uses the file vault."),
+        ("XDG_CONFIG_HOME, XDG_DATA_HOME", "Where the config file and the vault live (default: ~/.config, ~/.local/share)."),
+        ("XDG_RUNTIME_DIR", "Holds the refresh locks (default: /tmp/tokenvault-UID, which must be ours and 0700)."),
+    ]
+
+    /// After the EXIT STATUS table.
+    public static let exitStatusNote = """
+        exec exits with the status of the command it runs, or 127 when that command cannot \
+        be run. status SERVICE exits 0 when the credential is usable (valid, or expired but \
+        refreshable), 4 when a login is required and 3 when nothing is stored.
+        """
+
+    /// FILES.
+    public static let files: [(path: String, meaning: String)] = [
+        ("$XDG_CONFIG_HOME/tokenvault/config.toml", "The config file: backend, min_valid, timeout and providers (see CONFIGURATION)."),
+        ("$XDG_DATA_HOME/tokenvault/vault", "The file vault; its format is documented in docs/FORMAT.md of the source."),
+        ("$XDG_DATA_HOME/tokenvault/vault.lock", "Serialises writers of the file vault."),
+        ("$XDG_RUNTIME_DIR/tokenvault/", "One refresh lock per credential, so that one process refreshes while the others wait."),
+    ]
+
+    /// EXAMPLES: shell-script use.
+    public static let examples: [(title: String, code: String)] = [
+        ("Store what a token endpoint returned, or one bare token line, from stdin:", """
+            curl -s -d @params https://example.com/oauth/token | tokenvault set api.example.com
+            tokenvault set api.weibo.com < token.json
+            """),
+        ("Use a token in a script; a failure stops the script with tokenvault's exit status:", """
+            TOKEN=$(tokenvault get api.weibo.com) || exit
+            curl -H "Authorization: Bearer $TOKEN" https://api.weibo.com/2/users/show.json
+            """),
+        ("Pass the header on stdin, so the token never appears in a process listing:", """
+            tokenvault header api.github.com | curl -H @- https://api.github.com/user
+            """),
+        ("Sign an OAuth 1.0a request for its method and URL:", """
+            URL=https://api.twitter.com/1.1/account/verify_credentials.json
+            tokenvault header api.twitter.com --url "$URL" | curl -H @- "$URL"
+            """),
+        ("Run a program with the token in its environment:", """
+            tokenvault exec api.weibo.com -- ./upload.sh
+            """),
+        ("Log in only when needed:", """
+            tokenvault status api.weibo.com >/dev/null || tokenvault login weibo
+            """),
+        ("Tell the failures apart:", """
+            tokenvault get api.weibo.com > token
+            case $? in
+              0) ;;
+              3|4) tokenvault login weibo ;;
+              75) sleep 60 ;;
+              *) exit 1 ;;
+            esac
+            """),
+        ("Read the vault passphrase from a password manager, and keep the key cached for an hour:", """
+            export TOKENVAULT_PASSPHRASE_COMMAND='pass show tokenvault'
+            export TOKENVAULT_KEY_TTL=3600
+            """),
+    ]
+
+    /// The man page's SEE ALSO.
+    public static let seeAlso: [(page: String, section: Int)] = [
+        ("secret-tool", 1), ("gnome-keyring-daemon", 1), ("keyctl", 1), ("curl", 1),
+    ]
+
+    /// The root command's discussion: `tokenvault --help`. The tables are
+    /// wrapped here, with a hanging indent, as the parser keeps short lines.
+    static var helpDiscussion: String {
+        let codes = TokenVaultError.exitCodes.map { (String($0.code), $0.meaning) }
+        return description
+            + "\n\nEXIT STATUS\n" + table(codes)
+            + "\n\nENVIRONMENT\n" + table(environment.map { ($0.name, $0.meaning) })
+            + "\n\nSee man tokenvault for backends, refresh on read, configuration, files and examples."
+    }
+
+    /// Two columns, the second wrapped to `width` under itself.
+    static func table(_ rows: [(String, String)], width: Int = 79) -> String {
+        let indent = 2 + min(rows.map(\.0.count).max() ?? 0, 30) + 2
+        return rows.map { key, text in
+            var lines: [String] = []
+            var line = "  " + key
+            for word in text.split(separator: " ") {
+                if line.count < indent { line += String(repeating: " ", count: indent - line.count) }
+                else if line.count + 1 + word.count > width { lines.append(line); line = String(repeating: " ", count: indent) }
+                else { line += " " }
+                line += word
+            }
+            return (lines + [line]).joined(separator: "\n")
+        }.joined(separator: "\n")
+    }
+}

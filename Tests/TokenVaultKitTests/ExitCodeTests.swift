@@ -1,0 +1,22 @@
+import XCTest
+@testable import TokenVaultKit
+
+/// The exit-code table that --help and the man page print is the one the
+/// errors use.
+final class ExitCodeTests: XCTestCase {
+    func testEveryErrorsCodeIsDocumentedOnce() {
+        let errors: [TokenVaultError] = [
+            .usage("u"), .notFound(service: "s", account: "a"), .loginRequired("l"), .badInput("b"),
+            .backendUnavailable("b"), .vault("v"), .temporary("t"), .providerRefused(code: "c", description: nil),
+            .permission("p"), .config("c"), .internal("i"),
+        ]
+        let documented = TokenVaultError.exitCodes.map(\.code)
+        XCTAssertEqual(Set(documented).count, documented.count, "a code listed twice")
+        XCTAssertEqual(documented, documented.sorted())
+        for error in errors {
+            XCTAssertTrue(documented.contains(error.exitCode), "\(error) exits \(error.exitCode), which is undocumented")
+        }
+        // Every documented failure code is one some error uses (0 is success).
+        XCTAssertEqual(Set(documented).subtracting([0]), Set(errors.map(\.exitCode)))
+    }
+}
