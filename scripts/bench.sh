@@ -47,8 +47,9 @@ for _ in $(seq "$ROUNDS"); do
   sample ss_tool "secret-tool lookup service api.bench.example account default"
   TOKENVAULT_BACKEND=secret-service sample ss_tv "$TV get api.bench.example"
   sample ss_auto "$TV get api.bench.example"
+  sample ss_complete "$TV ---completion get -- positional@0 2 0 tokenvault get ''"
 done
-ss_tool=$(median ss_tool); ss_tv=$(median ss_tv); ss_auto=$(median ss_auto)
+ss_tool=$(median ss_tool); ss_tv=$(median ss_tv); ss_auto=$(median ss_auto); ss_complete=$(median ss_complete)
 kill "$bus_pid" || true; bus_pid=""
 unset DBUS_SESSION_BUS_ADDRESS
 
@@ -63,8 +64,9 @@ unset TOKENVAULT_PASSPHRASE  # from here on only the cached key can open the vau
 for _ in $(seq "$ROUNDS"); do
   TOKENVAULT_VAULT="$vault_10" sample file10 "$TV get api5.example.com"
   TOKENVAULT_VAULT="$vault_10k" sample file10k "$TV get api5000.example.com"
+  TOKENVAULT_VAULT="$vault_10" sample file_complete "$TV ---completion get -- positional@0 2 0 tokenvault get ''"
 done
-file_10=$(median file10); file_10k=$(median file10k)
+file_10=$(median file10); file_10k=$(median file10k); file_complete=$(median file_complete)
 size_10k=$(stat -c %s "$vault_10k")
 
 # 3. Refresh at expiry: 50 concurrent gets of an expired token, against the
@@ -119,6 +121,8 @@ tokenvault bench ($(nproc) cores; median of $RUNS runs each, in $ROUNDS interlea
 | tokenvault get, backend auto (Secret Service up)  | $(printf %9s "$ss_auto") | $(printf %-16s "${r_auto}x secret-tool") | <= 1.2x | $(verdict "$r_auto" 1.2) |
 | tokenvault get, file vault, cached key, 10 creds  | $(printf %9s "$file_10") |                  | <= 10ms | $(verdict "$file_10" 10) |
 | tokenvault get, file vault, cached key, 10,000    | $(printf %9s "$file_10k") | $(printf %-16s "${r_10k}x 10 creds") | <= 2x   | $(verdict "$r_10k" 2) |
+| TAB after get: services, Secret Service (auto)    | $(printf %9s "$ss_complete") |                  | <= 100  | $(verdict "$ss_complete" 100) |
+| TAB after get: services, file vault, cached key   | $(printf %9s "$file_complete") |                  | <= 100  | $(verdict "$file_complete" 100) |
 | 50 concurrent gets at expiry: refreshes seen     | $(printf %9s "${refresh_counts[*]}") | (3 rounds)       | 1       | $([ "$refresh_max" = 1 ] && echo ok || echo MISSED) |
 | 50 concurrent gets at expiry: wall time (median)  | $(printf %9s "$refresh_wall") |                  | <= 2000 | $(verdict "$refresh_wall" 2000) |
 

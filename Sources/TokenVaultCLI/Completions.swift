@@ -14,19 +14,27 @@ enum Completions {
     static func providers(_ words: [String], _ index: Int, _ prefix: String) -> [String] {
         let context = Context()
         let directory = (try? context.providers) ?? ProviderDirectory(config: Config())
-        return directory.names.filter { $0.hasPrefix(prefix) }
+        return candidates(directory.names.filter { $0.hasPrefix(prefix) })
     }
 
     static func services(_ words: [String], _ index: Int, _ prefix: String) -> [String] {
         let services = Swift.Set(storedIDs().map { $0.service.description })
-        return services.sorted().filter { $0.hasPrefix(prefix) }
+        return candidates(services.sorted().filter { $0.hasPrefix(prefix) })
     }
 
     static func accounts(_ words: [String], _ index: Int, _ prefix: String) -> [String] {
         let ids = storedIDs()
         let service = serviceWord(in: words).flatMap { try? Context().serviceKey($0) }
         let accounts = ids.filter { service == nil || $0.service == service }.map(\.account)
-        return Swift.Set(accounts).sorted().filter { $0.hasPrefix(prefix) }
+        return candidates(Swift.Set(accounts).sorted().filter { $0.hasPrefix(prefix) })
+    }
+
+    /// zsh reads each candidate as `value:description` (`_describe`), so a `:`
+    /// in a value (127.0.0.1:9000) is escaped for it; the other shells take
+    /// values as they are.
+    static func candidates(_ values: [String]) -> [String] {
+        guard CompletionShell.requesting == .zsh else { return values }
+        return values.map { $0.replacingOccurrences(of: ":", with: "\\:") }
     }
 
     static let fieldNames = ["access_token", "refresh_token", "token_secret", "expires_at", "scope", "token_type",

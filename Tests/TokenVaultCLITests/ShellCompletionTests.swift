@@ -1,9 +1,12 @@
 import Foundation
 import XCTest
 
-/// The committed bash completion script, run in real bash: providers, stored
-/// services and accounts come back; a locked vault offers nothing.
+/// The committed completion scripts, run in real bash, zsh and fish:
+/// providers (built-in and configured), stored services and their accounts,
+/// field names come back; a locked vault offers nothing and never prompts.
 final class ShellCompletionTests: XCTestCase {
+    enum Shell: String, CaseIterable { case bash, zsh, fish }
+
     var s: Sandbox!
 
     override func setUpWithError() throws {
@@ -14,6 +17,7 @@ final class ShellCompletionTests: XCTestCase {
         XCTAssertEqual(s.tv("set", "api.weibo.com", stdin: "t\n").status, 0)
         XCTAssertEqual(s.tv("set", "api.weibo.com", "--account", "work", stdin: "t\n").status, 0)
         XCTAssertEqual(s.tv("set", "127.0.0.1:9000", stdin: "t\n").status, 0)
+        try ShellCompletionTests.writeConfig(in: s)
         // From here on, only the cached key: no passphrase source.
         s.env["TOKENVAULT_PASSPHRASE"] = nil
         s.env["PATH"] = (Paths.binary as NSString).deletingLastPathComponent + ":/usr/bin:/bin"
@@ -21,25 +25,84 @@ final class ShellCompletionTests: XCTestCase {
 
     override func tearDown() { s.tv("lock") }
 
-    func bash(_ words: String...) -> [String] {
-        let script = Paths.root.appendingPathComponent("completions/tokenvault.bash").path
-        let r = runProcess("/bin/bash", [Paths.fixtures.appendingPathComponent("complete.bash").path, script] + words, env: s.env, limit: 30)
-        XCTAssertEqual(r.stderr, "", "completion never prints errors or prompts")
+    /// A configured provider next to the presets.
+    static func writeConfig(in s: Sandbox) throws {
+        let dir = s.env["XDG_CONFIG_HOME"]! + "/tokenvault"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        try """
+            [providers.localdev]
+            token_url = "http://127.0.0.1:9000/token"
+            authorize_url = "http://127.0.0.1:9000/authorize"
+            client_id = "tv"
+            """.write(toFile: dir + "/config.toml", atomically: true, encoding: .utf8)
+    }
+
+    /// What TAB offers in `shell` for `words` (the last one being completed).
+    static func complete(_ shell: Shell, _ words: [String], env: [String: String]) -> Run {
+        let completions = Paths.root.appendingPathComponent("completions")
+        switch shell {
+        case .bash:
+            return runProcess("/bin/bash", [Paths.fixtures.appendingPathComponent("complete.bash").path,
+                                            completions.appendingPathComponent("tokenvault.bash").path] + words, env: env, limit: 30)
+        case .zsh, .fish:
+            let script = completions.appendingPathComponent(shell == .zsh ? "_tokenvault" : "tokenvault.fish").path
+            return runProcess("/usr/bin/python3", [Paths.fixtures.appendingPathComponent("complete_shell.py").path,
+                                                   shell.rawValue, script] + words, env: env, limit: 60)
+        }
+    }
+
+    func complete(_ shell: Shell, _ words: String..., file: StaticString = #filePath, line: UInt = #line) -> [String] {
+        let r = Self.complete(shell, words, env: s.env)
+        XCTAssertEqual(r.status, 0, "\(shell): \(r.stderr)", file: file, line: line)
+        XCTAssertEqual(r.stderr, "", "\(shell): completion never prints errors or prompts", file: file, line: line)
         return r.stdout.split(separator: "\n").map(String.init)
     }
 
-    func testBash() {
-        XCTAssertEqual(bash("tokenvault", "login", ""), ["flickr", "foursquare", "github", "google", "twitter", "weibo"])
-        XCTAssertEqual(bash("tokenvault", "get", ""), ["127.0.0.1:9000", "api.weibo.com"])
-        XCTAssertEqual(bash("tokenvault", "delete", "api"), ["api.weibo.com"])
-        XCTAssertEqual(bash("tokenvault", "get", "api.weibo.com", "--account", ""), ["default", "work"])
-        XCTAssertEqual(bash("tokenvault", "status", "127.0.0.1:9000", "--account", ""), ["default"])
-        XCTAssertTrue(bash("tokenvault", "get", "api.weibo.com", "--field", "").contains("refresh_token"))
+    func testProvidersServicesAccountsAndFields() {
+        for shell in Shell.allCases {
+            XCTAssertEqual(complete(shell, "tokenvault", "login", "").sorted(),
+                           ["flickr", "foursquare", "github", "google", "localdev", "twitter", "weibo"], "\(shell)")
+            XCTAssertEqual(complete(shell, "tokenvault", "login", "loc"), ["localdev"], "\(shell)")
+            XCTAssertEqual(complete(shell, "tokenvault", "set", "x.example", "--provider", "w"), ["weibo"], "\(shell)")
+            XCTAssertEqual(complete(shell, "tokenvault", "get", "").sorted(), ["127.0.0.1:9000", "api.weibo.com"], "\(shell)")
+            for command in ["header", "exec", "status", "refresh", "revoke", "delete"] {
+                XCTAssertEqual(complete(shell, "tokenvault", command, "api"), ["api.weibo.com"], "\(shell) \(command)")
+            }
+            XCTAssertEqual(complete(shell, "tokenvault", "get", "api.weibo.com", "--account", "").sorted(), ["default", "work"], "\(shell)")
+            XCTAssertEqual(complete(shell, "tokenvault", "status", "127.0.0.1:9000", "--account", ""), ["default"], "\(shell)")
+            let fields = complete(shell, "tokenvault", "get", "api.weibo.com", "--field", "")
+            XCTAssertTrue(fields.contains("refresh_token") && fields.contains("expires_at"), "\(shell): \(fields)")
+            XCTAssertTrue(complete(shell, "tokenvault", "ge").contains("get"), "\(shell)")
+        }
     }
 
     func testLockedVaultOffersNothingAndNeverPrompts() {
         s.tv("lock")
-        XCTAssertEqual(bash("tokenvault", "get", ""), [])
-        XCTAssertEqual(bash("tokenvault", "login", "w"), ["weibo"], "providers need no vault")
+        for shell in Shell.allCases {
+            XCTAssertEqual(complete(shell, "tokenvault", "get", ""), [], "\(shell)")
+            XCTAssertEqual(complete(shell, "tokenvault", "login", "w"), ["weibo"], "\(shell): providers need no vault")
+        }
+    }
+}
+
+/// Completion from the Secret Service (a real gnome-keyring on a private
+/// bus): services and accounts from item attributes, without a secret.
+final class SecretServiceCompletionTests: XCTestCase {
+    func testServicesAndAccountsFromTheKeyring() throws {
+        let keyring = try PrivateKeyring()
+        defer { keyring.stop() }
+        let s = Sandbox(backend: "secret-service")
+        s.env.merge(keyring.env) { $1 }
+        XCTAssertEqual(s.tv("set", "api.github.com", stdin: "t\n").status, 0)
+        XCTAssertEqual(s.tv("set", "api.github.com", "--account", "bot", stdin: "t\n").status, 0)
+        s.env["PATH"] = (Paths.binary as NSString).deletingLastPathComponent + ":/usr/bin:/bin"
+        s.env["TOKENVAULT_BACKEND"] = "auto"
+        for shell in ShellCompletionTests.Shell.allCases {
+            let services = ShellCompletionTests.complete(shell, ["tokenvault", "get", ""], env: s.env)
+            XCTAssertEqual(services.stderr, "", "\(shell)")
+            XCTAssertEqual(services.stdout.split(separator: "\n"), ["api.github.com"], "\(shell)")
+            let accounts = ShellCompletionTests.complete(shell, ["tokenvault", "revoke", "api.github.com", "--account", ""], env: s.env)
+            XCTAssertEqual(accounts.stdout.split(separator: "\n").sorted(), ["bot", "default"], "\(shell)")
+        }
     }
 }

@@ -1,0 +1,91 @@
+#!/usr/bin/python3
+"""Asks a real interactive fish or zsh what TAB offers for a command line.
+
+Usage: complete_shell.py fish|zsh COMPLETION_SCRIPT WORD... (the last word is
+the one being completed; give "" for an empty one). Prints one candidate per
+line. The shell runs on a pseudo-terminal of its own (pexpect), since neither
+completes outside interactive mode, and is killed if it outlives 20 s.
+
+fish: `complete -C LINE`, the documented way to ask for completions.
+zsh: compinit with the script's directory on fpath, then the line is typed and
+completed by a widget; a compadd wrapper records every match zsh would offer
+(the technique of zsh-capture-completion).
+"""
+import os
+import shlex
+import sys
+import tempfile
+import time
+
+import pexpect
+
+LIMIT = 20
+
+ZSHRC = r"""
+fpath=(%(dir)s $fpath)
+autoload -Uz compinit && compinit -u -d "$ZDOTDIR/.zcompdump"
+compadd() {
+    # Calls that only query (-O, -A, -D) are zsh's own bookkeeping.
+    if [[ ${@[1,(i)(-|--)]} == *-(O|A|D)\ * ]]; then
+        builtin compadd "$@"
+        return $?
+    fi
+    local -a __hits
+    builtin compadd -A __hits "$@"
+    (( $#__hits )) && print -rl -- "${__hits[@]}" >> "$TV_OUT"
+    builtin compadd "$@"
+}
+__tv_capture() {
+    zle complete-word
+    print -r -- __TV_DONE__ >> "$TV_OUT"
+}
+zle -N __tv_capture
+bindkey '^T' __tv_capture
+PS1='tv-ready> '
+"""
+
+
+def run(shell, script, words):
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "out")
+        open(out, "w").close()
+        env = dict(os.environ, TV_OUT=out, TERM="dumb")
+        line = " ".join(shlex.quote(w) if w else "" for w in words)
+        if shell == "fish":
+            command = "source %s; complete -C %s > %s" % (shlex.quote(script), shlex.quote(line), shlex.quote(out))
+            child = pexpect.spawn("fish", ["--no-config", "--private", "-i", "-c", command], env=env, timeout=LIMIT)
+            child.expect(pexpect.EOF)
+            child.close()
+            with open(out) as f:
+                # "candidate<TAB>description"
+                return [l.split("\t")[0] for l in f.read().splitlines()]
+        env["ZDOTDIR"] = tmp
+        with open(os.path.join(tmp, ".zshrc"), "w") as f:
+            f.write(ZSHRC % {"dir": shlex.quote(os.path.dirname(os.path.abspath(script)))})
+        child = pexpect.spawn("zsh", ["-i"], env=env, timeout=LIMIT)
+        try:
+            child.expect_exact("tv-ready> ")
+            child.send(line + "\x14")
+            deadline = time.time() + LIMIT
+            while time.time() < deadline:
+                with open(out) as f:
+                    text = f.read()
+                if "__TV_DONE__" in text:
+                    break
+                time.sleep(0.05)
+            else:
+                raise SystemExit("zsh did not finish completing within %d s" % LIMIT)
+        finally:
+            child.close(force=True)
+        seen = []
+        for hit in text.splitlines():
+            if hit != "__TV_DONE__" and hit not in seen:
+                seen.append(hit)
+        return seen
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 4 or sys.argv[1] not in ("fish", "zsh"):
+        raise SystemExit(__doc__)
+    for candidate in run(sys.argv[1], sys.argv[2], sys.argv[3:]):
+        print(candidate)
