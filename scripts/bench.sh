@@ -123,7 +123,7 @@ tokenvault bench ($(nproc) cores; median of $RUNS runs each, in $ROUNDS interlea
 | tokenvault get, file vault, cached key, 10,000    | $(printf %9s "$file_10k") | $(printf %-16s "${r_10k}x 10 creds") | <= 2x   | $(verdict "$r_10k" 2) |
 | TAB after get: services, Secret Service (auto)    | $(printf %9s "$ss_complete") |                  | <= 100  | $(verdict "$ss_complete" 100) |
 | TAB after get: services, file vault, cached key   | $(printf %9s "$file_complete") |                  | <= 100  | $(verdict "$file_complete" 100) |
-| 50 concurrent gets at expiry: refreshes seen     | $(printf %9s "${refresh_counts[*]}") | (3 rounds)       | 1       | $([ "$refresh_max" = 1 ] && echo ok || echo MISSED) |
+| 50 concurrent gets at expiry: refreshes seen      | $(printf %9s "${refresh_counts[*]}") | (3 rounds)       | 1       | $([ "$refresh_max" = 1 ] && echo ok || echo MISSED) |
 | 50 concurrent gets at expiry: wall time (median)  | $(printf %9s "$refresh_wall") |                  | <= 2000 | $(verdict "$refresh_wall" 2000) |
 
 (the 10,000-credential vault is $((size_10k / 1024)) KiB)
