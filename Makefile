@@ -44,16 +44,16 @@ bench: release
 	scripts/bench.sh $(RELEASE_BIN)
 
 install: release
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR) $(DESTDIR)$(BASHDIR) $(DESTDIR)$(ZSHDIR) $(DESTDIR)$(FISHDIR)
-	install -m 0755 $(RELEASE_BIN) $(DESTDIR)$(BINDIR)/tokenvault
-	install -m 0644 man/tokenvault.1 $(DESTDIR)$(MANDIR)/tokenvault.1
-	install -m 0644 completions/tokenvault.bash $(DESTDIR)$(BASHDIR)/tokenvault
-	install -m 0644 completions/_tokenvault $(DESTDIR)$(ZSHDIR)/_tokenvault
-	install -m 0644 completions/tokenvault.fish $(DESTDIR)$(FISHDIR)/tokenvault.fish
+	install -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(MANDIR)" "$(DESTDIR)$(BASHDIR)" "$(DESTDIR)$(ZSHDIR)" "$(DESTDIR)$(FISHDIR)"
+	install -m 0755 $(RELEASE_BIN) "$(DESTDIR)$(BINDIR)/tokenvault"
+	install -m 0644 man/tokenvault.1 "$(DESTDIR)$(MANDIR)/tokenvault.1"
+	install -m 0644 completions/tokenvault.bash "$(DESTDIR)$(BASHDIR)/tokenvault"
+	install -m 0644 completions/_tokenvault "$(DESTDIR)$(ZSHDIR)/_tokenvault"
+	install -m 0644 completions/tokenvault.fish "$(DESTDIR)$(FISHDIR)/tokenvault.fish"
 
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/tokenvault $(DESTDIR)$(MANDIR)/tokenvault.1 $(DESTDIR)$(BASHDIR)/tokenvault \
-	      $(DESTDIR)$(ZSHDIR)/_tokenvault $(DESTDIR)$(FISHDIR)/tokenvault.fish
+	rm -f "$(DESTDIR)$(BINDIR)/tokenvault" "$(DESTDIR)$(MANDIR)/tokenvault.1" "$(DESTDIR)$(BASHDIR)/tokenvault" \
+	      "$(DESTDIR)$(ZSHDIR)/_tokenvault" "$(DESTDIR)$(FISHDIR)/tokenvault.fish"
 
 # Regenerates the completions and the man page from the argument parser
 # (Sources/tokenvault-manual renders its description of every command, plus

@@ -6,7 +6,9 @@ the one being completed; give "" for an empty one). Prints one candidate per
 line. The shell runs on a pseudo-terminal of its own (pexpect), since neither
 completes outside interactive mode, and is killed if it outlives 20 s.
 
-fish: `complete -C LINE`, the documented way to ask for completions.
+fish: `complete -C LINE`, the documented way to ask for completions. With
+COMPLETION_SCRIPT "-", fish finds the script itself, as for an installed
+command (XDG_DATA_DIRS/fish/vendor_completions.d), reading its own config.
 zsh: compinit with the script's directory on fpath, then the line is typed and
 completed by a widget; a compadd wrapper records every match zsh would offer
 (the technique of zsh-capture-completion).
@@ -52,8 +54,12 @@ def run(shell, script, words):
         env = dict(os.environ, TV_OUT=out, TERM="dumb")
         line = " ".join(shlex.quote(w) if w else "" for w in words)
         if shell == "fish":
-            command = "source %s; complete -C %s > %s" % (shlex.quote(script), shlex.quote(line), shlex.quote(out))
-            child = pexpect.spawn("fish", ["--no-config", "--private", "-i", "-c", command], env=env, timeout=LIMIT)
+            command = "complete -C %s > %s" % (shlex.quote(line), shlex.quote(out))
+            options = ["--private", "-i", "-c"]
+            if script != "-":
+                command = "source %s; %s" % (shlex.quote(script), command)
+                options.insert(0, "--no-config")
+            child = pexpect.spawn("fish", options + [command], env=env, timeout=LIMIT)
             child.expect(pexpect.EOF)
             child.close()
             with open(out) as f:

@@ -1,0 +1,66 @@
+import Foundation
+import XCTest
+
+/// `make install PREFIX=…` puts the binary, the man page and the three
+/// completion scripts where man, bash-completion, zsh and fish look for
+/// them; `make uninstall` takes them all away again.
+final class InstallTests: XCTestCase {
+    func make(_ args: [String], env: [String: String]) -> Run {
+        // `-o release`: the install recipe with the binary this test run built,
+        // rather than a second (optimised, minutes-long) build of the same code.
+        runProcess("/usr/bin/make", ["-C", Paths.root.path, "-o", "release"] + args + ["RELEASE_BIN=" + Paths.binary], env: env, limit: 120)
+    }
+
+    func lines(_ r: Run) -> [String] { r.stdout.split(separator: "\n").map(String.init) }
+
+    func testInstallIsFoundByManAndEveryShellThenUninstallRemovesIt() throws {
+        let s = Sandbox()
+        let prefix = s.home + "/prefix with space"
+        let env = ["PATH": "/usr/bin:/bin", "HOME": s.home]
+        let install = make(["install", "PREFIX=" + prefix], env: env)
+        XCTAssertEqual(install.status, 0, install.stderr)
+
+        let files: [(String, Int)] = [
+            ("bin/tokenvault", 0o755), ("share/man/man1/tokenvault.1", 0o644),
+            ("share/bash-completion/completions/tokenvault", 0o644), ("share/zsh/site-functions/_tokenvault", 0o644),
+            ("share/fish/vendor_completions.d/tokenvault.fish", 0o644),
+        ]
+        for (path, mode) in files {
+            let attributes = try FileManager.default.attributesOfItem(atPath: prefix + "/" + path)
+            XCTAssertEqual((attributes[.posixPermissions] as? NSNumber)?.intValue, mode, path)
+        }
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: prefix + "/share/man/man1/tokenvault.1")),
+                       try Data(contentsOf: Paths.root.appendingPathComponent("man/tokenvault.1")))
+
+        // As a user with PREFIX on their paths sees it.
+        var user = s.env
+        user["PATH"] = prefix + "/bin:/usr/bin:/bin"
+        user["XDG_DATA_DIRS"] = prefix + "/share:/usr/share"
+        user["MANPATH"] = prefix + "/share/man"
+        XCTAssertEqual(runProcess(prefix + "/bin/tokenvault", ["--version"], env: user).out, "0.1.0")
+
+        var manEnv = user
+        manEnv["MANPAGER"] = "cat"
+        manEnv["MANWIDTH"] = "80"
+        XCTAssertEqual(runProcess("/usr/bin/man", ["-w", "tokenvault"], env: manEnv).out, prefix + "/share/man/man1/tokenvault.1")
+        let page = runProcess("/usr/bin/man", ["tokenvault"], env: manEnv)
+        XCTAssertEqual(page.stderr, "")
+        XCTAssertTrue(page.stdout.contains("EXIT STATUS"))
+
+        let providers = ["github", "google"]
+        // bash-completion's loader and fish find the installed scripts on their own.
+        let bash = runProcess("/bin/bash", [Paths.fixtures.appendingPathComponent("complete.bash").path, "-", "tokenvault", "login", "g"], env: user)
+        XCTAssertEqual(lines(bash), providers, bash.stderr)
+        let fish = runProcess("/usr/bin/python3", [Paths.fixtures.appendingPathComponent("complete_shell.py").path, "fish", "-", "tokenvault", "login", "g"], env: user, limit: 60)
+        XCTAssertEqual(lines(fish), providers, fish.stderr)
+        // zsh: site-functions on fpath, as it is for zsh's own prefix.
+        let zsh = runProcess("/usr/bin/python3", [Paths.fixtures.appendingPathComponent("complete_shell.py").path, "zsh", prefix + "/share/zsh/site-functions/_tokenvault", "tokenvault", "login", "g"], env: user, limit: 60)
+        XCTAssertEqual(lines(zsh), providers, zsh.stderr)
+
+        let uninstall = make(["uninstall", "PREFIX=" + prefix], env: env)
+        XCTAssertEqual(uninstall.status, 0, uninstall.stderr)
+        let left = FileManager.default.enumerator(atPath: prefix)?.compactMap { $0 as? String }
+            .filter { (try? FileManager.default.attributesOfItem(atPath: prefix + "/" + $0)[.type] as? FileAttributeType) != .typeDirectory }
+        XCTAssertEqual(left, [])
+    }
+}
