@@ -63,6 +63,25 @@ final class ManualPageTests: XCTestCase {
         XCTAssertTrue(rows.joined(separator: " ").contains("127"), "exec's 127")
     }
 
+    /// The README's exit-status table says what the man page says.
+    func testReadmeExitTableMatchesThePage() throws {
+        let readme = try String(contentsOf: Paths.root.appendingPathComponent("README.md"), encoding: .utf8)
+        let table = try XCTUnwrap(readme.components(separatedBy: "## Exit status").dropFirst().first)
+            .components(separatedBy: "\n## ")[0]
+        var fromReadme: [String: String] = [:]
+        for row in table.split(separator: "\n") where row.hasPrefix("| ") {
+            let cells = row.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
+            if cells.count == 2, Int(cells[0]) != nil { fromReadme[cells[0]] = cells[1].replacingOccurrences(of: "`", with: "") }
+        }
+        var fromPage: [String: String] = [:]
+        for row in section("EXIT STATUS") {
+            let words = row.split(separator: " ", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            if words.count == 2, Int(words[0]) != nil { fromPage[words[0]] = squeezed(words[1]) }
+        }
+        XCTAssertEqual(fromPage.count, 12)
+        XCTAssertEqual(fromReadme, fromPage)
+    }
+
     func testEveryCommandAndOptionIsDocumented() throws {
         let dump = runProcess(Paths.binary, ["--experimental-dump-help"], env: [:])
         let json = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(dump.stdout.utf8)) as? [String: Any])
