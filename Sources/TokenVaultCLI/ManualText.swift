@@ -163,11 +163,11 @@ public enum ManualText {
             tokenvault status api.weibo.com >/dev/null || tokenvault login weibo
             """),
         ("Tell the failures apart:", """
-            tokenvault get api.weibo.com > token
+            token=$(tokenvault get api.weibo.com)
             case $? in
               0) ;;
-              3|4) tokenvault login weibo ;;
-              75) sleep 60 ;;
+              3|4) tokenvault login weibo ;;       # nothing stored, or login required
+              75) sleep 60 ;;                      # provider unreachable; nothing lost
               *) exit 1 ;;
             esac
             """),

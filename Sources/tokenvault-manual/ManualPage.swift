@@ -1,3 +1,4 @@
+import ArgumentParser
 import TokenVaultCLI
 import TokenVaultKit
 
@@ -13,7 +14,7 @@ struct ManualPage {
                       "August", "September", "October", "November", "December"]
         m.macro("Dd", months[d.month - 1], "\(d.day),", "\(d.year)")
         m.macro("Dt", MDoc.word(name.uppercased()), "1")
-        m.macro("Os")
+        m.macro("Os", MDoc.word(name), MDoc.word(TokenVault.configuration.version))
 
         m.macro("Sh", "NAME")
         m.macro("Nm", MDoc.word(name))
