@@ -29,12 +29,27 @@ enum Completions {
         return candidates(Swift.Set(accounts).sorted().filter { $0.hasPrefix(prefix) })
     }
 
-    /// zsh reads each candidate as `value:description` (`_describe`), so a `:`
-    /// in a value (127.0.0.1:9000) is escaped for it; the other shells take
-    /// values as they are.
+    /// Candidates as each shell's generated script reads them back, so an
+    /// account like `it's`, `a:b` or `back\slash` is offered as it is:
+    /// bash's script passes them through `compgen -W`, which expands each
+    /// word (quotes and `\` would be removed, `$` expanded); zsh's through
+    /// `_describe`, which reads `value:description` (`\` escapes, `:` splits).
+    /// fish takes them verbatim.
     static func candidates(_ values: [String]) -> [String] {
-        guard CompletionShell.requesting == .zsh else { return values }
-        return values.map { $0.replacingOccurrences(of: ":", with: "\\:") }
+        switch CompletionShell.requesting {
+        case .bash?: return values.map { escaping($0, "\\'\"$`") }
+        case .zsh?: return values.map { escaping($0, "\\:") }
+        default: return values
+        }
+    }
+
+    private static func escaping(_ value: String, _ special: String) -> String {
+        var out = ""
+        for c in value {
+            if special.contains(c) { out.append("\\") }
+            out.append(c)
+        }
+        return out
     }
 
     static let fieldNames = ["access_token", "refresh_token", "token_secret", "expires_at", "scope", "token_type",

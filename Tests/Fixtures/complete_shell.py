@@ -34,7 +34,8 @@ compadd() {
     fi
     local -a __hits
     builtin compadd -A __hits "$@"
-    (( $#__hits )) && print -rl -- "${__hits[@]}" >> "$TV_OUT"
+    # Matches are kept quoted for the command line (it\'s); record the words.
+    (( $#__hits )) && print -rl -- "${(@Q)__hits}" >> "$TV_OUT"
     builtin compadd "$@"
 }
 __tv_capture() {

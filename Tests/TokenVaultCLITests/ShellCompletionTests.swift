@@ -76,6 +76,22 @@ final class ShellCompletionTests: XCTestCase {
         }
     }
 
+    /// Each shell's script reads candidates back its own way (bash expands
+    /// them, zsh splits at `:`); accounts with quotes, `$`, `\`, `:` or a
+    /// space still come back as they are.
+    func testAccountsWithShellSpecialCharacters() {
+        let accounts = ["a:b", "back\\slash", "it's", "work bot", "x$y", "\"q\""]
+        s.env["TOKENVAULT_PASSPHRASE"] = "correct horse"
+        for account in accounts {
+            XCTAssertEqual(s.tv("set", "api.odd.example", "--account", account, stdin: "t\n").status, 0, account)
+        }
+        s.env["TOKENVAULT_PASSPHRASE"] = nil
+        for shell in Shell.allCases {
+            XCTAssertEqual(complete(shell, "tokenvault", "get", "api.odd.example", "--account", "").sorted(), accounts.sorted(), "\(shell)")
+            XCTAssertEqual(complete(shell, "tokenvault", "get", "api.odd.example", "--account", "it"), ["it's"], "\(shell)")
+        }
+    }
+
     func testLockedVaultOffersNothingAndNeverPrompts() {
         s.tv("lock")
         for shell in Shell.allCases {
