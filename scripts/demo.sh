@@ -6,7 +6,7 @@ set -euo pipefail
 TV=$(cd "$(dirname "${1:-.build/release/tokenvault}")" && pwd)/$(basename "${1:-tokenvault}")
 root=$(cd "$(dirname "$0")/.." && pwd)
 demo_home=$(mktemp -d /tmp/tokenvault-demo.XXXXXX)
-trap 'kill "${provider_pid:-}" 2>/dev/null; rm -rf "$demo_home"' EXIT
+trap 'kill "${provider_pid:-}" 2>/dev/null || true; rm -rf "$demo_home"' EXIT
 export HOME="$demo_home" XDG_DATA_HOME="$demo_home/data" XDG_CONFIG_HOME="$demo_home/config"
 unset DBUS_SESSION_BUS_ADDRESS TOKENVAULT_BACKEND TOKENVAULT_VAULT TOKENVAULT_PASSPHRASE TOKENVAULT_PASSPHRASE_COMMAND
 export XDG_RUNTIME_DIR="$demo_home/run"   # no session bus here: auto falls back to the file
@@ -93,7 +93,8 @@ step "tokenvault status local"
 tokenvault status local
 step "curl -s http://127.0.0.1:$port/stats     # the provider saw one refresh"
 curl -s "http://127.0.0.1:$port/stats"; echo
-kill "$provider_pid" 2>/dev/null
+kill "$provider_pid" 2>/dev/null || true
+provider_pid=""
 
 step "tokenvault delete api.github.com --account work; tokenvault get api.github.com --account work"
 tokenvault delete api.github.com --account work

@@ -1,0 +1,18 @@
+import Foundation
+import XCTest
+
+/// `make demo` is scripts/demo.sh on the release binary; here it runs on the
+/// test build, so a change that breaks the README's first command fails CI
+/// without a second, optimised build.
+final class DemoTests: XCTestCase {
+    func testDemoRunsToTheEnd() {
+        let env = ["PATH": "/usr/bin:/bin", "HOME": NSTemporaryDirectory(), "LANG": "C.UTF-8"]
+        let r = runProcess("/bin/bash", [Paths.root.appendingPathComponent("scripts/demo.sh").path, Paths.binary], env: env, limit: 120)
+        // The demo prints (throwaway) tokens: assert on markers, never echo its output.
+        XCTAssertEqual(r.status, 0, "scripts/demo.sh failed")
+        XCTAssertTrue(r.stdout.contains("demo done: everything lived in"))
+        XCTAssertTrue(r.stdout.contains(#""refreshes":1"#), "the demo's refresh on read")
+        XCTAssertTrue(r.stdout.contains("exit=77"), "the locked vault without a passphrase source")
+        XCTAssertTrue(r.stdout.contains("exit=3"), "the deleted credential")
+    }
+}
