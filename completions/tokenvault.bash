@@ -173,13 +173,13 @@ _tokenvault() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    login|set|get|list|status|refresh|revoke|header|exec|delete|backend|migrate|lock|providers|help)
+    login|set|get|list|status|refresh|revoke|header|exec|delete|logout|backend|migrate|lock|providers|help)
         # Offer subcommand argument completions
         "_tokenvault_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'login set get list status refresh revoke header exec delete backend migrate lock providers help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'login set get list status refresh revoke header exec delete logout backend migrate lock providers help' -- "${cur}"))
         ;;
     esac
 }
@@ -432,6 +432,30 @@ _tokenvault_delete() {
     case "${positional_number}" in
     1)
         __tokenvault_add_completions -W "$(__tokenvault_custom_complete ---completion delete -- positional@0 "${COMP_CWORD}" "$(__tokenvault_cursor_index_in_current_word)")"
+        return
+        ;;
+    esac
+}
+
+_tokenvault_logout() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=(--account)
+    __tokenvault_offer_flags_options 1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--account')
+        __tokenvault_add_completions -W "$(__tokenvault_custom_complete ---completion logout -- --account "${COMP_CWORD}" "$(__tokenvault_cursor_index_in_current_word)")"
+        return
+        ;;
+    esac
+
+    # Offer positional completions
+    case "${positional_number}" in
+    1)
+        __tokenvault_add_completions -W "$(__tokenvault_custom_complete ---completion logout -- positional@0 "${COMP_CWORD}" "$(__tokenvault_cursor_index_in_current_word)")"
         return
         ;;
     esac

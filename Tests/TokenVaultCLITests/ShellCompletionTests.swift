@@ -65,7 +65,7 @@ final class ShellCompletionTests: XCTestCase {
             XCTAssertEqual(complete(shell, "tokenvault", "login", "loc"), ["localdev"], "\(shell)")
             XCTAssertEqual(complete(shell, "tokenvault", "set", "x.example", "--provider", "w"), ["weibo"], "\(shell)")
             XCTAssertEqual(complete(shell, "tokenvault", "get", "").sorted(), ["127.0.0.1:9000", "api.weibo.com"], "\(shell)")
-            for command in ["header", "exec", "status", "refresh", "revoke", "delete"] {
+            for command in ["header", "exec", "status", "refresh", "revoke", "delete", "logout"] {
                 XCTAssertEqual(complete(shell, "tokenvault", command, "api"), ["api.weibo.com"], "\(shell) \(command)")
             }
             XCTAssertEqual(complete(shell, "tokenvault", "get", "api.weibo.com", "--account", "").sorted(), ["default", "work"], "\(shell)")

@@ -6,12 +6,15 @@ extension TokenVault {
     struct Delete: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "delete",
-            abstract: "Delete a credential locally (the provider is not told; see revoke).",
-            aliases: ["logout"])
+            abstract: "Delete a credential locally (the provider is not told; see revoke).")
 
         @OptionGroup var credential: CredentialOptions
 
         func run() throws {
+            try Delete.remove(credential)
+        }
+
+        static func remove(_ credential: CredentialOptions) throws {
             let context = Context()
             let id = try credential.id(in: context)
             let store = try context.store()
@@ -21,6 +24,21 @@ extension TokenVault {
                 throw TokenVaultError.notFound(service: id.service.description, account: id.account, unchecked: store.uncheckedNote)
             }
             Output.notice("deleted \(id)")
+        }
+    }
+
+    /// `delete` under the name other tools use. A command of its own rather
+    /// than an alias: the generated completion scripts know commands, not
+    /// aliases, so `logout <TAB>` offered the subcommands instead of services.
+    struct Logout: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "logout",
+            abstract: "The same as delete: delete a credential locally.")
+
+        @OptionGroup var credential: CredentialOptions
+
+        func run() throws {
+            try Delete.remove(credential)
         }
     }
 }
