@@ -2,43 +2,42 @@ import ArgumentParser
 import Foundation
 import TokenVaultKit
 
+/// `delete` and `logout`: delete a credential locally.
+protocol DeletesCredential: ParsableCommand {
+    var credential: CredentialOptions { get }
+}
+
+extension DeletesCredential {
+    func run() throws {
+        let context = Context()
+        let id = try credential.id(in: context)
+        let store = try context.store()
+        let removed = try store.delete(id)
+        context.flushWarnings()
+        guard removed else {
+            throw TokenVaultError.notFound(service: id.service.description, account: id.account, unchecked: store.uncheckedNote)
+        }
+        Output.notice("deleted \(id)")
+    }
+}
+
 extension TokenVault {
-    struct Delete: ParsableCommand {
+    struct Delete: DeletesCredential {
         static let configuration = CommandConfiguration(
             commandName: "delete",
             abstract: "Delete a credential locally (the provider is not told; see revoke).")
 
         @OptionGroup var credential: CredentialOptions
-
-        func run() throws {
-            try Delete.remove(credential)
-        }
-
-        static func remove(_ credential: CredentialOptions) throws {
-            let context = Context()
-            let id = try credential.id(in: context)
-            let store = try context.store()
-            let removed = try store.delete(id)
-            context.flushWarnings()
-            guard removed else {
-                throw TokenVaultError.notFound(service: id.service.description, account: id.account, unchecked: store.uncheckedNote)
-            }
-            Output.notice("deleted \(id)")
-        }
     }
 
     /// `delete` under the name other tools use. A command of its own rather
     /// than an alias: the generated completion scripts know commands, not
     /// aliases, so `logout <TAB>` offered the subcommands instead of services.
-    struct Logout: ParsableCommand {
+    struct Logout: DeletesCredential {
         static let configuration = CommandConfiguration(
             commandName: "logout",
             abstract: "The same as delete: delete a credential locally.")
 
         @OptionGroup var credential: CredentialOptions
-
-        func run() throws {
-            try Delete.remove(credential)
-        }
     }
 }
