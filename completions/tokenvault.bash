@@ -410,6 +410,10 @@ _tokenvault_exec() {
         __tokenvault_add_completions -W "$(__tokenvault_custom_complete ---completion exec -- positional@0 "${COMP_CWORD}" "$(__tokenvault_cursor_index_in_current_word)")"
         return
         ;;
+    *)
+        __tokenvault_add_completions -W "$(eval 'if [[ ${COMP_WORDS[COMP_CWORD-1]} == -- && ${cur} != */* ]]; then compgen -c -- "${cur}" | sort -u; else compgen -f -- "${cur}"; fi')"
+        return
+        ;;
     esac
 }
 

@@ -52,6 +52,22 @@ enum Completions {
         return out
     }
 
+    /// After `exec SERVICE --`: command names for the first word (file names
+    /// when it has a `/`), then file names, as `sudo` or `env` complete. Each shell's own lists, chosen when
+    /// its script is generated (swift-argument-parser has no "command" kind).
+    static var commandThenFiles: String {
+        switch CompletionShell.requesting {
+        case .bash?:
+            return #"if [[ ${COMP_WORDS[COMP_CWORD-1]} == -- && ${cur} != */* ]]; then compgen -c -- "${cur}" | sort -u; else compgen -f -- "${cur}"; fi"#
+        case .zsh?:
+            return #"local -aU l; if [[ ${words[CURRENT-1]} == -- && ${PREFIX} != */* ]]; then l=(${^path}/${PREFIX}*(N-*:t)); else l=(${PREFIX}*(N)); fi; print -rl -- $l"#
+        case .fish?:
+            return #"if test (commandline -opc)[-1] = --; __fish_complete_command; else; __fish_complete_path (commandline -ct); end"#
+        default:
+            return ""
+        }
+    }
+
     static let fieldNames = ["access_token", "refresh_token", "token_secret", "expires_at", "scope", "token_type",
                              "provider", "service", "account", "type", "uid", "user_id", "screen_name", "user_nsid",
                              "username", "fullname", "name", "login", "email"]

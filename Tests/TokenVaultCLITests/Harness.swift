@@ -30,13 +30,14 @@ enum Paths {
 /// Runs a program with a given environment and stdin, detached from any
 /// terminal (setsid), killed if it outlives `limit` seconds.
 func runProcess(_ executable: String, _ args: [String], stdin: String? = nil, env: [String: String],
-                limit: Double = 120) -> Run {
+                limit: Double = 120, in directory: String? = nil) -> Run {
     // A child that stops reading stdin early must not kill the test runner.
     signal(SIGPIPE, SIG_IGN)
     let p = Process()
     p.executableURL = URL(fileURLWithPath: "/usr/bin/setsid")
     p.arguments = ["-w", executable] + args
     p.environment = env
+    if let directory { p.currentDirectoryURL = URL(fileURLWithPath: directory) }
     let out = Pipe(), err = Pipe(), input = Pipe()
     p.standardOutput = out
     p.standardError = err

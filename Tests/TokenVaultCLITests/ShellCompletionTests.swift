@@ -38,21 +38,22 @@ final class ShellCompletionTests: XCTestCase {
     }
 
     /// What TAB offers in `shell` for `words` (the last one being completed).
-    static func complete(_ shell: Shell, _ words: [String], env: [String: String]) -> Run {
+    static func complete(_ shell: Shell, _ words: [String], env: [String: String], in directory: String? = nil) -> Run {
         let completions = Paths.root.appendingPathComponent("completions")
         switch shell {
         case .bash:
             return runProcess("/bin/bash", [Paths.fixtures.appendingPathComponent("complete.bash").path,
-                                            completions.appendingPathComponent("tokenvault.bash").path] + words, env: env, limit: 30)
+                                            completions.appendingPathComponent("tokenvault.bash").path] + words, env: env, limit: 30, in: directory)
         case .zsh, .fish:
             let script = completions.appendingPathComponent(shell == .zsh ? "_tokenvault" : "tokenvault.fish").path
             return runProcess("/usr/bin/python3", [Paths.fixtures.appendingPathComponent("complete_shell.py").path,
-                                                   shell.rawValue, script] + words, env: env, limit: 60)
+                                                   shell.rawValue, script] + words, env: env, limit: 60, in: directory)
         }
     }
 
-    func complete(_ shell: Shell, _ words: String..., file: StaticString = #filePath, line: UInt = #line) -> [String] {
-        let r = Self.complete(shell, words, env: s.env)
+    func complete(_ shell: Shell, _ words: String..., in directory: String? = nil,
+                  file: StaticString = #filePath, line: UInt = #line) -> [String] {
+        let r = Self.complete(shell, words, env: s.env, in: directory)
         XCTAssertEqual(r.status, 0, "\(shell): \(r.stderr)", file: file, line: line)
         XCTAssertEqual(r.stderr, "", "\(shell): completion never prints errors or prompts", file: file, line: line)
         return r.stdout.split(separator: "\n").map(String.init)
@@ -73,6 +74,24 @@ final class ShellCompletionTests: XCTestCase {
             let fields = complete(shell, "tokenvault", "get", "api.weibo.com", "--field", "")
             XCTAssertTrue(fields.contains("refresh_token") && fields.contains("expires_at"), "\(shell): \(fields)")
             XCTAssertTrue(complete(shell, "tokenvault", "ge").contains("get"), "\(shell)")
+        }
+    }
+
+    /// After `exec SERVICE --`: commands first (files when the word has a
+    /// `/`), then files, in each shell's own way.
+    func testExecCompletesACommandThenFiles() throws {
+        let dir = s.home + "/work"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        FileManager.default.createFile(atPath: dir + "/upload.sh", contents: Data(), attributes: [.posixPermissions: 0o755])
+        for shell in Shell.allCases {
+            let commands = complete(shell, "tokenvault", "exec", "api.weibo.com", "--", "tokenva", in: dir)
+            XCTAssertTrue(commands.contains("tokenvault"), "\(shell): the test build is on PATH: \(commands)")
+            XCTAssertFalse(commands.contains { $0.hasSuffix(".build") || $0.hasSuffix(".product") }, "\(shell): directories are no commands")
+            let bas = complete(shell, "tokenvault", "exec", "api.weibo.com", "--", "bas", in: dir)
+            XCTAssertTrue(bas.contains("bash") && bas.allSatisfy { $0.hasPrefix("bas") }, "\(shell): \(bas)")
+            XCTAssertEqual(Swift.Set(bas).count, bas.count, "\(shell): each command once")
+            XCTAssertEqual(complete(shell, "tokenvault", "exec", "api.weibo.com", "--", "./up", in: dir), ["./upload.sh"], "\(shell)")
+            XCTAssertEqual(complete(shell, "tokenvault", "exec", "api.weibo.com", "--", "sh", "up", in: dir), ["upload.sh"], "\(shell)")
         }
     }
 

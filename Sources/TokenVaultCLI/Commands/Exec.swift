@@ -16,7 +16,8 @@ extension TokenVault {
 
         @OptionGroup var credential: CredentialOptions
 
-        @Argument(parsing: .postTerminator, help: ArgumentHelp("The command and its arguments, after --.", valueName: "cmd"))
+        @Argument(parsing: .postTerminator, help: ArgumentHelp("The command and its arguments, after --.", valueName: "cmd"),
+                  completion: .shellCommand(Completions.commandThenFiles))
         var command: [String]
 
         func run() throws {
