@@ -373,6 +373,7 @@ _tokenvault_header() {
         return
         ;;
     '--method')
+        __tokenvault_add_completions -W 'GET'$'\n''POST'$'\n''PUT'$'\n''PATCH'$'\n''DELETE'$'\n''HEAD'
         return
         ;;
     '--url')

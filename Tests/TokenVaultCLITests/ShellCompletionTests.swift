@@ -74,6 +74,7 @@ final class ShellCompletionTests: XCTestCase {
             let fields = complete(shell, "tokenvault", "get", "api.weibo.com", "--field", "")
             XCTAssertTrue(fields.contains("refresh_token") && fields.contains("expires_at"), "\(shell): \(fields)")
             XCTAssertTrue(complete(shell, "tokenvault", "ge").contains("get"), "\(shell)")
+            XCTAssertEqual(complete(shell, "tokenvault", "header", "api.weibo.com", "--method", "P").sorted(), ["PATCH", "POST", "PUT"], "\(shell)")
         }
     }
 

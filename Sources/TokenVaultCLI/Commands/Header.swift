@@ -19,7 +19,8 @@ extension TokenVault {
 
         @OptionGroup var credential: CredentialOptions
 
-        @Option(help: "The request's HTTP method (for signed OAuth 1.0a requests).")
+        @Option(help: "The request's HTTP method (for signed OAuth 1.0a requests).",
+                completion: .list(["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]))
         var method: String = "GET"
 
         @Option(help: "The request's URL (for signed OAuth 1.0a requests).")
