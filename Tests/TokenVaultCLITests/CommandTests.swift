@@ -127,21 +127,19 @@ final class CommandTests: XCTestCase {
 
     func testConfigBackendAndBadConfig() {
         let s = Sandbox()
-        try! FileManager.default.createDirectory(atPath: s.home + "/config/tokenvault", withIntermediateDirectories: true)
-        try! "backend = \"file\"\nmin_valid = 30\n".write(toFile: s.home + "/config/tokenvault/config.toml", atomically: true, encoding: .utf8)
+        try! s.writeConfig("backend = \"file\"\nmin_valid = 30\n")
         XCTAssertEqual(s.tv("set", "api.x.com", stdin: "t\n", env: ["TOKENVAULT_BACKEND": ""]).status, 0)
-        try! "backend = \"floppy\"\n".write(toFile: s.home + "/config/tokenvault/config.toml", atomically: true, encoding: .utf8)
+        try! s.writeConfig("backend = \"floppy\"\n")
         let r = s.tv("get", "api.x.com", env: ["TOKENVAULT_BACKEND": ""])
         XCTAssertEqual(r.status, 78, r.stderr)
         XCTAssertEqual(s.tv("get", "api.x.com", env: ["TOKENVAULT_BACKEND": "floppy"]).status, 78)
-        try! "bakend = \"file\"\n".write(toFile: s.home + "/config/tokenvault/config.toml", atomically: true, encoding: .utf8)
+        try! s.writeConfig("bakend = \"file\"\n")
         XCTAssertEqual(s.tv("list", env: ["TOKENVAULT_BACKEND": ""]).status, 78)
     }
 
     func testHeaderFollowsTheProvidersTemplate() throws {
         let s = Sandbox()
-        try FileManager.default.createDirectory(atPath: s.home + "/config/tokenvault", withIntermediateDirectories: true)
-        try """
+        try s.writeConfig("""
             [providers.custom]
             service = "api.custom.example"
             token_url = "https://auth.custom.example/token"
@@ -149,7 +147,7 @@ final class CommandTests: XCTestCase {
             [providers.broken]
             token_url = "https://auth.broken.example/token"
             header = "no placeholder"
-            """.write(toFile: s.home + "/config/tokenvault/config.toml", atomically: true, encoding: .utf8)
+            """)
         s.tv("set", "custom", "--provider", "custom", stdin: "tok123\n")
         XCTAssertEqual(s.tv("header", "custom").out, "x-auth-token: tok123")
         XCTAssertEqual(s.tv("get", "custom", "--format", "header").out, "x-auth-token: tok123")

@@ -59,6 +59,20 @@ func runProcess(_ executable: String, _ args: [String], stdin: String? = nil, en
     return Run(status: p.terminationStatus, stdout: String(decoding: so, as: UTF8.self), stderr: String(decoding: se, as: UTF8.self))
 }
 
+/// Starts a Python fixture server that prints `port N` first; its process and port.
+func startFixtureServer(_ script: String, _ args: [String] = []) throws -> (Process, Int) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+    process.arguments = [Paths.fixtures.appendingPathComponent(script).path] + args
+    process.environment = ["PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"]
+    let line = try startAndReadFirstLine(process)
+    guard line.hasPrefix("port "), let port = Int(line.dropFirst(5)) else {
+        if process.isRunning { process.terminate() }
+        throw NSError(domain: script, code: 1, userInfo: [NSLocalizedDescriptionKey: "\(script) did not start: \(line)"])
+    }
+    return (process, port)
+}
+
 /// Starts a server process and returns the first line it prints (its address or port).
 func startAndReadFirstLine(_ process: Process) throws -> String {
     let out = Pipe()
@@ -110,15 +124,24 @@ final class Sandbox: @unchecked Sendable {
 
     var vault: String { env["XDG_DATA_HOME"]! + "/tokenvault/vault" }
 
+    /// Runs `tokenvault ARGS` with this sandbox's environment plus `extra`
+    /// (an empty value unsets a variable), killed after `limit` seconds.
     @discardableResult
-    func tv(_ args: String..., stdin: String? = nil, env extra: [String: String] = [:], file: StaticString = #filePath, line: UInt = #line) -> Run {
-        run(args, stdin: stdin, env: extra)
+    func tv(_ args: String..., stdin: String? = nil, env extra: [String: String] = [:], limit: Double = 120) -> Run {
+        run(args, stdin: stdin, env: extra, limit: limit)
     }
 
-    func run(_ args: [String], stdin: String? = nil, env extra: [String: String] = [:]) -> Run {
+    func run(_ args: [String], stdin: String? = nil, env extra: [String: String] = [:], limit: Double = 120) -> Run {
         var e = env
         for (k, v) in extra { e[k] = v.isEmpty ? nil : v }
-        return runProcess(Paths.binary, args, stdin: stdin, env: e)
+        return runProcess(Paths.binary, args, stdin: stdin, env: e, limit: limit)
+    }
+
+    /// Writes `$XDG_CONFIG_HOME/tokenvault/config.toml`.
+    func writeConfig(_ toml: String) throws {
+        let dir = env["XDG_CONFIG_HOME"]! + "/tokenvault"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        try toml.write(toFile: dir + "/config.toml", atomically: true, encoding: .utf8)
     }
 
     /// Runs `tokenvault ARGS` through /bin/sh, for umask and the like.

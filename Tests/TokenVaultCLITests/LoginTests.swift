@@ -11,15 +11,13 @@ final class LoginTests: XCTestCase {
     func sandbox(extraConfig: String = "") throws -> Sandbox {
         let s = Sandbox()
         s.env["BROWSER"] = Paths.fixtures.appendingPathComponent("browser.sh").path
-        try FileManager.default.createDirectory(atPath: s.home + "/config/tokenvault", withIntermediateDirectories: true)
-        try (provider.config + "\nuserinfo_url = \"\(provider.base)/api/me\"\n" + extraConfig)
-            .write(toFile: s.home + "/config/tokenvault/config.toml", atomically: true, encoding: .utf8)
+        try s.writeConfig(provider.config + "\nuserinfo_url = \"\(provider.base)/api/me\"\n" + extraConfig)
         return s
     }
 
     func testLoopbackLoginWithPKCEStoresAWorkingToken() throws {
         let s = try sandbox()
-        let r = runProcess(Paths.binary, ["login", "local"], env: s.env, limit: 60)
+        let r = s.tv("login", "local", limit: 60)
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertTrue(r.stderr.contains("\(provider.base)/authorize?response_type=code&client_id=tv-client"), "the URL is printed: \(r.stderr)")
         XCTAssertTrue(r.stderr.contains("code_challenge_method=S256"), r.stderr)
@@ -31,15 +29,13 @@ final class LoginTests: XCTestCase {
         XCTAssertEqual(try provider.stats()["issued_authorization_code"], 1)
         XCTAssertTrue(s.tv("status", "local").stdout.contains("user:        Alice Example"))
         // A second account for the same service.
-        XCTAssertEqual(runProcess(Paths.binary, ["login", "local", "--account", "work"], env: s.env, limit: 60).status, 0)
+        XCTAssertEqual(s.tv("login", "local", "--account", "work", limit: 60).status, 0)
         XCTAssertNotEqual(s.tv("get", "local", "--account", "work").out, token)
     }
 
     func testDeniedLoginExits4AndStoresNothing() throws {
         let s = try sandbox()
-        var env = s.env
-        env["BROWSER_MODE"] = "deny"
-        let r = runProcess(Paths.binary, ["login", "local"], env: env, limit: 60)
+        let r = s.tv("login", "local", env: ["BROWSER_MODE": "deny"], limit: 60)
         XCTAssertEqual(r.status, 4, r.stderr)
         XCTAssertTrue(r.stderr.contains("access_denied"), r.stderr)
         XCTAssertEqual(s.tv("get", "local").status, 3)
@@ -47,9 +43,7 @@ final class LoginTests: XCTestCase {
 
     func testForgedStateIsRefused() throws {
         let s = try sandbox()
-        var env = s.env
-        env["BROWSER_MODE"] = "bad-state"
-        let r = runProcess(Paths.binary, ["login", "local"], env: env, limit: 60)
+        let r = s.tv("login", "local", env: ["BROWSER_MODE": "bad-state"], limit: 60)
         XCTAssertEqual(r.status, 65, r.stderr)
         XCTAssertTrue(r.stderr.contains("state does not match"), r.stderr)
         XCTAssertEqual(s.tv("get", "local").status, 3)
@@ -57,9 +51,7 @@ final class LoginTests: XCTestCase {
 
     func testCallbackErrorOtherThanAccessDeniedIs76() throws {
         let s = try sandbox()
-        var env = s.env
-        env["BROWSER_MODE"] = "invalid-scope"
-        let r = runProcess(Paths.binary, ["login", "local"], env: env, limit: 60)
+        let r = s.tv("login", "local", env: ["BROWSER_MODE": "invalid-scope"], limit: 60)
         XCTAssertEqual(r.status, 76, r.stderr)
         XCTAssertTrue(r.stderr.contains("invalid_scope: scope nope is unknown"), r.stderr)
     }
@@ -70,7 +62,7 @@ final class LoginTests: XCTestCase {
         let port = probe.port
         probe.close()
         let s = try sandbox(extraConfig: "redirect_uri = \"http://127.0.0.1:\(port)/callback\"\n")
-        let r = runProcess(Paths.binary, ["login", "local"], env: s.env, limit: 60)
+        let r = s.tv("login", "local", limit: 60)
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertTrue(r.stderr.contains("redirect_uri=http%3A%2F%2F127.0.0.1%3A\(port)%2Fcallback"), r.stderr)
         XCTAssertEqual(provider.resourceStatus(s.tv("get", "local").out), 200)
@@ -78,9 +70,8 @@ final class LoginTests: XCTestCase {
 
     func testNoRedirectWithinTheTimeoutIs75() throws {
         let s = try sandbox()
-        var env = s.env
-        env["BROWSER"] = "true"  // a browser that never comes back
-        let r = runProcess(Paths.binary, ["login", "local", "--timeout", "1"], env: env, limit: 60)
+        // A browser that never comes back.
+        let r = s.tv("login", "local", "--timeout", "1", env: ["BROWSER": "true"], limit: 60)
         XCTAssertEqual(r.status, 75, r.stderr)
     }
 

@@ -8,15 +8,9 @@ final class OAuth1Tests: XCTestCase {
     var base = ""
 
     override func setUpWithError() throws {
-        server = Process()
-        server.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        server.arguments = [Paths.fixtures.appendingPathComponent("oauth1_provider.py").path]
-        server.environment = ["PATH": "/usr/bin:/bin"]
-        let line = try startAndReadFirstLine(server)
-        guard line.hasPrefix("port ") else {
-            throw NSError(domain: "oauth1_provider", code: 1, userInfo: [NSLocalizedDescriptionKey: "did not start: \(line)"])
-        }
-        base = "http://127.0.0.1:\(line.dropFirst(5))"
+        let port: Int
+        (server, port) = try startFixtureServer("oauth1_provider.py")
+        base = "http://127.0.0.1:\(port)"
     }
 
     override func tearDown() {
@@ -26,8 +20,7 @@ final class OAuth1Tests: XCTestCase {
     func sandbox(consumerSecret: String = "tvconsumersecret") throws -> Sandbox {
         let s = Sandbox()
         s.env["BROWSER"] = Paths.fixtures.appendingPathComponent("browser.sh").path
-        try FileManager.default.createDirectory(atPath: s.home + "/config/tokenvault", withIntermediateDirectories: true)
-        try """
+        try s.writeConfig("""
             [providers.localtw]
             type = "oauth1"
             service = "\(base.dropFirst(7))"
@@ -36,7 +29,7 @@ final class OAuth1Tests: XCTestCase {
             access_token_url = "\(base)/oauth/access_token"
             consumer_key = "tvconsumerkey"
             consumer_secret_command = "printf \(consumerSecret)"
-            """.write(toFile: s.home + "/config/tokenvault/config.toml", atomically: true, encoding: .utf8)
+            """)
         return s
     }
 
@@ -46,7 +39,7 @@ final class OAuth1Tests: XCTestCase {
 
     func testLoginThroughTheCallbackThenSignedRequests() throws {
         let s = try sandbox()
-        let login = runProcess(Paths.binary, ["login", "localtw"], env: s.env, limit: 60)
+        let login = s.tv("login", "localtw", limit: 60)
         XCTAssertEqual(login.status, 0, login.stderr)
         XCTAssertTrue(login.stderr.contains("logged in to localtw as alice"), login.stderr)
         XCTAssertEqual(s.tv("get", "localtw", "--field", "screen_name").out, "alice")
@@ -90,16 +83,14 @@ final class OAuth1Tests: XCTestCase {
 
     func testDeniedLoginExits4() throws {
         let s = try sandbox()
-        var env = s.env
-        env["BROWSER_MODE"] = "deny"
-        let r = runProcess(Paths.binary, ["login", "localtw"], env: env, limit: 60)
+        let r = s.tv("login", "localtw", env: ["BROWSER_MODE": "deny"], limit: 60)
         XCTAssertEqual(r.status, 4, r.stderr)
         XCTAssertEqual(s.tv("get", "localtw").status, 3)
     }
 
     func testWrongConsumerSecretIsRefused() throws {
         let s = try sandbox(consumerSecret: "notthesecret")
-        let r = runProcess(Paths.binary, ["login", "localtw"], env: s.env, limit: 60)
+        let r = s.tv("login", "localtw", limit: 60)
         XCTAssertEqual(r.status, 76, r.stderr)
         XCTAssertFalse(r.stderr.contains("notthesecret"))
     }

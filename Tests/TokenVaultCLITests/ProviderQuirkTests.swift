@@ -8,15 +8,7 @@ final class ProviderQuirkTests: XCTestCase {
     var port = 0
 
     override func setUpWithError() throws {
-        server = Process()
-        server.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        server.arguments = [Paths.fixtures.appendingPathComponent("quirk_provider.py").path]
-        server.environment = ["PATH": "/usr/bin:/bin"]
-        let line = try startAndReadFirstLine(server)
-        guard line.hasPrefix("port "), let p = Int(line.dropFirst(5)) else {
-            throw NSError(domain: "quirk_provider", code: 1, userInfo: [NSLocalizedDescriptionKey: "did not start: \(line)"])
-        }
-        port = p
+        (server, port) = try startFixtureServer("quirk_provider.py")
     }
 
     override func tearDown() {
@@ -27,15 +19,14 @@ final class ProviderQuirkTests: XCTestCase {
     /// expired credential with refresh token "r-old".
     func sandbox(_ path: String, timeout: Int = 30) throws -> Sandbox {
         let s = Sandbox()
-        try FileManager.default.createDirectory(atPath: s.home + "/config/tokenvault", withIntermediateDirectories: true)
-        try """
+        try s.writeConfig("""
             timeout = \(timeout)
             [providers.q]
             service = "api.quirk.example"
             token_url = "http://127.0.0.1:\(port)\(path)"
             client_id = "cid"
             client_secret = "csecret"
-            """.write(toFile: s.home + "/config/tokenvault/config.toml", atomically: true, encoding: .utf8)
+            """)
         let r = s.tv("set", "q", "--provider", "q", stdin: #"{"access_token":"old","refresh_token":"r-old","expires_at":1,"uid":"7"}"#)
         XCTAssertEqual(r.status, 0, r.stderr)
         return s
@@ -90,7 +81,7 @@ final class ProviderQuirkTests: XCTestCase {
     func testHangingEndpointEndsWithinTheTimeout() throws {
         let s = try sandbox("/hang", timeout: 2)
         // The runner's own limit only catches a hang; the command gives up after 2 s.
-        let r = runProcess(Paths.binary, ["get", "q"], env: s.env, limit: 30)
+        let r = s.tv("get", "q", limit: 30)
         XCTAssertEqual(r.status, 75, r.stderr)
         XCTAssertTrue(r.stderr.contains("did not answer within 2 s"), r.stderr)
     }
@@ -104,20 +95,15 @@ final class ProviderQuirkTests: XCTestCase {
                                                    "-addext", "subjectAltName=IP:127.0.0.1", "-days", "1",
                                                    "-keyout", dir + "/key.pem", "-out", dir + "/cert.pem"], env: ["PATH": "/usr/bin:/bin"])
         XCTAssertEqual(cert.status, 0, cert.stderr)
-        let tls = Process()
-        tls.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        tls.arguments = [Paths.fixtures.appendingPathComponent("quirk_provider.py").path, "--tls", dir + "/cert.pem", dir + "/key.pem"]
-        tls.environment = ["PATH": "/usr/bin:/bin"]
-        let line = try startAndReadFirstLine(tls)
+        let (tls, tlsPort) = try startFixtureServer("quirk_provider.py", ["--tls", dir + "/cert.pem", dir + "/key.pem"])
         defer { tls.terminate(); tls.waitUntilExit() }
-        let tlsPort = Int(line.dropFirst(5)) ?? 0
         let s = try sandbox("/textplain")
-        try """
+        try s.writeConfig("""
             [providers.q]
             service = "api.quirk.example"
             token_url = "https://127.0.0.1:\(tlsPort)/textplain"
             client_id = "cid"
-            """.write(toFile: s.home + "/config/tokenvault/config.toml", atomically: true, encoding: .utf8)
+            """)
         let r = s.tv("get", "q")
         XCTAssertEqual(r.status, 75, r.stderr)
         XCTAssertTrue(r.stderr.lowercased().contains("certificate"), r.stderr)

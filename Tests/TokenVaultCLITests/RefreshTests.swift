@@ -7,17 +7,7 @@ final class LocalProvider {
     private let process: Process
 
     init(tokenTTL: Int = 3600, slowDown: Bool = false) throws {
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [Paths.fixtures.appendingPathComponent("oauth_provider.py").path, "--token-ttl", String(tokenTTL)]
-            + (slowDown ? ["--slow-down"] : [])
-        process.environment = ["PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"]
-        let text = try startAndReadFirstLine(process)
-        guard text.hasPrefix("port "), let p = Int(text.dropFirst(5)) else {
-            process.terminate()
-            throw NSError(domain: "LocalProvider", code: 1, userInfo: [NSLocalizedDescriptionKey: "oauth_provider.py did not start: \(text)"])
-        }
-        port = p
+        (process, port) = try startFixtureServer("oauth_provider.py", ["--token-ttl", String(tokenTTL)] + (slowDown ? ["--slow-down"] : []))
     }
 
     deinit { stop() }
@@ -75,8 +65,7 @@ final class RefreshTests: XCTestCase {
     func sandbox(_ provider: LocalProvider, backend: String, keyring: PrivateKeyring? = nil) throws -> Sandbox {
         let s = Sandbox(backend: backend)
         if let keyring { s.env.merge(keyring.env) { $1 } }
-        try FileManager.default.createDirectory(atPath: s.home + "/config/tokenvault", withIntermediateDirectories: true)
-        try provider.config.write(toFile: s.home + "/config/tokenvault/config.toml", atomically: true, encoding: .utf8)
+        try s.writeConfig(provider.config)
         return s
     }
 
@@ -154,7 +143,7 @@ final class RefreshTests: XCTestCase {
         holder.waitUntilExit()
         try storeExpired(s, provider)
         // The limit only catches a hang: a dead holder's lock is gone at once.
-        let r = runProcess(Paths.binary, ["get", "local"], env: s.env, limit: 20)
+        let r = s.tv("get", "local", limit: 20)
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertEqual(provider.resourceStatus(r.out), 200)
     }

@@ -145,7 +145,7 @@ final class UnreachableBusTests: XCTestCase {
         let env = ["DBUS_SESSION_BUS_ADDRESS": "unix:path=\(path)", "TOKENVAULT_DBUS_TIMEOUT": "1"]
         XCTAssertEqual(s.tv("set", "api.x.com", stdin: "tok\n", env: env).status, 0)
         // The limit only catches a hang; the probe gives up after 1 s.
-        let r = runProcess(Paths.binary, ["get", "api.x.com"], env: s.env.merging(env) { $1 }, limit: 30)
+        let r = s.tv("get", "api.x.com", env: env, limit: 30)
         XCTAssertEqual(r.out, "tok", r.stderr)
         XCTAssertEqual(s.tv("get", "api.x.com", env: env.merging(["TOKENVAULT_BACKEND": "secret-service"]) { $1 }).status, 69)
     }

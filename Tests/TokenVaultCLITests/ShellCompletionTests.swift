@@ -17,25 +17,19 @@ final class ShellCompletionTests: XCTestCase {
         XCTAssertEqual(s.tv("set", "api.weibo.com", stdin: "t\n").status, 0)
         XCTAssertEqual(s.tv("set", "api.weibo.com", "--account", "work", stdin: "t\n").status, 0)
         XCTAssertEqual(s.tv("set", "127.0.0.1:9000", stdin: "t\n").status, 0)
-        try ShellCompletionTests.writeConfig(in: s)
+        // A configured provider next to the presets.
+        try s.writeConfig("""
+            [providers.localdev]
+            token_url = "http://127.0.0.1:9000/token"
+            authorize_url = "http://127.0.0.1:9000/authorize"
+            client_id = "tv"
+            """)
         // From here on, only the cached key: no passphrase source.
         s.env["TOKENVAULT_PASSPHRASE"] = nil
         s.env["PATH"] = (Paths.binary as NSString).deletingLastPathComponent + ":/usr/bin:/bin"
     }
 
     override func tearDown() { s.tv("lock") }
-
-    /// A configured provider next to the presets.
-    static func writeConfig(in s: Sandbox) throws {
-        let dir = s.env["XDG_CONFIG_HOME"]! + "/tokenvault"
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        try """
-            [providers.localdev]
-            token_url = "http://127.0.0.1:9000/token"
-            authorize_url = "http://127.0.0.1:9000/authorize"
-            client_id = "tv"
-            """.write(toFile: dir + "/config.toml", atomically: true, encoding: .utf8)
-    }
 
     /// What TAB offers in `shell` for `words` (the last one being completed).
     static func complete(_ shell: Shell, _ words: [String], env: [String: String], in directory: String? = nil) -> Run {
