@@ -6,6 +6,7 @@
 set -euo pipefail
 TV=$(cd "$(dirname "${1:-.build/release/tokenvault}")" && pwd)/$(basename "${1:-tokenvault}")
 root=$(cd "$(dirname "$0")/.." && pwd)
+source "$root/scripts/local-provider.sh"
 RUNS=${RUNS:-200}
 work=$(mktemp -d /tmp/tokenvault-bench.XXXXXX)
 cleanup() {
@@ -73,20 +74,7 @@ size_10k=$(stat -c %s "$vault_10k")
 #    authlib test provider (rotating refresh tokens). Refreshes seen, wall time.
 unset TOKENVAULT_VAULT
 export TOKENVAULT_PASSPHRASE=bench-passphrase TOKENVAULT_VAULT="$work/v-refresh/vault"
-/usr/bin/python3 "$root/Tests/Fixtures/oauth_provider.py" > "$work/provider" 2>/dev/null &
-provider_pid=$!
-for _ in $(seq 50); do [ -s "$work/provider" ] && break; sleep 0.1; done
-port=$(awk '{print $2}' "$work/provider")
-mkdir -p "$XDG_CONFIG_HOME/tokenvault"
-cat > "$XDG_CONFIG_HOME/tokenvault/config.toml" <<TOML
-[providers.local]
-service = "127.0.0.1:$port"
-authorize_url = "http://127.0.0.1:$port/authorize"
-token_url = "http://127.0.0.1:$port/token"
-client_id = "tv-client"
-client_secret = "tv-secret"
-scopes = ["read"]
-TOML
+start_local_provider "$work"
 BROWSER="$root/Tests/Fixtures/browser.sh" "$TV" login local 2>/dev/null
 refresh_walls=(); refresh_counts=()
 for _ in 1 2 3; do

@@ -5,6 +5,7 @@
 set -euo pipefail
 TV=$(cd "$(dirname "${1:-.build/release/tokenvault}")" && pwd)/$(basename "${1:-tokenvault}")
 root=$(cd "$(dirname "$0")/.." && pwd)
+source "$root/scripts/local-provider.sh"
 demo_home=$(mktemp -d /tmp/tokenvault-demo.XXXXXX)
 trap 'kill "${provider_pid:-}" 2>/dev/null || true; rm -rf "$demo_home"' EXIT
 export HOME="$demo_home" XDG_DATA_HOME="$demo_home/data" XDG_CONFIG_HOME="$demo_home/config"
@@ -58,22 +59,7 @@ step "tokenvault get api.weibo.com   # passphrase from the file again: Argon2id 
 tokenvault get api.weibo.com
 
 # Refresh on read, against a real OAuth server (authlib) on loopback.
-provider_out="$demo_home/provider.out"
-/usr/bin/python3 "$root/Tests/Fixtures/oauth_provider.py" > "$provider_out" 2>/dev/null &
-provider_pid=$!
-for _ in $(seq 50); do [ -s "$provider_out" ] && break; sleep 0.1; done
-port=$(awk '{print $2}' "$provider_out")
-mkdir -p "$XDG_CONFIG_HOME/tokenvault"
-cat > "$XDG_CONFIG_HOME/tokenvault/config.toml" <<TOML
-[providers.local]
-service = "127.0.0.1:$port"
-authorize_url = "http://127.0.0.1:$port/authorize"
-token_url = "http://127.0.0.1:$port/token"
-userinfo_url = "http://127.0.0.1:$port/api/me"
-client_id = "tv-client"
-client_secret = "tv-secret"
-scopes = ["read"]
-TOML
+start_local_provider "$demo_home"
 step "cat \$XDG_CONFIG_HOME/tokenvault/config.toml      # a local OAuth 2.0 provider (authlib), rotating refresh tokens"
 cat "$XDG_CONFIG_HOME/tokenvault/config.toml"
 step "BROWSER=Tests/Fixtures/browser.sh tokenvault login local   # a scripted browser approves at once"
