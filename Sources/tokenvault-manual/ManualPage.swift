@@ -97,14 +97,16 @@ struct ManualPage {
     private func synopsis(of command: CommandInfo, into m: inout MDoc) {
         m.macro("Cm", MDoc.word(command.commandName))
         for argument in (command.arguments ?? []) where argument.shouldDisplay && !argument.isStandard {
-            var parts = usage(of: argument)
-            if argument.isRepeating { parts.append("...") }
-            if argument.isOptional {
-                m.macro("Op", parts.joined(separator: " "))
-            } else {
-                m.macro(parts[0], parts.dropFirst().joined(separator: " "))
-            }
+            let words = synopsisWords(argument)
+            m.macro(words[0], words.dropFirst().joined(separator: " "))
         }
+    }
+
+    /// An argument as the synopsis shows it: `Op Fl \-scope Ar scope ...`.
+    private func synopsisWords(_ argument: ArgumentInfo) -> [String] {
+        var words = usage(of: argument)
+        if argument.isRepeating { words.append("...") }
+        return argument.isOptional ? ["Op"] + words : words
     }
 
     /// `Fl \-field Ar name`, `Ar service`, `Fl \- Ar cmd`: macro words.
@@ -129,8 +131,7 @@ struct ManualPage {
     private func commandItem(_ command: CommandInfo, into m: inout MDoc) {
         var head = ["Cm", MDoc.word(command.commandName)]
         for argument in (command.arguments ?? []) where argument.kind == .positional && argument.shouldDisplay {
-            head += argument.isOptional ? ["Op", "Ar", MDoc.word(argument.valueName ?? "value")] : ["Ar", MDoc.word(argument.valueName ?? "value")]
-            if argument.isRepeating { head.append("...") }
+            head += synopsisWords(argument)
         }
         m.macro("It", head.joined(separator: " "))
         var abstract = command.abstract ?? ""
