@@ -53,8 +53,9 @@ enum Completions {
     }
 
     /// After `exec SERVICE --`: command names for the first word (file names
-    /// when it has a `/`), then file names, as `sudo` or `env` complete. Each shell's own lists, chosen when
-    /// its script is generated (swift-argument-parser has no "command" kind).
+    /// when it has a `/`), then file names, as `sudo` or `env` complete. Each
+    /// shell's own lists, chosen when its script is generated
+    /// (swift-argument-parser has no "command" kind).
     static var commandThenFiles: String {
         switch CompletionShell.requesting {
         case .bash?:
