@@ -57,7 +57,9 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .testTarget(name: "TokenVaultKitTests", dependencies: ["TokenVaultKit"]),
+        // Test doubles (the in-memory store): for the tests, not shipped in the library.
+        .target(name: "TokenVaultTestSupport", dependencies: ["TokenVaultKit"]),
+        .testTarget(name: "TokenVaultKitTests", dependencies: ["TokenVaultKit", "TokenVaultTestSupport"]),
         .testTarget(
             name: "TokenVaultCLITests",
             dependencies: ["tokenvault", "tokenvault-manual"]

@@ -8,7 +8,7 @@ import TokenVaultKit
 /// (nothing unlocked), with a short D-Bus bound. Anything that fails offers nothing.
 enum Completions {
     /// Options whose next word is their value, so it is not the SERVICE.
-    static let valued: Swift.Set = ["--account", "--field", "--format", "--min-valid", "--method", "--url", "--provider",
+    static let valued: Set = ["--account", "--field", "--format", "--min-valid", "--method", "--url", "--provider",
                                     "--port", "--timeout", "--scope", "--to"]
 
     static func providers(_ words: [String], _ index: Int, _ prefix: String) -> [String] {
@@ -18,7 +18,7 @@ enum Completions {
     }
 
     static func services(_ words: [String], _ index: Int, _ prefix: String) -> [String] {
-        let services = Swift.Set(storedIDs().map { $0.service.description })
+        let services = Set(storedIDs().map { $0.service.description })
         return candidates(services.sorted().filter { $0.hasPrefix(prefix) })
     }
 
@@ -26,7 +26,7 @@ enum Completions {
         let ids = storedIDs()
         let service = serviceWord(in: words).flatMap { try? Context().serviceKey($0) }
         let accounts = ids.filter { service == nil || $0.service == service }.map(\.account)
-        return candidates(Swift.Set(accounts).sorted().filter { $0.hasPrefix(prefix) })
+        return candidates(Set(accounts).sorted().filter { $0.hasPrefix(prefix) })
     }
 
     /// Candidates as each shell's generated script reads them back, so an

@@ -8,6 +8,8 @@ final class Context {
     let clock: Clock
     private var loadedConfig: Config?
     private var openedStore: CredentialStore?
+    private var openedVault: CredentialVault?
+    private var printedNotices: [String] = []
 
     init(environment: [String: String] = ProcessInfo.processInfo.environment, clock: Clock = SystemClock()) {
         self.environment = environment
@@ -48,25 +50,41 @@ final class Context {
         return s
     }
 
-    /// Prints what the auto backend noticed on the way.
+    /// Every read and write of credentials goes through this (SPEC §10).
+    func vault() throws -> CredentialVault {
+        if let openedVault { return openedVault }
+        let v = CredentialVault(store: try store(), runtimeDirectory: PrivateDirectory.runtime(environment: environment))
+        openedVault = v
+        return v
+    }
+
+    /// Prints what the auto backend and the vault noticed on the way.
     func flushWarnings() {
-        guard let auto = openedStore as? AutoStore else { return }
-        for w in Set(auto.warnings).sorted() { Output.warning(w) }
+        if let auto = openedStore as? AutoStore {
+            for w in Set(auto.warnings).sorted() { Output.warning(w) }
+        }
+        if let openedVault {
+            for n in openedVault.notices where !printedNotices.contains(n) {
+                printedNotices.append(n)
+                Output.notice(n)
+            }
+        }
     }
 
     /// The stored credential, or exit 3 saying what could not be checked.
     func locate(_ id: CredentialID) throws -> StoredCredential {
-        let store = try store()
-        guard let found = try store.locate(id) else {
-            throw TokenVaultError.notFound(service: id.service.description, account: id.account, unchecked: store.uncheckedNote)
-        }
+        guard let found = try vault().locate(id) else { throw try notFound(id) }
         return found
     }
 
+    func notFound(_ id: CredentialID) throws -> TokenVaultError {
+        .notFound(service: id.service.description, account: id.account, unchecked: try store().uncheckedNote)
+    }
+
     /// `min_valid`: the option, else the config, else 60 seconds.
-    func minValid(_ option: Int?) throws -> Int {
-        if let option { return option }
-        return try config.minValid ?? 60
+    func minValid(_ option: Int?) throws -> Int64 {
+        if let option { return Int64(option) }
+        return Int64(try config.minValid ?? 60)
     }
 
     /// Resolves an OAuth 2.0 provider from the presets and the config.
@@ -79,28 +97,61 @@ final class Context {
         try OAuth1Provider.resolve(name, config: try config, configPath: Config.path(environment: environment))
     }
 
-    func refresher() throws -> Refresher {
-        let timeout = try config.timeout ?? 30
-        return Refresher(
-            store: try store(), transport: CurlTransport(timeout: timeout), clock: clock,
-            provider: { try self.oauth2Provider($0) },
-            lockDirectory: PrivateDirectory.runtime(environment: environment),
-            warn: { Output.warning($0) })
+    var httpTimeout: Int {
+        get throws { try config.timeout ?? 30 }
     }
 
-    /// The credential a command hands out: refreshed first when it has fewer than
-    /// `min_valid` seconds left and can be; exit 4 when expired for good, 3 when missing.
+    func refresher() throws -> Refresher {
+        Refresher(
+            vault: try vault(), transport: CurlTransport(timeout: try httpTimeout), clock: clock,
+            provider: { try self.oauth2Provider($0) }, warn: { Output.warning($0) })
+    }
+
+    /// The state of a credential now (SPEC §10), for `status` and `list`.
+    func status(of c: Credential) -> CredentialStatus {
+        CredentialStatus(of: c, now: clock.now, minValid: (try? minValid(nil)) ?? 60,
+                         grant: { try? self.oauth2Provider($0).grant })
+    }
+
+    /// The credential whose access token a command hands out (raw `get`,
+    /// `header`, `exec`, `refresh`): renewed first when its state is
+    /// refreshable; exit 4 when a login is required, 3 when nothing is stored.
     /// The config is read only for a credential that expires.
     func usable(_ id: CredentialID, minValid option: Int?, refresh: Bool = true, force: Bool = false) throws -> Credential {
-        var found = try store().load(id)
-        if refresh, let first = found, first.expiresAt != nil || force {
-            found = try refresher().usable(id, minValid: Int64(try minValid(option)), force: force, loaded: first)
+        guard let first = try vault().load(id) else {
+            flushWarnings()
+            throw try notFound(id)
         }
-        flushWarnings()
-        guard let c = found else {
-            throw TokenVaultError.notFound(service: id.service.description, account: id.account, unchecked: try store().uncheckedNote)
+        defer { flushWarnings() }
+        if first.expiresAt == nil, first.refusal == nil, !force { return first }
+        let refresher = try refresher()
+        let minValid = try minValid(option)
+        if refresh {
+            guard let c = try refresher.usable(id, minValid: minValid, force: force, loaded: first) else { throw try notFound(id) }
+            return c
         }
-        try c.requireUsable(at: clock.now)
-        return c
+        let status = refresher.status(of: first, minValid: minValid)
+        guard status.canHandOut else { throw status.loginRequiredError(for: first) }
+        return first
+    }
+
+    /// The stored record as it is, for `get --format json` and `--field`:
+    /// printed whatever the access token's state (SPEC §10). Without
+    /// `--no-refresh` a refreshable credential is renewed first when it can be;
+    /// when it cannot, the stored record is printed all the same.
+    func stored(_ id: CredentialID, minValid option: Int?, refresh: Bool) throws -> Credential {
+        let found = try locate(id).credential
+        defer { flushWarnings() }
+        guard refresh, found.expiresAt != nil, found.refusal == nil else { return found }
+        let refresher = try refresher()
+        let minValid = try minValid(option)
+        guard refresher.status(of: found, minValid: minValid).state == .refreshable else { return found }
+        do {
+            return try refresher.usable(id, minValid: minValid, loaded: found) ?? found
+        } catch let error as TokenVaultError {
+            // Whatever the provider (or its config) did, what is stored is still printed.
+            Output.warning("\(error.localizedDescription); printing what is stored")
+            return try vault().load(id) ?? found
+        }
     }
 }

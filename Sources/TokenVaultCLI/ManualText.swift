@@ -10,7 +10,7 @@ import TokenVaultKit
 public enum ManualText {
     /// The date on the man page: set when the page's content changes, so a
     /// rebuild reproduces the committed page byte for byte.
-    public static let date = (year: 2026, month: 11, day: 22)
+    public static let date = (year: 2026, month: 11, day: 23)
 
     /// The man page's DESCRIPTION, and the first part of `tokenvault --help`.
     public static let description = """
@@ -121,14 +121,16 @@ public enum ManualText {
         ("BROWSER", "The browser login opens, with the URL as last argument (default: xdg-open)."),
         ("DBUS_SESSION_BUS_ADDRESS", "The session bus the Secret Service is looked for on; without one, auto uses the file vault."),
         ("XDG_CONFIG_HOME, XDG_DATA_HOME", "Where the config file and the vault live (default: ~/.config, ~/.local/share)."),
-        ("XDG_RUNTIME_DIR", "Holds the refresh locks (default: /tmp/tokenvault-UID, which must be ours and 0700)."),
+        ("XDG_RUNTIME_DIR", "Holds the per-credential locks and the spool in tokenvault/, created 0700."),
+        ("XDG_CACHE_HOME", "Without XDG_RUNTIME_DIR, the locks and the spool go to $XDG_CACHE_HOME/tokenvault/run (default: ~/.cache/tokenvault/run), never to a shared directory."),
     ]
 
     /// After the EXIT STATUS table.
     public static let exitStatusNote = """
         exec exits with the status of the command it runs, or 127 when that command cannot \
-        be run. status SERVICE exits 0 when the credential is usable (valid, or expired but \
-        refreshable), 4 when a login is required and 3 when nothing is stored.
+        be run. status SERVICE exits 0 when the credential is usable (state valid, expiring or \
+        refreshable), 4 when a login is required (expired and not renewable, or the provider \
+        refused the last renewal) and 3 when nothing is stored.
         """
 
     /// FILES.
@@ -136,7 +138,7 @@ public enum ManualText {
         ("$XDG_CONFIG_HOME/tokenvault/config.toml", "The config file: backend, min_valid, timeout and providers (see CONFIGURATION)."),
         ("$XDG_DATA_HOME/tokenvault/vault", "The file vault; its format is documented in docs/FORMAT.md of the source."),
         ("$XDG_DATA_HOME/tokenvault/vault.lock", "Serialises writers of the file vault."),
-        ("$XDG_RUNTIME_DIR/tokenvault/", "One refresh lock per credential, so that one process refreshes while the others wait."),
+        ("$XDG_RUNTIME_DIR/tokenvault/", "Per credential a refresh lock (one process refreshes while the others wait) and a record lock (every write checks the record it read); spool/ keeps, 0600, a renewed record the backend could not take (a full disk), written by the next run."),
     ]
 
     /// EXAMPLES: shell-script use.

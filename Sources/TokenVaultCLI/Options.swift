@@ -19,16 +19,6 @@ struct CredentialOptions: ParsableArguments {
     }
 }
 
-extension Credential {
-    /// Exit 4 when the access token is no longer usable.
-    func requireUsable(at now: Int64) throws {
-        guard isExpired(at: now) else { return }
-        throw TokenVaultError.loginRequired(
-            "the token for \(id) expired \(Format.ago(now - (expiresAt ?? now))) ago and cannot be refreshed",
-            hint: loginHint)
-    }
-}
-
 enum Format {
     /// "3m", "2h 5m", "4d 1h": for humans.
     static func ago(_ seconds: Int64) -> String {
@@ -50,8 +40,26 @@ enum Format {
         return f.string(from: Date(timeIntervalSince1970: TimeInterval(unix)))
     }
 
-    /// `'value'` for a POSIX shell, safe to eval.
+    /// A word that sh, dash, bash, zsh and fish all read back as `s`, safe to
+    /// eval in each: single-quoted runs, with every `'` and `\` outside the
+    /// quotes as `\'` and `\\`. (fish reads `\'` and `\\` as escapes even
+    /// inside single quotes, so the POSIX `'\''` idiom alone is not safe there.)
     static func shellQuoted(_ s: String) -> String {
-        "'" + s.replacingOccurrences(of: "'", with: "'\\''") + "'"
+        var out = ""
+        var run = ""
+        func flush() {
+            if !run.isEmpty { out += "'" + run + "'" }
+            run = ""
+        }
+        for c in s {
+            if c == "'" || c == "\\" {
+                flush()
+                out += "\\" + String(c)
+            } else {
+                run.append(c)
+            }
+        }
+        flush()
+        return out.isEmpty ? "''" : out
     }
 }

@@ -21,14 +21,18 @@ public struct CredentialID: Hashable, Sendable, Comparable, CustomStringConverti
 
     public var description: String { "\(service) (\(account))" }
 
-    /// Validates an `--account` value: one printable line, at most 128 characters.
+    /// The longest account name, in UTF-8 bytes: limits count bytes, not
+    /// characters (one character can carry thousands of combining marks).
+    public static let maxAccountBytes = 256
+
+    /// Validates an `--account` value: one printable line, 1 to 256 bytes of UTF-8.
     public static func validateAccount(_ account: String) throws {
-        if account.isEmpty || account.count > 128
-            || account.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
+        if account.isEmpty || account.utf8.count > maxAccountBytes
+            || account.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) })
             || account != account.trimmingCharacters(in: .whitespaces)
         {
             throw TokenVaultError.usage(
-                "invalid account \(ServiceKey.quoted(account)): use 1 to 128 printable characters")
+                "invalid account \(ServiceKey.quoted(account)): use 1 to \(maxAccountBytes) bytes of printable characters")
         }
     }
 }
@@ -54,6 +58,12 @@ public struct Credential: Equatable, Sendable {
     public var extra: [String: JSONValue]
     /// Unix seconds of the last write, so a stale copy never wins over a newer one.
     public var updatedAt: Int64
+    /// Counts the writes of this record; a write computed from a read lands only
+    /// while the stored generation is still the one that was read (`WriteCondition`).
+    public var generation: Int64 = 0
+    /// The provider refused the last renewal (SPEC §10): remembered until a
+    /// login, a `set` or a successful `refresh` writes a new record.
+    public var refusal: Refusal?
 
     public var id: CredentialID { CredentialID(service: service, account: account) }
 
@@ -82,8 +92,13 @@ public struct Credential: Equatable, Sendable {
 
     public func isExpired(at now: Int64) -> Bool { (expiresAt ?? Int64.max) <= now }
 
-    /// Whether tokenvault could get a new access token without the user.
-    public var canRefresh: Bool { type == .oauth2 && refreshToken != nil && provider != nil }
+    /// Of two copies of one credential, the one written last.
+    public func isNewer(than other: Credential) -> Bool {
+        (updatedAt, generation) > (other.updatedAt, other.generation)
+    }
+
+    /// The `--field` names that stand for the access token itself.
+    public static let accessTokenFields: Set<String> = ["access_token", "token", "oauth_token"]
 
     /// The names `get --field` accepts for this record.
     public var fieldNames: [String] {
@@ -120,7 +135,7 @@ public struct Credential: Equatable, Sendable {
 extension Credential {
     private static let knownKeys: Set<String> = [
         "version", "service", "account", "type", "provider", "access_token", "refresh_token",
-        "token_secret", "token_type", "scope", "expires_at", "extra", "updated_at",
+        "token_secret", "token_type", "scope", "expires_at", "extra", "updated_at", "generation", "refused",
     ]
 
     /// The record as stored: a JSON object with sorted keys.
@@ -140,13 +155,29 @@ extension Credential {
         if let scope { o["scope"] = .string(scope) }
         if let expiresAt { o["expires_at"] = .integer(expiresAt) }
         if !extra.isEmpty { o["extra"] = .object(extra) }
+        if generation != 0 { o["generation"] = .integer(generation) }
+        if let refusal { o["refused"] = .object(["reason": .string(refusal.reason), "at": .integer(refusal.at)]) }
         return (try? JSONEncoder.sorted.encode(JSONValue.object(o))) ?? Data()
     }
 
     /// Reads a stored record. `id` is where it was found: it wins over what
     /// the record says, and a bare token (an item stored by `secret-tool store`)
-    /// becomes a `token` record.
+    /// becomes a `token` record. A record is checked as `set` checks its input,
+    /// whoever wrote it: a token with a line break or a control character would
+    /// inject a header line or an extra output line (65, naming the item).
     public static func fromRecord(_ data: Data, id: CredentialID) throws -> Credential {
+        let c = try decodeRecord(data, id: id)
+        do {
+            try TokenInput.checkToken(c.accessToken, field: "access_token")
+            if let r = c.refreshToken { try TokenInput.checkToken(r, field: "refresh_token") }
+            if let s = c.tokenSecret { try TokenInput.checkToken(s, field: "token_secret") }
+        } catch let TokenVaultError.badInput(why) {
+            throw TokenVaultError.badInput("the stored record for \(id) is unusable: \(why)")
+        }
+        return c
+    }
+
+    private static func decodeRecord(_ data: Data, id: CredentialID) throws -> Credential {
         let object: [String: JSONValue]
         if let decoded = try? JSONDecoder().decode(JSONValue.self, from: data), case .object(let o) = decoded {
             object = o
@@ -171,9 +202,25 @@ extension Credential {
         c.scope = object["scope"]?.string
         c.expiresAt = object["expires_at"]?.int64
         c.updatedAt = object["updated_at"]?.int64 ?? 0
+        c.generation = object["generation"]?.int64 ?? 0
+        if case .object(let r)? = object["refused"], let reason = r["reason"]?.string {
+            c.refusal = Refusal(reason: reason, at: r["at"]?.int64 ?? 0)
+        }
         if case .object(let extra)? = object["extra"] { c.extra = extra }
         // Fields written by hand at the top level are kept, not lost.
         for (k, v) in object where !knownKeys.contains(k) { c.extra[k] = v }
         return c
+    }
+}
+
+/// A renewal the provider refused (`invalid_grant`, `access_denied`,
+/// `expired_token`): why, and when (unix seconds).
+public struct Refusal: Equatable, Sendable {
+    public var reason: String
+    public var at: Int64
+
+    public init(reason: String, at: Int64) {
+        self.reason = reason
+        self.at = at
     }
 }

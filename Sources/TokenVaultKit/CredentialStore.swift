@@ -4,10 +4,17 @@ import Foundation
 public struct StoredCredential: Sendable, Equatable {
     public var credential: Credential
     public var backend: String
+
+    public init(credential: Credential, backend: String) {
+        self.credential = credential
+        self.backend = backend
+    }
 }
 
-/// Where credentials live. One implementation per backend, plus an
-/// in-memory double for tests.
+/// Where credentials live: one implementation per backend (and an in-memory
+/// double in the test support target). These are the backend's plain
+/// operations; every write goes through `CredentialVault`, which checks it
+/// against what was read.
 public protocol CredentialStore: AnyObject {
     /// A short name for messages: "secret-service", "file".
     var name: String { get }
@@ -36,18 +43,4 @@ extension CredentialStore {
     }
 
     public func listIDs() throws -> [CredentialID] { try list().map(\.id) }
-}
-
-/// A store in memory: the test double.
-public final class MemoryStore: CredentialStore, @unchecked Sendable {
-    public let name: String
-    private var items: [CredentialID: Credential] = [:]
-    private let lock = NSLock()
-
-    public init(name: String = "memory") { self.name = name }
-
-    public func load(_ id: CredentialID) throws -> Credential? { lock.withLock { items[id] } }
-    public func save(_ credential: Credential) throws { lock.withLock { items[credential.id] = credential } }
-    public func delete(_ id: CredentialID) throws -> Bool { lock.withLock { items.removeValue(forKey: id) != nil } }
-    public func list() throws -> [Credential] { lock.withLock { items.values.sorted { $0.id < $1.id } } }
 }

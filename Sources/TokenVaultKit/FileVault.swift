@@ -107,29 +107,33 @@ public final class FileVault: CredentialStore {
     }
 
     /// Opens the vault after the permission checks; nil when there is none.
+    /// The checks look at the file that was opened (fstat), never at the name
+    /// again: a writer renaming a new vault into place between a check and the
+    /// open cannot make a reader fail, it only decides which vault it reads.
     private func openVaultFile() throws -> (Int32, Int)? {
-        var st = stat()
-        if lstat(path, &st) != 0 {
-            if errno == ENOENT { return nil }
-            throw TokenVaultError.vault("cannot read the vault \(path): \(String(cString: strerror(errno)))")
-        }
-        try checkDirectory()
-        try checkVaultFile(st)
-        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        // O_NOFOLLOW refuses a symlink (ELOOP); O_NONBLOCK keeps a FIFO from hanging us.
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else {
-            throw TokenVaultError.vault("cannot open the vault \(path): \(String(cString: strerror(errno)))")
+            switch errno {
+            case ENOENT: return nil
+            case ELOOP:
+                throw TokenVaultError.permission("the vault \(path) is a symbolic link; refusing to follow it",
+                                                 hint: "replace the link by the file itself, or point TOKENVAULT_VAULT at the file")
+            default:
+                throw TokenVaultError.vault("cannot open the vault \(path): \(String(cString: strerror(errno)))")
+            }
         }
-        var fst = stat()
-        guard fstat(fd, &fst) == 0, fst.st_ino == st.st_ino, fst.st_dev == st.st_dev else {
+        var st = stat()
+        do {
+            guard fstat(fd, &st) == 0 else { throw TokenVaultError.vault("cannot read the vault \(path): \(String(cString: strerror(errno)))") }
+            try checkDirectory()
+            try checkVaultFile(st)
+            guard Int(st.st_size) <= 1 << 30 else { throw VaultFormat.corrupt("it is larger than 1 GiB") }
+        } catch {
             close(fd)
-            throw TokenVaultError.vault("the vault \(path) changed while being opened; try again")
+            throw error
         }
-        let size = Int(fst.st_size)
-        guard size <= 1 << 30 else {
-            close(fd)
-            throw VaultFormat.corrupt("it is larger than 1 GiB")
-        }
-        return (fd, size)
+        return (fd, Int(st.st_size))
     }
 
     // MARK: Keys
@@ -142,7 +146,7 @@ public final class FileVault: CredentialStore {
             full = String(cString: real) + "/" + (path as NSString).lastPathComponent
             free(real)
         }
-        return Sodium.hash(Array(full.utf8)).map { String(format: "%02x", $0) }.joined()
+        return Hex.encode(Sodium.hash(Array(full.utf8)))
     }
 
     /// Forgets this vault's cached key (`tokenvault lock`).
@@ -190,7 +194,7 @@ public final class FileVault: CredentialStore {
     /// Temp file, fsync, rename, fsync of the directory: a crash leaves the old or the new vault.
     private func write(_ contents: VaultContents) throws {
         let (key, salt, params) = try unlocked.map { ($0.key, $0.salt, $0.params) } ?? keyForNewVault()
-        let sealed = VaultFormat.seal(contents, key: key, salt: salt, params: params)
+        let sealed = try VaultFormat.seal(contents, key: key, salt: salt, params: params)
         removeStaleTemporaries()
         var template = Array((path + ".tmp.XXXXXX").utf8CString)
         let fd = mkstemp(&template)
@@ -235,12 +239,7 @@ public final class FileVault: CredentialStore {
     /// Creates the directory 0700 whatever the umask, or checks the one there.
     func ensureDirectory() throws {
         var st = stat()
-        if stat(directory, &st) != 0 {
-            let parent = (directory as NSString).deletingLastPathComponent
-            try? FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
-            guard mkdir(directory, 0o700) == 0 || errno == EEXIST else { throw ioError("cannot create the vault directory") }
-            _ = chmod(directory, 0o700)
-        }
+        if stat(directory, &st) != 0 { try PrivateDirectory.createWithParents(directory) }
         try checkDirectory()
     }
 
@@ -259,10 +258,6 @@ public final class FileVault: CredentialStore {
     }
 
     private func checkVaultFile(_ st: stat) throws {
-        if st.st_mode & S_IFMT == S_IFLNK {
-            throw TokenVaultError.permission("the vault \(path) is a symbolic link; refusing to follow it",
-                                             hint: "replace the link by the file itself, or point TOKENVAULT_VAULT at the file")
-        }
         guard st.st_mode & S_IFMT == S_IFREG else { throw TokenVaultError.vault("the vault \(path) is not a regular file") }
         guard st.st_uid == geteuid() else {
             throw TokenVaultError.permission("the vault \(path) belongs to another user")
@@ -272,28 +267,5 @@ public final class FileVault: CredentialStore {
                 "unsafe permissions \(String(st.st_mode & 0o777, radix: 8)) on the vault \(path)",
                 hint: "run: chmod 600 \(path)")
         }
-    }
-}
-
-/// An exclusive flock(2) on a lock file; the kernel drops it if the holder dies.
-struct FileLock {
-    let fd: Int32
-
-    init(path: String) throws {
-        let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
-            throw TokenVaultError.vault("cannot open the lock file \(path): \(String(cString: strerror(errno)))")
-        }
-        while flock(fd, LOCK_EX) != 0 {
-            if errno == EINTR { continue }
-            close(fd)
-            throw TokenVaultError.vault("cannot lock \(path): \(String(cString: strerror(errno)))")
-        }
-        self.fd = fd
-    }
-
-    func release() {
-        flock(fd, LOCK_UN)
-        close(fd)
     }
 }

@@ -84,10 +84,8 @@ public enum TokenInput {
         if let e = expiresAt, e != .null {
             c.expiresAt = try parseTime(e)
         } else if let e = expiresIn, e != .null {
-            guard let seconds = e.int64 ?? e.string.flatMap({ Double($0) }).map({ Int64($0) }), seconds >= 0,
-                  seconds < 100 * 365 * 86400
-            else {
-                throw TokenVaultError.badInput("expires_in must be a number of seconds, got \(safe(e.text))")
+            guard let seconds = seconds(e, in: 0...maxLifetime) else {
+                throw TokenVaultError.badInput("expires_in must be a whole number of seconds from 0 to \(maxLifetime), got \(safe(e.text))")
             }
             c.expiresAt = now + seconds
         }
@@ -97,17 +95,43 @@ public enum TokenInput {
         return c
     }
 
-    /// Unix seconds (number or digits) or an RFC 3339 time.
+    /// The longest lifetime accepted (100 years), and the latest expiry (the end of 9999).
+    public static let maxLifetime: Int64 = 100 * 365 * 86400
+    public static let maxTime: Int64 = 253_402_300_799
+
+    /// A whole number from outside (a JSON number, or a string of one, as
+    /// providers send both) within `range`; nil for anything else: NaN,
+    /// infinities, fractions, and values that would not fit.
+    public static func seconds(_ v: JSONValue, in range: ClosedRange<Int64>) -> Int64? {
+        let d: Double
+        switch v {
+        case .integer(let i): return range.contains(i) ? i : nil
+        case .number(let n): d = n
+        case .string(let s):
+            let t = s.trimmingCharacters(in: .whitespaces)
+            if let i = Int64(t) { return range.contains(i) ? i : nil }
+            guard let n = Double(t) else { return nil }
+            d = n
+        default: return nil
+        }
+        guard d.isFinite, d == d.rounded(), d >= Double(range.lowerBound), d <= Double(range.upperBound) else { return nil }
+        return Int64(d)
+    }
+
+    /// Unix seconds (number or digits) or an RFC 3339 time, up to the end of 9999.
     static func parseTime(_ v: JSONValue) throws -> Int64 {
-        if let i = v.int64, i >= 0 { return i }
+        if case .string(let s) = v, s.contains("-") || s.contains(":") {
+            // An RFC 3339 time, below.
+        } else if let i = seconds(v, in: 0...maxTime) {
+            return i
+        }
         if let s = v.string {
             let f = ISO8601DateFormatter()
-            f.formatOptions = [.withInternetDateTime]
-            if let d = f.date(from: s) { return Int64(d.timeIntervalSince1970) }
             f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-            if let d = f.date(from: s) { return Int64(d.timeIntervalSince1970) }
+            let d = f.date(from: s) ?? { f.formatOptions = [.withInternetDateTime]; return f.date(from: s) }()
+            if let t = d?.timeIntervalSince1970, t.isFinite, t >= 0, t <= Double(maxTime) { return Int64(t) }
         }
-        throw TokenVaultError.badInput("expires_at must be unix seconds or an RFC 3339 time, got \(safe(v.text))")
+        throw TokenVaultError.badInput("expires_at must be unix seconds or an RFC 3339 time up to 9999, got \(safe(v.text))")
     }
 
     /// Tokens go into headers and `export` lines: refuse what would break them.

@@ -30,8 +30,11 @@ public struct KDFParams: Equatable, Sendable {
 
     /// Stored parameters beyond these are refused before any memory is allocated:
     /// a tampered header must not make `get` allocate gigabytes or spin for minutes.
-    public static let maxOpsLimit: UInt64 = 16
-    public static let maxMemLimit: UInt64 = 2 << 30
+    /// libsodium's SENSITIVE cost, the most `TOKENVAULT_KDF_PROFILE` creates: the
+    /// header checksum is unkeyed, so a crafted header could otherwise make every
+    /// `get` spend gigabytes and many seconds before "wrong passphrase".
+    public static let maxOpsLimit: UInt64 = Sodium.sensitive.ops
+    public static let maxMemLimit: UInt64 = Sodium.sensitive.mem
 
     var isSane: Bool {
         (Sodium.opsLimitMin...KDFParams.maxOpsLimit).contains(opsLimit)
@@ -135,10 +138,10 @@ public enum VaultFormat {
     }
 
     /// Encrypts `contents` under a fresh nonce.
-    public static func seal(_ contents: VaultContents, key: SecureBytes, salt: [UInt8], params: KDFParams) -> [UInt8] {
+    public static func seal(_ contents: VaultContents, key: SecureBytes, salt: [UInt8], params: KDFParams) throws -> [UInt8] {
         let header = Header(params: params, salt: salt, nonce: Sodium.randomBytes(Sodium.nonceBytes), keyCheck: keyCheck(key))
         let ad = header.bytes()
-        var plain = contents.plaintext()
+        var plain = try contents.plaintext()
         defer { Sodium.wipe(&plain) }
         Sodium.pad(&plain, blockSize: padBlock)
         return ad + Sodium.seal(plain, ad: ad, nonce: header.nonce, key: key)
@@ -175,15 +178,23 @@ public struct VaultContents: Sendable {
         self.entries = entries
     }
 
-    func plaintext() -> [UInt8] {
+    /// The entries as bytes. A length that does not fit its field is refused,
+    /// never cut: a cut length would make every later entry unreadable.
+    func plaintext() throws -> [UInt8] {
         var out = [UInt8]()
-        func put(_ v: Int, _ bytes: Int) { for i in 0..<bytes { out.append(UInt8(truncatingIfNeeded: v >> (8 * i))) } }
-        put(entries.count, 4)
+        func put(_ v: Int, _ bytes: Int, _ what: String) throws {
+            guard v >= 0, v < 1 << (8 * bytes) else {
+                Sodium.wipe(&out)
+                throw TokenVaultError.badInput("\(what) is too long for the vault (\(v) bytes, at most \((1 << (8 * bytes)) - 1)); nothing was stored")
+            }
+            for i in 0..<bytes { out.append(UInt8(truncatingIfNeeded: v >> (8 * i))) }
+        }
+        try put(entries.count, 4, "the number of credentials")
         for e in entries {
             let s = Array(e.service.utf8), a = Array(e.account.utf8)
-            put(s.count, 2); out += s
-            put(a.count, 2); out += a
-            put(e.record.count, 4); out += e.record
+            try put(s.count, 2, "the service name"); out += s
+            try put(a.count, 2, "the account name"); out += a
+            try put(e.record.count, 4, "the record"); out += e.record
         }
         return out
     }

@@ -1,3 +1,4 @@
+import TokenVaultTestSupport
 import XCTest
 @testable import TokenVaultKit
 
@@ -107,9 +108,12 @@ final class OAuth2ProviderTests: XCTestCase {
 final class ScriptedTransport: HTTPTransport, @unchecked Sendable {
     var answers: [Result<HTTPResponse, TokenVaultError>]
     var requests: [HTTPRequest] = []
+    /// Runs while the request is "on the wire": what other processes do meanwhile.
+    var meanwhile: () throws -> Void = {}
     init(_ answers: [Result<HTTPResponse, TokenVaultError>]) { self.answers = answers }
     func send(_ request: HTTPRequest) throws -> HTTPResponse {
         requests.append(request)
+        try meanwhile()
         return try answers.removeFirst().get()
     }
     static func json(_ s: String, status: Int = 200) -> Result<HTTPResponse, TokenVaultError> {
@@ -143,9 +147,9 @@ final class RefresherTests: XCTestCase {
                                   refreshToken: refresh, expiresAt: expiresAt, updatedAt: 1))
     }
 
-    func refresher(_ store: MemoryStore, _ t: ScriptedTransport, now: Int64 = 1_000, warnings: Locked? = nil, grant: String = "authorization_code") -> Refresher {
-        Refresher(store: store, transport: t, clock: FixedClock(now), provider: provider(grant: grant),
-                  lockDirectory: lockDir, warn: { warnings?.append($0) })
+    func refresher(_ store: MemoryStore, _ t: HTTPTransport, now: Int64 = 1_000, warnings: Locked? = nil, grant: String = "authorization_code") -> Refresher {
+        Refresher(vault: CredentialVault(store: store, runtimeDirectory: lockDir), transport: t, clock: FixedClock(now),
+                  provider: provider(grant: grant), warn: { warnings?.append($0) })
     }
 
     final class Locked: @unchecked Sendable {

@@ -75,6 +75,6 @@ final class TokenInputTests: XCTestCase {
         XCTAssertNil(c.field("refresh_token"))
         XCTAssertFalse(c.isExpired(at: 109))
         XCTAssertTrue(c.isExpired(at: 110))
-        XCTAssertFalse(c.canRefresh)
+        XCTAssertEqual(CredentialStatus(of: c, now: 110, minValid: 0, grant: { _ in nil }).state, .loginRequired)
     }
 }

@@ -24,7 +24,7 @@ final class VaultFormatTests: XCTestCase {
 
     func testRoundTrip() throws {
         let k = try key()
-        let file = VaultFormat.seal(try sample(), key: k, salt: salt, params: .minimum)
+        let file = try VaultFormat.seal(try sample(), key: k, salt: salt, params: .minimum)
         let back = try open(file, key: k)
         XCTAssertEqual(try back.credentials(), try sample().credentials())
         XCTAssertEqual(try back.credential(CredentialID(service: try ServiceKey(parsing: "127.0.0.1:9000"), account: "bot"))?.accessToken, "t2")
@@ -39,7 +39,7 @@ final class VaultFormatTests: XCTestCase {
 
     func testEveryByteFlipIsDetected() throws {
         let k = try key()
-        let file = VaultFormat.seal(try sample(), key: k, salt: salt, params: .minimum)
+        let file = try VaultFormat.seal(try sample(), key: k, salt: salt, params: .minimum)
         for i in file.indices {
             for bit in [0x01, 0x80] as [UInt8] {
                 var bad = file
@@ -53,7 +53,7 @@ final class VaultFormatTests: XCTestCase {
 
     func testEveryTruncationIsDetected() throws {
         let k = try key()
-        let file = VaultFormat.seal(try sample(), key: k, salt: salt, params: .minimum)
+        let file = try VaultFormat.seal(try sample(), key: k, salt: salt, params: .minimum)
         for n in 0..<file.count {
             XCTAssertThrowsError(try open(Array(file[0..<n]), key: k), "length \(n)") { e in
                 XCTAssertEqual((e as? TokenVaultError)?.exitCode, 74, "length \(n)")
@@ -63,7 +63,7 @@ final class VaultFormatTests: XCTestCase {
     }
 
     func testWrongKeyIsPermissionNotCorruption() throws {
-        let file = VaultFormat.seal(try sample(), key: try key(), salt: salt, params: .minimum)
+        let file = try VaultFormat.seal(try sample(), key: try key(), salt: salt, params: .minimum)
         XCTAssertThrowsError(try open(file, key: try key(pass: SecureBytes(Array("other".utf8))))) { e in
             XCTAssertEqual((e as? TokenVaultError)?.exitCode, 77)
         }
@@ -85,8 +85,8 @@ final class VaultFormatTests: XCTestCase {
 
     func testFreshNonceEveryWrite() throws {
         let k = try key()
-        let a = VaultFormat.seal(try sample(), key: k, salt: salt, params: .minimum)
-        let b = VaultFormat.seal(try sample(), key: k, salt: salt, params: .minimum)
+        let a = try VaultFormat.seal(try sample(), key: k, salt: salt, params: .minimum)
+        let b = try VaultFormat.seal(try sample(), key: k, salt: salt, params: .minimum)
         XCTAssertNotEqual(Array(a[40..<64]), Array(b[40..<64]))
         XCTAssertNotEqual(Array(a[96...]), Array(b[96...]))
     }

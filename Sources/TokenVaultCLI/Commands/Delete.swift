@@ -11,12 +11,9 @@ extension DeletesCredential {
     func run() throws {
         let context = Context()
         let id = try credential.id(in: context)
-        let store = try context.store()
-        let removed = try store.delete(id)
+        let removed = try context.vault().delete(id)
         context.flushWarnings()
-        guard removed else {
-            throw TokenVaultError.notFound(service: id.service.description, account: id.account, unchecked: store.uncheckedNote)
-        }
+        guard removed else { throw try context.notFound(id) }
         Output.notice("deleted \(id)")
     }
 }

@@ -8,8 +8,8 @@ extension TokenVault {
             commandName: "exec",
             abstract: "Run a command with the access token in its environment.",
             discussion: """
-                Sets TOKENVAULT_ACCESS_TOKEN (and TOKENVAULT_TOKEN_SECRET for OAuth 1.0a) and \
-                replaces itself with CMD, so it exits with CMD's status (127 when CMD cannot be run).
+                Sets TOKENVAULT_ACCESS_TOKEN (and TOKENVAULT_TOKEN_SECRET for OAuth 1.0a), removes \
+                every TOKENVAULT_PASSPHRASE* variable, and replaces itself with CMD, so it exits with CMD's status (127 when CMD cannot be run).
 
                   tokenvault exec api.weibo.com -- ./upload.sh
                 """)
@@ -23,6 +23,7 @@ extension TokenVault {
         func run() throws {
             let context = Context()
             let c = try context.usable(try credential.id(in: context), minValid: nil)
+            ChildEnvironment.scrubProcess()
             setenv("TOKENVAULT_ACCESS_TOKEN", c.accessToken, 1)
             if let secret = c.tokenSecret { setenv("TOKENVAULT_TOKEN_SECRET", secret, 1) } else { unsetenv("TOKENVAULT_TOKEN_SECRET") }
             var argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) }

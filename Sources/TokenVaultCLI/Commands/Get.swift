@@ -14,8 +14,9 @@ extension TokenVault {
             discussion: """
                 Prints the access token (OAuth 1.0a: the token) and a newline, nothing else. \
                 --field picks another field: refresh_token, token_secret, expires_at (unix seconds), \
-                scope, token_type, or an extra field such as uid. An expired token that cannot be \
-                refreshed exits 4 with a hint; fields other than the tokens are still printed.
+                scope, token_type, or an extra field such as uid. An access token that cannot be \
+                used (expired and not renewable, or renewal refused) exits 4 with a hint; \
+                --format json and every other --field print what is stored whatever its state.
 
                   TOKEN=$(tokenvault get api.weibo.com) || exit
                   eval "$(tokenvault get api.weibo.com --format env)"
@@ -46,15 +47,12 @@ extension TokenVault {
         func run() throws {
             let context = Context()
             let id = try credential.id(in: context)
-            let secretFields: Swift.Set = ["access_token", "token", "oauth_token", "token_secret", "oauth_token_secret", "refresh_token"]
-            let c: Credential
-            if field == nil || secretFields.contains(field!) || format != .raw {
-                c = try context.usable(id, minValid: minValid, refresh: !noRefresh)
-            } else {
-                // Fields that are not the token are printed even when it has expired.
-                c = try context.locate(id).credential
-                context.flushWarnings()
-            }
+            // Only the access token itself demands a usable credential (SPEC §10);
+            // the record and its other fields are printed whatever its state.
+            let accessToken = format == .header || (format != .json && (field.map(Credential.accessTokenFields.contains) ?? true))
+            let c = accessToken
+                ? try context.usable(id, minValid: minValid, refresh: !noRefresh)
+                : try context.stored(id, minValid: minValid, refresh: !noRefresh)
             switch format {
             case .raw:
                 Output.value(try value(of: c))

@@ -13,21 +13,22 @@ extension TokenVault {
 
         func run() throws {
             let context = Context()
-            let rows = try context.store().listLocated()
+            let rows = try context.vault().listLocated()
             context.flushWarnings()
             let now = context.clock.now
             if json {
-                Output.json(.array(rows.map { Summary.json($0, now: now) }))
+                Output.json(.array(rows.map { Summary.json($0, status: context.status(of: $0.credential)) }))
                 return
             }
             guard !rows.isEmpty else {
                 Output.notice("no credentials stored")
                 return
             }
-            var table = [["SERVICE", "ACCOUNT", "TYPE", "EXPIRES", "BACKEND"]]
+            var table = [["SERVICE", "ACCOUNT", "TYPE", "STATE", "EXPIRES", "BACKEND"]]
             for r in rows {
                 let c = r.credential
-                table.append([c.service.description, c.account, c.type.rawValue, Format.expiry(c, now: now), r.backend])
+                table.append([c.service.description, c.account, c.type.rawValue, context.status(of: c).state.rawValue,
+                              Format.expiry(c, now: now), r.backend])
             }
             Summary.printTable(table)
         }
@@ -36,10 +37,8 @@ extension TokenVault {
 
 /// The secret-free view of a credential that `list` and `status` print.
 enum Summary {
-    static func state(_ c: Credential, now: Int64) -> String {
-        if !c.isExpired(at: now) { return "valid" }
-        return c.canRefresh ? "refreshable" : "expired"
-    }
+    /// Whether tokenvault may renew it now without the user.
+    static func canRefresh(_ s: CredentialStatus) -> Bool { s.renewal.isPossible && s.refusal == nil }
 
     static func displayName(_ c: Credential) -> String? {
         for key in ["screen_name", "name", "login", "username", "fullname", "email"] {
@@ -48,16 +47,17 @@ enum Summary {
         return nil
     }
 
-    static func json(_ s: StoredCredential, now: Int64) -> JSONValue {
+    static func json(_ s: StoredCredential, status: CredentialStatus) -> JSONValue {
         let c = s.credential
         var o: [String: JSONValue] = [
             "service": .string(c.service.description),
             "account": .string(c.account),
             "type": .string(c.type.rawValue),
             "backend": .string(s.backend),
-            "state": .string(state(c, now: now)),
-            "can_refresh": .bool(c.canRefresh),
+            "state": .string(status.state.rawValue),
+            "can_refresh": .bool(canRefresh(status)),
         ]
+        if let r = status.refusal { o["refused"] = .object(["reason": .string(r.reason), "at": .integer(r.at)]) }
         o["expires_at"] = c.expiresAt.map { .integer($0) } ?? .null
         o["provider"] = c.provider.map { .string($0) } ?? .null
         if let name = displayName(c) { o["user"] = .string(name) }

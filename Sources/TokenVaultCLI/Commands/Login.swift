@@ -71,7 +71,7 @@ extension TokenVault {
             var credential: Credential
             if device {
                 credential = try login.device(id: id, scopes: wanted, timeout: Double(timeout)) { seconds in
-                    usleep(useconds_t(seconds * 1_000_000))
+                    Thread.sleep(forTimeInterval: min(max(seconds, 0), 600))
                 }
             } else if p.grant == .clientCredentials {
                 credential = try login.clientCredentials(id: id, scopes: wanted)
@@ -83,7 +83,7 @@ extension TokenVault {
                 }
             }
             credential = login.withUserInfo(credential)
-            try context.store().save(credential)
+            try context.vault().write(credential)
             context.flushWarnings()
             let who = Summary.displayName(credential).map { " as \($0)" } ?? ""
             Output.notice("logged in to \(p.name)\(who); stored under \(id)")
@@ -100,7 +100,7 @@ extension TokenVault {
             let credential = noBrowser
                 ? try login.pin(id: id) { Swift.readLine() }
                 : try login.loopback(id: id, port: port, timeout: Double(timeout)) { Browser.open($0, environment: context.environment) }
-            try context.store().save(credential)
+            try context.vault().write(credential)
             context.flushWarnings()
             let who = Summary.displayName(credential).map { " as \($0)" } ?? ""
             Output.notice("logged in to \(p.name)\(who); stored under \(id)")
@@ -123,6 +123,7 @@ enum Browser {
             Output.notice("no browser to open (set BROWSER, or install xdg-utils): open the URL above yourself")
             return
         }
+        p.environment = ChildEnvironment.scrubbed(env)
         p.standardInput = FileHandle.nullDevice
         p.standardOutput = FileHandle.nullDevice
         p.standardError = FileHandle.nullDevice

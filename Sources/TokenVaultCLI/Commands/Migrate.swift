@@ -31,21 +31,37 @@ extension TokenVault {
                 Output.notice("nothing to move: there is no file vault")
                 return
             }
-            let items = try source.list()
-            var moved: [Credential] = []
-            for c in items {
-                if let existing = try target.load(c.id), existing.updatedAt > c.updatedAt {
-                    moved.append(c)
-                    continue
+            // Every write of a credential by any tokenvault process holds its record
+            // lock, so each credential moves in one step: none is lost to a `set`,
+            // `refresh` or `delete` running meanwhile. A record the target got
+            // during the migration is newer than anything to copy: it stays.
+            let vault = CredentialVault(store: source, runtimeDirectory: PrivateDirectory.runtime(environment: context.environment))
+            var targetBefore: [CredentialID: Credential] = [:]
+            for c in try target.list() { targetBefore[c.id] = c }
+            var movedCount = 0
+            // Writes to the source during a pass are picked up by the next one.
+            for _ in 0..<5 {
+                let ids = try source.listIDs()
+                if ids.isEmpty { break }
+                for id in ids {
+                    movedCount += try vault.withRecordLock(id) { () -> Int in
+                        guard let c = try source.load(id) else { return 0 }
+                        let existing = try target.load(id)
+                        let targetChanged = existing != nil && existing != targetBefore[id]
+                        if !targetChanged, existing.map({ !$0.isNewer(than: c) }) ?? true {
+                            try target.save(c)
+                            guard try target.load(id) == c else {
+                                throw TokenVaultError.vault("the copy of \(id) in \(target.name) does not read back the same; nothing was deleted")
+                            }
+                        }
+                        targetBefore[id] = try target.load(id)
+                        try source.delete(id)
+                        return 1
+                    }
                 }
-                try target.save(c)
-                guard try target.load(c.id) == c else {
-                    throw TokenVaultError.vault("the copy of \(c.id) in \(target.name) does not read back the same; nothing was deleted")
-                }
-                moved.append(c)
             }
-            for c in moved { try source.delete(c.id) }
-            Output.notice("moved \(moved.count) credential\(moved.count == 1 ? "" : "s") from \(source.name) to \(target.name)")
+            let moved = movedCount
+            Output.notice("moved \(moved) credential\(moved == 1 ? "" : "s") from \(source.name) to \(target.name)")
         }
     }
 }

@@ -25,8 +25,9 @@ extension TokenVault {
                                             hint: "delete the local copy with: tokenvault delete \(id.service)")
             }
             let provider = try context.oauth2Provider(name)
-            try Revocation.revoke(c, provider: provider, transport: CurlTransport(timeout: try context.config.timeout ?? 30))
-            try context.store().delete(id)
+            try Revocation.revoke(c, provider: provider, transport: CurlTransport(timeout: try context.httpTimeout))
+            // Deleted only if it is still the record that was revoked (not a new login made meanwhile).
+            try context.vault().delete(id, if: .computed(from: c))
             context.flushWarnings()
             Output.notice("revoked \(id) at \(name) and deleted it locally")
         }

@@ -3,7 +3,7 @@ import Foundation
 import TokenVaultKit
 
 extension TokenVault {
-    struct Set: ParsableCommand {
+    struct SetCredential: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "set",
             abstract: "Store a credential read from stdin.",
@@ -32,7 +32,8 @@ extension TokenVault {
             var c = try TokenInput.parse(input, id: id, now: context.clock.now)
             c.provider = provider
             let store = try context.store()
-            try store.save(c)
+            // A new record: any refusal mark on the old one goes with it (SPEC §10).
+            try context.vault().write(c)
             context.flushWarnings()
             let backend = (store as? AutoStore)?.primary.name ?? store.name
             Output.notice("stored \(id) in \(backend)")

@@ -8,8 +8,10 @@ extension TokenVault {
             commandName: "status",
             abstract: "Show what is stored, where, for whom, and until when.",
             discussion: """
-                With SERVICE the exit status says whether the credential is usable: 0 usable \
-                (valid, or expired but refreshable), 4 login required, 3 nothing stored.
+                With SERVICE the exit status says whether the credential is usable: 0 for the \
+                states valid, expiring and refreshable; 4 for login required (expired and not \
+                renewable, or the provider refused the last renewal, until a login, a set or a \
+                successful refresh); 3 when nothing is stored.
 
                   tokenvault status api.weibo.com >/dev/null || tokenvault login weibo
                 """)
@@ -28,18 +30,18 @@ extension TokenVault {
             let context = Context()
             let now = context.clock.now
             guard let service else {
-                let rows = try context.store().listLocated()
+                let rows = try context.vault().listLocated()
                 context.flushWarnings()
                 if json {
                     Output.json(.object([
                         "backend": .string(try context.backendChoice.rawValue),
-                        "credentials": .array(rows.map { Summary.json($0, now: now) }),
+                        "credentials": .array(rows.map { Summary.json($0, status: context.status(of: $0.credential)) }),
                     ]))
                 } else {
                     Output.value("backend: \(try context.backendChoice.rawValue)")
                     Output.value("credentials: \(rows.count)")
                     for r in rows {
-                        Output.value("  \(r.credential.id): \(r.credential.type.rawValue), \(Summary.state(r.credential, now: now)), expires \(Format.expiry(r.credential, now: now)), in \(r.backend)")
+                        Output.value("  \(r.credential.id): \(r.credential.type.rawValue), \(context.status(of: r.credential).state.rawValue), expires \(Format.expiry(r.credential, now: now)), in \(r.backend)")
                     }
                 }
                 return
@@ -49,9 +51,9 @@ extension TokenVault {
             let found = try context.locate(id)
             context.flushWarnings()
             let c = found.credential
-            let usable = !c.isExpired(at: now) || c.canRefresh
+            let status = context.status(of: c)
             if json {
-                Output.json(Summary.json(found, now: now))
+                Output.json(Summary.json(found, status: status))
             } else {
                 var lines = [
                     ("service", c.service.description), ("account", c.account), ("type", c.type.rawValue),
@@ -61,14 +63,15 @@ extension TokenVault {
                 if let name = Summary.displayName(c) { lines.append(("user", name)) }
                 if let scope = c.scope { lines.append(("scope", scope)) }
                 lines.append(("expires", c.expiresAt.map { "\(Format.date($0)) (\(Format.expiry(c, now: now)))" } ?? "never"))
-                lines.append(("can refresh", c.canRefresh ? "yes" : "no"))
-                lines.append(("state", usable ? Summary.state(c, now: now) : "login required"))
+                lines.append(("can refresh", Summary.canRefresh(status) ? "yes" : "no"))
+                if let refusal = status.refusal {
+                    lines.append(("refused", "\(Format.date(refusal.at)): \(refusal.reason)"))
+                }
+                lines.append(("state", status.state.rawValue))
                 let width = lines.map(\.0.count).max() ?? 0
                 for (k, v) in lines { Output.value("\((k + ":").padding(toLength: width + 2, withPad: " ", startingAt: 0))\(v)") }
             }
-            if !usable {
-                throw TokenVaultError.loginRequired("the token for \(id) expired and cannot be refreshed", hint: c.loginHint)
-            }
+            if !status.isUsable { throw status.loginRequiredError(for: c) }
         }
     }
 }

@@ -108,7 +108,7 @@ public struct OAuth1Login {
                 return .loginRequired("\(host) answered \(TokenResponse.clean(problem))\(advice.map { ": \(TokenResponse.clean($0))" } ?? "")",
                                       hint: "run: tokenvault login \(provider)")
             default:
-                return .providerRefused(code: TokenResponse.clean(problem), description: advice.map(TokenResponse.clean))
+                return .providerRefused(code: TokenResponse.clean(problem), description: advice.map { TokenResponse.clean($0) })
             }
         }
         if status >= 500 || status == 429 { return .temporary("\(host) answered HTTP \(status)") }

@@ -21,7 +21,7 @@ public struct OAuth1Signer: Sendable {
 
     /// A fresh nonce (libsodium randomness) and the current time.
     public static func freshNonce() -> String {
-        Sodium.randomBytes(16).map { String($0, radix: 16).leftPadded(2) }.joined()
+        Hex.encode(Sodium.randomBytes(16))
     }
 
     /// The `Authorization: OAuth …` header value for a request. `form` is the

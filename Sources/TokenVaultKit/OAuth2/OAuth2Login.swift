@@ -100,16 +100,29 @@ public struct OAuth2Login {
         if client.fields.isEmpty { fields.insert(("client_id", provider.clientID), at: 0) }
         let host = (try? ServiceKey(parsing: url).description) ?? url
         let start = try TokenResponse.successFields(try transport.send(.form(url, fields, headers: client.headers)),
-                                                    host: host, provider: provider.name)
+                                                    host: host, provider: provider.name, sentSecrets: client.secret.map { [$0] } ?? [])
         guard let deviceCode = start["device_code"]?.string, let userCode = start["user_code"]?.string,
               let verification = (start["verification_uri"] ?? start["verification_url"])?.string
         else {
             throw TokenVaultError.badInput("\(host) answered the device authorization without device_code, user_code or verification_uri")
         }
-        var interval = Double(start["interval"]?.int64 ?? 5)
-        let lifetime = Double(start["expires_in"]?.int64 ?? 900)
-        notify("on any device, open \(verification) and enter the code: \(TokenResponse.clean(userCode))")
-        if let complete = start["verification_uri_complete"]?.string { notify("(or open \(complete))") }
+        // Numbers from the provider are checked before use: an interval of 5000 s
+        // or -1 must be a clear error, not a crash.
+        func number(_ key: String, default value: Int64, _ range: ClosedRange<Int64>) throws -> Double {
+            guard let v = start[key], v != .null else { return Double(value) }
+            guard let n = TokenInput.seconds(v, in: range) else {
+                throw TokenVaultError.badInput("\(host) sent \(key) \(TokenResponse.clean(v.text)), not a number of seconds from \(range.lowerBound) to \(range.upperBound)")
+            }
+            return Double(n)
+        }
+        var interval = max(try number("interval", default: 5, 0...600), 1)
+        let lifetime = try number("expires_in", default: 900, 1...86400)
+        // What the provider says is shown on a terminal: only a web URL, and no control characters.
+        let shownURL = try Self.displayableURL(verification, host: host)
+        notify("on any device, open \(shownURL) and enter the code: \(TokenResponse.clean(userCode))")
+        if let complete = start["verification_uri_complete"]?.string, let shown = try? Self.displayableURL(complete, host: host) {
+            notify("(or open \(shown))")
+        }
         notify("waiting for approval (up to \(Int(min(lifetime, timeout))) s; Ctrl-C to stop)…")
         let deadline = Date().addingTimeInterval(min(lifetime, timeout))
         let tokenHost = (try? ServiceKey(parsing: provider.tokenURL).description) ?? provider.tokenURL
@@ -128,11 +141,24 @@ public struct OAuth2Login {
                     interval += 5
                     continue
                 default:
-                    throw TokenResponse.error(code: code, description: fields["error_description"]?.string, provider: provider.name)
+                    throw TokenResponse.error(code: code, description: fields["error_description"]?.text, provider: provider.name,
+                                              sentSecrets: [deviceCode] + (client.secret.map { [$0] } ?? []))
                 }
             }
-            return try TokenResponse.credential(from: response, id: id, provider: provider.name, host: tokenHost, now: clock.now)
+            return try TokenResponse.credential(from: response, id: id, provider: provider.name, host: tokenHost, now: clock.now,
+                                                sentSecrets: [deviceCode] + (client.secret.map { [$0] } ?? []))
         }
+    }
+
+    /// A verification URL fit for a terminal: http(s), printable, bounded.
+    static func displayableURL(_ url: String, host: String) throws -> String {
+        let lower = url.lowercased()
+        guard lower.hasPrefix("https://") || lower.hasPrefix("http://"), url.utf8.count <= 2048,
+              !url.unicodeScalars.contains(where: { $0.value < 0x21 || (0x7F...0x9F).contains($0.value) })
+        else {
+            throw TokenVaultError.badInput("\(host) sent a verification_uri that is not a plain http(s) URL: \(TokenResponse.clean(url))")
+        }
+        return url
     }
 
     /// A port nothing listens on, for the paste-mode redirect URI.
@@ -156,21 +182,22 @@ public struct OAuth2Login {
     public func exchange(code: String, redirectURI: String, pkce: PKCE?, id: CredentialID) throws -> Credential {
         var fields = [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI)]
         if let pkce { fields.append(("code_verifier", pkce.verifier)) }
-        return try tokenRequest(fields, id: id)
+        return try tokenRequest(fields, id: id, sent: [code] + (pkce.map { [$0.verifier] } ?? []))
     }
 
     /// `grant = "client_credentials"` (RFC 6749 §4.4).
     public func clientCredentials(id: CredentialID, scopes: [String]) throws -> Credential {
         var fields = [("grant_type", "client_credentials")]
         if !scopes.isEmpty { fields.append(("scope", scopes.joined(separator: " "))) }
-        return try tokenRequest(fields, id: id)
+        return try tokenRequest(fields, id: id, sent: [])
     }
 
-    func tokenRequest(_ fields: [(String, String)], id: CredentialID) throws -> Credential {
+    func tokenRequest(_ fields: [(String, String)], id: CredentialID, sent: [String]) throws -> Credential {
         let client = try provider.clientCredentials()
         let response = try transport.send(.form(provider.tokenURL, fields + client.fields, headers: client.headers))
         let host = (try? ServiceKey(parsing: provider.tokenURL).description) ?? provider.tokenURL
-        return try TokenResponse.credential(from: response, id: id, provider: provider.name, host: host, now: clock.now)
+        return try TokenResponse.credential(from: response, id: id, provider: provider.name, host: host, now: clock.now,
+                                            sentSecrets: sent + (client.secret.map { [$0] } ?? []))
     }
 
     /// Adds who logged in (screen_name, name, login, email) from `userinfo_url`;

@@ -94,17 +94,17 @@ public struct OAuth2Provider: Sendable {
     }
 
     /// Client authentication for a token-endpoint request: body fields or a Basic header.
-    func clientCredentials() throws -> (fields: [(String, String)], headers: [String]) {
+    func clientCredentials() throws -> (fields: [(String, String)], headers: [String], secret: String?) {
         let secret = try secretSource?.read(what: "the client secret of \(name)")
         switch clientAuth {
         case .body:
             var fields = [("client_id", clientID)]
             if let secret { fields.append(("client_secret", secret)) }
-            return (fields, [])
+            return (fields, [], secret)
         case .basic:
             // RFC 6749 §2.3.1: each part form-encoded, then Base64.
             let pair = FormEncoding.percentEncode(clientID) + ":" + FormEncoding.percentEncode(secret ?? "")
-            return ([], ["Authorization: Basic " + Data(pair.utf8).base64EncodedString()])
+            return ([], ["Authorization: Basic " + Data(pair.utf8).base64EncodedString()], secret)
         }
     }
 }
@@ -139,6 +139,7 @@ enum ShellCommand {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/bin/sh")
         p.arguments = ["-c", command]
+        p.environment = ChildEnvironment.scrubbed(ProcessInfo.processInfo.environment)
         let out = Pipe()
         p.standardOutput = out
         p.standardInput = FileHandle.nullDevice

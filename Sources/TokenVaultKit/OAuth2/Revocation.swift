@@ -30,7 +30,8 @@ public enum Revocation {
         if (200..<300).contains(response.status) { return }
         let host = (try? ServiceKey(parsing: request.url).description) ?? request.url
         if let fields = TokenResponse.fields(response.body), let code = fields["error"]?.string {
-            throw TokenResponse.error(code: code, description: fields["error_description"]?.string, provider: provider.name)
+            let secrets = [credential.accessToken, credential.refreshToken, try? provider.clientCredentials().secret].compactMap { $0 }
+            throw TokenResponse.error(code: code, description: fields["error_description"]?.text, provider: provider.name, sentSecrets: secrets)
         }
         if response.status >= 500 || response.status == 429 {
             throw TokenVaultError.temporary("\(host) answered HTTP \(response.status) to the revocation")

@@ -18,18 +18,22 @@ public enum TokenResponse {
 
     /// The credential in a successful answer, received at `now`; or the error it carries.
     public static func credential(from response: HTTPResponse, id: CredentialID, provider: String,
-                                  host: String, now: Int64) throws -> Credential {
-        let object = try successFields(response, host: host, provider: provider)
+                                  host: String, now: Int64, sentSecrets: [String] = []) throws -> Credential {
+        let object = try successFields(response, host: host, provider: provider, sentSecrets: sentSecrets)
         var c = try TokenInput.credential(from: object, id: id, now: now)
         c.provider = provider
         return c
     }
 
     /// The fields of a 2xx answer without an `error`; throws the mapped error otherwise.
-    public static func successFields(_ response: HTTPResponse, host: String, provider: String) throws -> [String: JSONValue] {
+    /// `sentSecrets` are what the request carried as secrets (a refresh token,
+    /// the client secret): a provider that echoes one in its error never gets it
+    /// onto the terminal.
+    public static func successFields(_ response: HTTPResponse, host: String, provider: String,
+                                     sentSecrets: [String] = []) throws -> [String: JSONValue] {
         let object = fields(response.body)
-        if let object, let code = object["error"]?.string {
-            throw error(code: code, description: object["error_description"]?.string, provider: provider)
+        if let object, let code = object["error"]?.text {
+            throw error(code: code, description: object["error_description"]?.text, provider: provider, sentSecrets: sentSecrets)
         }
         guard (200..<300).contains(response.status) else {
             let what = looksLikeHTML(response) ? "an HTML page" : "no OAuth error"
@@ -45,9 +49,9 @@ public enum TokenResponse {
     }
 
     /// RFC 6749 §5.2 (and RFC 8628 §3.5) error codes to exit codes.
-    public static func error(code: String, description: String?, provider: String) -> TokenVaultError {
-        let desc = description.map(clean)
-        let shown = clean(code)
+    public static func error(code: String, description: String?, provider: String, sentSecrets: [String] = []) -> TokenVaultError {
+        let desc = description.map { clean($0, redacting: sentSecrets) }
+        let shown = clean(code, redacting: sentSecrets)
         switch code {
         case "invalid_grant", "access_denied", "expired_token":
             return .loginRequired("the provider answered \(shown)\(desc.map { ": \($0)" } ?? "")",
@@ -64,9 +68,19 @@ public enum TokenResponse {
             || String(decoding: r.body.prefix(64), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines).hasPrefix("<")
     }
 
-    /// Provider text for a one-line message: no control characters, bounded.
-    static func clean(_ s: String) -> String {
-        let flat = String(s.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? " " : Character($0) })
+    /// Provider text for a one-line message on a terminal: every secret that was
+    /// sent replaced (as sent, and form-encoded), no control characters (C0, DEL,
+    /// C1: no escape sequence reaches the terminal), at most 200 characters.
+    public static func clean(_ s: String, redacting secrets: [String] = []) -> String {
+        var text = s
+        for secret in secrets where secret.count >= 4 {
+            for form in Set([secret, FormEncoding.percentEncode(secret)]) {
+                text = text.replacingOccurrences(of: form, with: "[redacted]")
+            }
+        }
+        let flat = String(String.UnicodeScalarView(text.unicodeScalars.map {
+            $0.value < 0x20 || (0x7F...0x9F).contains($0.value) || $0.properties.generalCategory == .format ? " " : $0
+        }))
         return flat.count > 200 ? String(flat.prefix(200)) + "…" : flat
     }
 }

@@ -1,0 +1,121 @@
+import Foundation
+
+/// `auto`: the Secret Service when it answers, else the file. Lookups look in
+/// both, so a credential stored while the Secret Service was away is still
+/// found when it is back; where both hold one, the newer wins.
+public final class AutoStore: CredentialStore {
+    public let name = "auto"
+    private var secretService: CredentialStore?
+    let unavailableReason: String?
+    let file: FileVault
+    /// Things the user should know that do not stop the command.
+    public private(set) var warnings: [String] = []
+    private var unchecked: [String] = []
+
+    /// Where there is no session bus at all (a server), the file is simply the
+    /// backend: no warnings, though a failed lookup still says what it did not check.
+    let quiet: Bool
+
+    init(secretService: CredentialStore?, unavailableReason: String?, quiet: Bool, file: FileVault) {
+        self.secretService = secretService
+        self.unavailableReason = unavailableReason
+        self.quiet = quiet
+        self.file = file
+        if let unavailableReason { unchecked.append("the Secret Service was not checked (\(unavailableReason))") }
+    }
+
+    /// A Secret Service that failed once is not waited on again in this run.
+    private func giveUp(on error: TokenVaultError) {
+        if case .backendUnavailable = error { secretService = nil }
+    }
+
+    private func warnUnchecked() {
+        if let unavailableReason, !quiet { warnings.append("the Secret Service was not checked (\(unavailableReason))") }
+    }
+
+    public var uncheckedNote: String? { unchecked.isEmpty ? nil : unchecked.joined(separator: "; ") }
+
+    /// Where new credentials go.
+    public var primary: CredentialStore { secretService ?? file }
+
+    public func load(_ id: CredentialID) throws -> Credential? { try locate(id)?.credential }
+
+    public func locate(_ id: CredentialID) throws -> StoredCredential? {
+        var found: [StoredCredential] = []
+        if let secretService {
+            do {
+                if let c = try secretService.locate(id) { found.append(c) }
+            } catch let e as TokenVaultError {
+                giveUp(on: e)
+                unchecked.append("the Secret Service was not checked (\(e.localizedDescription))")
+            }
+        }
+        // The file is read when it may hold the only copy, or when that costs no prompt.
+        if file.exists, found.isEmpty || file.canOpenQuietly {
+            do {
+                if let c = try file.locate(id) { found.append(c) }
+            } catch {
+                if found.isEmpty { throw error }
+            }
+        }
+        return found.max { $1.credential.isNewer(than: $0.credential) }
+    }
+
+    public func save(_ credential: Credential) throws {
+        if let secretService {
+            do {
+                try secretService.save(credential)
+                return
+            } catch let e as TokenVaultError {
+                giveUp(on: e)
+                warnings.append("\(e.localizedDescription); stored in the file vault instead")
+            }
+        }
+        try file.save(credential)
+    }
+
+    @discardableResult
+    public func delete(_ id: CredentialID) throws -> Bool {
+        var removed = false
+        if let secretService {
+            do {
+                removed = try secretService.delete(id)
+            } catch let e as TokenVaultError {
+                giveUp(on: e)
+                warnings.append("the Secret Service was not checked (\(e.localizedDescription))")
+            }
+        }
+        if file.exists { removed = try file.delete(id) || removed }
+        warnUnchecked()
+        return removed
+    }
+
+    public func list() throws -> [Credential] { try listLocated().map(\.credential) }
+
+    public func listIDs() throws -> [CredentialID] {
+        var ids = Set<CredentialID>()
+        if let secretService { ids.formUnion((try? secretService.listIDs()) ?? []) }
+        if file.exists { ids.formUnion(try file.listIDs()) }
+        return ids.sorted()
+    }
+
+    public func listLocated() throws -> [StoredCredential] {
+        var all: [CredentialID: StoredCredential] = [:]
+        func add(_ items: [StoredCredential]) {
+            for s in items where all[s.credential.id].map({ s.credential.isNewer(than: $0.credential) }) ?? true {
+                all[s.credential.id] = s
+            }
+        }
+        if let secretService {
+            do {
+                add(try secretService.listLocated())
+            } catch let e as TokenVaultError {
+                giveUp(on: e)
+                warnings.append("the Secret Service was not checked (\(e.localizedDescription))")
+            }
+        }
+        warnUnchecked()
+        if file.exists { add(try file.listLocated()) }
+        return all.values.sorted { $0.credential.id < $1.credential.id }
+    }
+}

@@ -1,0 +1,180 @@
+import Foundation
+
+/// When a write may land.
+public enum WriteCondition: Equatable, Sendable {
+    /// Whatever is stored (a `set`, a `login`, a `delete` by the user).
+    case always
+    /// Only while the stored record is the one that was read: a refresh, a
+    /// refusal mark, a migration. `nil`: only while nothing is stored.
+    case unchanged(generation: Int64?)
+
+    /// The condition for a write computed from `read`.
+    public static func computed(from read: Credential?) -> WriteCondition { .unchanged(generation: read?.generation) }
+}
+
+/// The one way credentials are written. Each write takes the credential's
+/// record lock, re-reads it, checks the condition and stores the next
+/// generation; so a write computed from a read never lands on a record that
+/// changed in between (a refresh does not bring back a credential deleted
+/// meanwhile, nor overwrite a `set` made while it talked to the provider).
+/// A record that cannot be written is kept in a spool and written by the next run.
+public final class CredentialVault {
+    public let store: CredentialStore
+    /// Private directory of the lock and spool files.
+    public let runtimeDirectory: String
+    /// Things the user should know that do not stop the command.
+    public private(set) var notices: [String] = []
+
+    public init(store: CredentialStore, runtimeDirectory: String) {
+        self.store = store
+        self.runtimeDirectory = runtimeDirectory
+    }
+
+    // MARK: Reading
+
+    public func load(_ id: CredentialID) throws -> Credential? { try locate(id)?.credential }
+
+    /// The stored credential, after writing a spooled record left by an
+    /// earlier run that could not store it.
+    public func locate(_ id: CredentialID) throws -> StoredCredential? {
+        let found = try store.locate(id)
+        guard spool.exists(id) else { return found }
+        return try reconcileSpool(id) ?? found
+    }
+
+    public func listLocated() throws -> [StoredCredential] { try store.listLocated() }
+    public func listIDs() throws -> [CredentialID] { try store.listIDs() }
+
+    // MARK: Writing
+
+    /// Stores `credential` as the next generation if `condition` holds. Returns
+    /// the record as stored, or nil when the condition failed (nothing written).
+    @discardableResult
+    public func write(_ credential: Credential, if condition: WriteCondition = .always) throws -> Credential? {
+        try withRecordLock(credential.id) { try writeHoldingLock(credential, if: condition) }
+    }
+
+    /// Deletes if `condition` holds; true when something was deleted.
+    @discardableResult
+    public func delete(_ id: CredentialID, if condition: WriteCondition = .always) throws -> Bool {
+        try withRecordLock(id) {
+            if case .unchanged(let generation) = condition, try store.load(id)?.generation != generation { return false }
+            spool.remove(id)
+            return try store.delete(id)
+        }
+    }
+
+    /// Runs `body` holding the credential's record lock, which every write of
+    /// it by any tokenvault process holds too. `body` must not write through
+    /// this vault (the lock is not re-entrant); it uses the stores directly.
+    public func withRecordLock<T>(_ id: CredentialID, _ body: () throws -> T) throws -> T {
+        try PrivateDirectory.ensure(runtimeDirectory)
+        return try FileLock.holding(lockPath("record", id), body)
+    }
+
+    /// The path of a per-credential lock file (`record`, `refresh`).
+    public func lockPath(_ kind: String, _ id: CredentialID) -> String {
+        runtimeDirectory + "/\(kind)-" + CredentialVault.fileName(id) + ".lock"
+    }
+
+    private func writeHoldingLock(_ credential: Credential, if condition: WriteCondition) throws -> Credential? {
+        let current = try store.load(id: credential.id)
+        if case .unchanged(let generation) = condition, current?.generation != generation { return nil }
+        var next = credential
+        next.generation = max(current?.generation ?? 0, credential.generation) + 1
+        if let current { next.updatedAt = max(next.updatedAt, current.updatedAt) }
+        try store.save(next)
+        spool.remove(credential.id)
+        return next
+    }
+
+    // MARK: Spool
+
+    /// Keeps `credential` (a refresh's result the store refused, e.g. on a full
+    /// disk: the provider has already rotated the refresh token) in a 0600 file
+    /// of the runtime directory, for the next run to write. True when kept.
+    public func keepInSpool(_ credential: Credential, readGeneration: Int64?) -> Bool {
+        do {
+            try PrivateDirectory.ensure(runtimeDirectory)
+            try spool.put(credential, readGeneration: readGeneration)
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    var spool: Spool { Spool(directory: runtimeDirectory + "/spool") }
+
+    /// Writes the spooled record when the stored one is still the one it was
+    /// computed from; drops it when someone wrote since. Returns what now holds.
+    private func reconcileSpool(_ id: CredentialID) throws -> StoredCredential? {
+        try withRecordLock(id) {
+            guard let (spooled, readGeneration) = spool.get(id) else { return nil }
+            let current = try store.load(id)
+            guard current?.generation == readGeneration else {
+                spool.remove(id)
+                notices.append("dropped the spooled record of \(id): it was changed since")
+                return nil
+            }
+            do {
+                guard let written = try writeHoldingLock(spooled, if: .unchanged(generation: readGeneration)) else { return nil }
+                notices.append("wrote the record of \(id) kept in the spool by an earlier run that could not store it")
+                return StoredCredential(credential: written, backend: store.name)
+            } catch {
+                notices.append("the record of \(id) is still in the spool (\(error.localizedDescription)); using it")
+                return StoredCredential(credential: spooled, backend: "spool")
+            }
+        }
+    }
+
+    static func fileName(_ id: CredentialID) -> String {
+        Hex.encode(Sodium.hash(Array("\(id.service)\n\(id.account)".utf8)))
+    }
+}
+
+/// Records that could not be stored, one 0600 file per credential, each with
+/// the generation of the record it was computed from.
+struct Spool {
+    let directory: String
+
+    private func path(_ id: CredentialID) -> String { directory + "/" + CredentialVault.fileName(id) + ".json" }
+
+    func exists(_ id: CredentialID) -> Bool {
+        var st = stat()
+        return lstat(path(id), &st) == 0
+    }
+
+    func put(_ c: Credential, readGeneration: Int64?) throws {
+        try PrivateDirectory.ensure(directory)
+        var entry: [String: JSONValue] = ["record": .string(String(decoding: c.recordJSON(), as: UTF8.self))]
+        if let readGeneration { entry["read_generation"] = .integer(readGeneration) }
+        let bytes = Array(JSONValue.object(entry).text.utf8)
+        let tmp = path(c.id) + ".tmp"
+        let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw TokenVaultError.vault("cannot write the spool: \(String(cString: strerror(errno)))") }
+        let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress!, $0.count) }
+        let synced = fsync(fd) == 0
+        close(fd)
+        guard n == bytes.count, synced, rename(tmp, path(c.id)) == 0 else {
+            unlink(tmp)
+            throw TokenVaultError.vault("cannot write the spool")
+        }
+    }
+
+    func get(_ id: CredentialID) -> (Credential, Int64?)? {
+        guard let data = FileManager.default.contents(atPath: path(id)),
+              let value = try? JSONDecoder().decode(JSONValue.self, from: data), case .object(let o) = value,
+              let record = o["record"]?.string, let c = try? Credential.fromRecord(Data(record.utf8), id: id)
+        else { return nil }
+        return (c, o["read_generation"]?.int64)
+    }
+
+    func remove(_ id: CredentialID) {
+        if exists(id) { unlink(path(id)) }
+    }
+}
+
+extension CredentialStore {
+    /// `load`, spelled so `CredentialVault` cannot call its own by mistake.
+    func load(id: CredentialID) throws -> Credential? { try load(id) }
+}

@@ -1,0 +1,33 @@
+import Foundation
+
+/// An exclusive flock(2) on a lock file; the kernel drops it if the holder dies.
+/// Two locks on one file in one process exclude each other too (each open is
+/// its own open file description), so callers never nest a lock they hold.
+struct FileLock {
+    let fd: Int32
+
+    init(path: String) throws {
+        let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw TokenVaultError.vault("cannot open the lock file \(path): \(String(cString: strerror(errno)))")
+        }
+        while flock(fd, LOCK_EX) != 0 {
+            if errno == EINTR { continue }
+            close(fd)
+            throw TokenVaultError.vault("cannot lock \(path): \(String(cString: strerror(errno)))")
+        }
+        self.fd = fd
+    }
+
+    func release() {
+        flock(fd, LOCK_UN)
+        close(fd)
+    }
+
+    /// Runs `body` holding the lock at `path`.
+    static func holding<T>(_ path: String, _ body: () throws -> T) throws -> T {
+        let lock = try FileLock(path: path)
+        defer { lock.release() }
+        return try body()
+    }
+}

@@ -1,0 +1,48 @@
+import Foundation
+
+/// A directory only this user can enter: created 0700 (and every missing
+/// parent with it, whatever the umask), refused when someone else owns it or
+/// it is open to others (a lock or spool another user could hold or read).
+public enum PrivateDirectory {
+    static func ensure(_ path: String) throws {
+        var st = stat()
+        if lstat(path, &st) != 0 {
+            try createWithParents(path)
+            guard lstat(path, &st) == 0 else { throw TokenVaultError.vault("cannot read \(path)") }
+        }
+        guard st.st_mode & S_IFMT == S_IFDIR, st.st_uid == geteuid(), st.st_mode & 0o077 == 0 else {
+            throw TokenVaultError.permission("\(path) is not a private directory of yours (0700, owned by you)",
+                                             hint: "remove it, or set XDG_RUNTIME_DIR to a private directory")
+        }
+    }
+
+    /// `mkdir -p` where every directory made is 0700 whatever the umask: a
+    /// missing `~/.local` must not appear world-writable under `umask 000`.
+    /// Directories already there are left as they are.
+    static func createWithParents(_ path: String) throws {
+        var missing: [String] = []
+        var p = path
+        var st = stat()
+        while !p.isEmpty, p != "/", lstat(p, &st) != 0 {
+            missing.append(p)
+            p = (p as NSString).deletingLastPathComponent
+        }
+        for dir in missing.reversed() {
+            if mkdir(dir, 0o700) != 0, errno != EEXIST {
+                throw TokenVaultError.vault("cannot create \(dir): \(String(cString: strerror(errno)))")
+            }
+            _ = chmod(dir, 0o700)
+        }
+    }
+
+    /// Where tokenvault keeps its locks and its spool: `$XDG_RUNTIME_DIR/tokenvault`
+    /// (a tmpfs of the user's own), else `$XDG_CACHE_HOME/tokenvault/run` (by
+    /// default `~/.cache/tokenvault/run`) — never a predictable name in a shared
+    /// directory such as /tmp, which another user could create first.
+    public static func runtime(environment env: [String: String]) -> String {
+        if let r = env["XDG_RUNTIME_DIR"], r.hasPrefix("/"), access(r, W_OK) == 0 { return r + "/tokenvault" }
+        let cache = env["XDG_CACHE_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
+            ?? ((env["HOME"] ?? NSHomeDirectory()) + "/.cache")
+        return cache + "/tokenvault/run"
+    }
+}
