@@ -168,16 +168,18 @@ static inline int tv_store(const char *service, const char *account, const char 
     const tv_secret_api *a = tv_api();
     if (!a) { tv_no_library(message); return 0; }
     GError *error = NULL;
-    for (; *other_types; other_types++) {
-        GHashTable *attrs = tv_attributes(a, service, account, *other_types);
-        a->secret_password_clearv_sync(tv_lookup_schema(), attrs, NULL, &error);
-        a->g_hash_table_unref(attrs);
-        if (error) { tv_take_error(a, &error, message); return 0; }
-    }
+    /* Store first (the keyring replaces an item with the same attributes in one
+       step), then remove the items of other types: a reader never finds none. */
     GHashTable *attrs = tv_attributes(a, service, account, type);
     gboolean ok = a->secret_password_storev_sync(tv_schema(), attrs, SECRET_COLLECTION_DEFAULT, label, secret, NULL, &error);
     a->g_hash_table_unref(attrs);
     if (!ok || error) { tv_take_error(a, &error, message); return 0; }
+    for (; *other_types; other_types++) {
+        GHashTable *others = tv_attributes(a, service, account, *other_types);
+        a->secret_password_clearv_sync(tv_lookup_schema(), others, NULL, &error);
+        a->g_hash_table_unref(others);
+        if (error) { tv_take_error(a, &error, message); return 0; }
+    }
     return 1;
 }
 

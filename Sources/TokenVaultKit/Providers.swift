@@ -66,16 +66,57 @@ public struct ProviderDirectory: Sendable {
 
     public var names: [String] { Array(Set(ProviderPreset.all.map(\.name)).union(config.providers.keys)).sorted() }
 
-    /// The provider's `header` template, when configured ("x-auth-token: {token}").
-    public func headerTemplate(of name: String) -> String? {
-        config.providers[name]?.header ?? ProviderPreset.named(name)?.config.header
+    /// The provider's `header` template ("x-auth-token: {token}"), checked;
+    /// nil for the default `Authorization: Bearer {token}`.
+    public func headerTemplate(of name: String) throws -> String? {
+        guard let table = table(name), let header = table.header else { return nil }
+        return try ProviderConfig.checkedHeader(header, provider: name)
     }
 
+    /// The key the provider's credentials are stored under, from the same
+    /// merged table `login` uses: a preset keeps its service when only its
+    /// token_url is overridden. Nil for an unknown name.
     public func service(of name: String) -> String? {
-        if let p = config.providers[name] {
-            if let s = p.service { return s }
-            if let t = p.token_url ?? p.access_token_url, let key = try? ServiceKey(parsing: t) { return key.description }
+        guard let table = table(name) else { return nil }
+        return try? table.serviceKey(provider: name).description
+    }
+
+    /// The preset overlaid by its `[providers.NAME]` table; nil for an unknown name.
+    func table(_ name: String) -> ProviderConfig? {
+        try? ProviderConfig.table(for: name, config: config, configPath: "")
+    }
+}
+
+extension ProviderConfig {
+    /// The one rule for a provider's service key (SPEC §2, §10): `service` when
+    /// set (a preset sets it), else the host of its token endpoint.
+    func serviceKey(provider name: String) throws -> ServiceKey {
+        guard let text = service ?? token_url ?? access_token_url else {
+            throw TokenVaultError.config("provider \(name) has no service and no token endpoint to take it from")
         }
-        return ProviderPreset.named(name)?.service
+        guard let key = try? ServiceKey(parsing: text) else {
+            throw TokenVaultError.config("provider \(name): service \(ServiceKey.quoted(text)) is not a valid service")
+        }
+        return key
+    }
+
+    /// The `header` template, checked: one "Name: value" line containing {token}.
+    static func checkedHeader(_ header: String, provider name: String) throws -> String {
+        guard header.contains("{token}"), header.contains(":"), !header.contains(where: \.isNewline),
+              !header.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
+        else {
+            throw TokenVaultError.config("provider \(name): header must be one \"Name: value\" line containing {token}")
+        }
+        return header
+    }
+
+    /// The one-of-three secret setting (`client_secret`, `client_secret_file`,
+    /// `client_secret_command`, or the `consumer_` ones): nil when none is set.
+    static func secretSource(value: String?, file: String?, command: String?, provider name: String, prefix: String) throws -> SecretSource? {
+        let sources = [value.map { SecretSource.value($0) }, file.map { .file($0) }, command.map { .command($0) }].compactMap { $0 }
+        guard sources.count <= 1 else {
+            throw TokenVaultError.config("provider \(name): set only one of \(prefix)_secret, \(prefix)_secret_file, \(prefix)_secret_command")
+        }
+        return sources.first
     }
 }

@@ -88,6 +88,12 @@ func startAndReadFirstLine(_ process: Process) throws -> String {
     return String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
 }
 
+/// The counters a fixture server publishes at `url` (its /stats).
+func fixtureStats(_ url: String) throws -> [String: Int] {
+    let r = runProcess("/usr/bin/curl", ["-s", url], env: [:])
+    return (try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Int]) ?? [:]
+}
+
 /// A value shared between threads.
 final class Locked<T>: @unchecked Sendable {
     private var stored: T

@@ -23,9 +23,7 @@ final class LocalProvider {
 
     /// Counters of the token endpoint.
     func stats() throws -> [String: Int] {
-        let r = runProcess("/usr/bin/curl", ["-s", base + "/stats"], env: [:])
-        let data = Data(r.stdout.utf8)
-        return (try JSONSerialization.jsonObject(with: data) as? [String: Int]) ?? [:]
+        try fixtureStats(base + "/stats")
     }
 
     /// A fresh token-endpoint answer, by the authorization-code flow with PKCE.

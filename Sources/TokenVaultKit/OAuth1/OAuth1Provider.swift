@@ -37,18 +37,15 @@ public struct OAuth1Provider: Sendable {
             throw TokenVaultError.config("no consumer key for \(name)",
                                          hint: "\(registerAt)set consumer_key and consumer_secret (or consumer_secret_file / consumer_secret_command) in [providers.\(name)] of \(configPath)")
         }
-        let sources = [p.consumer_secret.map { SecretSource.value($0) }, p.consumer_secret_file.map { .file($0) },
-                       p.consumer_secret_command.map { .command($0) }].compactMap { $0 }
-        guard sources.count == 1 else {
-            throw TokenVaultError.config(sources.isEmpty ? "no consumer secret for \(name)" : "provider \(name): set only one of consumer_secret, consumer_secret_file, consumer_secret_command",
+        guard let secret = try ProviderConfig.secretSource(value: p.consumer_secret, file: p.consumer_secret_file,
+                                                           command: p.consumer_secret_command, provider: name, prefix: "consumer")
+        else {
+            throw TokenVaultError.config("no consumer secret for \(name)",
                                          hint: "set consumer_secret, consumer_secret_file or consumer_secret_command in [providers.\(name)] of \(configPath)")
         }
-        let serviceText = p.service ?? accessURL
-        guard let service = try? ServiceKey(parsing: serviceText) else {
-            throw TokenVaultError.config("provider \(name): service \(ServiceKey.quoted(serviceText)) is not a valid service")
-        }
+        let service = try p.serviceKey(provider: name)
         return OAuth1Provider(name: name, service: service, requestTokenURL: requestURL, authorizeURL: authorizeURL,
-                              accessTokenURL: accessURL, consumerKey: key, perms: p.perms, consumerSecret: sources[0])
+                              accessTokenURL: accessURL, consumerKey: key, perms: p.perms, consumerSecret: secret)
     }
 
     /// A signer for this consumer and the given token.

@@ -52,24 +52,16 @@ public struct OAuth2Provider: Sendable {
             throw TokenVaultError.config("no client id for \(name)",
                                          hint: "\(where_)set client_id (and client_secret, client_secret_file or client_secret_command) in [providers.\(name)] of \(configPath)")
         }
-        let serviceText = p.service ?? tokenURL
-        guard let service = try? ServiceKey(parsing: serviceText) else {
-            throw TokenVaultError.config("provider \(name): service \(ServiceKey.quoted(serviceText)) is not a valid service")
-        }
+        let service = try p.serviceKey(provider: name)
         guard let grant = Grant(rawValue: p.grant ?? "authorization_code") else {
             throw TokenVaultError.config("provider \(name): grant must be authorization_code or client_credentials")
         }
         guard let auth = ClientAuth(rawValue: p.client_auth ?? "body") else {
             throw TokenVaultError.config("provider \(name): client_auth must be body or basic")
         }
-        let secretCount = [p.client_secret, p.client_secret_file, p.client_secret_command].compactMap { $0 }.count
-        guard secretCount <= 1 else {
-            throw TokenVaultError.config("provider \(name): set only one of client_secret, client_secret_file, client_secret_command")
-        }
-        let header = p.header ?? "Authorization: Bearer {token}"
-        guard header.contains("{token}"), header.contains(":"), !header.contains("\n") else {
-            throw TokenVaultError.config("provider \(name): header must be one \"Name: value\" line containing {token}")
-        }
+        let secret = try ProviderConfig.secretSource(value: p.client_secret, file: p.client_secret_file,
+                                                     command: p.client_secret_command, provider: name, prefix: "client")
+        let header = try ProviderConfig.checkedHeader(p.header ?? "Authorization: Bearer {token}", provider: name)
         return OAuth2Provider(
             name: name, service: service, tokenURL: tokenURL,
             authorizeURL: try url("authorize_url", p.authorize_url), revokeURL: try url("revoke_url", p.revoke_url),
@@ -77,8 +69,7 @@ public struct OAuth2Provider: Sendable {
             userinfoURL: try url("userinfo_url", p.userinfo_url), grant: grant, scopes: p.scopes ?? [],
             clientID: clientID, clientAuth: auth, redirectURI: try url("redirect_uri", p.redirect_uri),
             pkce: p.pkce ?? true, authParams: p.auth_params ?? [:], headerTemplate: header,
-            secretSource: p.client_secret.map { .value($0) } ?? p.client_secret_file.map { .file($0) }
-                ?? p.client_secret_command.map { .command($0) })
+            secretSource: secret)
     }
 
     /// https, or http only to a loopback address.
