@@ -21,6 +21,7 @@ public struct Config: Sendable, Equatable {
     /// Loads the config file; a missing file is an empty config.
     public static func load(environment env: [String: String]) throws -> Config {
         let path = path(environment: env)
+        try TrustedFile.check(path, what: "the config file")
         guard let data = FileManager.default.contents(atPath: path) else {
             if FileManager.default.fileExists(atPath: path) {
                 throw TokenVaultError.config("cannot read the config file \(path)")

@@ -184,7 +184,7 @@ extension Credential {
         } else {
             let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             guard !text.isEmpty, !text.contains(where: { $0.isNewline }) else {
-                throw TokenVaultError.vault("the stored record for \(id) is not readable")
+                throw TokenVaultError.badInput("the stored record for \(id) is unusable: it is neither a JSON record nor one token line")
             }
             return Credential(service: id.service, account: id.account, type: .token, accessToken: text)
         }

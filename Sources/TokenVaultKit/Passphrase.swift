@@ -26,6 +26,7 @@ public struct PassphraseSource: Sendable {
     /// Gets the passphrase; `creating` asks twice on a terminal.
     public func obtain(creating: Bool) throws -> SecureBytes {
         if let path = environment["TOKENVAULT_PASSPHRASE_FILE"] {
+            try TrustedFile.check(path, what: "the passphrase file")
             guard var bytes = FileManager.default.contents(atPath: path).map(Array.init) else {
                 throw TokenVaultError.permission("cannot read the passphrase file named by TOKENVAULT_PASSPHRASE_FILE (\(path))")
             }

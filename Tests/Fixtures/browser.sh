@@ -3,6 +3,10 @@
 # BROWSER_MODE=deny       the user says no (the test provider honours deny=1)
 # BROWSER_MODE=bad-state  the redirect comes back with another state (a forged redirect)
 # BROWSER_MODE=invalid-scope  the provider sends the user back with error=invalid_scope
+# BROWSER_MODE=forged-first   another local process sends a forged state and an error
+#                             without state first; then the user approves
+# BROWSER_MODE=trickle  a local client connects to the listener and trickles a
+#                       byte a second, and nobody approves
 url="$1"
 case "${BROWSER_MODE:-approve}" in
   approve) exec curl -s -L -o /dev/null "$url" ;;
@@ -14,4 +18,20 @@ case "${BROWSER_MODE:-approve}" in
     location=$(curl -s -o /dev/null -w '%{redirect_url}' "$url")
     state=$(printf %s "$location" | sed 's/.*[?&]state=\([^&]*\).*/\1/')
     exec curl -s -o /dev/null "${location%%\?*}?error=invalid_scope&error_description=scope+nope+is+unknown&state=$state" ;;
+  forged-first)
+    location=$(curl -s -o /dev/null -w '%{redirect_url}' "$url")
+    base=${location%%\?*}
+    curl -s -o /dev/null "$(printf %s "$location" | sed 's/state=[^&]*/state=forged/')"
+    curl -s -o /dev/null "$base?error=access_denied"
+    exec curl -s -o /dev/null "$location" ;;
+  trickle)
+    redirect=$(python3 -c 'import sys, urllib.parse as u; print(u.parse_qs(u.urlsplit(sys.argv[1]).query)["redirect_uri"][0])' "$url")
+    port=$(printf %s "$redirect" | sed 's|http://127.0.0.1:\([0-9]*\)/.*|\1|')
+    python3 -c '
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+for b in b"GET /callback?code=x HTTP/1.1\r\n":
+    s.send(bytes([b])); time.sleep(1)
+' "$port" >/dev/null 2>&1 &
+    ;;
 esac

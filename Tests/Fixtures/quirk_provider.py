@@ -11,6 +11,11 @@ token endpoint; every answer counts in /stats.
   /html502         a proxy's HTML 502 page
   /hang            answers nothing for 60 s
   /huge            a 5 MiB body
+  /rotate          a new access and refresh token on every call
+  /nan-rotate      a new refresh token, but expires_in "nan"
+  /echo-secret     400 invalid_request whose description repeats the request body
+  /device-5000, /device-neg   a device authorization with interval 5000 or -1
+  /device-escape   a device authorization whose verification_uri carries an escape sequence
 
 Usage: quirk_provider.py [--tls CERT KEY]   (prints "port N" once listening on 127.0.0.1)
 With --tls it speaks HTTPS with that (self-signed) certificate.
@@ -45,7 +50,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         length = int(self.headers.get("Content-Length") or 0)
-        self.rfile.read(length)
+        body = self.rfile.read(length).decode()
         path = self.path
         with lock:
             counts[path] = counts.get(path, 0) + 1
@@ -71,6 +76,20 @@ class Handler(BaseHTTPRequestHandler):
         elif path == "/hang":
             time.sleep(60)
             self.send(200, "{}", "application/json")
+        elif path == "/rotate":
+            self.send(200, json.dumps({"access_token": f"rot-at-{n}", "refresh_token": f"rot-rt-{n}", "expires_in": 3600}),
+                      "application/json")
+        elif path == "/nan-rotate":
+            self.send(200, json.dumps({"access_token": f"nan-at-{n}", "refresh_token": f"nan-rt-{n}", "expires_in": "nan"}),
+                      "application/json")
+        elif path == "/echo-secret":
+            self.send(400, json.dumps({"error": "invalid_request", "error_description": "bad request: " + body}),
+                      "application/json")
+        elif path in ("/device-5000", "/device-neg", "/device-escape"):
+            interval = {"/device-5000": 5000, "/device-neg": -1}.get(path, 1)
+            uri = "https://example.com/device\x1b]0;pwned\x07\x1b[2J" if path == "/device-escape" else "https://example.com/device"
+            self.send(200, json.dumps({"device_code": "dc", "user_code": "ABCD-EFGH", "verification_uri": uri,
+                                       "interval": interval, "expires_in": 600}), "application/json")
         elif path == "/huge":
             self.send(200, b'{"access_token":"' + b"x" * (5 << 20) + b'"}', "application/json")
         else:

@@ -25,7 +25,7 @@ public struct OAuth1Login {
         notify("open this URL to log in to \(provider.name):\n\n    \(url)\n")
         openBrowser(url)
         notify("waiting for the browser to come back to \(callback) (up to \(Int(timeout)) s; Ctrl-C to stop)…")
-        let params = try listener.waitForRedirect(timeout: timeout) { params in
+        let params = try listener.waitForRedirect(timeout: timeout, belongs: { $0["oauth_token"] == token || $0["denied"] == token }) { params in
             let ok = params["oauth_token"] == token && params["oauth_verifier"] != nil
             return """
                 <!doctype html><meta charset="utf-8"><title>tokenvault</title>

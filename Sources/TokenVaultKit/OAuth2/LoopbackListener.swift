@@ -42,8 +42,16 @@ public final class LoopbackListener {
         if fd >= 0 { close(fd); fd = -1 }
     }
 
-    /// Waits up to `timeout` seconds for the redirect and returns its query parameters.
+    /// Seconds one request may take to arrive in full: a client trickling
+    /// bytes cannot hold the (single-threaded) listener for longer.
+    static let requestDeadline = 2.0
+
+    /// Waits up to `timeout` seconds (a hard bound) for the redirect of this
+    /// login and returns its query parameters. A redirect that does not
+    /// `belong` to it (a wrong or missing state: a stale tab, or any local
+    /// process) gets an error page, and the wait goes on.
     public func waitForRedirect(path: String = "/callback", timeout: Double,
+                                belongs: ([String: String]) -> Bool,
                                 page: ([String: String]) -> String) throws -> [String: String] {
         let deadline = Date().addingTimeInterval(timeout)
         while true {
@@ -57,16 +65,22 @@ public final class LoopbackListener {
             guard ready > 0 else { continue }
             let client = accept(fd, nil, nil)
             guard client >= 0 else { continue }
+            _ = fcntl(client, F_SETFL, fcntl(client, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(client, F_SETFD, FD_CLOEXEC)
             defer { close(client) }
-            var tv = timeval(tv_sec: 5, tv_usec: 0)
-            setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-            guard let target = readRequestTarget(client) else { continue }
+            let requestEnd = min(deadline, Date().addingTimeInterval(Self.requestDeadline))
+            guard let target = readRequestTarget(client, until: requestEnd) else { continue }
             let (requestPath, query) = split(target)
             guard requestPath == path else {
                 respond(client, status: "404 Not Found", body: "<!doctype html><title>tokenvault</title><p>Not found.</p>")
                 continue
             }
             let params = Dictionary(FormEncoding.decode(query) ?? [], uniquingKeysWith: { first, _ in first })
+            guard belongs(params) else {
+                respond(client, status: "400 Bad Request",
+                        body: "<!doctype html><title>tokenvault</title><p>This is not the login tokenvault is waiting for; it goes on waiting.</p>")
+                continue
+            }
             respond(client, status: "200 OK", body: page(params))
             stop()
             return params
@@ -74,11 +88,18 @@ public final class LoopbackListener {
     }
 
     /// The request target of a GET, from the request line; nil for anything else.
-    private func readRequestTarget(_ client: Int32) -> String? {
+    private func readRequestTarget(_ client: Int32, until end: Date) -> String? {
         var buffer = [UInt8]()
         var chunk = [UInt8](repeating: 0, count: 4096)
         while buffer.count < 16384, !buffer.containsHeaderEnd {
+            let left = end.timeIntervalSinceNow
+            guard left > 0 else { return nil }
+            var pfd = pollfd(fd: client, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&pfd, 1, Int32(left * 1000) + 1)
+            if ready < 0, errno == EINTR { continue }
+            guard ready > 0 else { return nil }
             let n = read(client, &chunk, chunk.count)
+            if n < 0, errno == EAGAIN || errno == EINTR { continue }
             guard n > 0 else { break }
             buffer += chunk[0..<n]
         }

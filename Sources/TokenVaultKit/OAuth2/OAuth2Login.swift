@@ -50,7 +50,7 @@ public struct OAuth2Login {
         notify("open this URL to log in to \(provider.name):\n\n    \(url)\n")
         openBrowser(url)
         notify("waiting for the browser to come back to \(redirectURI) (up to \(Int(timeout)) s; Ctrl-C to stop)…")
-        let params = try listener.waitForRedirect(path: path, timeout: timeout) { params in
+        let params = try listener.waitForRedirect(path: path, timeout: timeout, belongs: { $0["state"] == state }) { params in
             let ok = params["error"] == nil && params["state"] == state
             return """
                 <!doctype html><meta charset="utf-8"><title>tokenvault</title>

@@ -72,16 +72,28 @@ public struct OAuth2Provider: Sendable {
             secretSource: secret)
     }
 
-    /// https, or http only to a loopback address.
+    /// https, or http only to loopback: an IP literal in 127.0.0.0/8, ::1, or
+    /// exactly `localhost`. A name that merely starts with "127." can resolve
+    /// anywhere (127.evil.example), so names are not looked at.
     static func checkEndpoint(_ url: String, provider: String, key: String, configPath: String) throws {
         let lower = url.lowercased()
         if lower.hasPrefix("https://") { return }
-        if lower.hasPrefix("http://"), let host = try? ServiceKey(parsing: url).host,
-           host == "localhost" || host == "::1" || host.hasPrefix("127.") {
+        if lower.hasPrefix("http://"), let host = try? ServiceKey(parsing: url).host, isLoopback(host) {
             return
         }
         throw TokenVaultError.config("provider \(provider): \(key) must be an https:// URL (http:// only for loopback), not \(ServiceKey.quoted(url))",
                                      hint: "fix \(key) in [providers.\(provider)] of \(configPath)")
+    }
+
+    static func isLoopback(_ host: String) -> Bool {
+        if host == "localhost" { return true }
+        var v4 = in_addr()
+        if inet_pton(AF_INET, host, &v4) == 1 { return UInt32(bigEndian: v4.s_addr) >> 24 == 127 }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, host, &v6) == 1 {
+            return withUnsafeBytes(of: &v6) { $0.prefix(15).allSatisfy { $0 == 0 } && $0[15] == 1 }
+        }
+        return false
     }
 
     /// Client authentication for a token-endpoint request: body fields or a Basic header.
@@ -112,6 +124,7 @@ enum SecretSource: Sendable {
             return v
         case .file(let path):
             let expanded = path.hasPrefix("~/") ? (ProcessInfo.processInfo.environment["HOME"] ?? "") + path.dropFirst() : path
+            try TrustedFile.check(expanded, what: "the file holding \(what)")
             guard let data = FileManager.default.contents(atPath: expanded), let text = String(data: data, encoding: .utf8) else {
                 throw TokenVaultError.config("cannot read \(what) from \(path)")
             }
