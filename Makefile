@@ -17,7 +17,7 @@ build: deps
 	swift build
 
 # libsecret and GLib are opened with dlopen when the Secret Service is first
-# used (Sources/CLibSecret/shim.h), libcurl when a provider is first asked (CCurl), and no symbol of theirs is linked; but the
+# used, libcurl when a provider is first asked (Sources/CTokenVault: one shared loader), and no symbol of theirs is linked; but the
 # pkg-config flags still list them as NEEDED (before any --as-needed SwiftPM
 # lets us add), which would cost every `get` ~3 ms of loading. Drop them.
 GLIB_NEEDED = libsecret-1.so.0 libgio-2.0.so.0 libgobject-2.0.so.0 libglib-2.0.so.0 libcurl.so.4

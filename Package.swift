@@ -33,10 +33,13 @@ let package = Package(
             name: "CKeyutils",
             providers: [.apt(["libkeyutils-dev"])]
         ),
+        // The C glue over libsecret and libcurl (opened with dlopen on first use by
+        // one shared loader); Swift sees only the tv_* functions of its headers.
+        .target(name: "CTokenVault", dependencies: ["CLibSecret", "CCurl"]),
         .target(
             name: "TokenVaultKit",
             dependencies: [
-                "CSodium", "CLibSecret", "CKeyutils", "CCurl",
+                "CSodium", "CKeyutils", "CTokenVault",
                 .product(name: "TOMLKit", package: "TOMLKit"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]

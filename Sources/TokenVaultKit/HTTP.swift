@@ -1,4 +1,4 @@
-internal import CCurl
+internal import CTokenVault
 import Foundation
 
 /// One HTTP exchange with a provider.
@@ -75,6 +75,10 @@ public struct CurlTransport: HTTPTransport {
             throw TokenVaultError.temporary("cannot reach \(host): \(detail)")
         case TV_HTTP_TOO_LARGE:
             throw TokenVaultError.badInput("\(host) sent a response larger than \(maxBody >> 20) MiB; refused")
+        case TV_HTTP_NO_LIBRARY:
+            // Not a network failure: retrying will not help (69, not 75).
+            throw TokenVaultError.backendUnavailable("libcurl cannot be loaded, so no provider can be reached: \(detail)",
+                                                     hint: "install libcurl (Debian: apt-get install libcurl4)")
         default:
             throw TokenVaultError.temporary("the exchange with \(host) failed: \(detail)")
         }

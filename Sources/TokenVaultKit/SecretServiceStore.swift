@@ -1,4 +1,4 @@
-internal import CLibSecret
+internal import CTokenVault
 import Foundation
 
 /// The freedesktop Secret Service through libsecret (SPEC §5): schema
@@ -54,6 +54,9 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
     }
 
     private static func describe(_ glibMessage: String) -> String {
+        if tv_secret_library_available() == 0 {
+            return "libsecret cannot be loaded (\(glibMessage)); install it (Debian: apt-get install libsecret-1-0)"
+        }
         if glibMessage.contains("not provided by any .service files") || glibMessage.contains("ServiceUnknown") {
             return "no Secret Service (org.freedesktop.secrets) on the session bus"
         }

@@ -11,7 +11,7 @@ public enum TokenVaultError: Error, Equatable, LocalizedError, Sendable {
     case loginRequired(String, hint: String? = nil)
     /// Malformed input on stdin or an unparseable provider response (65).
     case badInput(String)
-    /// The backend that was asked for cannot be used (69).
+    /// The backend that was asked for, or a system library (libsecret, libcurl), cannot be used (69).
     case backendUnavailable(String, hint: String? = nil)
     /// Vault unreadable, unwritable, corrupted or tampered with (74).
     case vault(String, hint: String? = nil)
@@ -35,7 +35,7 @@ public enum TokenVaultError: Error, Equatable, LocalizedError, Sendable {
         (4, "login required: expired and cannot be refreshed (no refresh token, or the provider answered invalid_grant, access_denied or expired_token)"),
         (64, "usage error (bad arguments, invalid service name)"),
         (65, "bad input data: malformed stdin, unparseable provider response"),
-        (69, "the requested backend is unavailable"),
+        (69, "the requested backend is unavailable, or a system library it needs (libsecret, libcurl) cannot be loaded"),
         (74, "vault unreadable, unwritable, corrupted or tampered"),
         (75, "temporary failure: network error, timeout, provider 5xx; nothing was lost, retry later"),
         (76, "provider refused: invalid_client, unauthorized_client, invalid_scope, invalid_request, unsupported_grant_type"),

@@ -296,4 +296,38 @@ final class HardeningTests: XCTestCase {
         chmod(pass, 0o646)
         XCTAssertEqual(s.tv("get", "q", env: ["TOKENVAULT_PASSPHRASE_FILE": pass]).status, 77)
     }
+
+    // MARK: Seams
+
+    /// A system library missing at run time is a clear error of its own (69),
+    /// not a "temporary failure" (75). The library is hidden in a private mount
+    /// namespace (root only; CI runs as root).
+    func testAMissingSystemLibraryIsAClearError() throws {
+        let s = try sandbox("/rotate")
+        storeExpired(s)
+        // The binary as `make release` ships it: libsecret, GLib and libcurl not NEEDED (opened on first use).
+        let shipped = s.home + "/tokenvault"
+        let needed = ["libsecret-1.so.0", "libgio-2.0.so.0", "libgobject-2.0.so.0", "libglib-2.0.so.0", "libcurl.so.4"]
+        let patch = runProcess("/usr/bin/patchelf", needed.flatMap { ["--remove-needed", $0] } + ["--output", shipped, Paths.binary], env: [:])
+        XCTAssertEqual(patch.status, 0, patch.stderr)
+        s.env["TV"] = shipped
+        func hidden(_ soname: String, _ command: String) -> Run {
+            runProcess("/bin/sh", ["-c", """
+                lib=$(ldconfig -p | awk '/\(soname) /{print $NF; exit}')
+                exec unshare -m sh -c "mount --bind /dev/null $(readlink -f "$lib") && exec \(command)"
+                """], env: s.env)
+        }
+        let curl = hidden("libcurl.so.4", #""$TV" get q"#)
+        XCTAssertEqual(curl.status, 69, curl.stderr)
+        XCTAssertTrue(curl.stderr.contains("libcurl cannot be loaded"), curl.stderr)
+        XCTAssertTrue(curl.stderr.contains("hint: install libcurl"), curl.stderr)
+        s.env.merge(Self.keyring.env) { $1 }
+        let secret = hidden("libsecret-1.so.0", #"env TOKENVAULT_BACKEND=secret-service "$TV" list"#)
+        XCTAssertEqual(secret.status, 69, secret.stderr)
+        XCTAssertTrue(secret.stderr.contains("libsecret cannot be loaded"), secret.stderr)
+        // auto falls back to the file vault, and says why.
+        let auto = hidden("libsecret-1.so.0", #"env TOKENVAULT_BACKEND=auto "$TV" get q --no-refresh --field refresh_token"#)
+        XCTAssertEqual(auto.status, 0, auto.stderr)
+        XCTAssertEqual(auto.out, "r-old")
+    }
 }

@@ -1,0 +1,114 @@
+/* The glue between Swift and libcurl (CurlTransport), loaded on first use
+ * through the shared loader; Swift sees only the tv_* functions of tv_http.h. */
+#include "tv_http.h"
+#include "loader.h"
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+_Static_assert(CURL_ERROR_SIZE == sizeof(((tv_http_response *)0)->error), "the error buffer is CURL_ERROR_SIZE");
+
+#define TV_CURL_FUNCS(X) \
+    X(curl_global_init) X(curl_easy_init) X(curl_easy_setopt) X(curl_easy_perform) \
+    X(curl_easy_getinfo) X(curl_easy_cleanup) X(curl_easy_strerror) \
+    X(curl_slist_append) X(curl_slist_free_all)
+
+typedef struct {
+#define TV_CURL_FIELD(name) __typeof__(&name) name;
+    TV_CURL_FUNCS(TV_CURL_FIELD)
+#undef TV_CURL_FIELD
+} tv_curl_api;
+
+static tv_curl_api api;
+static tv_dl_library library = TV_DL_LIBRARY_INIT;
+static int global_ok;
+
+static void tv_curl_global_init(void) { global_ok = api.curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK; }
+
+/* The loaded and initialised API, or NULL. */
+static const tv_curl_api *tv_curl(void) {
+#define TV_NAME(name) #name,
+#define TV_SLOT(name) (void **)&api.name,
+    static const char *const names[] = { TV_CURL_FUNCS(TV_NAME) };
+    static void **const slots[] = { TV_CURL_FUNCS(TV_SLOT) };
+#undef TV_NAME
+#undef TV_SLOT
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    if (!tv_dl_load(&library, "libcurl.so.4", names, slots, sizeof names / sizeof *names)) return NULL;
+    pthread_once(&once, tv_curl_global_init);
+    return global_ok ? &api : NULL;
+}
+
+static size_t tv_http_collect(char *data, size_t size, size_t n, void *userdata) {
+    tv_http_response *r = userdata;
+    size_t len = size * n;
+    if (r->body_len + len > r->max_body) { r->too_large = 1; return 0; }
+    unsigned char *grown = realloc(r->body, r->body_len + len + 1);
+    if (grown == NULL) return 0;
+    r->body = grown;
+    memcpy(r->body + r->body_len, data, len);
+    r->body_len += len;
+    return len;
+}
+
+/* One request. `headers` is a NULL-terminated list of "Name: value" lines.
+   Redirects are not followed; TLS peers and host names are always verified. */
+int tv_http_request(const char *method, const char *url, const char *const *headers,
+                                  const char *body, size_t body_len, long timeout_s, size_t max_body,
+                                  const char *user_agent, tv_http_response *out) {
+    memset(out, 0, sizeof *out);
+    out->max_body = max_body;
+    const tv_curl_api *c = tv_curl();
+    if (c == NULL) {
+        snprintf(out->error, sizeof out->error, "%s", library.error[0] ? library.error : "libcurl.so.4 cannot be loaded");
+        return TV_HTTP_NO_LIBRARY;
+    }
+    CURL *h = c->curl_easy_init();
+    if (h == NULL) return TV_HTTP_FAILED;
+    struct curl_slist *list = NULL;
+    for (; headers && *headers; headers++) list = c->curl_slist_append(list, *headers);
+    c->curl_easy_setopt(h, CURLOPT_URL, url);
+    c->curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    c->curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    c->curl_easy_setopt(h, CURLOPT_TIMEOUT, timeout_s);
+    c->curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, timeout_s);
+    c->curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
+    c->curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
+    c->curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+    c->curl_easy_setopt(h, CURLOPT_USERAGENT, user_agent);
+    c->curl_easy_setopt(h, CURLOPT_HTTPHEADER, list);
+    c->curl_easy_setopt(h, CURLOPT_ERRORBUFFER, out->error);
+    c->curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, tv_http_collect);
+    c->curl_easy_setopt(h, CURLOPT_WRITEDATA, out);
+    if (strcmp(method, "GET") == 0) {
+        c->curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+    } else {
+        c->curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+        c->curl_easy_setopt(h, CURLOPT_POSTFIELDS, body ? body : "");
+        c->curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
+    }
+    CURLcode rc = c->curl_easy_perform(h);
+    if (rc == CURLE_OK) {
+        char *ct = NULL;
+        c->curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &out->status);
+        if (c->curl_easy_getinfo(h, CURLINFO_CONTENT_TYPE, &ct) == CURLE_OK && ct) out->content_type = strdup(ct);
+    } else if (out->error[0] == 0) {
+        strncpy(out->error, c->curl_easy_strerror(rc), sizeof out->error - 1);
+    }
+    c->curl_slist_free_all(list);
+    c->curl_easy_cleanup(h);
+    if (rc == CURLE_OK) return TV_HTTP_OK;
+    if (out->too_large) return TV_HTTP_TOO_LARGE;
+    if (rc == CURLE_OPERATION_TIMEDOUT) return TV_HTTP_TIMEOUT;
+    if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST || rc == CURLE_COULDNT_RESOLVE_PROXY)
+        return TV_HTTP_UNREACHABLE;
+    return TV_HTTP_FAILED;
+}
+
+void tv_http_response_free(tv_http_response *r) {
+    free(r->content_type);
+    if (r->body) { memset(r->body, 0, r->body_len); free(r->body); }
+    r->content_type = NULL;
+    r->body = NULL;
+}

@@ -1,0 +1,35 @@
+/* HTTP for the OAuth exchanges through libcurl, loaded on first use: a `get`
+ * of a valid token never maps libcurl and its TLS stack. */
+#ifndef TV_HTTP_H
+#define TV_HTTP_H
+#include <stddef.h>
+
+typedef struct {
+    long status;
+    char *content_type;     /* malloc'd, or NULL */
+    unsigned char *body;    /* malloc'd, body_len bytes */
+    size_t body_len;
+    size_t max_body;
+    int too_large;
+    char error[256];         /* CURL_ERROR_SIZE */
+} tv_http_response;
+
+enum {
+    TV_HTTP_OK = 0,            /* a response arrived (any status) */
+    TV_HTTP_TIMEOUT = 1,
+    TV_HTTP_UNREACHABLE = 2,   /* resolve or connect failed */
+    TV_HTTP_TOO_LARGE = 3,
+    TV_HTTP_FAILED = 4,        /* TLS and the rest: see error */
+    TV_HTTP_NO_LIBRARY = 5,
+};
+
+
+/* One request. `headers` is a NULL-terminated list of "Name: value" lines.
+   Redirects are not followed; TLS peers and host names are always verified. */
+int tv_http_request(const char *method, const char *url, const char *const *headers,
+                    const char *body, size_t body_len, long timeout_s, size_t max_body,
+                    const char *user_agent, tv_http_response *out);
+/* Frees (and wipes) what a request allocated. */
+void tv_http_response_free(tv_http_response *r);
+
+#endif

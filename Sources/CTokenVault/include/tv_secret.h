@@ -1,0 +1,29 @@
+/* The Secret Service through libsecret, loaded on first use. Messages set
+ * through `message` are freed with tv_free, secrets with tv_password_free. */
+#ifndef TV_SECRET_H
+#define TV_SECRET_H
+
+/* One found item: its service and account, and the secret (NULL when not loaded). */
+typedef void (*tv_item_callback)(void *context, const char *service, const char *account, const char *secret);
+
+/* 1 when libsecret-1.so.0 can be loaded. */
+int tv_secret_library_available(void);
+void tv_free(void *p);
+void tv_password_free(char *p);
+/* Connects and opens a session: the probe. 1: ok, 0: failed (*message). */
+int tv_service_open(char **message);
+/* -1: unknown, 0: unlocked, 1: locked. */
+int tv_default_collection_locked(void);
+/* The process id owning org.freedesktop.secrets on the session bus, or 0. */
+unsigned int tv_secrets_owner_pid(int timeout_ms);
+/* The secret for service+account, or NULL (*message set on failure, NULL when absent). */
+char *tv_lookup(const char *service, const char *account, char **message);
+/* Stores a NUL-terminated secret, then removes items of `other_types` (NULL-terminated). 1: ok. */
+int tv_store(const char *service, const char *account, const char *type, const char *const *other_types,
+             const char *label, const char *secret, char **message);
+/* Deletes every item for service+account. 1: some deleted, 0: none, -1: failed. */
+int tv_clear(const char *service, const char *account, char **message);
+/* Calls back for every item of `type`; loads (and unlocks) secrets only with load_secrets. 1: ok. */
+int tv_search(const char *type, int load_secrets, void *context, tv_item_callback callback, char **message);
+
+#endif

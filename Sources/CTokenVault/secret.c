@@ -1,0 +1,226 @@
+/* The glue between Swift and libsecret (SecretServiceStore): libsecret, and
+ * with it GLib, GIO and libgcrypt, is loaded on first use through the shared
+ * loader; Swift sees only the tv_* functions of tv_secret.h. */
+#include "tv_secret.h"
+#include "loader.h"
+#include <libsecret/secret.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TV_SECRET_FUNCS(X) \
+    X(g_free) X(g_strdup) X(g_str_hash) X(g_str_equal) X(g_hash_table_new_full) \
+    X(g_hash_table_insert) X(g_hash_table_lookup) X(g_hash_table_unref) X(g_object_unref) \
+    X(g_clear_error) X(g_list_free_full) X(g_bus_get_sync) X(g_dbus_connection_call_sync) \
+    X(g_variant_new) X(g_variant_get) X(g_variant_unref) \
+    X(secret_service_get_sync) X(secret_collection_for_alias_sync) X(secret_collection_get_locked) \
+    X(secret_password_lookupv_sync) X(secret_password_storev_sync) X(secret_password_clearv_sync) \
+    X(secret_password_searchv_sync) X(secret_password_free) X(secret_retrievable_get_attributes) \
+    X(secret_retrievable_retrieve_secret_sync) X(secret_value_unref_to_password)
+
+typedef struct {
+#define TV_FIELD(name) __typeof__(&name) name;
+    TV_SECRET_FUNCS(TV_FIELD)
+#undef TV_FIELD
+} tv_secret_api;
+
+static tv_secret_api api;
+static tv_dl_library library = TV_DL_LIBRARY_INIT;
+
+/* The loaded API, or NULL when libsecret cannot be loaded. */
+static const tv_secret_api *tv_api(void) {
+#define TV_NAME(name) #name,
+#define TV_SLOT(name) (void **)&api.name,
+    static const char *const names[] = { TV_SECRET_FUNCS(TV_NAME) };
+    static void **const slots[] = { TV_SECRET_FUNCS(TV_SLOT) };
+#undef TV_NAME
+#undef TV_SLOT
+    return tv_dl_load(&library, "libsecret-1.so.0", names, slots, sizeof names / sizeof *names) ? &api : NULL;
+}
+
+int tv_secret_library_available(void) { return tv_api() != NULL; }
+
+#define TV_SCHEMA(flags) {                                   \
+        "io.tokenvault.Credential", (flags),                    \
+        {                                                       \
+            { "service", SECRET_SCHEMA_ATTRIBUTE_STRING },      \
+            { "account", SECRET_SCHEMA_ATTRIBUTE_STRING },      \
+            { "type", SECRET_SCHEMA_ATTRIBUTE_STRING },         \
+            { NULL, 0 },                                        \
+        }                                                       \
+    }
+
+/* Schema io.tokenvault.Credential. DONT_MATCH_NAME so that items stored with
+   `secret-tool store service HOST account NAME type token` are found too. */
+static const SecretSchema *tv_lookup_schema(void) {
+    static const SecretSchema schema = TV_SCHEMA(SECRET_SCHEMA_DONT_MATCH_NAME);
+    return &schema;
+}
+
+/* The same schema, matching xdg:schema: used to store. */
+static const SecretSchema *tv_schema(void) {
+    static const SecretSchema schema = TV_SCHEMA(SECRET_SCHEMA_NONE);
+    return &schema;
+}
+
+/* An attribute table owning copies of the values (the arguments may be
+   temporaries); NULL values are left out. */
+static GHashTable *tv_attributes(const tv_secret_api *a, const char *service, const char *account, const char *type) {
+    GHashTable *h = a->g_hash_table_new_full(a->g_str_hash, a->g_str_equal, NULL, a->g_free);
+    if (service) a->g_hash_table_insert(h, (gpointer)"service", a->g_strdup(service));
+    if (account) a->g_hash_table_insert(h, (gpointer)"account", a->g_strdup(account));
+    if (type) a->g_hash_table_insert(h, (gpointer)"type", a->g_strdup(type));
+    return h;
+}
+
+/* On failure these set *message to a newly allocated text (tv_free). */
+static void tv_take_error(const tv_secret_api *a, GError **error, char **message) {
+    if (message) *message = a->g_strdup(*error ? (*error)->message : "unknown error");
+    a->g_clear_error(error);
+}
+
+static char *tv_no_library(char **message) {
+    if (message) *message = strdup(library.error[0] ? library.error : "libsecret-1.so.0 cannot be loaded");
+    return NULL;
+}
+
+/* Frees what the functions here return: messages, attributes. */
+void tv_free(void *p) {
+    const tv_secret_api *a = tv_api();
+    if (a) a->g_free(p); else free(p);  /* without libsecret, messages come from strdup */
+}
+
+/* Secrets are freed (and wiped) in libsecret's non-pageable memory. */
+void tv_password_free(char *p) {
+    const tv_secret_api *a = tv_api();
+    if (a && p) a->secret_password_free(p);
+}
+
+/* Connects and opens a session: the probe. 1: ok, 0: failed (*message). */
+int tv_service_open(char **message) {
+    const tv_secret_api *a = tv_api();
+    if (!a) { tv_no_library(message); return 0; }
+    GError *error = NULL;
+    SecretService *s = a->secret_service_get_sync(SECRET_SERVICE_OPEN_SESSION, NULL, &error);
+    if (s == NULL) { tv_take_error(a, &error, message); return 0; }
+    a->g_object_unref(s);
+    return 1;
+}
+
+/* -1: unknown, 0: unlocked, 1: locked. */
+int tv_default_collection_locked(void) {
+    const tv_secret_api *a = tv_api();
+    if (!a) return -1;
+    GError *error = NULL;
+    SecretService *s = a->secret_service_get_sync(SECRET_SERVICE_NONE, NULL, &error);
+    if (s == NULL) { a->g_clear_error(&error); return -1; }
+    SecretCollection *c = a->secret_collection_for_alias_sync(s, SECRET_COLLECTION_DEFAULT, SECRET_COLLECTION_NONE, NULL, &error);
+    a->g_object_unref(s);
+    if (c == NULL) { a->g_clear_error(&error); return -1; }
+    int locked = a->secret_collection_get_locked(c) ? 1 : 0;
+    a->g_object_unref(c);
+    return locked;
+}
+
+/* The process id owning org.freedesktop.secrets on the session bus, or 0. */
+unsigned int tv_secrets_owner_pid(int timeout_ms) {
+    const tv_secret_api *a = tv_api();
+    if (!a) return 0;
+    GError *error = NULL;
+    GDBusConnection *bus = a->g_bus_get_sync(G_BUS_TYPE_SESSION, NULL, &error);
+    if (bus == NULL) { a->g_clear_error(&error); return 0; }
+    GVariant *r = a->g_dbus_connection_call_sync(
+        bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+        "GetConnectionUnixProcessID", a->g_variant_new("(s)", "org.freedesktop.secrets"),
+        (const GVariantType *)"(u)", G_DBUS_CALL_FLAGS_NONE, timeout_ms, NULL, &error);
+    a->g_object_unref(bus);
+    if (r == NULL) { a->g_clear_error(&error); return 0; }
+    guint32 pid = 0;
+    a->g_variant_get(r, "(u)", &pid);
+    a->g_variant_unref(r);
+    return pid;
+}
+
+/* The secret stored for service+account (tv_password_free), or NULL: then
+   *message is set on failure and left NULL when there is no such item. */
+char *tv_lookup(const char *service, const char *account, char **message) {
+    const tv_secret_api *a = tv_api();
+    if (!a) return tv_no_library(message);
+    GError *error = NULL;
+    GHashTable *attrs = tv_attributes(a, service, account, NULL);
+    char *secret = a->secret_password_lookupv_sync(tv_lookup_schema(), attrs, NULL, &error);
+    a->g_hash_table_unref(attrs);
+    if (error) { tv_take_error(a, &error, message); return NULL; }
+    return secret;
+}
+
+/* Stores the secret (NUL-terminated text); first removes items of other types
+   for the same service+account, which would otherwise stay beside it. 1: ok. */
+int tv_store(const char *service, const char *account, const char *type,
+                           const char *const *other_types, const char *label, const char *secret, char **message) {
+    const tv_secret_api *a = tv_api();
+    if (!a) { tv_no_library(message); return 0; }
+    GError *error = NULL;
+    /* Store first (the keyring replaces an item with the same attributes in one
+       step), then remove the items of other types: a reader never finds none. */
+    GHashTable *attrs = tv_attributes(a, service, account, type);
+    gboolean ok = a->secret_password_storev_sync(tv_schema(), attrs, SECRET_COLLECTION_DEFAULT, label, secret, NULL, &error);
+    a->g_hash_table_unref(attrs);
+    if (!ok || error) { tv_take_error(a, &error, message); return 0; }
+    for (; *other_types; other_types++) {
+        GHashTable *others = tv_attributes(a, service, account, *other_types);
+        a->secret_password_clearv_sync(tv_lookup_schema(), others, NULL, &error);
+        a->g_hash_table_unref(others);
+        if (error) { tv_take_error(a, &error, message); return 0; }
+    }
+    return 1;
+}
+
+/* Deletes every item for service+account. 1: some deleted, 0: none, -1: failed. */
+int tv_clear(const char *service, const char *account, char **message) {
+    const tv_secret_api *a = tv_api();
+    if (!a) { tv_no_library(message); return -1; }
+    GError *error = NULL;
+    GHashTable *attrs = tv_attributes(a, service, account, NULL);
+    int removed = 0;
+    while (a->secret_password_clearv_sync(tv_lookup_schema(), attrs, NULL, &error)) removed = 1;
+    a->g_hash_table_unref(attrs);
+    if (error) { tv_take_error(a, &error, message); return -1; }
+    return removed;
+}
+
+/* Calls back for every item of the given type. With load_secrets it unlocks and
+   loads the secrets; without, it never prompts and the secret passed is NULL.
+   1: ok, 0: failed (*message). */
+int tv_search(const char *type, int load_secrets, void *context, tv_item_callback callback, char **message) {
+    const tv_secret_api *a = tv_api();
+    if (!a) { tv_no_library(message); return 0; }
+    GError *error = NULL;
+    GHashTable *attrs = tv_attributes(a, NULL, NULL, type);
+    SecretSearchFlags flags = load_secrets ? (SECRET_SEARCH_ALL | SECRET_SEARCH_UNLOCK | SECRET_SEARCH_LOAD_SECRETS) : SECRET_SEARCH_ALL;
+    GList *found = a->secret_password_searchv_sync(tv_lookup_schema(), attrs, flags, NULL, &error);
+    a->g_hash_table_unref(attrs);
+    if (error) { tv_take_error(a, &error, message); return 0; }
+    for (GList *n = found; n; n = n->next) {
+        SecretRetrievable *item = n->data;
+        GHashTable *ia = a->secret_retrievable_get_attributes(item);
+        const char *service = ia ? a->g_hash_table_lookup(ia, "service") : NULL;
+        const char *account = ia ? a->g_hash_table_lookup(ia, "account") : NULL;
+        if (service && account && !load_secrets) {
+            callback(context, service, account, NULL);
+        } else if (service && account) {
+            SecretValue *value = a->secret_retrievable_retrieve_secret_sync(item, NULL, &error);
+            if (value) {
+                char *secret = a->secret_value_unref_to_password(value, NULL);
+                if (secret) {
+                    callback(context, service, account, secret);
+                    a->secret_password_free(secret);
+                }
+            } else {
+                a->g_clear_error(&error);
+            }
+        }
+        if (ia) a->g_hash_table_unref(ia);
+    }
+    a->g_list_free_full(found, a->g_object_unref);
+    return 1;
+}
