@@ -3,20 +3,7 @@ import XCTest
 
 /// What a hostile provider, a hostile input, another local user or bad timing
 /// sends: nothing corrupts the vault, crashes the tool or leaks a secret.
-final class HardeningTests: XCTestCase {
-    nonisolated(unsafe) static var server: Process!
-    nonisolated(unsafe) static var port = 0
-    nonisolated(unsafe) static var keyring: PrivateKeyring!
-
-    override class func setUp() {
-        (server, port) = try! startFixtureServer("quirk_provider.py")
-        keyring = try! PrivateKeyring()
-    }
-
-    override class func tearDown() {
-        if server.isRunning { server.terminate(); server.waitUntilExit() }
-        keyring.stop()
-    }
+final class HardeningTests: QuirkProviderTestCase {
 
     func sandbox(_ path: String = "/rotate", backend: String = "file", extra: String = "") throws -> Sandbox {
         let s = Sandbox(backend: backend)

@@ -94,6 +94,29 @@ func fixtureStats(_ url: String) throws -> [String: Int] {
     return (try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Int]) ?? [:]
 }
 
+/// Tests against quirk_provider.py and a private gnome-keyring, both started
+/// once per test class.
+class QuirkProviderTestCase: XCTestCase {
+    nonisolated(unsafe) static var server: Process!
+    nonisolated(unsafe) static var port = 0
+    nonisolated(unsafe) static var keyring: PrivateKeyring!
+
+    override class func setUp() {
+        (server, port) = try! startFixtureServer("quirk_provider.py")
+        keyring = try! PrivateKeyring()
+    }
+
+    override class func tearDown() {
+        if server.isRunning { server.terminate(); server.waitUntilExit() }
+        keyring.stop()
+    }
+
+    /// The provider's counters of answers per path.
+    func stats() throws -> [String: Int] {
+        try fixtureStats("http://127.0.0.1:\(Self.port)/stats")
+    }
+}
+
 /// A value shared between threads.
 final class Locked<T>: @unchecked Sendable {
     private var stored: T

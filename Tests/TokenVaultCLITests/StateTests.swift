@@ -4,24 +4,7 @@ import XCTest
 /// SPEC §10: every command agrees about a credential, on every backend, and
 /// no read fails because someone writes. Each test is one of the
 /// contradictions issue "One truth about a credential" found.
-final class StateTests: XCTestCase {
-    nonisolated(unsafe) static var server: Process!
-    nonisolated(unsafe) static var port = 0
-    nonisolated(unsafe) static var keyring: PrivateKeyring!
-
-    override class func setUp() {
-        (server, port) = try! startFixtureServer("quirk_provider.py")
-        keyring = try! PrivateKeyring()
-    }
-
-    override class func tearDown() {
-        if server.isRunning { server.terminate(); server.waitUntilExit() }
-        keyring.stop()
-    }
-
-    func stats() throws -> [String: Int] {
-        try fixtureStats("http://127.0.0.1:\(Self.port)/stats")
-    }
+final class StateTests: QuirkProviderTestCase {
 
     func sandbox(_ backend: String, path: String, grant: String = "authorization_code") throws -> Sandbox {
         let s = Sandbox(backend: backend)

@@ -6,12 +6,18 @@ public enum Revocation {
     /// when there is one (a provider then drops its access tokens too); Weibo's
     /// `revokeoauth2` takes the access token.
     public static func request(for credential: Credential, provider: OAuth2Provider) throws -> HTTPRequest {
+        try prepared(for: credential, provider: provider).request
+    }
+
+    /// The request and the secrets it carries, so that an error answer never
+    /// echoes one (and a client_secret_command runs once).
+    static func prepared(for credential: Credential, provider: OAuth2Provider) throws -> (request: HTTPRequest, sent: [String]) {
         guard let url = provider.revokeURL else {
             throw TokenVaultError.config("provider \(provider.name) has no revoke_url",
                                          hint: "set revoke_url in [providers.\(provider.name)], or delete the local copy: tokenvault delete \(credential.service)")
         }
         if url.contains("/oauth2/revokeoauth2") {
-            return .form(url, [("access_token", credential.accessToken)])
+            return (.form(url, [("access_token", credential.accessToken)]), [credential.accessToken])
         }
         let fields: [(String, String)]
         if let refresh = credential.refreshToken {
@@ -20,18 +26,17 @@ public enum Revocation {
             fields = [("token", credential.accessToken), ("token_type_hint", "access_token")]
         }
         let client = try provider.clientCredentials()
-        return .form(url, fields + client.fields, headers: client.headers)
+        return (.form(url, fields + client.fields, headers: client.headers), [fields[0].1] + (client.secret.map { [$0] } ?? []))
     }
 
     /// Sends it; throws the mapped error unless the provider accepted it (2xx).
     public static func revoke(_ credential: Credential, provider: OAuth2Provider, transport: HTTPTransport) throws {
-        let request = try request(for: credential, provider: provider)
+        let (request, sent) = try prepared(for: credential, provider: provider)
         let response = try transport.send(request)
         if (200..<300).contains(response.status) { return }
         let host = (try? ServiceKey(parsing: request.url).description) ?? request.url
         if let fields = TokenResponse.fields(response.body), let code = fields["error"]?.string {
-            let secrets = [credential.accessToken, credential.refreshToken, try? provider.clientCredentials().secret].compactMap { $0 }
-            throw TokenResponse.error(code: code, description: fields["error_description"]?.text, provider: provider.name, sentSecrets: secrets)
+            throw TokenResponse.error(code: code, description: fields["error_description"]?.text, provider: provider.name, sentSecrets: sent)
         }
         if response.status >= 500 || response.status == 429 {
             throw TokenVaultError.temporary("\(host) answered HTTP \(response.status) to the revocation")
