@@ -55,10 +55,9 @@ static size_t tv_http_collect(char *data, size_t size, size_t n, void *userdata)
 /* One request. `headers` is a NULL-terminated list of "Name: value" lines.
    Redirects are not followed; TLS peers and host names are always verified. */
 int tv_http_request(const char *method, const char *url, const char *const *headers,
-                                  const char *body, size_t body_len, long timeout_s, size_t max_body,
-                                  const char *user_agent, tv_http_response *out) {
+                    const char *body, size_t body_len, const tv_http_options *o, tv_http_response *out) {
     memset(out, 0, sizeof *out);
-    out->max_body = max_body;
+    out->max_body = o->max_body;
     const tv_curl_api *c = tv_curl();
     if (c == NULL) {
         snprintf(out->error, sizeof out->error, "%s", library.error[0] ? library.error : "libcurl.so.4 cannot be loaded");
@@ -71,12 +70,15 @@ int tv_http_request(const char *method, const char *url, const char *const *head
     c->curl_easy_setopt(h, CURLOPT_URL, url);
     c->curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
     c->curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    c->curl_easy_setopt(h, CURLOPT_TIMEOUT, timeout_s);
-    c->curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, timeout_s);
+    c->curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, o->timeout_ms);
+    c->curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, o->connect_timeout_ms > 0 ? o->connect_timeout_ms : o->timeout_ms);
     c->curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
     c->curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
+    if (o->ca_file) c->curl_easy_setopt(h, CURLOPT_CAINFO, o->ca_file);
+    if (o->cert_file) c->curl_easy_setopt(h, CURLOPT_SSLCERT, o->cert_file);
+    if (o->key_file) c->curl_easy_setopt(h, CURLOPT_SSLKEY, o->key_file);
     c->curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-    c->curl_easy_setopt(h, CURLOPT_USERAGENT, user_agent);
+    if (o->user_agent) c->curl_easy_setopt(h, CURLOPT_USERAGENT, o->user_agent);
     c->curl_easy_setopt(h, CURLOPT_HTTPHEADER, list);
     c->curl_easy_setopt(h, CURLOPT_ERRORBUFFER, out->error);
     c->curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, tv_http_collect);

@@ -36,7 +36,11 @@ final class Context {
         }
     }
 
-    var backends: Backends { Backends(environment: environment) }
+    var backends: Backends {
+        var b = Backends(environment: environment)
+        b.config = { try self.config }
+        return b
+    }
 
     var backendChoice: BackendChoice {
         get throws { try BackendChoice.resolve(environment: environment) { try self.config } }
@@ -62,6 +66,9 @@ final class Context {
     func flushWarnings() {
         if let auto = openedStore as? AutoStore {
             for w in Set(auto.warnings).sorted() { Output.warning(w) }
+        }
+        if let etcd = openedStore as? EtcdStore {
+            for w in Set(etcd.warnings).sorted() { Output.warning(w) }
         }
         if let openedVault {
             for n in openedVault.notices where !printedNotices.contains(n) {

@@ -5,12 +5,19 @@ public enum BackendChoice: String, Sendable, CaseIterable {
     case auto
     case secretService = "secret-service"
     case file
+    case etcd
+
+    /// "auto, secret-service, file or etcd", for messages.
+    public static var spelled: String {
+        let names = allCases.map(\.rawValue)
+        return names.dropLast().joined(separator: ", ") + " or " + names.last!
+    }
 
     /// `TOKENVAULT_BACKEND` wins over the config file; the config is read only when needed.
     public static func resolve(environment env: [String: String], config: () throws -> Config) throws -> BackendChoice {
         if let v = env["TOKENVAULT_BACKEND"], !v.isEmpty {
             guard let c = BackendChoice(rawValue: v) else {
-                throw TokenVaultError.config("TOKENVAULT_BACKEND must be auto, secret-service or file, not \(ServiceKey.quoted(v))")
+                throw TokenVaultError.config("TOKENVAULT_BACKEND must be \(spelled), not \(ServiceKey.quoted(v))")
             }
             return c
         }
@@ -24,6 +31,8 @@ public struct Backends {
     public var keyCache: KeyCache
     /// False: never prompt on the terminal (shell completion).
     public var interactive = true
+    /// The config file, read only when a backend needs it (etcd).
+    public var config: () throws -> Config = { Config() }
 
     public init(environment: [String: String], keyCache: KeyCache? = nil) {
         self.environment = environment
@@ -47,8 +56,17 @@ public struct Backends {
             newVaultParams: try KDFParams.profile(environment["TOKENVAULT_KDF_PROFILE"]))
     }
 
+    public func etcdStore() throws -> EtcdStore {
+        EtcdStore(
+            settings: try EtcdSettings.resolve(environment: environment, config: try config(), configPath: Config.path(environment: environment)),
+            passphrase: PassphraseSource(environment: environment, terminalPath: interactive ? "/dev/tty" : nil),
+            keyCache: keyCache, keyTTL: Backends.keyTTL(environment),
+            newParams: try KDFParams.profile(environment["TOKENVAULT_KDF_PROFILE"]))
+    }
+
     public func open(_ choice: BackendChoice) throws -> CredentialStore {
         switch choice {
+        case .etcd: return try etcdStore()
         case .file: return try fileVault()
         case .secretService:
             if let missing = SecretServiceStore.missingBus(environment: environment) {

@@ -7,6 +7,8 @@ public struct Config: Sendable, Equatable {
     public var minValid: Int?
     public var timeout: Int?
     public var providers: [String: ProviderConfig] = [:]
+    /// The `[etcd]` table (SPEC §11).
+    public var etcd: EtcdConfig?
 
     public init() {}
 
@@ -42,9 +44,11 @@ public struct Config: Sendable, Equatable {
             c.minValid = file.min_valid
             c.timeout = file.timeout
             c.providers = file.providers ?? [:]
+            c.etcd = file.etcd
             if let b = c.backend, BackendChoice(rawValue: b) == nil {
-                throw TokenVaultError.config("\(path): backend must be auto, secret-service or file, not \(ServiceKey.quoted(b))")
+                throw TokenVaultError.config("\(path): backend must be \(BackendChoice.spelled), not \(ServiceKey.quoted(b))")
             }
+            try c.etcd?.check(path: path)
             if let m = c.minValid, m < 0 { throw TokenVaultError.config("\(path): min_valid must not be negative") }
             if let t = c.timeout, t <= 0 { throw TokenVaultError.config("\(path): timeout must be a positive number of seconds") }
             return c
@@ -67,6 +71,7 @@ public struct Config: Sendable, Equatable {
         var min_valid: Int?
         var timeout: Int?
         var providers: [String: ProviderConfig]?
+        var etcd: EtcdConfig?
     }
 }
 
@@ -134,5 +139,37 @@ public struct ProviderConfig: Codable, Sendable, Equatable {
             for field in group { m[keyPath: field] = own[keyPath: field] }
         }
         return m
+    }
+}
+
+/// `[etcd]`: where the fleet backend's cluster is and how to reach it.
+public struct EtcdConfig: Codable, Sendable, Equatable {
+    public var endpoints: [String]?
+    public var prefix: String?
+    public var username: String?
+    public var password_file: String?
+    public var password_command: String?
+    public var ca_file: String?
+    public var cert_file: String?
+    public var key_file: String?
+    public var lease_ttl: Int?
+    /// Seconds for any one etcd call (default 5).
+    public var timeout: Int?
+
+    public init() {}
+
+    func check(path: String) throws {
+        if let t = lease_ttl, !(2...3600).contains(t) {
+            throw TokenVaultError.config("\(path): etcd.lease_ttl must be between 2 and 3600 seconds")
+        }
+        if let t = timeout, !(1...300).contains(t) {
+            throw TokenVaultError.config("\(path): etcd.timeout must be between 1 and 300 seconds")
+        }
+        if password_file != nil, password_command != nil {
+            throw TokenVaultError.config("\(path): set one of etcd.password_file and etcd.password_command, not both")
+        }
+        if (cert_file == nil) != (key_file == nil) {
+            throw TokenVaultError.config("\(path): etcd.cert_file and etcd.key_file go together")
+        }
     }
 }

@@ -58,9 +58,32 @@ public final class CredentialVault {
     @discardableResult
     public func delete(_ id: CredentialID, if condition: WriteCondition = .always) throws -> Bool {
         try withRecordLock(id) {
+            if let shared = store as? SharedStore {
+                for _ in 0..<20 {
+                    let current = try shared.load(id)
+                    if case .unchanged(let generation) = condition, current?.generation != generation { return false }
+                    guard let current else { return false }
+                    if try shared.delete(id, ifGeneration: current.generation) {
+                        spool.remove(id)
+                        return true
+                    }
+                }
+                throw TokenVaultError.temporary("the record of \(id) kept changing while it was deleted; try again")
+            }
             if case .unchanged(let generation) = condition, try store.load(id)?.generation != generation { return false }
             spool.remove(id)
             return try store.delete(id)
+        }
+    }
+
+    /// Runs `body` holding the credential's renewal lock: one per host (a
+    /// file lock), and, on a store several hosts share, one for the fleet
+    /// inside it, so only the first process of each host asks the cluster.
+    public func withRenewalLock<T>(_ id: CredentialID, _ body: () throws -> T) throws -> T {
+        try PrivateDirectory.ensure(runtimeDirectory)
+        return try FileLock.holding(lockPath("refresh", id)) {
+            guard let shared = store as? SharedStore else { return try body() }
+            return try shared.withRenewalLock(id, body)
         }
     }
 
@@ -78,13 +101,31 @@ public final class CredentialVault {
     }
 
     private func writeHoldingLock(_ credential: Credential, if condition: WriteCondition) throws -> Credential? {
+        if let shared = store as? SharedStore {
+            // Other hosts write too: each attempt is a compare-and-swap on what it read.
+            for _ in 0..<20 {
+                let current = try shared.load(credential.id)
+                if case .unchanged(let generation) = condition, current?.generation != generation { return nil }
+                let next = nextGeneration(credential, after: current)
+                if try shared.save(next, ifGeneration: current?.generation) {
+                    spool.remove(credential.id)
+                    return next
+                }
+            }
+            throw TokenVaultError.temporary("the record of \(credential.id) kept changing while it was written; try again")
+        }
         let current = try store.load(id: credential.id)
         if case .unchanged(let generation) = condition, current?.generation != generation { return nil }
+        let next = nextGeneration(credential, after: current)
+        try store.save(next)
+        spool.remove(credential.id)
+        return next
+    }
+
+    private func nextGeneration(_ credential: Credential, after current: Credential?) -> Credential {
         var next = credential
         next.generation = max(current?.generation ?? 0, credential.generation) + 1
         if let current { next.updatedAt = max(next.updatedAt, current.updatedAt) }
-        try store.save(next)
-        spool.remove(credential.id)
         return next
     }
 

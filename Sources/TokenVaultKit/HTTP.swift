@@ -53,24 +53,53 @@ public struct CurlTransport: HTTPTransport {
     }
 
     public func send(_ request: HTTPRequest) throws -> HTTPResponse {
-        let host = (try? ServiceKey(parsing: request.url).description) ?? "the provider"
+        try CurlTransport.perform(request, timeoutMilliseconds: timeout * 1000, maxBody: maxBody)
+    }
+
+    /// TLS files for one exchange (etcd's CA and client certificate).
+    public struct TLSFiles: Sendable, Equatable {
+        public var caFile: String?
+        public var certFile: String?
+        public var keyFile: String?
+
+        public init(caFile: String? = nil, certFile: String? = nil, keyFile: String? = nil) {
+            self.caFile = caFile
+            self.certFile = certFile
+            self.keyFile = keyFile
+        }
+    }
+
+    /// One exchange through libcurl. `connectMilliseconds` bounds connecting
+    /// alone, so a dead endpoint is left quickly for the next.
+    static func perform(_ request: HTTPRequest, timeoutMilliseconds: Int, connectMilliseconds: Int = 0,
+                        maxBody: Int, tls: TLSFiles = TLSFiles(), peer: String? = nil) throws -> HTTPResponse {
+        let host = peer ?? (try? ServiceKey(parsing: request.url).description) ?? "the provider"
         var response = tv_http_response()
         let headers = request.headers.map { strdup($0) } + [nil]
-        defer { headers.forEach { free($0) } }
+        let files = [tls.caFile, tls.certFile, tls.keyFile].map { $0.map { strdup($0) } ?? nil }
+        let agent = strdup(CurlTransport.userAgent)
+        defer {
+            headers.forEach { free($0) }
+            files.forEach { free($0) }
+            free(agent)
+        }
+        var options = tv_http_options(timeout_ms: timeoutMilliseconds, connect_timeout_ms: connectMilliseconds, max_body: maxBody,
+                                      user_agent: agent, ca_file: files[0], cert_file: files[1], key_file: files[2])
         let rc = headers.map { UnsafePointer($0) }.withUnsafeBufferPointer { h in
             request.body.withUnsafeBytes { b in
                 tv_http_request(request.method, request.url, h.baseAddress, b.baseAddress?.assumingMemoryBound(to: CChar.self),
-                                b.count, timeout, maxBody, CurlTransport.userAgent, &response)
+                                b.count, &options, &response)
             }
         }
         defer { tv_http_response_free(&response) }
         let detail = withUnsafeBytes(of: response.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        let seconds = timeoutMilliseconds % 1000 == 0 ? "\(timeoutMilliseconds / 1000) s" : "\(timeoutMilliseconds) ms"
         switch Int(rc) {
         case TV_HTTP_OK:
             let body = response.body.map { Data(bytes: $0, count: response.body_len) } ?? Data()
             return HTTPResponse(status: response.status, contentType: response.content_type.map { String(cString: $0) }, body: body)
         case TV_HTTP_TIMEOUT:
-            throw TokenVaultError.temporary("\(host) did not answer within \(timeout) s")
+            throw TokenVaultError.temporary("\(host) did not answer within \(seconds)")
         case TV_HTTP_UNREACHABLE:
             throw TokenVaultError.temporary("cannot reach \(host): \(detail)")
         case TV_HTTP_TOO_LARGE:

@@ -24,11 +24,22 @@ enum {
 };
 
 
+/* How one request is made. Zero/NULL fields take the defaults. */
+typedef struct {
+    long timeout_ms;          /* the whole exchange */
+    long connect_timeout_ms;  /* connecting alone (default: timeout_ms) */
+    size_t max_body;
+    const char *user_agent;
+    const char *ca_file;      /* trust these CAs instead of the system's */
+    const char *cert_file;    /* client certificate (PEM) */
+    const char *key_file;     /* its key (PEM) */
+} tv_http_options;
+
 /* One request. `headers` is a NULL-terminated list of "Name: value" lines.
    Redirects are not followed; TLS peers and host names are always verified. */
 int tv_http_request(const char *method, const char *url, const char *const *headers,
-                    const char *body, size_t body_len, long timeout_s, size_t max_body,
-                    const char *user_agent, tv_http_response *out);
+                    const char *body, size_t body_len, const tv_http_options *options,
+                    tv_http_response *out);
 /* Frees (and wipes) what a request allocated. */
 void tv_http_response_free(tv_http_response *r);
 

@@ -16,12 +16,13 @@ extension TokenVault {
             let choice = try context.backendChoice
             let source = context.environment["TOKENVAULT_BACKEND"].map { _ in "TOKENVAULT_BACKEND" } ?? "config"
             let backends = context.backends
+            if choice == .etcd { return try reportEtcd(try backends.etcdStore(), source: source) }
             let probe = SecretServiceStore.probe(environment: context.environment, timeout: backends.dbusTimeout, detailed: true)
             let vault = try backends.fileVault()
             let inUse: String
             switch choice {
             case .secretService: inUse = "secret-service"
-            case .file: inUse = "file"
+            case .file, .etcd: inUse = "file"
             case .auto: inUse = probe.available ? "secret-service" : "file"
             }
             var ss = probe.available ? "available (\(probe.detail) via D-Bus)" : "unavailable: \(probe.detail)"
@@ -53,6 +54,39 @@ extension TokenVault {
             }
             if choice == .secretService, !probe.available {
                 throw TokenVaultError.backendUnavailable("the Secret Service is not available: \(probe.detail)")
+            }
+        }
+
+        /// Endpoints (each one's answer, the leader), auth, prefix and key state.
+        func reportEtcd(_ store: EtcdStore, source: String) throws {
+            let s = store.settings
+            let endpoints = store.endpointReport()
+            let auth = s.username.map { "user \($0)" } ?? "none"
+            let tls = s.endpoints.contains { $0.hasPrefix("https:") }
+                ? "https" + (s.tls.caFile.map { ", CA \($0)" } ?? ", system CAs") + (s.tls.certFile.map { ", client certificate \($0)" } ?? "")
+                : "off (loopback http)"
+            let key = store.keyState()
+            if json {
+                Output.json(.object([
+                    "in_use": .string("etcd"), "choice": .string("etcd"), "chosen_by": .string(source),
+                    "etcd": .object([
+                        "endpoints": .array(endpoints.map { .object(["endpoint": .string($0.endpoint), "state": .string($0.state), "leader": .bool($0.isLeader)]) }),
+                        "prefix": .string(s.prefix), "auth": .string(auth), "tls": .string(tls),
+                        "lease_ttl": .integer(Int64(s.leaseTTL)), "timeout": .integer(Int64(s.timeout)), "key": .string(key),
+                    ]),
+                ]))
+            } else {
+                Output.value("etcd (prefix \(s.prefix))")
+                Output.value("  why: set by \(source)")
+                for e in endpoints { Output.value("  endpoint: \(e.endpoint): \(e.state)") }
+                Output.value("  leader: \(endpoints.first(where: \.isLeader)?.endpoint ?? "none answered as leader")")
+                Output.value("  auth: \(auth)")
+                Output.value("  tls: \(tls)")
+                Output.value("  lease ttl: \(s.leaseTTL) s, call timeout \(s.timeout) s")
+                Output.value("  fleet key: \(key)")
+            }
+            if !endpoints.contains(where: { !$0.state.hasPrefix("unreachable") }) {
+                throw TokenVaultError.temporary("no etcd endpoint answers")
             }
         }
     }

@@ -47,7 +47,7 @@ public struct Refresher {
             case .refreshable: break
             }
         }
-        return try FileLock.holding(try refreshLockPath(id)) {
+        return try vault.withRenewalLock(id) {
             guard let current = try vault.load(id) else { return nil }
             if current != first {
                 // A sibling renewed (or someone stored a new record) while we waited:
@@ -151,11 +151,6 @@ public struct Refresher {
         fresh.tokenType = fresh.tokenType ?? current.tokenType
         fresh.extra = current.extra.merging(fresh.extra) { $1 }
         return fresh
-    }
-
-    func refreshLockPath(_ id: CredentialID) throws -> String {
-        try PrivateDirectory.ensure(vault.runtimeDirectory)
-        return vault.lockPath("refresh", id)
     }
 }
 
