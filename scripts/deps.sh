@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(pkg-config libsecret-1-dev libsodium-dev libkeyutils-dev libcurl4-openssl-dev gnome-keyring libsecret-tools
       dbus dbus-daemon python3 python3-nacl python3-pexpect util-linux procps patchelf binutils curl openssl fish zsh python3-flask python3-authlib
-      man-db groff-base mandoc bash-completion)
+      man-db groff-base mandoc bash-completion etcd-server etcd-client)
 [ "${1:-}" = bench ] && pkgs+=(hyperfine)
 missing=()
 for p in "${pkgs[@]}"; do

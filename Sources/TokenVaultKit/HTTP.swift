@@ -71,8 +71,10 @@ public struct CurlTransport: HTTPTransport {
 
     /// One exchange through libcurl. `connectMilliseconds` bounds connecting
     /// alone, so a dead endpoint is left quickly for the next.
+    /// With `tlsRefusalIsConfig`, a refused certificate is 69 (the CA or
+    /// client certificate configured is wrong), not a retryable 75.
     static func perform(_ request: HTTPRequest, timeoutMilliseconds: Int, connectMilliseconds: Int = 0,
-                        maxBody: Int, tls: TLSFiles = TLSFiles(), peer: String? = nil) throws -> HTTPResponse {
+                        maxBody: Int, tls: TLSFiles = TLSFiles(), peer: String? = nil, tlsRefusalIsConfig: Bool = false) throws -> HTTPResponse {
         let host = peer ?? (try? ServiceKey(parsing: request.url).description) ?? "the provider"
         var response = tv_http_response()
         let headers = request.headers.map { strdup($0) } + [nil]
@@ -108,6 +110,9 @@ public struct CurlTransport: HTTPTransport {
             // Not a network failure: retrying will not help (69, not 75).
             throw TokenVaultError.backendUnavailable("libcurl cannot be loaded, so no provider can be reached: \(detail)",
                                                      hint: "install libcurl (Debian: apt-get install libcurl4)")
+        case TV_HTTP_TLS where tlsRefusalIsConfig:
+            throw TokenVaultError.backendUnavailable("TLS with \(host) failed: \(detail)",
+                                                     hint: "check ca_file, cert_file and key_file in the [etcd] table")
         default:
             throw TokenVaultError.temporary("the exchange with \(host) failed: \(detail)")
         }

@@ -21,6 +21,7 @@ enum {
     TV_HTTP_TOO_LARGE = 3,
     TV_HTTP_FAILED = 4,        /* TLS and the rest: see error */
     TV_HTTP_NO_LIBRARY = 5,
+    TV_HTTP_TLS = 6,           /* the peer's certificate, or ours, was refused */
 };
 
 

@@ -5,28 +5,50 @@ import TokenVaultKit
 enum MigrationTarget: String, ExpressibleByArgument, CaseIterable {
     case secretService = "secret-service"
     case file
+    case etcd
 }
 
 extension TokenVault {
     struct Migrate: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "migrate",
-            abstract: "Move every credential to the other backend.",
+            abstract: "Move every credential to another backend.",
             discussion: """
                 Copies every credential, reads each copy back, and only then deletes the \
                 originals: interrupted at any point, nothing is lost, and running it again \
-                finishes the job. Where the target already holds a newer copy, that copy stays.
+                finishes the job. Where the target already holds a newer copy, that copy stays. \
+                Without --from: to etcd from the local backends (secret-service and file); \
+                from etcd when the configured backend is etcd; else from the other local one.
                 """)
 
         @Option(help: ArgumentHelp("The backend to move to.", valueName: "backend"))
         var to: MigrationTarget
 
+        @Option(help: ArgumentHelp("The backend to move from.", valueName: "backend"))
+        var from: MigrationTarget?
+
+        func validate() throws {
+            if from == to { throw ValidationError("--from and --to name the same backend") }
+        }
+
         func run() throws {
             let context = Context()
             let backends = context.backends
-            let ss = try backends.open(.secretService)
             let file = try backends.fileVault()
-            let (source, target): (CredentialStore, CredentialStore) = to == .file ? (ss, file) : (file, ss)
+            func open(_ b: MigrationTarget) throws -> CredentialStore {
+                switch b {
+                case .file: return file
+                case .secretService: return try backends.open(.secretService)
+                case .etcd: return try backends.etcdStore()
+                }
+            }
+            let origin: MigrationTarget? = try from ?? {
+                if to == .etcd { return nil } // both local backends: auto
+                if try context.backendChoice == .etcd { return .etcd }
+                return to == .file ? .secretService : .file
+            }()
+            let source: CredentialStore = try origin.map(open) ?? backends.open(.auto)
+            let target = try open(to)
             if source === file, !file.exists {
                 Output.notice("nothing to move: there is no file vault")
                 return
@@ -55,6 +77,10 @@ extension TokenVault {
                             }
                         }
                         targetBefore[id] = try target.load(id)
+                        if let shared = source as? SharedStore {
+                            // Another host may have renewed it meanwhile: the next pass copies that.
+                            return try shared.delete(id, ifGeneration: c.generation) ? 1 : 0
+                        }
                         try source.delete(id)
                         return 1
                     }

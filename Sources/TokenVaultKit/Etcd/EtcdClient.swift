@@ -251,15 +251,24 @@ final class EtcdClient: @unchecked Sendable {
                 let left = deadline.timeIntervalSinceNow
                 if left <= 0.05 { break }
                 if settings.username != nil, only == nil || path != "/v3/maintenance/status" {
-                    try authenticateIfNeeded(endpoint)
+                    do {
+                        try authenticateIfNeeded(endpoint)
+                    } catch TokenVaultError.temporary(let why) {
+                        last = why
+                        continue
+                    }
                 }
                 var headers = ["Content-Type: application/json"]
                 if let t = lock.withLock({ token }) { headers.append("Authorization: \(t)") }
                 let request = HTTPRequest(method: "POST", url: endpoint + path, headers: headers, body: payload)
                 let response: HTTPResponse
                 do {
-                    response = try CurlTransport.perform(request, timeoutMilliseconds: Int(left * 1000), connectMilliseconds: min(Int(left * 1000), 1000),
-                                                         maxBody: 4 << 20, tls: settings.tls, peer: "etcd at \(endpoint)")
+                    // A read may leave a member that hangs (cut off from the leader) for the
+                    // next; a write waits for its answer, or is ambiguous.
+                    let attemptSeconds = idempotent && endpoints.count > 1 ? min(left, max(1.5, total / 3)) : left
+                    response = try CurlTransport.perform(request, timeoutMilliseconds: Int(attemptSeconds * 1000),
+                                                         connectMilliseconds: min(Int(attemptSeconds * 1000), 1000),
+                                                         maxBody: 4 << 20, tls: settings.tls, peer: "etcd at \(endpoint)", tlsRefusalIsConfig: true)
                 } catch TokenVaultError.temporary(let why) {
                     // Refused or unresolvable: nothing was sent. A timeout: maybe applied.
                     if why.contains("cannot reach") { last = why; continue }
@@ -333,7 +342,7 @@ final class EtcdClient: @unchecked Sendable {
         let response = try CurlTransport.perform(
             HTTPRequest(method: "POST", url: endpoint + "/v3/auth/authenticate", headers: ["Content-Type: application/json"], body: body),
             timeoutMilliseconds: settings.timeout * 1000, connectMilliseconds: 1000, maxBody: 1 << 16, tls: settings.tls,
-            peer: "etcd at \(endpoint)")
+            peer: "etcd at \(endpoint)", tlsRefusalIsConfig: true)
         guard let v = try? JSONDecoder().decode(JSONValue.self, from: response.body), case .object(let o) = v else {
             throw TokenVaultError.backendUnavailable("\(endpoint) is not an etcd v3 gateway (HTTP \(response.status))")
         }
@@ -346,7 +355,7 @@ final class EtcdClient: @unchecked Sendable {
             throw TokenVaultError.config("etcd at \(endpoint) has authentication off, but [etcd] sets a username",
                                          hint: "remove username from [etcd], or enable auth on the cluster")
         }
-        if response.status == 503 || (o["code"]?.int64 ?? 0) == 14 {
+        if response.status == 503 || [14, 4, 10].contains(o["code"]?.int64 ?? 0) {
             throw TokenVaultError.temporary("etcd at \(endpoint) cannot sign in now: \(message)")
         }
         throw TokenVaultError.permission("etcd refused user \(user): \(message)", hint: "check etcd.password_file or etcd.password_command")

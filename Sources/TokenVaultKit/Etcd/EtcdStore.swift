@@ -424,9 +424,10 @@ public final class EtcdStore: SharedStore {
         settings.endpoints.map { e in
             do {
                 let o = try client.status(of: e)
-                let leader = o["leader"]?.int64
-                var member: Int64?
-                if case .object(let h)? = o["header"] { member = h["member_id"]?.int64 }
+                // Member ids are uint64: compare them as the strings they come as.
+                let leader = o["leader"]?.text
+                var member: String?
+                if case .object(let h)? = o["header"] { member = h["member_id"]?.text }
                 let isLeader = leader != nil && leader == member
                 return (e, "etcd \(o["version"]?.string ?? "?")" + (isLeader ? ", leader" : ""), isLeader)
             } catch {

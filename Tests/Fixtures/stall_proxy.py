@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""A TCP proxy to a loopback port that holds its first N connections without
+forwarding a byte (a request that never reaches the provider: the host died
+while its packets were stuck), and forwards every later one.
+Usage: stall_proxy.py TARGET_PORT [--stall-first N]; prints `port N`."""
+import socket
+import sys
+import threading
+
+target = int(sys.argv[1])
+stall = int(sys.argv[sys.argv.index("--stall-first") + 1]) if "--stall-first" in sys.argv else 0
+lock = threading.Lock()
+
+
+def pipe(src, dst):
+    try:
+        while True:
+            data = src.recv(65536)
+            if not data:
+                break
+            dst.sendall(data)
+    except OSError:
+        pass
+    finally:
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+def handle(client):
+    global stall
+    with lock:
+        held = stall > 0
+        stall -= held
+    if held:
+        try:
+            while client.recv(65536):
+                pass
+        except OSError:
+            pass
+        client.close()
+        return
+    upstream = socket.create_connection(("127.0.0.1", target))
+    threading.Thread(target=pipe, args=(upstream, client), daemon=True).start()
+    pipe(client, upstream)
+
+
+server = socket.socket()
+server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+server.bind(("127.0.0.1", 0))
+server.listen(64)
+print("port", server.getsockname()[1], flush=True)
+while True:
+    conn, _ = server.accept()
+    threading.Thread(target=handle, args=(conn,), daemon=True).start()

@@ -1,0 +1,408 @@
+import Foundation
+import XCTest
+
+/// A real 3-member etcd cluster on loopback (Tests/Fixtures/etcd_cluster.py):
+/// TLS with client certificates, etcd auth with a user limited to the prefix.
+final class EtcdCluster {
+    let process: Process
+    private let input: FileHandle
+    private let output: FileHandle
+    private var buffer = Data()
+    let endpoints: [String]
+    let ca: String, cert: String, keyFile: String, passwordFile: String, rootPassword: String
+
+    init(directory: String, prefix: String) throws {
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = [Paths.fixtures.appendingPathComponent("etcd_cluster.py").path, directory, "--tls", "--auth", prefix]
+        process.environment = ["PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"]
+        let inPipe = Pipe(), outPipe = Pipe()
+        process.standardInput = inPipe
+        process.standardOutput = outPipe
+        process.standardError = FileHandle.nullDevice
+        input = inPipe.fileHandleForWriting
+        output = outPipe.fileHandleForReading
+        try process.run()
+        var first = ""
+        var line: String?
+        repeat {
+            line = EtcdCluster.readLine(output, &buffer)
+            first = line ?? ""
+        } while line != nil && !first.hasPrefix("{")
+        guard let o = try? JSONSerialization.jsonObject(with: Data(first.utf8)) as? [String: Any],
+              let e = o["endpoints"] as? [String] else {
+            throw NSError(domain: "etcd", code: 1, userInfo: [NSLocalizedDescriptionKey: "etcd_cluster.py did not start: \(first)"])
+        }
+        endpoints = e
+        ca = o["ca"] as? String ?? ""
+        cert = o["cert"] as? String ?? ""
+        keyFile = o["key"] as? String ?? ""
+        passwordFile = o["password_file"] as? String ?? ""
+        rootPassword = o["root_password"] as? String ?? ""
+    }
+
+    private static func readLine(_ h: FileHandle, _ buffer: inout Data) -> String? {
+        while true {
+            if let i = buffer.firstIndex(of: 0x0A) {
+                let line = String(decoding: buffer[buffer.startIndex..<i], as: UTF8.self)
+                buffer = Data(buffer[(i + 1)...])
+                return line
+            }
+            let chunk = h.availableData
+            if chunk.isEmpty { return nil }
+            buffer += chunk
+        }
+    }
+
+    /// One command of etcd_cluster.py, and its one-line answer.
+    func command(_ line: String) -> String {
+        input.write(Data((line + "\n").utf8))
+        return EtcdCluster.readLine(output, &buffer) ?? ""
+    }
+
+    /// etcdctl as root (the tests' own view of what etcd holds).
+    func etcdctl(_ args: String...) -> Run {
+        runProcess("/usr/bin/etcdctl", ["--endpoints", endpoints.joined(separator: ","), "--cacert", ca, "--cert", cert, "--key", keyFile,
+                                        "--user", "root:" + rootPassword] + args, env: ["ETCDCTL_API": "3", "PATH": "/usr/bin:/bin"])
+    }
+
+    /// A key's raw value, base64 (etcdctl's JSON output).
+    func rawGet(_ key: String) -> String {
+        let r = etcdctl("get", key, "-w", "json")
+        guard let o = try? JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any],
+              let kvs = o["kvs"] as? [[String: Any]], let v = kvs.first?["value"] as? String else { return "" }
+        return v
+    }
+
+    /// Puts raw bytes (base64) through the gateway as root, as an attacker with write access would.
+    @discardableResult
+    func rawPut(_ key: String, _ base64: String) -> Bool {
+        let tls = ["--cacert", ca, "--cert", cert, "--key", keyFile]
+        let auth = runProcess("/usr/bin/curl", ["-s"] + tls + ["-d", #"{"name":"root","password":"\#(rootPassword)"}"#, endpoints[0] + "/v3/auth/authenticate"], env: [:])
+        guard let o = try? JSONSerialization.jsonObject(with: Data(auth.stdout.utf8)) as? [String: Any], let token = o["token"] as? String else { return false }
+        let body = #"{"key":"\#(Data(key.utf8).base64EncodedString())","value":"\#(base64)"}"#
+        let put = runProcess("/usr/bin/curl", ["-s", "-f"] + tls + ["-H", "Authorization: \(token)", "-d", body, endpoints[0] + "/v3/kv/put"], env: [:])
+        return put.status == 0
+    }
+
+    func stop() {
+        try? input.close()
+        process.waitUntilExit()
+    }
+
+    /// The `[etcd]` table for this cluster.
+    func table(prefix: String, leaseTTL: Int = 4) -> String {
+        """
+        backend = "etcd"
+        [etcd]
+        endpoints = [\(endpoints.map { "\"\($0)\"" }.joined(separator: ", "))]
+        prefix = "\(prefix)"
+        username = "tokenvault"
+        password_file = "\(passwordFile)"
+        ca_file = "\(ca)"
+        cert_file = "\(cert)"
+        key_file = "\(keyFile)"
+        lease_ttl = \(leaseTTL)
+        """
+    }
+}
+
+/// SPEC §11 against a real cluster: hosts are sandboxes with their own homes
+/// and runtime directories, so no local file lock can order them; only etcd.
+final class FleetTests: XCTestCase {
+    nonisolated(unsafe) static var cluster: EtcdCluster!
+    nonisolated(unsafe) static var provider: LocalProvider!
+    nonisolated(unsafe) static var directory = ""
+    static let prefix = "tokenvault/"
+
+    override class func setUp() {
+        super.setUp()
+        directory = NSTemporaryDirectory() + "tv-etcd-" + UUID().uuidString.prefix(8)
+        do {
+            cluster = try EtcdCluster(directory: directory, prefix: prefix)
+            provider = try LocalProvider()
+        } catch {
+            fatalError("cannot start the etcd cluster or the provider: \(error)")
+        }
+    }
+
+    override class func tearDown() {
+        cluster?.stop()
+        provider?.stop()
+        try? FileManager.default.removeItem(atPath: directory)
+        super.tearDown()
+    }
+
+    var cluster: EtcdCluster { Self.cluster }
+    var provider: LocalProvider { Self.provider }
+
+    /// A host of the fleet, on its own prefix (`sub`) so tests do not meet.
+    func host(_ sub: String, leaseTTL: Int = 4, extra: String = "") throws -> Sandbox {
+        let s = Sandbox(backend: "etcd")
+        s.env["TOKENVAULT_BACKEND"] = nil
+        // Hosts share the kernel keyring here (one user); the key cache is not what is tested.
+        s.env["TOKENVAULT_KEY_TTL"] = "900"
+        try s.writeConfig(cluster.table(prefix: Self.prefix + sub + "/", leaseTTL: leaseTTL) + "\n" + provider.config + "\n" + extra)
+        return s
+    }
+
+    /// Stores a real token, already expired, through `s`.
+    func storeExpired(_ s: Sandbox) throws {
+        var token = try provider.obtainToken()
+        token.removeValue(forKey: "expires_in")
+        token["expires_at"] = Int(Date().timeIntervalSince1970) - 10
+        let json = String(decoding: try JSONSerialization.data(withJSONObject: token), as: UTF8.self)
+        let r = s.tv("set", "local", "--provider", "local", stdin: json)
+        XCTAssertEqual(r.status, 0, r.stderr)
+    }
+
+    /// `perHost` concurrent `get`s on each host at once.
+    func fleetGets(_ hosts: [Sandbox], perHost: Int, during: (() -> Void)? = nil) -> [Run] {
+        let runs = Locked<[Run]>([])
+        let group = DispatchGroup()
+        for h in hosts {
+            for _ in 0..<perHost {
+                DispatchQueue.global().async(group: group) {
+                    let r = h.tv("get", "local", limit: 60)
+                    runs.mutate { $0.append(r) }
+                }
+            }
+        }
+        during?()
+        group.wait()
+        return runs.value
+    }
+
+    func expireAgain(_ s: Sandbox, token: String) {
+        let rt = s.tv("get", "local", "--no-refresh", "--field", "refresh_token").out
+        let again = #"{"access_token":"\#(token)","refresh_token":"\#(rt)","expires_at":1}"#
+        XCTAssertEqual(s.tv("set", "local", "--provider", "local", stdin: again).status, 0)
+    }
+
+    // MARK: One refresh for the fleet
+
+    func testFourHostsManyProcessesOneRefreshPerRound() throws {
+        let hosts = try (0..<4).map { _ in try host("share") }
+        try storeExpired(hosts[0])
+        for round in 0..<3 {
+            let before = try provider.stats()
+            let runs = fleetGets(hosts, perHost: 8)
+            let after = try provider.stats()
+            XCTAssertEqual(runs.filter { $0.status != 0 }.map(\.stderr), [], "round \(round)")
+            let printed = Swift.Set(runs.map(\.out))
+            XCTAssertEqual(printed.count, 1, "round \(round): all 32 print the same token")
+            XCTAssertEqual((after["refreshes"] ?? 0) - (before["refreshes"] ?? 0), 1, "round \(round): one refresh for the fleet")
+            XCTAssertEqual(after["reuse_detected"] ?? 0, 0, "round \(round): no refresh token replayed")
+            XCTAssertEqual(provider.resourceStatus(printed.first ?? ""), 200)
+            expireAgain(hosts[round % 4], token: printed.first ?? "")
+        }
+        let last = hosts[3].tv("refresh", "local")
+        XCTAssertEqual(last.status, 0, last.stderr)
+        XCTAssertEqual(provider.resourceStatus(hosts[1].tv("get", "local").out), 200, "the chain is intact")
+        // No lock is left behind.
+        XCTAssertEqual(cluster.etcdctl("get", "--prefix", "--keys-only", Self.prefix + "share/lock/").stdout.trimmingCharacters(in: .whitespacesAndNewlines), "")
+    }
+
+    func testKillingTheLeaderDuringARoundLosesNothing() throws {
+        let hosts = try (0..<3).map { _ in try host("leader") }
+        try storeExpired(hosts[0])
+        let leader = try XCTUnwrap(Int(cluster.command("leader")))
+        XCTAssertGreaterThanOrEqual(leader, 0)
+        let before = try provider.stats()
+        let runs = fleetGets(hosts, perHost: 6) {
+            usleep(150_000)
+            XCTAssertEqual(self.cluster.command("kill \(leader)"), "killed")
+        }
+        let after = try provider.stats()
+        XCTAssertEqual(runs.filter { $0.status != 0 }.map(\.stderr), [], "no get fails: they fail over and wait out the election")
+        XCTAssertEqual(Swift.Set(runs.map(\.out)).count, 1)
+        XCTAssertEqual((after["refreshes"] ?? 0) - (before["refreshes"] ?? 0), 1)
+        XCTAssertEqual(after["reuse_detected"] ?? 0, 0)
+        // With two members left the fleet goes on; then the third comes back.
+        let token = hosts[1].tv("get", "local")
+        XCTAssertEqual(token.status, 0, token.stderr)
+        XCTAssertEqual(provider.resourceStatus(token.out), 200)
+        XCTAssertEqual(cluster.command("start \(leader)"), "started")
+        XCTAssertEqual(hosts[2].tv("refresh", "local").status, 0)
+    }
+
+    func testAKilledLockHolderReleasesTheFleetWithinTheLease() throws {
+        // The provider behind a proxy that swallows the first request: the first
+        // refresher hangs holding the fleet lock, as a host whose network died.
+        let (proxy, port) = try startFixtureServer("stall_proxy.py", [String(provider.port), "--stall-first", "1"])
+        defer { proxy.terminate() }
+        let a = try host("killed", leaseTTL: 3)
+        try storeExpired(a)
+        let b = try host("killed", leaseTTL: 3)
+        let viaProxy = provider.config.replacingOccurrences(of: "\(provider.base)/token\"", with: "http://127.0.0.1:\(port)/token\"")
+        for h in [a, b] { try h.writeConfig(cluster.table(prefix: Self.prefix + "killed/", leaseTTL: 3) + "\n" + viaProxy) }
+        let before = try provider.stats()
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: Paths.binary)
+        holder.arguments = ["get", "local"]
+        holder.environment = a.env
+        holder.standardOutput = FileHandle.nullDevice
+        holder.standardError = FileHandle.nullDevice
+        try holder.run()
+        // Wait until it holds the fleet lock.
+        var locked = false
+        for _ in 0..<100 where !locked {
+            locked = !cluster.etcdctl("get", "--prefix", "--keys-only", Self.prefix + "killed/lock/").stdout.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty
+            if !locked { usleep(100_000) }
+        }
+        XCTAssertTrue(locked, "the first get holds the fleet lock")
+        let started = Date()
+        let waiter = Locked<Run?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            let r = b.tv("get", "local", limit: 60)
+            waiter.mutate { $0 = r }
+            done.signal()
+        }
+        usleep(500_000)
+        kill(holder.processIdentifier, SIGKILL)
+        holder.waitUntilExit()
+        done.wait()
+        let took = Date().timeIntervalSince(started)
+        let r = try XCTUnwrap(waiter.value)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertLessThan(took, 3 + 10, "taken over within lease_ttl (3 s) and a margin for this shared machine")
+        let after = try provider.stats()
+        XCTAssertEqual((after["refreshes"] ?? 0) - (before["refreshes"] ?? 0), 1, "the swallowed request never reached the provider")
+        XCTAssertEqual(after["reuse_detected"] ?? 0, 0, "the family survives")
+        XCTAssertEqual(provider.resourceStatus(r.out), 200)
+        XCTAssertEqual(a.tv("refresh", "local").status, 0, "the chain goes on")
+    }
+
+    func testARefusalIsWrittenForTheWholeFleet() throws {
+        let a = try host("refusal"), b = try host("refusal")
+        let stale = #"{"access_token":"gone","refresh_token":"not-a-refresh-token","expires_at":1}"#
+        XCTAssertEqual(a.tv("set", "local", "--provider", "local", stdin: stale).status, 0)
+        let before = try provider.stats()
+        XCTAssertEqual(a.tv("get", "local").status, 4)
+        let other = b.tv("get", "local")
+        XCTAssertEqual(other.status, 4, other.stderr)
+        XCTAssertTrue(other.stderr.contains("tokenvault login local"), other.stderr)
+        XCTAssertEqual(b.tv("status", "local").status, 4)
+        XCTAssertEqual((try provider.stats()["refresh_attempts"] ?? 0) - (before["refresh_attempts"] ?? 0), 1,
+                       "the second host does not ask the provider again")
+    }
+
+    // MARK: What etcd sees
+
+    func testEtcdSeesNoSecretAndRefusesMovedOrOldValues() throws {
+        let s = try host("opaque")
+        let p = Self.prefix + "opaque/"
+        XCTAssertEqual(s.tv("set", "secret-service.example", "--account", "alice@example.com",
+                            stdin: #"{"access_token":"tok-A-visible?","refresh_token":"rt-A-visible?","expires_in":3600}"#).status, 0)
+        XCTAssertEqual(s.tv("set", "other.example", stdin: #"{"access_token":"tok-B","expires_in":3600}"#).status, 0)
+        let dump = cluster.etcdctl("get", "--prefix", p)
+        XCTAssertEqual(dump.status, 0, dump.stderr)
+        for secret in ["tok-A", "rt-A", "tok-B", "secret-service.example", "alice", "other.example"] {
+            XCTAssertFalse(dump.stdout.contains(secret), "etcd shows \(secret)")
+        }
+        let keys = cluster.etcdctl("get", "--prefix", "--keys-only", p + "c/").stdout.split(separator: "\n").map(String.init).filter { !$0.isEmpty }
+        XCTAssertEqual(keys.count, 2)
+        func value(_ key: String) -> String { cluster.rawGet(key) }
+        func put(_ key: String, _ v: String) { XCTAssertTrue(cluster.rawPut(key, v)) }
+        // Find which key is which by deleting nothing: read both through tokenvault first.
+        XCTAssertEqual(s.tv("get", "other.example").out, "tok-B")
+        let a = keys[0], b = keys[1]
+        let valueA = value(a), valueB = value(b)
+        // A value copied to the other key is refused.
+        put(b, valueA)
+        let moved = s.tv("list")
+        XCTAssertEqual(moved.status, 74, moved.stderr)
+        put(b, valueB)   // back, but as an old value put again: still refused
+        XCTAssertEqual(s.tv("list").status, 74)
+        // Delete and restore the old value: refused too (a new create revision).
+        XCTAssertEqual(cluster.etcdctl("del", b).status, 0)
+        put(b, valueB)
+        XCTAssertEqual(s.tv("list").status, 74)
+        XCTAssertEqual(cluster.etcdctl("del", b).status, 0)
+        // A rolled-back value of a record tokenvault rewrote.
+        let r0 = s.tv("get", "secret-service.example", "--account", "alice@example.com")
+        XCTAssertEqual(r0.out, "tok-A-visible?")
+        let old = value(a)
+        XCTAssertEqual(s.tv("set", "secret-service.example", "--account", "alice@example.com", stdin: #"{"access_token":"tok-A2","expires_in":3600}"#).status, 0)
+        put(a, old)
+        let rolled = s.tv("get", "secret-service.example", "--account", "alice@example.com")
+        XCTAssertEqual(rolled.status, 74, rolled.stderr)
+        XCTAssertTrue(rolled.stderr.contains("does not authenticate"), rolled.stderr)
+        XCTAssertFalse(rolled.stderr.contains("tok-A"))
+        // Wrong passphrase (no cached key): 77. A damaged key record: 74.
+        let wrong = s.tv("list", env: ["TOKENVAULT_PASSPHRASE": "wrong", "TOKENVAULT_KEY_TTL": "0"])
+        XCTAssertEqual(wrong.status, 77, wrong.stderr)
+        put(p + "kdf", Data("{}".utf8).base64EncodedString())
+        XCTAssertEqual(s.tv("list", env: ["TOKENVAULT_KEY_TTL": "0"]).status, 74)
+    }
+
+    // MARK: Every command
+
+    func testCommandsAndMigrationOnEtcd() throws {
+        let s = try host("commands")
+        let backend = s.tv("backend")
+        XCTAssertEqual(backend.status, 0, backend.stderr)
+        for e in cluster.endpoints { XCTAssertTrue(backend.stdout.contains(e), backend.stdout) }
+        XCTAssertTrue(backend.stdout.contains(", leader"), backend.stdout)
+        XCTAssertTrue(backend.stdout.contains("auth: user tokenvault"), backend.stdout)
+        XCTAssertTrue(backend.stdout.contains("fleet key: not created yet"), backend.stdout)
+        XCTAssertTrue(s.tv("backend", "--json").stdout.contains("\"in_use\":\"etcd\""))
+        XCTAssertEqual(s.tv("set", "api.one.example", stdin: #"{"access_token":"one","expires_in":3600}"#).status, 0)
+        XCTAssertTrue(s.tv("backend").stdout.contains("fleet key: present"))
+        let list = s.tv("list")
+        XCTAssertTrue(list.stdout.contains("api.one.example") && list.stdout.contains("etcd"), list.stdout)
+        XCTAssertEqual(s.tv("status", "api.one.example").status, 0)
+        XCTAssertEqual(s.tv("get", "api.one.example").out, "one")
+        // File → etcd and back.
+        XCTAssertEqual(s.tv("set", "api.two.example", stdin: #"{"access_token":"two"}"#, env: ["TOKENVAULT_BACKEND": "file"]).status, 0)
+        let toEtcd = s.tv("migrate", "--to", "etcd", "--from", "file")
+        XCTAssertEqual(toEtcd.status, 0, toEtcd.stderr)
+        XCTAssertEqual(s.tv("get", "api.two.example").out, "two")
+        XCTAssertEqual(s.tv("get", "api.two.example", env: ["TOKENVAULT_BACKEND": "file"]).status, 3)
+        let toFile = s.tv("migrate", "--to", "file")
+        XCTAssertEqual(toFile.status, 0, toFile.stderr)
+        XCTAssertTrue(toFile.stderr.contains("moved 2 credentials from etcd to file"), toFile.stderr)
+        XCTAssertEqual(s.tv("get", "api.one.example", env: ["TOKENVAULT_BACKEND": "file"]).out, "one")
+        XCTAssertEqual(s.tv("get", "api.one.example").status, 3)
+        XCTAssertEqual(s.tv("migrate", "--to", "etcd", "--from", "file").status, 0)
+        XCTAssertEqual(s.tv("delete", "api.one.example").status, 0)
+        XCTAssertEqual(s.tv("get", "api.one.example").status, 3)
+        XCTAssertEqual(s.tv("get", "api.two.example").out, "two")
+        XCTAssertEqual(s.tv("migrate", "--to", "etcd", "--from", "etcd").status, 64)
+    }
+
+    func testUnreachableWrongAndRefusedClusters() throws {
+        let s = try host("errors")
+        XCTAssertEqual(s.tv("set", "api.x.example", stdin: #"{"access_token":"x"}"#).status, 0)
+        // Reached before, now gone: 75 (retry).
+        let dead = "http://127.0.0.1:1,http://127.0.0.1:2"
+        let gone = s.tv("get", "api.x.example", env: ["TOKENVAULT_ETCD_ENDPOINTS": dead])
+        XCTAssertEqual(gone.status, 69, "never reached: a configuration error, \(gone.stderr)")
+        let fresh = try host("errors")
+        // A wrong etcd password: 77. A wrong CA: 69. An http endpoint elsewhere: 78.
+        try "not-the-password\n".write(toFile: fresh.home + "/pw", atomically: true, encoding: .utf8)
+        chmod(fresh.home + "/pw", 0o600)
+        try fresh.writeConfig(cluster.table(prefix: Self.prefix + "errors/").replacingOccurrences(of: cluster.passwordFile, with: fresh.home + "/pw"))
+        let refused = fresh.tv("get", "api.x.example")
+        XCTAssertEqual(refused.status, 77, refused.stderr)
+        try fresh.writeConfig(cluster.table(prefix: Self.prefix + "errors/").replacingOccurrences(of: "ca_file = \"\(cluster.ca)\"", with: "ca_file = \"/etc/ssl/certs/ca-certificates.crt\""))
+        let untrusted = fresh.tv("get", "api.x.example")
+        XCTAssertEqual(untrusted.status, 69, untrusted.stderr)
+        let plain = fresh.tv("get", "api.x.example", env: ["TOKENVAULT_ETCD_ENDPOINTS": "http://10.0.0.5:2379"])
+        XCTAssertEqual(plain.status, 78, plain.stderr)
+        // Outside its prefix the user may not go: 77.
+        let outside = s.tv("get", "api.x.example", env: ["TOKENVAULT_ETCD_PREFIX": "elsewhere/"])
+        XCTAssertEqual(outside.status, 77, outside.stderr)
+        // A cluster this host reached before that stops answering: 75.
+        let members = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(cluster.command("pids").utf8)) as? [Int])
+        XCTAssertEqual(members.count, 3)
+        XCTAssertEqual(cluster.command("kill 0"), "killed")
+        XCTAssertEqual(cluster.command("kill 1"), "killed")
+        let noQuorum = s.tv("get", "api.x.example", limit: 60)
+        XCTAssertEqual(noQuorum.status, 75, noQuorum.stderr)
+        XCTAssertEqual(cluster.command("start 0"), "started")
+        XCTAssertEqual(cluster.command("start 1"), "started")
+        XCTAssertEqual(s.tv("get", "api.x.example").out, "x")
+    }
+}
