@@ -123,6 +123,9 @@ final class EtcdClient: @unchecked Sendable {
         self.settings = settings
     }
 
+    /// What etcd says while it elects a leader or catches up (whatever the gRPC code).
+    static let transient = ["request timed out", "leader changed", "no leader", "too many requests", "timed out", "not capable"]
+
     static func b64(_ bytes: [UInt8]) -> String { Data(bytes).base64EncodedString() }
 
     /// The first key after every key that starts with `prefix`.
@@ -250,9 +253,14 @@ final class EtcdClient: @unchecked Sendable {
                 let endpoint = endpoints[index]
                 let left = deadline.timeIntervalSinceNow
                 if left <= 0.05 { break }
+                // A member cut off from the leader hangs: a call that may be sent again
+                // leaves it for the next after a share of the time; a write waits for
+                // its answer (or is ambiguous), a lock for its turn.
+                let retryable = (idempotent || ambiguousIsFailure) && callTimeout == nil && endpoints.count > 1
+                let attemptSeconds = retryable ? min(left, max(1.5, total / 3)) : left
                 if settings.username != nil, only == nil || path != "/v3/maintenance/status" {
                     do {
-                        try authenticateIfNeeded(endpoint)
+                        try authenticateIfNeeded(endpoint, seconds: min(left, max(1.5, total / 3)))
                     } catch TokenVaultError.temporary(let why) {
                         last = why
                         continue
@@ -263,9 +271,6 @@ final class EtcdClient: @unchecked Sendable {
                 let request = HTTPRequest(method: "POST", url: endpoint + path, headers: headers, body: payload)
                 let response: HTTPResponse
                 do {
-                    // A read may leave a member that hangs (cut off from the leader) for the
-                    // next; a write waits for its answer, or is ambiguous.
-                    let attemptSeconds = idempotent && endpoints.count > 1 ? min(left, max(1.5, total / 3)) : left
                     response = try CurlTransport.perform(request, timeoutMilliseconds: Int(attemptSeconds * 1000),
                                                          connectMilliseconds: min(Int(attemptSeconds * 1000), 1000),
                                                          maxBody: 4 << 20, tls: settings.tls, peer: "etcd at \(endpoint)", tlsRefusalIsConfig: true)
@@ -300,13 +305,13 @@ final class EtcdClient: @unchecked Sendable {
                     // The token expired (simple tokens live 5 minutes): sign in again once.
                     lock.withLock { authenticated = false; token = nil }
                     reauthenticated = true
-                    try authenticateIfNeeded(endpoint)
+                    try authenticateIfNeeded(endpoint, seconds: left)
                     start = index
                     continue
                 case 16, 7:
                     throw TokenVaultError.permission("etcd refused \(settings.username.map { "user \($0)" } ?? "the request"): \(message)",
                                                      hint: "grant the user read and write on the prefix \(settings.prefix) (see the README, Fleet)")
-                case 14, 4, 10:
+                case _ where [14, 4, 10].contains(code) || EtcdClient.transient.contains(where: message.contains):
                     last = "\(endpoint): \(message)"
                     if !idempotent, !ambiguousIsFailure, !message.contains("no leader") { throw EtcdAmbiguous(detail: last) }
                     continue
@@ -331,7 +336,7 @@ final class EtcdClient: @unchecked Sendable {
         throw TokenVaultError.temporary("the etcd cluster did not answer within \(Int(total)) s: \(last)")
     }
 
-    private func authenticateIfNeeded(_ endpoint: String) throws {
+    private func authenticateIfNeeded(_ endpoint: String, seconds: Double) throws {
         if lock.withLock({ authenticated }) { return }
         guard let user = settings.username else { return }
         guard let source = settings.password else {
@@ -341,7 +346,7 @@ final class EtcdClient: @unchecked Sendable {
         let body = Data(JSONValue.object(["name": .string(user), "password": .string(password)]).text.utf8)
         let response = try CurlTransport.perform(
             HTTPRequest(method: "POST", url: endpoint + "/v3/auth/authenticate", headers: ["Content-Type: application/json"], body: body),
-            timeoutMilliseconds: settings.timeout * 1000, connectMilliseconds: 1000, maxBody: 1 << 16, tls: settings.tls,
+            timeoutMilliseconds: Int(seconds * 1000), connectMilliseconds: min(Int(seconds * 1000), 1000), maxBody: 1 << 16, tls: settings.tls,
             peer: "etcd at \(endpoint)", tlsRefusalIsConfig: true)
         guard let v = try? JSONDecoder().decode(JSONValue.self, from: response.body), case .object(let o) = v else {
             throw TokenVaultError.backendUnavailable("\(endpoint) is not an etcd v3 gateway (HTTP \(response.status))")
