@@ -478,13 +478,17 @@ _tokenvault_migrate() {
     repeating_flags=()
     non_repeating_flags=(--version -h --help)
     repeating_options=()
-    non_repeating_options=(--to)
+    non_repeating_options=(--to --from)
     __tokenvault_offer_flags_options 0
 
     # Offer option value completions
     case "${prev}" in
     '--to')
-        __tokenvault_add_completions -W 'secret-service'$'\n''file'
+        __tokenvault_add_completions -W 'secret-service'$'\n''file'$'\n''etcd'
+        return
+        ;;
+    '--from')
+        __tokenvault_add_completions -W 'secret-service'$'\n''file'$'\n''etcd'
         return
         ;;
     esac

@@ -31,7 +31,7 @@ public enum ManualText {
     /// Sections of the man page between the commands and ENVIRONMENT.
     public static let sections: [(title: String, text: String)] = [
         ("BACKENDS", """
-            backend = auto | secret-service | file, in the config file or TOKENVAULT_BACKEND.
+            backend = auto | secret-service | file | etcd, in the config file or TOKENVAULT_BACKEND.
 
             secret-service: items of the schema io.tokenvault.Credential with the attributes \
             service, account and type (oauth2, oauth1, token), labelled "tokenvault: SERVICE \
@@ -52,6 +52,21 @@ public enum ManualText {
             auto (the default): new credentials go to the Secret Service when it answers, \
             else to the file; lookups check both, and the newest copy wins. When a lookup \
             could not check one backend, the message says so.
+
+            etcd: the fleet backend, for hosts that share one grant whose refresh token \
+            rotates. Credentials live in an etcd v3 cluster (3.4 or later, through its HTTP/JSON \
+            gateway) under the [etcd] prefix, sealed on the client with XChaCha20-Poly1305 under \
+            a key derived from the passphrase (the same sources as the file vault; Argon2id \
+            salt and parameters under PREFIXkdf): etcd sees no token, service or account name, \
+            and a value moved to another key, put back later or restored after a delete is \
+            refused (exit 74). One process in the whole fleet refreshes a credential: it holds \
+            an etcd lock bound to a lease it keeps alive, re-reads, and writes with a \
+            transaction that holds only if the record is the one it read and its lock key still \
+            exists; every other process, on any host, waits and uses the result. A holder that \
+            dies releases the fleet within lease_ttl. A renewed record that cannot be written is \
+            kept in the local spool and written by the next run. Each call fails over between \
+            the endpoints and is bounded by etcd.timeout; a cluster that does not answer exits \
+            75, or 69 when no endpoint has ever answered or TLS is refused.
             """),
         ("REFRESH ON READ", """
             get, header and exec refresh an OAuth 2.0 access token that has fewer than \
@@ -71,6 +86,15 @@ public enum ManualText {
               backend = "auto"        # auto | secret-service | file
               min_valid = 60          # seconds of validity get demands before refreshing
               timeout = 30            # seconds for any one HTTP exchange
+
+              [etcd]                  # backend = "etcd"
+              endpoints = ["https://10.0.0.5:2379", "https://10.0.0.6:2379"]
+              prefix = "tokenvault/"  # every key lives under it
+              username = "tokenvault" # optional etcd auth, with password_file or password_command
+              password_file = "/etc/tokenvault/etcd-password"
+              ca_file = "/etc/tokenvault/etcd-ca.pem"   # cert_file, key_file: client certificate
+              lease_ttl = 30          # seconds a dead refresher can hold the fleet lock
+              timeout = 5             # seconds for one etcd call, failover included
 
               [providers.weibo]
               client_id = "123456"
@@ -107,7 +131,9 @@ public enum ManualText {
 
     /// ENVIRONMENT: every variable tokenvault reads or sets.
     public static let environment: [(name: String, meaning: String)] = [
-        ("TOKENVAULT_BACKEND", "auto, secret-service or file; overrides backend in the config file."),
+        ("TOKENVAULT_BACKEND", "auto, secret-service, file or etcd; overrides backend in the config file."),
+        ("TOKENVAULT_ETCD_ENDPOINTS", "Comma-separated etcd endpoints; override endpoints of [etcd]."),
+        ("TOKENVAULT_ETCD_PREFIX", "The etcd key prefix; overrides prefix of [etcd]."),
         ("TOKENVAULT_CONFIG", "The config file (default: $XDG_CONFIG_HOME/tokenvault/config.toml)."),
         ("TOKENVAULT_VAULT", "The file vault (default: $XDG_DATA_HOME/tokenvault/vault)."),
         ("TOKENVAULT_PASSPHRASE_FILE", "A file holding the vault passphrase; the first passphrase source asked."),
@@ -135,10 +161,10 @@ public enum ManualText {
 
     /// FILES.
     public static let files: [(path: String, meaning: String)] = [
-        ("$XDG_CONFIG_HOME/tokenvault/config.toml", "The config file: backend, min_valid, timeout and providers (see CONFIGURATION)."),
+        ("$XDG_CONFIG_HOME/tokenvault/config.toml", "The config file: backend, min_valid, timeout, [etcd] and providers (see CONFIGURATION)."),
         ("$XDG_DATA_HOME/tokenvault/vault", "The file vault; its format is documented in docs/FORMAT.md of the source."),
         ("$XDG_DATA_HOME/tokenvault/vault.lock", "Serialises writers of the file vault."),
-        ("$XDG_RUNTIME_DIR/tokenvault/", "Per credential a refresh lock (one process refreshes while the others wait) and a record lock (every write checks the record it read); spool/ keeps, 0600, a renewed record the backend could not take (a full disk), written by the next run."),
+        ("$XDG_RUNTIME_DIR/tokenvault/", "Per credential a refresh lock (one process refreshes while the others wait) and a record lock (every write checks the record it read); spool/ keeps, 0600, a renewed record the backend could not take (a full disk, an etcd cluster without quorum), written by the next run; etcd-*.reached marks a cluster once answered."),
     ]
 
     /// EXAMPLES: shell-script use.

@@ -370,6 +370,9 @@ final class FleetTests: XCTestCase {
         XCTAssertEqual(s.tv("get", "api.one.example").status, 3)
         XCTAssertEqual(s.tv("get", "api.two.example").out, "two")
         XCTAssertEqual(s.tv("migrate", "--to", "etcd", "--from", "etcd").status, 64)
+        let lock = s.tv("lock")
+        XCTAssertEqual(lock.status, 0, lock.stderr)
+        XCTAssertTrue(lock.stderr.contains("forgot the cached key of the fleet vault"), lock.stderr)
     }
 
     func testUnreachableWrongAndRefusedClusters() throws {

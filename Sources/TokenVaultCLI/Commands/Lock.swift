@@ -6,7 +6,7 @@ extension TokenVault {
     struct Lock: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "lock",
-            abstract: "Forget the cached file-vault key; the next use asks for the passphrase again.")
+            abstract: "Forget the cached vault key (file or etcd); the next use asks for the passphrase again.")
 
         @Flag(help: "Forget the cached keys of every vault, not only the one in use.")
         var all = false
@@ -18,7 +18,15 @@ extension TokenVault {
                 Output.notice(n == 0 ? "no cached vault key" : "forgot \(n) cached vault key\(n == 1 ? "" : "s")")
                 return
             }
-            let vault = try Backends(environment: context.environment, keyCache: KernelKeyring()).fileVault()
+            var backends = Backends(environment: context.environment, keyCache: KernelKeyring())
+            backends.config = { try context.config }
+            if try context.backendChoice == .etcd {
+                let etcd = try backends.etcdStore()
+                Output.notice(etcd.forgetCachedKey() ? "forgot the cached key of the fleet vault (prefix \(etcd.settings.prefix))"
+                                                     : "no cached key for the fleet vault (prefix \(etcd.settings.prefix))")
+                return
+            }
+            let vault = try backends.fileVault()
             Output.notice(vault.forgetCachedKey() ? "forgot the cached key of \(vault.path)" : "no cached key for \(vault.path)")
         }
     }
