@@ -2,13 +2,17 @@
 """A TCP proxy to a loopback port that holds its first N connections without
 forwarding a byte (a request that never reaches the provider: the host died
 while its packets were stuck), and forwards every later one.
-Usage: stall_proxy.py TARGET_PORT [--stall-first N]; prints `port N`."""
+With --delay-first S the first connection is forwarded only after S seconds
+(a provider that answers slowly, while the test breaks something else).
+Usage: stall_proxy.py TARGET_PORT [--stall-first N] [--delay-first S]; prints `port N`."""
 import socket
 import sys
 import threading
+import time
 
 target = int(sys.argv[1])
 stall = int(sys.argv[sys.argv.index("--stall-first") + 1]) if "--stall-first" in sys.argv else 0
+delay = float(sys.argv[sys.argv.index("--delay-first") + 1]) if "--delay-first" in sys.argv else 0
 lock = threading.Lock()
 
 
@@ -30,10 +34,12 @@ def pipe(src, dst):
 
 
 def handle(client):
-    global stall
+    global stall, delay
     with lock:
         held = stall > 0
         stall -= held
+        wait, delay = delay, 0
+    time.sleep(wait)
     if held:
         try:
             while client.recv(65536):

@@ -274,6 +274,51 @@ final class FleetTests: XCTestCase {
         XCTAssertEqual(a.tv("refresh", "local").status, 0, "the chain goes on")
     }
 
+    /// The provider rotates, then the cluster loses quorum before the result
+    /// is written: the host keeps it in its spool, prints it, and writes it
+    /// for the fleet on its next run.
+    func testARotatedTokenThatCannotBeWrittenIsSpooledAndWrittenLater() throws {
+        let (proxy, port) = try startFixtureServer("stall_proxy.py", [String(provider.port), "--delay-first", "2"])
+        defer { proxy.terminate() }
+        let viaProxy = provider.config.replacingOccurrences(of: "\(provider.base)/token\"", with: "http://127.0.0.1:\(port)/token\"")
+        let a = try host("spool"), b = try host("spool")
+        try storeExpired(a)
+        try a.writeConfig(cluster.table(prefix: Self.prefix + "spool/").replacingOccurrences(of: "lease_ttl", with: "timeout = 2\nlease_ttl") + "\n" + viaProxy)
+        let before = try provider.stats()
+        let got = Locked<Run?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            let r = a.tv("get", "local", limit: 60)
+            got.mutate { $0 = r }
+            done.signal()
+        }
+        usleep(1_000_000)   // a holds the fleet lock; its request waits in the proxy
+        XCTAssertEqual(cluster.command("kill 0"), "killed")
+        XCTAssertEqual(cluster.command("kill 1"), "killed")
+        done.wait()
+        let r = try XCTUnwrap(got.value)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.stderr.contains("spool"), r.stderr)
+        XCTAssertEqual(provider.resourceStatus(r.out), 200, "the renewed token is handed out")
+        let spool = a.home + "/run/tokenvault/spool"
+        let files = try FileManager.default.contentsOfDirectory(atPath: spool)
+        XCTAssertEqual(files.count, 1)
+        var st = stat()
+        XCTAssertEqual(lstat(spool + "/" + files[0], &st), 0)
+        XCTAssertEqual(st.st_mode & 0o777, 0o600)
+        XCTAssertEqual(cluster.command("start 0"), "started")
+        XCTAssertEqual(cluster.command("start 1"), "started")
+        let next = a.tv("get", "local", "--no-refresh")
+        XCTAssertEqual(next.status, 0, next.stderr)
+        XCTAssertTrue(next.stderr.contains("kept in the spool"), next.stderr)
+        XCTAssertEqual(next.out, r.out)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: spool), [])
+        XCTAssertEqual(b.tv("get", "local").out, r.out, "the other host gets it from etcd, without a refresh")
+        let after = try provider.stats()
+        XCTAssertEqual((after["refreshes"] ?? 0) - (before["refreshes"] ?? 0), 1)
+        XCTAssertEqual(after["reuse_detected"] ?? 0, 0)
+    }
+
     func testARefusalIsWrittenForTheWholeFleet() throws {
         let a = try host("refusal"), b = try host("refusal")
         let stale = #"{"access_token":"gone","refresh_token":"not-a-refresh-token","expires_at":1}"#
@@ -305,9 +350,10 @@ final class FleetTests: XCTestCase {
         XCTAssertEqual(keys.count, 2)
         func value(_ key: String) -> String { cluster.rawGet(key) }
         func put(_ key: String, _ v: String) { XCTAssertTrue(cluster.rawPut(key, v)) }
-        // Find which key is which by deleting nothing: read both through tokenvault first.
-        XCTAssertEqual(s.tv("get", "other.example").out, "tok-B")
-        let a = keys[0], b = keys[1]
+        // Which key is whose: rewrite B and see which value changes.
+        let first = value(keys[0])
+        XCTAssertEqual(s.tv("set", "other.example", stdin: #"{"access_token":"tok-B","expires_in":3600}"#).status, 0)
+        let (a, b) = value(keys[0]) == first ? (keys[0], keys[1]) : (keys[1], keys[0])
         let valueA = value(a), valueB = value(b)
         // A value copied to the other key is refused.
         put(b, valueA)
