@@ -416,6 +416,13 @@ final class FleetTests: XCTestCase {
         XCTAssertEqual(s.tv("get", "api.one.example").status, 3)
         XCTAssertEqual(s.tv("get", "api.two.example").out, "two")
         XCTAssertEqual(s.tv("migrate", "--to", "etcd", "--from", "etcd").status, 64)
+        // revoke: the provider is told, and the fleet's copy goes.
+        try storeExpired(s)
+        let revocationsBefore = try provider.stats()["revocations"] ?? 0
+        let revoke = s.tv("revoke", "local")
+        XCTAssertEqual(revoke.status, 0, revoke.stderr)
+        XCTAssertEqual((try provider.stats()["revocations"] ?? 0) - revocationsBefore, 1)
+        XCTAssertEqual(s.tv("get", "local").status, 3)
         let lock = s.tv("lock")
         XCTAssertEqual(lock.status, 0, lock.stderr)
         XCTAssertTrue(lock.stderr.contains("forgot the cached key of the fleet vault"), lock.stderr)
