@@ -146,14 +146,23 @@ final class FleetTests: XCTestCase {
         return s
     }
 
-    /// Stores a real token, already expired, through `s`.
     func storeExpired(_ s: Sandbox) throws {
-        var token = try provider.obtainToken()
-        token.removeValue(forKey: "expires_in")
-        token["expires_at"] = Int(Date().timeIntervalSince1970) - 10
-        let json = String(decoding: try JSONSerialization.data(withJSONObject: token), as: UTF8.self)
-        let r = s.tv("set", "local", "--provider", "local", stdin: json)
-        XCTAssertEqual(r.status, 0, r.stderr)
+        try provider.storeExpired(in: s)
+    }
+
+    /// `tokenvault get local` on `s` in the background; the returned call waits for it.
+    func getInBackground(_ s: Sandbox) -> () -> Run? {
+        let result = Locked<Run?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            let r = s.tv("get", "local", limit: 60)
+            result.mutate { $0 = r }
+            done.signal()
+        }
+        return {
+            done.wait()
+            return result.value
+        }
     }
 
     /// `perHost` concurrent `get`s on each host at once.
@@ -252,19 +261,13 @@ final class FleetTests: XCTestCase {
         }
         XCTAssertTrue(locked, "the first get holds the fleet lock")
         let started = Date()
-        let waiter = Locked<Run?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
-            let r = b.tv("get", "local", limit: 60)
-            waiter.mutate { $0 = r }
-            done.signal()
-        }
+        let waiter = getInBackground(b)
         usleep(500_000)
         kill(holder.processIdentifier, SIGKILL)
         holder.waitUntilExit()
-        done.wait()
+        let finished = waiter()
         let took = Date().timeIntervalSince(started)
-        let r = try XCTUnwrap(waiter.value)
+        let r = try XCTUnwrap(finished)
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertLessThan(took, 3 + 10, "taken over within lease_ttl (3 s) and a margin for this shared machine")
         let after = try provider.stats()
@@ -285,18 +288,11 @@ final class FleetTests: XCTestCase {
         try storeExpired(a)
         try a.writeConfig(cluster.table(prefix: Self.prefix + "spool/").replacingOccurrences(of: "lease_ttl", with: "timeout = 2\nlease_ttl") + "\n" + viaProxy)
         let before = try provider.stats()
-        let got = Locked<Run?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
-            let r = a.tv("get", "local", limit: 60)
-            got.mutate { $0 = r }
-            done.signal()
-        }
+        let got = getInBackground(a)
         usleep(1_000_000)   // a holds the fleet lock; its request waits in the proxy
         XCTAssertEqual(cluster.command("kill 0"), "killed")
         XCTAssertEqual(cluster.command("kill 1"), "killed")
-        done.wait()
-        let r = try XCTUnwrap(got.value)
+        let r = try XCTUnwrap(got())
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertTrue(r.stderr.contains("spool"), r.stderr)
         XCTAssertEqual(provider.resourceStatus(r.out), 200, "the renewed token is handed out")

@@ -41,6 +41,18 @@ final class LocalProvider {
         return Int(r.stdout) ?? -1
     }
 
+    /// Stores a real token, already expired, as "local" through `s`; returns its refresh token.
+    @discardableResult
+    func storeExpired(in s: Sandbox) throws -> String {
+        var token = try obtainToken()
+        token.removeValue(forKey: "expires_in")
+        token["expires_at"] = Int(Date().timeIntervalSince1970) - 10
+        let json = String(decoding: try JSONSerialization.data(withJSONObject: token), as: UTF8.self)
+        let r = s.tv("set", "local", "--provider", "local", stdin: json)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        return token["refresh_token"] as? String ?? ""
+    }
+
     /// The config that names this provider "local".
     var config: String {
         """
@@ -67,16 +79,9 @@ final class RefreshTests: XCTestCase {
         return s
     }
 
-    /// Stores a real token, already expired, tied to the provider; returns its refresh token.
     @discardableResult
     func storeExpired(_ s: Sandbox, _ provider: LocalProvider) throws -> String {
-        var token = try provider.obtainToken()
-        token.removeValue(forKey: "expires_in")
-        token["expires_at"] = Int(Date().timeIntervalSince1970) - 10
-        let json = String(decoding: try JSONSerialization.data(withJSONObject: token), as: UTF8.self)
-        let r = s.tv("set", "local", "--provider", "local", stdin: json)
-        XCTAssertEqual(r.status, 0, r.stderr)
-        return token["refresh_token"] as? String ?? ""
+        try provider.storeExpired(in: s)
     }
 
     func concurrentGets(_ s: Sandbox, count: Int) -> [Run] {
