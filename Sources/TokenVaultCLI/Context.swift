@@ -10,6 +10,8 @@ final class Context {
     private var openedStore: CredentialStore?
     private var openedVault: CredentialVault?
     private var printedNotices: [String] = []
+    /// False: never prompt on the terminal (kubectl said no one answers).
+    var interactive = true
 
     init(environment: [String: String] = ProcessInfo.processInfo.environment, clock: Clock = SystemClock()) {
         self.environment = environment
@@ -38,6 +40,7 @@ final class Context {
 
     var backends: Backends {
         var b = Backends(environment: environment)
+        b.interactive = interactive
         b.config = { try self.config }
         return b
     }

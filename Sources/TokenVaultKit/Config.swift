@@ -102,6 +102,13 @@ public struct ProviderConfig: Codable, Sendable, Equatable {
     public var consumer_secret_file: String?
     public var consumer_secret_command: String?
     public var perms: String?
+    /// Hosts whose git remotes use this provider's token (SPEC §12): `github.com`,
+    /// `git.example.com:8443`, or `http://127.0.0.1:PORT` (plain http: loopback only).
+    public var git_hosts: [String]?
+    /// The username `git-credential` answers when git sends none.
+    public var git_username: String?
+    /// Fills `{tenant}` in the endpoints (the microsoft preset: `common` by default).
+    public var tenant: String?
 
     public init() {}
 
@@ -114,7 +121,23 @@ public struct ProviderConfig: Codable, Sendable, Equatable {
             throw TokenVaultError.config("unknown provider \(ServiceKey.quoted(name))",
                                          hint: "see: tokenvault providers; or define [providers.\(name)] in \(configPath)")
         }
-        return (preset?.config ?? ProviderConfig()).overlaid(by: own)
+        return try (preset?.config ?? ProviderConfig()).overlaid(by: own).withTenant(provider: name, configPath: configPath)
+    }
+
+    /// Endpoints with `{tenant}` filled in: the `tenant` key, else `common`.
+    func withTenant(provider name: String, configPath: String) throws -> ProviderConfig {
+        let fields = [\ProviderConfig.authorize_url, \.token_url, \.revoke_url, \.device_authorization_url, \.userinfo_url]
+        guard fields.contains(where: { self[keyPath: $0]?.contains("{tenant}") == true }) else { return self }
+        let tenant = self.tenant ?? "common"
+        guard !tenant.isEmpty, tenant.utf8.count <= 64,
+              tenant.unicodeScalars.allSatisfy({ CharacterSet.alphanumerics.contains($0) && $0.isASCII || $0 == "-" || $0 == "." })
+        else {
+            throw TokenVaultError.config("provider \(name): tenant must be a tenant id or domain (letters, digits, '-', '.'), not \(ServiceKey.quoted(tenant))",
+                                         hint: "fix tenant in [providers.\(name)] of \(configPath)")
+        }
+        var m = self
+        for f in fields { m[keyPath: f] = m[keyPath: f]?.replacingOccurrences(of: "{tenant}", with: tenant) }
+        return m
     }
 
     /// This table (a preset) with every field `own` sets taking its place. A
@@ -127,10 +150,11 @@ public struct ProviderConfig: Codable, Sendable, Equatable {
         }
         for field in [\ProviderConfig.type, \.service, \.authorize_url, \.token_url, \.revoke_url, \.device_authorization_url,
                       \.userinfo_url, \.grant, \.client_id, \.client_auth, \.redirect_uri, \.header,
-                      \.request_token_url, \.access_token_url, \.consumer_key, \.perms] {
+                      \.request_token_url, \.access_token_url, \.consumer_key, \.perms, \.git_username, \.tenant] {
             take(field)
         }
         take(\.scopes)
+        take(\.git_hosts)
         take(\.pkce)
         if let v = own.auth_params { m.auth_params = (m.auth_params ?? [:]).merging(v) { $1 } }
         for group in [[\ProviderConfig.client_secret, \.client_secret_file, \.client_secret_command],

@@ -28,6 +28,27 @@ public struct ProviderPreset: Sendable {
             $0.authorize_url = "https://github.com/login/oauth/authorize"
             $0.token_url = "https://github.com/login/oauth/access_token"
             $0.device_authorization_url = "https://github.com/login/device/code"
+            $0.git_hosts = ["github.com", "gist.github.com"]
+            $0.git_username = "x-access-token"
+        },
+        preset("gitlab", "oauth2", "gitlab.com") {
+            $0.authorize_url = "https://gitlab.com/oauth/authorize"
+            $0.token_url = "https://gitlab.com/oauth/token"
+            $0.revoke_url = "https://gitlab.com/oauth/revoke"
+            $0.device_authorization_url = "https://gitlab.com/oauth/authorize_device"
+            $0.userinfo_url = "https://gitlab.com/oauth/userinfo"
+            $0.scopes = ["read_user", "write_repository"]
+            $0.git_hosts = ["gitlab.com"]
+            $0.git_username = "oauth2"
+        },
+        // Entra ID v2.0: a public client (PKCE, no secret); refresh tokens rotate
+        // and need offline_access. `tenant` fills {tenant} (default: common).
+        preset("microsoft", "oauth2", "graph.microsoft.com") {
+            $0.authorize_url = "https://login.microsoftonline.com/{tenant}/oauth2/v2.0/authorize"
+            $0.token_url = "https://login.microsoftonline.com/{tenant}/oauth2/v2.0/token"
+            $0.device_authorization_url = "https://login.microsoftonline.com/{tenant}/oauth2/v2.0/devicecode"
+            $0.userinfo_url = "https://graph.microsoft.com/oidc/userinfo"
+            $0.scopes = ["offline_access", "User.Read"]
         },
         preset("foursquare", "oauth2", "api.foursquare.com") {
             $0.authorize_url = "https://foursquare.com/oauth2/authenticate"

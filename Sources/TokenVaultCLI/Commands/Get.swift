@@ -3,8 +3,10 @@ import Foundation
 import TokenVaultKit
 
 enum GetFormat: String, ExpressibleByArgument, CaseIterable {
-    case raw, json, header, env
+    case raw, json, header, env, kubectl, sasl
 }
+
+extension SASLMechanism: ExpressibleByArgument {}
 
 extension TokenVault {
     struct Get: ParsableCommand {
@@ -20,6 +22,12 @@ extension TokenVault {
 
                   TOKEN=$(tokenvault get api.weibo.com) || exit
                   eval "$(tokenvault get api.weibo.com --format env)"
+
+                --format kubectl prints an ExecCredential for a kubeconfig exec user \
+                (client.authentication.k8s.io/v1beta1, or v1 when KUBERNETES_EXEC_INFO asks for it; \
+                no prompt when kubectl says the session is not interactive). --format sasl --user EMAIL \
+                prints the base64 SASL initial response for IMAP and SMTP (XOAUTH2; --sasl oauthbearer \
+                for RFC 7628).
                 """)
 
         @OptionGroup var credential: CredentialOptions
@@ -28,8 +36,14 @@ extension TokenVault {
                 completion: .list(Completions.fieldNames))
         var field: String?
 
-        @Option(help: "raw: the value; json: the whole record; header: an HTTP header line; env: export lines for eval.")
+        @Option(help: "raw: the value; json: the whole record; header: an HTTP header line; env: export lines for eval; kubectl: an ExecCredential; sasl: a SASL initial response.")
         var format: GetFormat = .raw
+
+        @Option(help: ArgumentHelp("The mail account for --format sasl.", valueName: "email"))
+        var user: String?
+
+        @Option(help: "The SASL mechanism for --format sasl: xoauth2 (default) or oauthbearer (RFC 7628).")
+        var sasl: SASLMechanism?
 
         @Option(name: .customLong("min-valid"), help: ArgumentHelp("Seconds of validity required before refreshing (default: config min_valid, else 60).", valueName: "seconds"))
         var minValid: Int?
@@ -39,17 +53,21 @@ extension TokenVault {
 
         func validate() throws {
             if let minValid, minValid < 0 { throw ValidationError("--min-valid must not be negative") }
-            if field != nil, format == .json || format == .header {
+            if field != nil, format != .raw, format != .env {
                 throw ValidationError("--field goes with --format raw or env")
             }
+            if format == .sasl, user == nil { throw ValidationError("--format sasl needs --user EMAIL") }
+            if format != .sasl, user != nil || sasl != nil { throw ValidationError("--user and --sasl go with --format sasl") }
         }
 
         func run() throws {
             let context = Context()
+            let exec = format == .kubectl ? try ExecCredentialRequest.from(environment: context.environment) : nil
+            if let exec { context.interactive = exec.interactive }
             let id = try credential.id(in: context)
             // Only the access token itself demands a usable credential (SPEC §10);
             // the record and its other fields are printed whatever its state.
-            let accessToken = format == .header || (format != .json && (field.map(Credential.accessTokenFields.contains) ?? true))
+            let accessToken = format == .header || format == .kubectl || format == .sasl || (format != .json && (field.map(Credential.accessTokenFields.contains) ?? true))
             let c = accessToken
                 ? try context.usable(id, minValid: minValid, refresh: !noRefresh)
                 : try context.stored(id, minValid: minValid, refresh: !noRefresh)
@@ -60,6 +78,12 @@ extension TokenVault {
                 Output.value(String(decoding: c.recordJSON(), as: UTF8.self))
             case .header:
                 Output.value(try HeaderLine.line(for: c, context: context))
+            case .kubectl:
+                _ = try HeaderLine.bearer(for: c)
+                Output.json(exec!.response(token: c.accessToken, expiresAt: c.expiresAt))
+            case .sasl:
+                _ = try HeaderLine.bearer(for: c)
+                Output.value(try (sasl ?? .xoauth2).initialResponse(user: user ?? "", token: c.accessToken))
             case .env:
                 if let field {
                     let name = "TOKENVAULT_" + field.uppercased().map { $0.isLetter || $0.isNumber ? $0 : "_" }

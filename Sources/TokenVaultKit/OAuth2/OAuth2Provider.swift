@@ -30,6 +30,8 @@ public struct OAuth2Provider: Sendable {
         "google": "https://console.cloud.google.com/apis/credentials",
         "github": "https://github.com/settings/developers",
         "foursquare": "https://foursquare.com/developers/apps",
+        "gitlab": "https://gitlab.com/-/user_settings/applications",
+        "microsoft": "https://entra.microsoft.com (App registrations; allow public client flows)",
     ]
 
     /// Resolves `name` from the presets and the config.

@@ -1,0 +1,77 @@
+import Foundation
+
+/// kubectl's client-go credential plugin contract: an `ExecCredential` on stdout.
+public struct ExecCredentialRequest: Sendable, Equatable {
+    public static let v1beta1 = "client.authentication.k8s.io/v1beta1"
+    public static let v1 = "client.authentication.k8s.io/v1"
+
+    public var apiVersion: String
+    /// False when kubectl said no one can answer a prompt (`interactiveMode: Never`,
+    /// or no terminal on its side).
+    public var interactive: Bool
+
+    /// What `KUBERNETES_EXEC_INFO` asks for; without it, v1beta1 and no prompt
+    /// unless there is a terminal.
+    public static func from(environment env: [String: String]) throws -> ExecCredentialRequest {
+        guard let info = env["KUBERNETES_EXEC_INFO"], !info.isEmpty else {
+            return ExecCredentialRequest(apiVersion: v1beta1, interactive: true)
+        }
+        guard let object = try? JSONSerialization.jsonObject(with: Data(info.utf8)) as? [String: Any] else {
+            throw TokenVaultError.badInput("KUBERNETES_EXEC_INFO is not a JSON object")
+        }
+        guard let version = object["apiVersion"] as? String else {
+            throw TokenVaultError.badInput("KUBERNETES_EXEC_INFO has no apiVersion")
+        }
+        guard version == v1beta1 || version == v1 else {
+            throw TokenVaultError.badInput("kubectl asked for an ExecCredential of \(ServiceKey.quoted(version)); tokenvault writes \(v1beta1) and \(v1)")
+        }
+        let spec = object["spec"] as? [String: Any]
+        return ExecCredentialRequest(apiVersion: version, interactive: spec?["interactive"] as? Bool ?? false)
+    }
+
+    /// The ExecCredential for a token; `expirationTimestamp` (RFC 3339, UTC)
+    /// only for a token that expires, so kubectl asks again when it does.
+    public func response(token: String, expiresAt: Int64?) -> JSONValue {
+        var status: [String: JSONValue] = ["token": .string(token)]
+        if let expiresAt { status["expirationTimestamp"] = .string(ExecCredentialRequest.rfc3339(expiresAt)) }
+        return .object(["apiVersion": .string(apiVersion), "kind": .string("ExecCredential"), "status": .object(status)])
+    }
+
+    static func rfc3339(_ unix: Int64) -> String {
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime]
+        f.timeZone = TimeZone(identifier: "UTC")
+        return f.string(from: Date(timeIntervalSince1970: TimeInterval(unix)))
+    }
+}
+
+/// The SASL initial responses mail clients send for an OAuth 2.0 bearer token.
+public enum SASLMechanism: String, Sendable, CaseIterable {
+    /// Google's and Microsoft's XOAUTH2.
+    case xoauth2
+    /// RFC 7628 OAUTHBEARER.
+    case oauthbearer
+
+    /// The initial response, base64-encoded as IMAP `AUTHENTICATE` and SMTP `AUTH` take it.
+    public func initialResponse(user: String, token: String) throws -> String {
+        guard !user.isEmpty, user.utf8.count <= 320,
+              !user.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F || $0 == " " })
+        else {
+            throw TokenVaultError.usage("--user must be the mail account (an email address) without spaces or control characters")
+        }
+        guard !token.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+            throw TokenVaultError.badInput("the stored access token contains control characters; it cannot go into a SASL response")
+        }
+        let message: String
+        switch self {
+        case .xoauth2:
+            message = "user=\(user)\u{1}auth=Bearer \(token)\u{1}\u{1}"
+        case .oauthbearer:
+            // RFC 7628 §3.1: a GS2 header naming the authorization identity
+            // (RFC 5801 saslname: "=" and "," escaped), then kvpairs.
+            let saslname = user.replacingOccurrences(of: "=", with: "=3D").replacingOccurrences(of: ",", with: "=2C")
+            message = "n,a=\(saslname),\u{1}auth=Bearer \(token)\u{1}\u{1}"
+        }
+        return Data(message.utf8).base64EncodedString()
+    }
+}

@@ -1,0 +1,157 @@
+import Foundation
+
+/// One request of git's credential-helper protocol (gitcredentials(7),
+/// git-credential(1)): `key=value` lines, ended by a blank line or the end of
+/// input. Keys ending in `[]` (`wwwauth[]`, `capability[]`) may repeat.
+public struct GitCredentialRequest: Sendable, Equatable {
+    public var fields: [String: String] = [:]
+    public var lists: [String: [String]] = [:]
+
+    /// More than this on stdin is not a credential request.
+    public static let maxBytes = 64 * 1024
+
+    public init() {}
+
+    public var proto: String? { fields["protocol"]?.lowercased() }
+    public var host: String? { fields["host"]?.lowercased() }
+    public var username: String? { fields["username"].flatMap { $0.isEmpty ? nil : $0 } }
+    public var password: String? { fields["password"] }
+
+    /// Parses what git wrote; a line without `=`, an empty key, or a NUL is bad
+    /// input (65), as git itself refuses them. A `url=` line is split into
+    /// `protocol`, `host` and `path` as git does before calling a helper.
+    public static func parse(_ bytes: [UInt8]) throws -> GitCredentialRequest {
+        guard bytes.count <= maxBytes else {
+            throw TokenVaultError.badInput("the credential request is longer than \(maxBytes) bytes")
+        }
+        guard !bytes.contains(0) else { throw TokenVaultError.badInput("the credential request contains a NUL byte") }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw TokenVaultError.badInput("the credential request is not UTF-8 text")
+        }
+        var request = GitCredentialRequest()
+        var number = 0
+        for raw in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            number += 1
+            let line = raw.hasSuffix("\r") ? raw.dropLast() : raw
+            if line.isEmpty { break }
+            guard let eq = line.firstIndex(of: "="), eq != line.startIndex else {
+                throw TokenVaultError.badInput("malformed credential request: line \(number) is not key=value")
+            }
+            let key = String(line[..<eq]), value = String(line[line.index(after: eq)...])
+            if key.hasSuffix("[]") {
+                // An empty value resets the list (git's convention).
+                if value.isEmpty { request.lists[key] = [] } else { request.lists[key, default: []].append(value) }
+            } else if key == "url" {
+                try request.take(url: value)
+            } else {
+                request.fields[key] = value
+            }
+        }
+        return request
+    }
+
+    private mutating func take(url: String) throws {
+        guard let scheme = url.range(of: "://") else {
+            throw TokenVaultError.badInput("malformed credential request: url \(ServiceKey.quoted(url)) has no scheme")
+        }
+        fields["protocol"] = String(url[..<scheme.lowerBound])
+        var rest = url[scheme.upperBound...]
+        var path: Substring = ""
+        if let slash = rest.firstIndex(of: "/") {
+            path = rest[rest.index(after: slash)...]
+            rest = rest[..<slash]
+        }
+        if let at = rest.lastIndex(of: "@") {
+            let user = rest[..<at]
+            fields["username"] = String(user.split(separator: ":", maxSplits: 1).first ?? "").removingPercentEncoding ?? String(user)
+            rest = rest[rest.index(after: at)...]
+        }
+        fields["host"] = String(rest)
+        if !path.isEmpty { fields["path"] = String(path) }
+    }
+}
+
+/// A provider's claim on git remotes: `https://HOST[:PORT]`, written in
+/// `git_hosts` as `HOST`, `HOST:PORT` or with a scheme; plain `http://` only for
+/// a loopback host, as a token must not cross a network in clear.
+public struct GitHostRule: Sendable, Equatable {
+    public var scheme: String
+    public var host: String
+
+    public init(parsing entry: String, provider: String, configPath: String) throws {
+        func bad(_ why: String) -> TokenVaultError {
+            .config("provider \(provider): git_hosts entry \(ServiceKey.quoted(entry)) \(why)",
+                    hint: "fix git_hosts in [providers.\(provider)] of \(configPath)")
+        }
+        var rest = Substring(entry.lowercased())
+        scheme = "https"
+        if let r = rest.range(of: "://") {
+            scheme = String(rest[..<r.lowerBound])
+            rest = rest[r.upperBound...]
+        }
+        if rest.hasSuffix("/") { rest = rest.dropLast() }
+        guard scheme == "https" || scheme == "http" else { throw bad("must be https:// (or http:// for loopback)") }
+        guard !rest.isEmpty, !rest.contains(where: { $0 == "/" || $0 == "@" || $0.isWhitespace || $0.asciiValue.map { $0 < 0x20 } == true }) else {
+            throw bad("must be a host, host:port or scheme://host[:port], without a path")
+        }
+        host = GitHostRule.normalized(String(rest), scheme: scheme)
+        if scheme == "http", !OAuth2Provider.isLoopback(GitHostRule.hostname(host)) {
+            throw bad("is plain http to a host that is not loopback: the token would cross the network in clear")
+        }
+    }
+
+    /// Whether git's `protocol` and `host` are this rule's remote.
+    public func matches(protocol proto: String, host requested: String) -> Bool {
+        proto == scheme && GitHostRule.normalized(requested, scheme: proto) == host
+    }
+
+    /// Lower case, without the scheme's default port.
+    static func normalized(_ host: String, scheme: String) -> String {
+        let h = host.lowercased()
+        let defaultPort = scheme == "https" ? ":443" : ":80"
+        return h.hasSuffix(defaultPort) ? String(h.dropLast(defaultPort.count)) : h
+    }
+
+    /// The host without its port (`[::1]:8080` → `::1`).
+    static func hostname(_ host: String) -> String {
+        if host.hasPrefix("["), let close = host.firstIndex(of: "]") {
+            return String(host[host.index(after: host.startIndex)..<close])
+        }
+        if host.filter({ $0 == ":" }).count == 1, let colon = host.lastIndex(of: ":") { return String(host[..<colon]) }
+        return host
+    }
+}
+
+/// A provider that claims a git remote, with what `git-credential` needs of it.
+public struct GitProviderMatch: Sendable, Equatable {
+    public var provider: String
+    public var service: ServiceKey
+    /// The username git is given when it sent none.
+    public var username: String
+}
+
+extension ProviderDirectory {
+    /// The providers whose `git_hosts` claim `protocol://host`: configured
+    /// providers first (by name), then the presets nobody configured. A bad
+    /// `git_hosts` entry in any provider is a configuration error (78).
+    public func gitProviders(protocol proto: String, host: String, configPath: String) throws -> [GitProviderMatch] {
+        let configured = config.providers.keys.sorted()
+        let order = configured + names.filter { !configured.contains($0) }
+        var matches: [GitProviderMatch] = []
+        for name in order {
+            guard let table = table(name), let hosts = table.git_hosts else { continue }
+            let rules = try hosts.map { try GitHostRule(parsing: $0, provider: name, configPath: configPath) }
+            guard rules.contains(where: { $0.matches(protocol: proto, host: host) }) else { continue }
+            matches.append(GitProviderMatch(provider: name, service: try table.serviceKey(provider: name),
+                                            username: table.git_username ?? "oauth2"))
+        }
+        return matches
+    }
+}
+
+extension Credential {
+    /// Whether `password` is this credential's access token (constant time).
+    public func hasAccessToken(_ password: String) -> Bool {
+        Sodium.equal(Array(accessToken.utf8), Array(password.utf8))
+    }
+}
