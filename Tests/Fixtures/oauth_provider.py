@@ -9,6 +9,10 @@
 - the device flow (RFC 8628, interval 1 s): /device/approve?user_code=X
   approves (&deny=1 denies); --slow-down answers slow_down to the first poll;
 - client credentials; RFC 7009 revocation; a protected resource /api/me;
+- RFC 7662 introspection at /introspect for the resource server client
+  "tv-rs" (HTTP Basic), as an IMAP server or a git host checks a token;
+- /admin/revoke-access (POST token=) revokes one access token and leaves its
+  refresh token alone, as a server-side session ending does;
 - /stats counts what the token endpoint was asked (JSON).
 
 Usage: oauth_provider.py [--port N] [--token-ttl SECONDS]
@@ -30,6 +34,7 @@ from authlib.oauth2.rfc6749 import ClientMixin, grants
 from authlib.oauth2.rfc6750 import BearerTokenValidator
 from authlib.oauth2.rfc7009 import RevocationEndpoint
 from authlib.oauth2.rfc7636 import CodeChallenge
+from authlib.oauth2.rfc7662 import IntrospectionEndpoint
 from authlib.oauth2.rfc8628 import DeviceAuthorizationEndpoint, DeviceCodeGrant, DeviceCredentialDict, SlowDownError
 from flask import Flask, jsonify, request
 from werkzeug.serving import make_server
@@ -65,6 +70,7 @@ CLIENTS = {
     "tv-client": Client("tv-client", "tv-secret", {"authorization_code", "refresh_token", DeviceCodeGrant.GRANT_TYPE}),
     "tv-public": Client("tv-public", "", {"authorization_code", "refresh_token"}, public=True),
     "tv-bot": Client("tv-bot", "bot-secret", {"client_credentials"}),
+    "tv-rs": Client("tv-rs", "rs-secret", set()),
 }
 
 
@@ -77,12 +83,13 @@ class Token:
         self.issued_at = time.time()
         self.client_id, self.user, self.family = client_id, user, family
         self.revoked = False
+        self.access_revoked = False  # the access token alone (/admin/revoke-access)
         self.used = False
 
     def check_client(self, client): return client.get_client_id() == self.client_id
     def get_scope(self): return self.scope
     def get_expires_in(self): return self.expires_in
-    def is_revoked(self): return self.revoked
+    def is_revoked(self): return self.revoked or self.access_revoked
     def is_expired(self): return time.time() > self.issued_at + self.expires_in
     def get_user(self): return self.user
 
@@ -210,6 +217,22 @@ class Revocation(RevocationEndpoint):
                     other.revoked = True
 
 
+class Introspection(IntrospectionEndpoint):
+    CLIENT_AUTH_METHODS = ["client_secret_basic"]
+
+    def query_token(self, token_string, token_type_hint):
+        with lock:
+            stats["introspections"] += 1
+            return tokens.get(token_string)
+
+    def check_permission(self, token, client, request):
+        return client.get_client_id() == "tv-rs"
+
+    def introspect_token(self, token):
+        return {"active": True, "client_id": token.client_id, "username": token.user or token.client_id,
+                "scope": token.scope, "exp": int(token.issued_at + token.expires_in), "token_type": "Bearer"}
+
+
 class Validator(BearerTokenValidator):
     def authenticate_token(self, token_string):
         with lock:
@@ -248,6 +271,7 @@ def make_app(token_ttl):
     DeviceEndpoint.verification_uri = f"http://127.0.0.1:{port_holder['port']}/device"
     server.register_endpoint(DeviceEndpoint)
     server.register_endpoint(Revocation)
+    server.register_endpoint(Introspection)
     protect = ResourceProtector()
     protect.register_token_validator(Validator())
 
@@ -279,6 +303,19 @@ def make_app(token_ttl):
     @app.route("/revoke", methods=["POST"])
     def revoke():
         return server.create_endpoint_response(Revocation.ENDPOINT_NAME)
+
+    @app.route("/introspect", methods=["POST"])
+    def introspect():
+        return server.create_endpoint_response(Introspection.ENDPOINT_NAME)
+
+    @app.route("/admin/revoke-access", methods=["POST"])
+    def revoke_access():
+        with lock:
+            t = tokens.get(request.form.get("token", ""))
+            if t is None:
+                return jsonify(error="unknown token"), 404
+            t.access_revoked = True
+        return jsonify(ok=True)
 
     @app.route("/api/me")
     @protect("read")

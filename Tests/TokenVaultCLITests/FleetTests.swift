@@ -182,10 +182,8 @@ final class FleetTests: XCTestCase {
         return runs.value
     }
 
-    func expireAgain(_ s: Sandbox, token: String) {
-        let rt = s.tv("get", "local", "--no-refresh", "--field", "refresh_token").out
-        let again = #"{"access_token":"\#(token)","refresh_token":"\#(rt)","expires_at":1}"#
-        XCTAssertEqual(s.tv("set", "local", "--provider", "local", stdin: again).status, 0)
+    func expireAgain(_ s: Sandbox) throws {
+        try Self.provider.expireStored(in: s)
     }
 
     // MARK: One refresh for the fleet
@@ -203,7 +201,7 @@ final class FleetTests: XCTestCase {
             XCTAssertEqual((after["refreshes"] ?? 0) - (before["refreshes"] ?? 0), 1, "round \(round): one refresh for the fleet")
             XCTAssertEqual(after["reuse_detected"] ?? 0, 0, "round \(round): no refresh token replayed")
             XCTAssertEqual(provider.resourceStatus(printed.first ?? ""), 200)
-            expireAgain(hosts[round % 4], token: printed.first ?? "")
+            try expireAgain(hosts[round % 4])
         }
         let last = hosts[3].tv("refresh", "local")
         XCTAssertEqual(last.status, 0, last.stderr)

@@ -53,6 +53,28 @@ final class LocalProvider {
         return token["refresh_token"] as? String ?? ""
     }
 
+    /// Marks the stored "local" credential expired in `s`'s vault, tokens kept.
+    /// With `revoke`, the provider also stops honouring its access token (the
+    /// refresh token stays good), so only a renewed token works anywhere.
+    func expireStored(in s: Sandbox, revoke: Bool = false, account: String = "default") throws {
+        let json = s.tv("get", "local", "--account", account, "--format", "json", "--no-refresh")
+        guard json.status == 0, var record = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any] else {
+            throw NSError(domain: "LocalProvider", code: 3, userInfo: [NSLocalizedDescriptionKey: "no record: \(json.stderr)"])
+        }
+        let token = record["access_token"] as? String ?? ""
+        record = ["access_token": token, "refresh_token": record["refresh_token"] ?? "", "expires_at": 1]
+        let again = String(decoding: try JSONSerialization.data(withJSONObject: record), as: UTF8.self)
+        XCTAssertEqual(s.tv("set", "local", "--account", account, "--provider", "local", stdin: again).status, 0)
+        if revoke { revokeAccess(token) }
+    }
+
+    /// The provider stops honouring one access token; its refresh token stays good.
+    func revokeAccess(_ token: String) {
+        let r = runProcess("/usr/bin/curl", ["-s", "-f", "-o", "/dev/null", "--data-urlencode", "token@-", base + "/admin/revoke-access"],
+                           stdin: token, env: [:])
+        XCTAssertEqual(r.status, 0, "revoke-access: \(r.stderr)")
+    }
+
     /// The config that names this provider "local".
     var config: String {
         """
