@@ -173,13 +173,13 @@ _tokenvault() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    login|set|get|list|status|refresh|revoke|header|exec|delete|logout|backend|migrate|lock|providers|help)
+    login|set|get|list|status|refresh|revoke|header|exec|delete|logout|backend|migrate|lock|providers|git-credential|help)
         # Offer subcommand argument completions
         "_tokenvault_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'login set get list status refresh revoke header exec delete logout backend migrate lock providers help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'login set get list status refresh revoke header exec delete logout backend migrate lock providers git-credential help' -- "${cur}"))
         ;;
     esac
 }
@@ -248,7 +248,7 @@ _tokenvault_get() {
     repeating_flags=()
     non_repeating_flags=(--no-refresh --version -h --help)
     repeating_options=()
-    non_repeating_options=(--account --field --format --min-valid)
+    non_repeating_options=(--account --field --format --user --sasl --min-valid)
     __tokenvault_offer_flags_options 1
 
     # Offer option value completions
@@ -262,7 +262,14 @@ _tokenvault_get() {
         return
         ;;
     '--format')
-        __tokenvault_add_completions -W 'raw'$'\n''json'$'\n''header'$'\n''env'
+        __tokenvault_add_completions -W 'raw'$'\n''json'$'\n''header'$'\n''env'$'\n''kubectl'$'\n''sasl'
+        return
+        ;;
+    '--user')
+        return
+        ;;
+    '--sasl')
+        __tokenvault_add_completions -W 'xoauth2'$'\n''oauthbearer'
         return
         ;;
     '--min-valid')
@@ -508,6 +515,22 @@ _tokenvault_providers() {
     repeating_options=()
     non_repeating_options=()
     __tokenvault_offer_flags_options 0
+}
+
+_tokenvault_git-credential() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=(--account)
+    __tokenvault_offer_flags_options 1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--account')
+        __tokenvault_add_completions -W "$(__tokenvault_custom_complete ---completion git-credential -- --account "${COMP_CWORD}" "$(__tokenvault_cursor_index_in_current_word)")"
+        return
+        ;;
+    esac
 }
 
 _tokenvault_help() {

@@ -47,7 +47,7 @@ final class InstallTests: XCTestCase {
         XCTAssertEqual(page.stderr, "")
         XCTAssertTrue(page.stdout.contains("EXIT STATUS"))
 
-        let providers = ["github", "google"]
+        let providers = ["github", "gitlab", "google"]
         // bash-completion's loader and fish find the installed scripts on their own.
         let bash = runProcess("/bin/bash", [Paths.fixtures.appendingPathComponent("complete.bash").path, "-", "tokenvault", "login", "g"], env: user)
         XCTAssertEqual(lines(bash), providers, bash.stderr)

@@ -56,7 +56,7 @@ final class ShellCompletionTests: XCTestCase {
     func testProvidersServicesAccountsAndFields() {
         for shell in Shell.allCases {
             XCTAssertEqual(complete(shell, "tokenvault", "login", "").sorted(),
-                           ["flickr", "foursquare", "github", "google", "localdev", "twitter", "weibo"], "\(shell)")
+                           ["flickr", "foursquare", "github", "gitlab", "google", "localdev", "microsoft", "twitter", "weibo"], "\(shell)")
             XCTAssertEqual(complete(shell, "tokenvault", "login", "loc"), ["localdev"], "\(shell)")
             XCTAssertEqual(complete(shell, "tokenvault", "set", "x.example", "--provider", "w"), ["weibo"], "\(shell)")
             XCTAssertEqual(complete(shell, "tokenvault", "get", "").sorted(), ["127.0.0.1:9000", "api.weibo.com"], "\(shell)")

@@ -25,15 +25,16 @@ public struct GitCredentialRequest: Sendable, Equatable {
             throw TokenVaultError.badInput("the credential request is longer than \(maxBytes) bytes")
         }
         guard !bytes.contains(0) else { throw TokenVaultError.badInput("the credential request contains a NUL byte") }
-        guard let text = String(validating: bytes, as: UTF8.self) else {
-            throw TokenVaultError.badInput("the credential request is not UTF-8 text")
-        }
         var request = GitCredentialRequest()
         var number = 0
-        for raw in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        // Lines split on the bytes: in a Swift String "\r\n" is one Character.
+        for rawBytes in bytes.split(separator: 0x0A, omittingEmptySubsequences: false) {
             number += 1
-            let line = raw.hasSuffix("\r") ? raw.dropLast() : raw
-            if line.isEmpty { break }
+            let lineBytes = rawBytes.last == 0x0D ? rawBytes.dropLast() : rawBytes
+            if lineBytes.isEmpty { break }
+            guard let line = String(validating: lineBytes, as: UTF8.self) else {
+                throw TokenVaultError.badInput("the credential request is not UTF-8 text")
+            }
             guard let eq = line.firstIndex(of: "="), eq != line.startIndex else {
                 throw TokenVaultError.badInput("malformed credential request: line \(number) is not key=value")
             }
