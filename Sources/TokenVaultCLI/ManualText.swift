@@ -77,9 +77,34 @@ public enum ManualText {
             the old token is still valid, it is printed with a warning. An expired token that \
             cannot be refreshed exits 4 with the login command as hint.
             """),
+        ("ADAPTERS", """
+            git: tokenvault git-credential is a git credential helper. A provider's git_hosts \
+            (the github preset: github.com; gitlab: gitlab.com) says which remotes use its token; \
+            get refreshes first and answers username, password and password_expiry_utc; erase \
+            (git saw the token rejected) makes the next get renew it and deletes nothing; store \
+            keeps nothing. An unknown host, nothing stored, or a login required answer nothing, \
+            so git asks its next helper.
+
+              git config --global credential.https://github.com.helper ''
+              git config --global --add credential.https://github.com.helper '!tokenvault git-credential'
+
+            (The empty value first keeps a global cache or store helper from keeping the token.)
+
+            kubectl: get --format kubectl prints an ExecCredential (client.authentication.k8s.io/v1beta1, \
+            or v1 when kubectl asks for it in KUBERNETES_EXEC_INFO), with expirationTimestamp, for a \
+            kubeconfig exec user (command: tokenvault, args: [get, SERVICE, --format, kubectl]). \
+            With interactiveMode Never, tokenvault never prompts.
+
+            mail: msmtp passwordeval, isync PassCmd and neomutt imap_oauth_refresh_command take the \
+            bare token (tokenvault get SERVICE --account EMAIL); get --format sasl --user EMAIL prints \
+            the base64 XOAUTH2 initial response (--sasl oauthbearer: RFC 7628) for clients that send \
+            it as it is. Gmail: the google preset with scopes ["https://mail.google.com/"]; \
+            Microsoft 365: the microsoft preset with scopes ["offline_access", \
+            "https://outlook.office.com/IMAP.AccessAsUser.All", "https://outlook.office.com/SMTP.Send"].
+            """),
         ("CONFIGURATION", """
-            The config file is TOML. Built-in providers: weibo, google, github, foursquare \
-            (OAuth 2.0), twitter, flickr (OAuth 1.0a). A [providers.NAME] table extends the \
+            The config file is TOML. Built-in providers: weibo, google, github, gitlab, \
+            microsoft, foursquare (OAuth 2.0), twitter, flickr (OAuth 1.0a). A [providers.NAME] table extends the \
             built-in provider of that name (most need only client_id) or defines a new one. \
             http:// endpoints are refused unless they are on the loopback interface.
 
@@ -117,6 +142,12 @@ public enum ManualText {
               pkce = true
               auth_params = { access_type = "offline" }
               header = "Authorization: Bearer {token}"
+              git_hosts = ["git.example.com", "http://127.0.0.1:9002"]  # git-credential
+              git_username = "oauth2"           # what git-credential answers as username
+
+              [providers.microsoft]
+              client_id = "00000000-0000-0000-0000-000000000000"
+              tenant = "contoso.onmicrosoft.com"   # fills {tenant}; default: common
 
               [providers.localtw]
               type = "oauth1"
@@ -144,6 +175,7 @@ public enum ManualText {
         ("TOKENVAULT_DBUS_TIMEOUT", "Seconds to wait for the Secret Service (default: 3)."),
         ("TOKENVAULT_ACCESS_TOKEN", "Set by exec for the command it runs: the access token (OAuth 1.0a: the token)."),
         ("TOKENVAULT_TOKEN_SECRET", "Set by exec for the command it runs: the OAuth 1.0a token secret."),
+        ("KUBERNETES_EXEC_INFO", "Set by kubectl for get --format kubectl: the ExecCredential apiVersion it wants, and whether anyone can answer a prompt."),
         ("BROWSER", "The browser login opens, with the URL as last argument (default: xdg-open)."),
         ("DBUS_SESSION_BUS_ADDRESS", "The session bus the Secret Service is looked for on; without one, auto uses the file vault."),
         ("XDG_CONFIG_HOME, XDG_DATA_HOME", "Where the config file and the vault live (default: ~/.config, ~/.local/share)."),
@@ -198,6 +230,10 @@ public enum ManualText {
               75) sleep 60 ;;                      # provider unreachable; nothing lost
               *) exit 1 ;;
             esac
+            """),
+        ("Let git push to GitHub with the vault's token, renewed before it expires:", """
+            git config --global credential.https://github.com.helper ''
+            git config --global --add credential.https://github.com.helper '!tokenvault git-credential'
             """),
         ("Read the vault passphrase from a password manager, and keep the key cached for an hour:", """
             export TOKENVAULT_PASSPHRASE_COMMAND='pass show tokenvault'

@@ -121,7 +121,7 @@ final class ManualPageTests: XCTestCase {
         let sources = Paths.root.appendingPathComponent("Sources")
         let files = try XCTUnwrap(FileManager.default.enumerator(atPath: sources.path)).compactMap { $0 as? String }
             .filter { $0.hasSuffix(".swift") && !$0.hasPrefix("tokenvault-manual/") }
-        let pattern = try NSRegularExpression(pattern: #""((TOKENVAULT|XDG)_[A-Z_]+|BROWSER|DBUS_SESSION_BUS_ADDRESS)""#)
+        let pattern = try NSRegularExpression(pattern: #""((TOKENVAULT|XDG)_[A-Z_]+|BROWSER|DBUS_SESSION_BUS_ADDRESS|KUBERNETES_EXEC_INFO)""#)
         var names = Set<String>()
         for file in files {
             let text = try String(contentsOf: sources.appendingPathComponent(file), encoding: .utf8)

@@ -10,15 +10,16 @@ extension TokenVault {
             discussion: """
                 git runs it as a credential helper:
 
-                  git config --global credential.https://github.com.helper '!tokenvault git-credential'
+                  git config --global credential.https://github.com.helper ''
+                  git config --global --add credential.https://github.com.helper '!tokenvault git-credential'
 
-                get: the remote's host names the provider (git_hosts in its table; the github preset \\
-                claims github.com, gitlab claims gitlab.com), whose stored token is refreshed first when \\
-                needed and answered as username, password and password_expiry_utc. The account is \\
-                --account, else the username git sends when a credential is stored under it, else \\
-                "default". An unknown host, nothing stored, or a login required: no answer and exit 0, \\
-                so git asks its next helper (the last two say why on stderr). \\
-                erase (git saw the token rejected): the next get renews it; nothing is deleted. \\
+                get: the remote's host names the provider (git_hosts in its table; the github preset \
+                claims github.com, gitlab claims gitlab.com), whose stored token is refreshed first when \
+                needed and answered as username, password and password_expiry_utc. The account is \
+                --account, else the username git sends when a credential is stored under it, else \
+                "default". An unknown host, nothing stored, or a login required: no answer and exit 0, \
+                so git asks its next helper (the last two say why on stderr). \
+                erase (git saw the token rejected): the next get renews it; nothing is deleted. \
                 store: nothing is kept; tokens come from tokenvault login. Other actions are ignored.
                 """)
 
