@@ -186,7 +186,7 @@ _tokenvault() {
 
 _tokenvault_login() {
     repeating_flags=()
-    non_repeating_flags=(--no-browser --device --version -h --help)
+    non_repeating_flags=(--no-browser --device --browser --version -h --help)
     repeating_options=(--scope)
     non_repeating_options=(--account --port --timeout)
     __tokenvault_offer_flags_options 1
@@ -218,7 +218,7 @@ _tokenvault_login() {
 
 _tokenvault_set() {
     repeating_flags=()
-    non_repeating_flags=(--version -h --help)
+    non_repeating_flags=(--verbose --version -h --help)
     repeating_options=()
     non_repeating_options=(--account --provider)
     __tokenvault_offer_flags_options 1
@@ -246,7 +246,7 @@ _tokenvault_set() {
 
 _tokenvault_get() {
     repeating_flags=()
-    non_repeating_flags=(--no-refresh --version -h --help)
+    non_repeating_flags=(--verbose --no-refresh --version -h --help)
     repeating_options=()
     non_repeating_options=(--account --field --format --user --sasl --min-valid)
     __tokenvault_offer_flags_options 1
@@ -320,7 +320,7 @@ _tokenvault_status() {
 
 _tokenvault_refresh() {
     repeating_flags=()
-    non_repeating_flags=(--version -h --help)
+    non_repeating_flags=(--verbose --version -h --help)
     repeating_options=()
     non_repeating_options=(--account)
     __tokenvault_offer_flags_options 1
@@ -344,7 +344,7 @@ _tokenvault_refresh() {
 
 _tokenvault_revoke() {
     repeating_flags=()
-    non_repeating_flags=(--version -h --help)
+    non_repeating_flags=(--verbose --version -h --help)
     repeating_options=()
     non_repeating_options=(--account)
     __tokenvault_offer_flags_options 1
@@ -368,7 +368,7 @@ _tokenvault_revoke() {
 
 _tokenvault_header() {
     repeating_flags=()
-    non_repeating_flags=(--data --version -h --help)
+    non_repeating_flags=(--verbose --data --version -h --help)
     repeating_options=()
     non_repeating_options=(--account --method --url)
     __tokenvault_offer_flags_options 1
@@ -399,7 +399,7 @@ _tokenvault_header() {
 
 _tokenvault_exec() {
     repeating_flags=()
-    non_repeating_flags=(--version -h --help)
+    non_repeating_flags=(--verbose --version -h --help)
     repeating_options=()
     non_repeating_options=(--account)
     __tokenvault_offer_flags_options -1
@@ -427,7 +427,7 @@ _tokenvault_exec() {
 
 _tokenvault_delete() {
     repeating_flags=()
-    non_repeating_flags=(--version -h --help)
+    non_repeating_flags=(--verbose --version -h --help)
     repeating_options=()
     non_repeating_options=(--account)
     __tokenvault_offer_flags_options 1
@@ -451,7 +451,7 @@ _tokenvault_delete() {
 
 _tokenvault_logout() {
     repeating_flags=()
-    non_repeating_flags=(--version -h --help)
+    non_repeating_flags=(--verbose --version -h --help)
     repeating_options=()
     non_repeating_options=(--account)
     __tokenvault_offer_flags_options 1

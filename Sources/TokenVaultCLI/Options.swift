@@ -9,13 +9,40 @@ struct CredentialOptions: ParsableArguments {
         valueName: "service"), completion: .custom(Completions.services))
     var service: String
 
-    @Option(help: "Which of several logins to the service.", completion: .custom(Completions.accounts))
-    var account: String = Credential.defaultAccount
+    @Option(help: "Which of several logins to the service (default: $TOKENVAULT_ACCOUNT, else default).",
+            completion: .custom(Completions.accounts))
+    var account: String?
+
+    @Flag(help: "Say on stderr which account is used, and why.")
+    var verbose = false
 
     func id(in context: Context) throws -> CredentialID {
         let key = try context.serviceKey(service)
-        try CredentialID.validateAccount(account)
-        return CredentialID(service: key, account: account)
+        let chosen = try AccountChoice(option: account, environment: context.environment)
+        if verbose { Output.notice("account \(chosen.name) (\(chosen.reason))") }
+        return CredentialID(service: key, account: chosen.name)
+    }
+}
+
+/// The account a command acts on (SPEC §14): `--account`, else
+/// `TOKENVAULT_ACCOUNT`, else `default`; with the reason, for `status` and `--verbose`.
+struct AccountChoice {
+    var name: String
+    var reason: String
+
+    init(option: String?, environment: [String: String]) throws {
+        if let option {
+            (name, reason) = (option, "--account")
+        } else if let env = environment["TOKENVAULT_ACCOUNT"], !env.isEmpty {
+            (name, reason) = (env, "from TOKENVAULT_ACCOUNT")
+        } else {
+            (name, reason) = (Credential.defaultAccount, "the default")
+        }
+        do {
+            try CredentialID.validateAccount(name)
+        } catch let error as TokenVaultError where reason == "from TOKENVAULT_ACCOUNT" {
+            throw TokenVaultError.usage("TOKENVAULT_ACCOUNT: \(error.localizedDescription)")
+        }
     }
 }
 

@@ -7,14 +7,22 @@ struct FileLock {
     let fd: Int32
 
     init(path: String) throws {
+        guard let lock = try FileLock(path: path, wait: true) else { throw TokenVaultError.internal("a blocking flock returned without the lock") }
+        self = lock
+    }
+
+    /// Takes the lock; without `wait`, nil when another holder has it.
+    init?(path: String, wait: Bool) throws {
         let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             throw TokenVaultError.vault("cannot open the lock file \(path): \(String(cString: strerror(errno)))")
         }
-        while flock(fd, LOCK_EX) != 0 {
+        while flock(fd, wait ? LOCK_EX : LOCK_EX | LOCK_NB) != 0 {
             if errno == EINTR { continue }
+            let failure = errno
             close(fd)
-            throw TokenVaultError.vault("cannot lock \(path): \(String(cString: strerror(errno)))")
+            if failure == EWOULDBLOCK { return nil }
+            throw TokenVaultError.vault("cannot lock \(path): \(String(cString: strerror(failure)))")
         }
         self.fd = fd
     }

@@ -17,7 +17,7 @@ extension TokenVault {
                 claims github.com, gitlab claims gitlab.com), whose stored token is refreshed first when \
                 needed and answered as username, password and password_expiry_utc. The account is \
                 --account, else the username git sends when a credential is stored under it, else \
-                "default". An unknown host, nothing stored, or a login required: no answer and exit 0, \
+                $TOKENVAULT_ACCOUNT, else "default". An unknown host, nothing stored, or a login required: no answer and exit 0, \
                 so git asks its next helper (the last two say why on stderr). \
                 erase (git saw the token rejected): the next get renews it; nothing is deleted. \
                 store: nothing is kept; tokens come from tokenvault login. Other actions are ignored.
@@ -61,7 +61,7 @@ extension TokenVault {
                           context: Context) throws -> (GitProviderMatch, Credential)? {
             let vault = try context.vault()
             for match in matches {
-                var accounts = [account ?? Credential.defaultAccount]
+                var accounts = [try AccountChoice(option: account, environment: context.environment).name]
                 if account == nil, let user = request.username, (try? CredentialID.validateAccount(user)) != nil {
                     accounts.insert(user, at: 0)
                 }

@@ -13,7 +13,11 @@ extension TokenVault {
                 redirect_uri). The browser is $BROWSER (the URL appended as last argument) or \
                 xdg-open; the URL is always printed on stderr too. --no-browser prints the URL and \
                 reads the redirected URL (or the bare code) from stdin, for SSH sessions. \
-                --device runs the device flow (RFC 8628). Providers with grant = \
+                --device runs the device flow (RFC 8628). Where no browser can open (an SSH \
+                session without a display, or neither $BROWSER nor DISPLAY/WAYLAND_DISPLAY), the \
+                device flow is used when the provider has one, else paste mode; --browser opens one \
+                anyway. One login per service and account runs at a time: another one waits for it \
+                on a terminal and uses its result, and without a terminal exits 75. Providers with grant = \
                 "client_credentials" fetch a token directly. OAuth 1.0a providers (twitter, \
                 flickr) use a loopback oauth_callback, or oob and a typed PIN with --no-browser.
 
@@ -26,8 +30,8 @@ extension TokenVault {
                   completion: .custom(Completions.providers))
         var provider: String
 
-        @Option(help: "Which of several logins to the service.")
-        var account: String = Credential.defaultAccount
+        @Option(help: "Which of several logins to the service (default: $TOKENVAULT_ACCOUNT, else default).")
+        var account: String?
 
         @Option(name: .customLong("scope"), help: ArgumentHelp("A scope to ask for besides the provider's (repeatable).", valueName: "scope"))
         var scopes: [String] = []
@@ -38,6 +42,9 @@ extension TokenVault {
         @Flag(help: "Use the device flow (RFC 8628): show a code to enter on another device, and poll.")
         var device = false
 
+        @Flag(help: "Open a browser even where none seems able to open (over SSH, no display).")
+        var browser = false
+
         @Option(help: ArgumentHelp("Listen for the redirect on this port of 127.0.0.1.", valueName: "port"))
         var port: Int?
 
@@ -47,7 +54,9 @@ extension TokenVault {
         func validate() throws {
             if let port, !(1...65535).contains(port) { throw ValidationError("--port must be from 1 to 65535") }
             if timeout <= 0 { throw ValidationError("--timeout must be a positive number of seconds") }
-            if noBrowser && device { throw ValidationError("--no-browser and --device do not go together") }
+            if [noBrowser, device, browser].filter({ $0 }).count > 1 {
+                throw ValidationError("choose one of --browser, --no-browser and --device")
+            }
             if let bad = scopes.first(where: { $0.isEmpty || $0.contains(where: { $0.isWhitespace || $0.isNewline }) }) {
                 throw ValidationError("invalid scope \("\"\(bad)\""): one scope per --scope, without spaces")
             }
@@ -55,29 +64,38 @@ extension TokenVault {
 
         func run() throws {
             let context = Context()
-            try CredentialID.validateAccount(account)
+            let account = try AccountChoice(option: self.account, environment: context.environment).name
             let name = provider.lowercased()
             let table = try ProviderConfig.table(for: name, config: try context.config,
                                                  configPath: Config.path(environment: context.environment))
             if table.type == "oauth1" {
-                try loginOAuth1(name, context: context)
+                try loginOAuth1(name, account: account, context: context)
                 return
             }
             let p = try context.oauth2Provider(name)
+            let id = CredentialID(service: p.service, account: account)
+            let flow = chooseFlow(grant: p.grant, hasDevice: p.deviceAuthorizationURL != nil, environment: context.environment)
+            // Client credentials involve nobody: no login lock.
+            var held: LoginLock?
+            if flow != .clientCredentials {
+                guard let h = try pendingLogin(id, provider: p.name, context: context) else { return }
+                held = h
+            }
+            defer { held?.release() }
             let login = OAuth2Login(provider: p, transport: CurlTransport(timeout: try context.config.timeout ?? 30),
                                     clock: context.clock, notify: { Output.notice($0) })
-            let id = CredentialID(service: p.service, account: account)
             let wanted = login.scopes(adding: scopes)
             var credential: Credential
-            if device {
+            switch flow {
+            case .device:
                 credential = try login.device(id: id, scopes: wanted, timeout: Double(timeout)) { seconds in
                     Thread.sleep(forTimeInterval: min(max(seconds, 0), 600))
                 }
-            } else if p.grant == .clientCredentials {
+            case .clientCredentials:
                 credential = try login.clientCredentials(id: id, scopes: wanted)
-            } else if noBrowser {
+            case .paste:
                 credential = try login.paste(id: id, scopes: wanted) { Swift.readLine() }
-            } else {
+            case .browser:
                 credential = try login.loopback(id: id, scopes: wanted, port: port, timeout: Double(timeout)) { url in
                     Browser.open(url, environment: context.environment)
                 }
@@ -89,15 +107,67 @@ extension TokenVault {
             Output.notice("logged in to \(p.name)\(who); stored under \(id)")
         }
 
+        enum Flow { case browser, paste, device, clientCredentials }
+
+        /// The flow asked for, else the one that can work here (SPEC §14): with no
+        /// way to open a browser, the device flow when the provider has one, else
+        /// paste mode, said on stderr.
+        func chooseFlow(grant: OAuth2Provider.Grant, hasDevice: Bool, environment: [String: String]) -> Flow {
+            if device { return .device }
+            if grant == .clientCredentials { return .clientCredentials }
+            if noBrowser { return .paste }
+            if browser { return .browser }
+            guard let why = Browser.unavailable(environment) else { return .browser }
+            if hasDevice {
+                Output.notice("no browser can open here (\(why)): using the device flow (--browser opens one anyway)")
+                return .device
+            }
+            Output.notice("no browser can open here (\(why)): paste mode, open the URL on any device (--browser opens one anyway)")
+            return .paste
+        }
+
+        /// The login lock for `id` (SPEC §14), or nil when another process's login
+        /// for it finished while this one waited (its result is used). Without a
+        /// terminal a pending login is a temporary failure (75): no second browser.
+        func pendingLogin(_ id: CredentialID, provider: String, context: Context) throws -> LoginLock? {
+            let vault = try context.vault()
+            let before = try vault.load(id)
+            if let held = try LoginLock.attempt(vault, id) { return held }
+            let pid = LoginLock.holder(vault, id).map { " (process \($0))" } ?? ""
+            guard isatty(0) == 1 || isatty(2) == 1 else {
+                throw TokenVaultError.temporary("a login to \(provider) for \(id) is already pending\(pid); finish it there, then try again")
+            }
+            Output.notice("a login to \(provider) for \(id) is already pending\(pid); waiting for it (Ctrl-C to stop)")
+            guard let held = try LoginLock.wait(vault, id, until: Date().timeIntervalSince1970 + Double(timeout)) else {
+                throw TokenVaultError.temporary("the login to \(provider) for \(id) was still pending after \(timeout) s")
+            }
+            if let after = try vault.load(id), after != before {
+                held.release()
+                context.flushWarnings()
+                let who = Summary.displayName(after).map { " as \($0)" } ?? ""
+                Output.notice("the other login finished: logged in to \(provider)\(who); stored under \(id)")
+                return nil
+            }
+            Output.notice("the other login did not store anything; starting this one")
+            return held
+        }
+
         /// OAuth 1.0a: loopback callback, or `oob` and a PIN with --no-browser.
-        private func loginOAuth1(_ name: String, context: Context) throws {
+        private func loginOAuth1(_ name: String, account: String, context: Context) throws {
             if device { throw TokenVaultError.usage("OAuth 1.0a has no device flow; use --no-browser for the PIN") }
             if !scopes.isEmpty { throw TokenVaultError.usage("OAuth 1.0a has no scopes (Flickr: set perms in the config)") }
             let p = try context.oauth1Provider(name)
             let login = OAuth1Login(provider: p, transport: CurlTransport(timeout: try context.config.timeout ?? 30),
                                     clock: context.clock, notify: { Output.notice($0) })
             let id = CredentialID(service: p.service, account: account)
-            let credential = noBrowser
+            var pin = noBrowser
+            if !noBrowser, !browser, let why = Browser.unavailable(context.environment) {
+                Output.notice("no browser can open here (\(why)): type the PIN the provider shows instead (--browser opens one anyway)")
+                pin = true
+            }
+            guard let held = try pendingLogin(id, provider: p.name, context: context) else { return }
+            defer { held.release() }
+            let credential = pin
                 ? try login.pin(id: id) { Swift.readLine() }
                 : try login.loopback(id: id, port: port, timeout: Double(timeout)) { Browser.open($0, environment: context.environment) }
             try context.vault().write(credential)
@@ -110,6 +180,16 @@ extension TokenVault {
 
 /// Opens a URL for the user: `$BROWSER` (the URL as its last argument), else xdg-open.
 enum Browser {
+    /// Why no browser can open here, or nil when one can: over SSH without a
+    /// forwarded display, or with neither `$BROWSER` nor a display.
+    static func unavailable(_ env: [String: String]) -> String? {
+        func set(_ name: String) -> Bool { !(env[name] ?? "").isEmpty }
+        let display = set("DISPLAY") || set("WAYLAND_DISPLAY")
+        if set("SSH_CONNECTION"), !display { return "an SSH session without a display" }
+        if !set("BROWSER"), !display { return "no $BROWSER, DISPLAY or WAYLAND_DISPLAY" }
+        return nil
+    }
+
     static func open(_ url: String, environment env: [String: String]) {
         let p = Process()
         if let browser = env["BROWSER"], !browser.isEmpty {

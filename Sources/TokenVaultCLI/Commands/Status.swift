@@ -20,8 +20,9 @@ extension TokenVault {
                   completion: .custom(Completions.services))
         var service: String?
 
-        @Option(help: "Which of several logins to the service.", completion: .custom(Completions.accounts))
-        var account: String = Credential.defaultAccount
+        @Option(help: "Which of several logins to the service (default: $TOKENVAULT_ACCOUNT, else default).",
+                completion: .custom(Completions.accounts))
+        var account: String?
 
         @Flag(help: "Print JSON.")
         var json = false
@@ -46,8 +47,8 @@ extension TokenVault {
                 }
                 return
             }
-            try CredentialID.validateAccount(account)
-            let id = CredentialID(service: try context.serviceKey(service), account: account)
+            let chosen = try AccountChoice(option: account, environment: context.environment)
+            let id = CredentialID(service: try context.serviceKey(service), account: chosen.name)
             let found = try context.locate(id)
             context.flushWarnings()
             let c = found.credential
@@ -56,7 +57,7 @@ extension TokenVault {
                 Output.json(Summary.json(found, status: status))
             } else {
                 var lines = [
-                    ("service", c.service.description), ("account", c.account), ("type", c.type.rawValue),
+                    ("service", c.service.description), ("account", "\(c.account) (\(chosen.reason))"), ("type", c.type.rawValue),
                     ("stored in", found.backend),
                 ]
                 if let p = c.provider { lines.append(("provider", p)) }

@@ -1,0 +1,38 @@
+import Foundation
+
+/// One interactive login per credential at a time, across processes (SPEC §14):
+/// a flock in the runtime directory, which the kernel drops when its holder
+/// exits or is killed, so Ctrl-C frees the way at once. The holder's pid is
+/// written into the file, for the message the others print.
+public final class LoginLock {
+    private let lock: FileLock
+
+    private init(_ lock: FileLock) { self.lock = lock }
+
+    /// Takes the lock for `id`, or nil when another process holds it.
+    public static func attempt(_ vault: CredentialVault, _ id: CredentialID) throws -> LoginLock? {
+        try PrivateDirectory.ensure(vault.runtimeDirectory)
+        guard let lock = try FileLock(path: vault.lockPath("login", id), wait: false) else { return nil }
+        let pid = Array("\(getpid())\n".utf8)
+        _ = ftruncate(lock.fd, 0)
+        _ = pwrite(lock.fd, pid, pid.count, 0)
+        return LoginLock(lock)
+    }
+
+    /// Waits for the lock until `deadline` (seconds since the epoch); nil on timeout.
+    public static func wait(_ vault: CredentialVault, _ id: CredentialID, until deadline: Double) throws -> LoginLock? {
+        while true {
+            if let held = try attempt(vault, id) { return held }
+            if Date().timeIntervalSince1970 >= deadline { return nil }
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+    }
+
+    /// The pid the current holder wrote, when there is one.
+    public static func holder(_ vault: CredentialVault, _ id: CredentialID) -> Int32? {
+        guard let data = FileManager.default.contents(atPath: vault.lockPath("login", id)) else { return nil }
+        return Int32(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    public func release() { lock.release() }
+}
