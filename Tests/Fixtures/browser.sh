@@ -7,9 +7,15 @@
 #                             without state first; then the user approves
 # BROWSER_MODE=trickle  a local client connects to the listener and trickles a
 #                       byte a second, and nobody approves
+# BROWSER_MODE=ignore     the browser opens and nobody does anything
+# BROWSER_LOG=FILE        a line is added to FILE per opening
+# BROWSER_DELAY=SECONDS   the user takes that long before answering
 url="$1"
+[ -n "${BROWSER_LOG:-}" ] && echo opened >> "$BROWSER_LOG"
+[ -n "${BROWSER_DELAY:-}" ] && sleep "$BROWSER_DELAY"
 case "${BROWSER_MODE:-approve}" in
   approve) exec curl -s -L -o /dev/null "$url" ;;
+  ignore) ;;
   deny) exec curl -s -L -o /dev/null "$url&deny=1" ;;
   bad-state)
     location=$(curl -s -o /dev/null -w '%{redirect_url}' "$url")

@@ -3,7 +3,8 @@
 device: reads the code it shows, approves (or denies) it at the test
 provider, and prints tokenvault's exit status.
 
-Usage: device_login.py TOKENVAULT PROVIDER PROVIDER_BASE_URL approve|deny
+Usage: device_login.py TOKENVAULT PROVIDER PROVIDER_BASE_URL approve|deny [LOGIN ARGS…]
+(LOGIN ARGS default to --device.)
 """
 import os
 import re
@@ -13,10 +14,11 @@ import urllib.parse
 import urllib.request
 
 tv, provider, base, answer = sys.argv[1:5]
-p = subprocess.Popen([tv, "login", provider, "--device"], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
+p = subprocess.Popen([tv, "login", provider] + (sys.argv[5:] or ["--device"]), stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
                      stdin=subprocess.DEVNULL, text=True, env=os.environ)
 code = None
 for line in p.stderr:
+    sys.stderr.write(line)
     m = re.search(r"enter the code: (\S+)", line)
     if m:
         code = m.group(1)

@@ -3,7 +3,8 @@
 reads the URL it prints, "opens" it (the provider redirects at once), and
 pastes back the redirected URL. Prints tokenvault's exit status.
 
-Usage: paste_login.py TOKENVAULT PROVIDER   (environment passed through)
+Usage: paste_login.py TOKENVAULT PROVIDER [LOGIN ARGS…]   (environment passed through;
+LOGIN ARGS default to --no-browser)
 """
 import os
 import subprocess
@@ -12,14 +13,15 @@ import urllib.error
 import urllib.request
 
 tv, provider = sys.argv[1], sys.argv[2]
-p = subprocess.Popen([tv, "login", provider, "--no-browser"], stdin=subprocess.PIPE, stderr=subprocess.PIPE,
+p = subprocess.Popen([tv, "login", provider] + (sys.argv[3:] or ["--no-browser"]), stdin=subprocess.PIPE, stderr=subprocess.PIPE,
                      stdout=subprocess.DEVNULL, text=True, env=os.environ)
 url = None
 for line in p.stderr:
+    sys.stderr.write(line)
     line = line.strip()
     if line.startswith("http://") or line.startswith("https://"):
         url = line
-    if "paste" in line:
+    if url and "paste" in line:
         break
 
 

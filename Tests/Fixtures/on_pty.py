@@ -1,0 +1,18 @@
+#!/usr/bin/env python3
+"""Runs a command on a pseudo-terminal (pexpect), as a user at a terminal
+would, with this process's environment; prints everything it wrote (CR
+removed) and exits with its exit status.
+
+Usage: on_pty.py COMMAND [ARGS…]     (PTY_TIMEOUT: seconds, default 60)
+"""
+import os
+import sys
+
+import pexpect
+
+c = pexpect.spawn(sys.argv[1], sys.argv[2:], env=dict(os.environ), encoding="utf-8",
+                  timeout=int(os.environ.get("PTY_TIMEOUT", "60")), dimensions=(80, 200))
+c.expect(pexpect.EOF)
+c.close()
+sys.stdout.write(c.before.replace("\r", ""))
+sys.exit(c.exitstatus if c.exitstatus is not None else 128 + (c.signalstatus or 0))

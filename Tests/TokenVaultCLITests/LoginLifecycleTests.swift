@@ -1,0 +1,166 @@
+import Foundation
+import XCTest
+
+/// SPEC §14 against the authlib provider (started once for the class): one
+/// pending login at a time, the flow that can work where no browser opens,
+/// and TOKENVAULT_ACCOUNT.
+final class LoginLifecycleTests: XCTestCase {
+    nonisolated(unsafe) static var provider: LocalProvider!
+
+    override class func setUp() { provider = try! LocalProvider() }
+    override class func tearDown() { provider.stop() }
+
+    var provider: LocalProvider { Self.provider }
+
+    func sandbox(extraConfig: String = "") throws -> Sandbox {
+        let s = Sandbox()
+        s.env["BROWSER"] = Paths.fixtures.appendingPathComponent("browser.sh").path
+        s.env["BROWSER_LOG"] = s.home + "/browser.log"
+        try s.writeConfig(provider.config + "\nuserinfo_url = \"\(provider.base)/api/me\"\n" + extraConfig)
+        return s
+    }
+
+    /// How often a browser was opened in `s`.
+    func openings(_ s: Sandbox) -> Int {
+        ((try? String(contentsOfFile: s.home + "/browser.log", encoding: .utf8)) ?? "").split(separator: "\n").count
+    }
+
+    func codesIssued() throws -> Int { try provider.stats()["issued_authorization_code"] ?? 0 }
+
+    /// Starts `login local` in the background with a user who takes `delay`
+    /// seconds, and returns once its browser is open.
+    func firstLogin(_ s: Sandbox, delay: Int = 3) -> DispatchGroup {
+        let group = DispatchGroup()
+        let result = Locked<Run?>(nil)
+        DispatchQueue.global().async(group: group) {
+            let r = s.tv("login", "local", env: ["BROWSER_DELAY": String(delay)], limit: 60)
+            result.mutate { $0 = r }
+            XCTAssertEqual(r.status, 0, "the first login: \(r.stderr)")
+        }
+        let deadline = Date().addingTimeInterval(20)
+        while openings(s) == 0, Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        XCTAssertEqual(openings(s), 1, "the first login opened its browser")
+        return group
+    }
+
+    // MARK: One pending login
+
+    func testASecondLoginWithoutATerminalSaysOneIsPendingAndOpensNothing() throws {
+        let s = try sandbox()
+        let codes = try codesIssued()
+        let first = firstLogin(s)
+        let second = s.tv("login", "local", limit: 30)
+        XCTAssertEqual(second.status, 75, second.stderr)
+        XCTAssertTrue(second.stderr.contains("already pending (process "), second.stderr)
+        XCTAssertEqual(second.stderr.split(separator: "\n").count, 2, second.stderr)
+        XCTAssertTrue(second.stderr.hasSuffix("hint: nothing was changed; try again later\n"), second.stderr)
+        // Background callers of every kind: none starts a login of its own.
+        let device = s.tv("login", "local", "--device", limit: 30)
+        XCTAssertEqual(device.status, 75, device.stderr)
+        first.wait()
+        XCTAssertEqual(openings(s), 1, "never two browsers")
+        XCTAssertEqual(try codesIssued(), codes + 1, "never two code exchanges")
+        XCTAssertEqual(provider.resourceStatus(s.tv("get", "local").out), 200)
+    }
+
+    func testASecondLoginOnATerminalWaitsAndUsesTheFirstOnesResult() throws {
+        let s = try sandbox()
+        let codes = try codesIssued()
+        let first = firstLogin(s)
+        let second = runProcess("/usr/bin/python3", [Paths.fixtures.appendingPathComponent("on_pty.py").path, Paths.binary, "login", "local"],
+                                env: s.env, limit: 60)
+        first.wait()
+        XCTAssertEqual(second.status, 0, second.stdout)
+        XCTAssertTrue(second.stdout.contains("already pending"), second.stdout)
+        XCTAssertTrue(second.stdout.contains("the other login finished: logged in to local as Alice Example"), second.stdout)
+        XCTAssertEqual(openings(s), 1)
+        XCTAssertEqual(try codesIssued(), codes + 1)
+    }
+
+    func testAnInterruptedOrKilledLoginFreesTheWayAtOnce() throws {
+        let s = try sandbox()
+        for signal in ["INT", "TERM", "KILL"] {
+            // bash with job control on, so the background login takes SIGINT as
+            // a Ctrl-C would (a non-interactive sh starts it with SIGINT ignored).
+            let r = runProcess("/bin/bash", ["-c", """
+                set -m
+                BROWSER_MODE=ignore "$TV" login local --timeout 60 2>/dev/null &
+                pid=$!
+                while [ ! -s "$BROWSER_LOG" ]; do sleep 0.05; done
+                kill -\(signal) $pid; wait $pid
+                echo "first=$?"
+                "$TV" login local --timeout 20
+                echo "second=$?"
+                """], env: s.env.merging(["TV": Paths.binary]) { $1 })
+            XCTAssertTrue(r.stdout.contains("second=0"), "\(signal): \(r.stdout) \(r.stderr)")
+            XCTAssertFalse(r.stdout.contains("first=0"))
+            XCTAssertFalse(r.stderr.contains("pending"), r.stderr)
+            try? FileManager.default.removeItem(atPath: s.home + "/browser.log")
+        }
+    }
+
+    // MARK: The flow that can work here
+
+    func testOverSSHWithoutADisplayTheDeviceFlowIsChosenAndSaidSo() throws {
+        let s = try sandbox()
+        let ssh = ["SSH_CONNECTION": "192.0.2.7 50522 192.0.2.1 22", "BROWSER": ""]
+        var env = s.env.merging(ssh) { $1 }
+        env["BROWSER"] = nil
+        let r = runProcess("/usr/bin/python3", [Paths.fixtures.appendingPathComponent("device_login.py").path, Paths.binary, "local",
+                                                provider.base, "approve", "--timeout", "60"], env: env, limit: 90)
+        XCTAssertEqual(r.out, "0", r.stderr)
+        XCTAssertTrue(r.stderr.contains("no browser can open here (an SSH session without a display): using the device flow"), r.stderr)
+        XCTAssertEqual(openings(s), 0)
+        XCTAssertEqual(provider.resourceStatus(s.tv("get", "local").out), 200)
+        // --browser opens one all the same.
+        let forced = s.tv("login", "local", "--browser", env: ["SSH_CONNECTION": ssh["SSH_CONNECTION"]!], limit: 60)
+        XCTAssertEqual(forced.status, 0, forced.stderr)
+        XCTAssertEqual(openings(s), 1)
+        // A forwarded display is a way to open one.
+        XCTAssertEqual(s.tv("login", "local", env: ["SSH_CONNECTION": ssh["SSH_CONNECTION"]!, "DISPLAY": "localhost:10.0"], limit: 60).status, 0)
+        XCTAssertEqual(openings(s), 2)
+        XCTAssertEqual(s.tv("login", "local", "--browser", "--device").status, 64)
+    }
+
+    func testWithoutADeviceFlowPasteModeIsChosen() throws {
+        // The same provider, without its device endpoint.
+        let s = Sandbox()
+        try s.writeConfig(provider.config.split(separator: "\n").filter { !$0.hasPrefix("device_authorization_url") }.joined(separator: "\n"))
+        let r = runProcess("/usr/bin/python3", [Paths.fixtures.appendingPathComponent("paste_login.py").path, Paths.binary, "local", "--timeout", "60"],
+                           env: s.env, limit: 60)
+        XCTAssertEqual(r.out, "0", r.stderr)
+        XCTAssertTrue(r.stderr.contains("no browser can open here (no $BROWSER, DISPLAY or WAYLAND_DISPLAY): paste mode"), r.stderr)
+        XCTAssertEqual(provider.resourceStatus(s.tv("get", "local").out), 200)
+    }
+
+    // MARK: TOKENVAULT_ACCOUNT
+
+    func testTOKENVAULT_ACCOUNTPicksTheAccountEverywhereAndSaysWhy() throws {
+        let s = try sandbox()
+        let work = ["TOKENVAULT_ACCOUNT": "work"]
+        XCTAssertEqual(s.tv("set", "api.example.com", stdin: "home-token").status, 0)
+        XCTAssertEqual(s.tv("set", "api.example.com", stdin: "work-token", env: work).status, 0)
+        XCTAssertEqual(s.tv("get", "api.example.com", env: work).out, "work-token")
+        XCTAssertEqual(s.tv("get", "api.example.com").out, "home-token")
+        XCTAssertEqual(s.tv("get", "api.example.com", "--account", "default", env: work).out, "home-token", "--account wins")
+        let status = s.tv("status", "api.example.com", env: work)
+        XCTAssertTrue(status.stdout.contains("account:     work (from TOKENVAULT_ACCOUNT)"), status.stdout)
+        XCTAssertTrue(s.tv("status", "api.example.com").stdout.contains("default (the default)"))
+        let verbose = s.tv("get", "api.example.com", "--verbose", env: work)
+        XCTAssertEqual(verbose.out, "work-token")
+        XCTAssertEqual(verbose.stderr, "tokenvault: account work (from TOKENVAULT_ACCOUNT)\n")
+        XCTAssertEqual(s.tv("header", "api.example.com", env: work).out, "Authorization: Bearer work-token")
+        XCTAssertEqual(s.tv("exec", "api.example.com", "--", "/bin/sh", "-c", "echo $TOKENVAULT_ACCESS_TOKEN", env: work).out, "work-token")
+        XCTAssertEqual(s.tv("get", "api.example.com", env: ["TOKENVAULT_ACCOUNT": "nobody"]).status, 3)
+        let bad = s.tv("get", "api.example.com", env: ["TOKENVAULT_ACCOUNT": String(repeating: "x", count: 300)])
+        XCTAssertEqual(bad.status, 64, bad.stderr)
+        XCTAssertTrue(bad.stderr.contains("TOKENVAULT_ACCOUNT"), bad.stderr)
+        // The login and the git adapter follow it too; delete removes only that account.
+        XCTAssertEqual(s.tv("login", "local", env: work, limit: 60).status, 0)
+        XCTAssertEqual(s.tv("get", "local").status, 3, "stored under work, not default")
+        XCTAssertEqual(s.tv("get", "local", "--account", "work").status, 0)
+        XCTAssertEqual(s.tv("delete", "api.example.com", env: work).status, 0)
+        XCTAssertEqual(s.tv("get", "api.example.com").out, "home-token")
+        XCTAssertEqual(s.tv("get", "api.example.com", env: work).status, 3)
+    }
+}
