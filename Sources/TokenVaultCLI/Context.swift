@@ -33,9 +33,16 @@ final class Context {
 
     /// Parses a SERVICE argument; the config is read only for a bare provider name.
     func serviceKey(_ raw: String) throws -> ServiceKey {
-        try ServiceKey(parsing: raw) { name in
-            (try? self.providers.service(of: name)) ?? ProviderPreset.named(name)?.service
+        // A config file that cannot be read is reported (78), not taken for "no such provider".
+        var configError: Error?
+        let key = try ServiceKey(parsing: raw) { name in
+            do { return try self.providers.service(of: name) ?? ProviderPreset.named(name)?.service } catch {
+                configError = error
+                return nil
+            }
         }
+        if let configError { throw configError }
+        return key
     }
 
     var backends: Backends {
@@ -128,6 +135,32 @@ final class Context {
     /// refreshable; exit 4 when a login is required, 3 when nothing is stored.
     /// The config is read only for a credential that expires.
     func usable(_ id: CredentialID, minValid option: Int?, refresh: Bool = true, force: Bool = false) throws -> Credential {
+        let c = try renewedIfNeeded(id, minValid: option, refresh: refresh, force: force)
+        warnIfRefreshTokenDying(c)
+        return c
+    }
+
+    /// Warns on stderr, once a day per credential (a mark in the runtime
+    /// directory), when its refresh token dies within `warn_before` (SPEC §14).
+    func warnIfRefreshTokenDying(_ c: Credential) {
+        guard c.refreshToken != nil, let at = c.refreshExpiresAt, let vault = openedVault else { return }
+        let warnBefore = Int64((try? config.warnBefore) ?? nil ?? 7 * 86400)
+        let now = clock.now
+        guard warnBefore > 0, at - now < warnBefore else { return }
+        let mark = vault.lockPath("warned", c.id)
+        var st = stat()
+        if lstat(mark, &st) == 0, Int64(st.st_mtim.tv_sec) > now - 86400, Int64(st.st_mtim.tv_sec) <= now { return }
+        let when = at > now ? "dies in \(Format.ago(at - now)) (\(Format.date(at)))" : "may have died \(Format.ago(now - at)) ago (\(Format.date(at)))"
+        Output.warning("the refresh token for \(c.id) \(when); log in again before then: \(c.loginHint.replacingOccurrences(of: "run: ", with: ""))")
+        try? PrivateDirectory.ensure(vault.runtimeDirectory)
+        let fd = open(mark, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        if fd >= 0 {
+            _ = futimens(fd, nil)  // now: the day starts again
+            close(fd)
+        }
+    }
+
+    private func renewedIfNeeded(_ id: CredentialID, minValid option: Int?, refresh: Bool, force: Bool) throws -> Credential {
         guard let first = try vault().load(id) else {
             flushWarnings()
             throw try notFound(id)

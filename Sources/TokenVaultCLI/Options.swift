@@ -61,6 +61,12 @@ enum Format {
         return left > 0 ? "in \(ago(left))" : "expired \(ago(-left)) ago"
     }
 
+    /// When the refresh token dies, for humans; nil without one or an estimate.
+    static func refreshExpiry(_ c: Credential, now: Int64) -> String? {
+        guard c.refreshToken != nil, let at = c.refreshExpiresAt else { return nil }
+        return at > now ? "in \(ago(at - now))" : "expired \(ago(now - at)) ago"
+    }
+
     static func date(_ unix: Int64) -> String {
         let f = ISO8601DateFormatter()
         f.formatOptions = [.withInternetDateTime]

@@ -6,6 +6,8 @@ public struct Config: Sendable, Equatable {
     public var backend: String?
     public var minValid: Int?
     public var timeout: Int?
+    /// Seconds before a refresh token dies that `get` starts warning (SPEC §14; default 7 days, 0: never).
+    public var warnBefore: Int?
     public var providers: [String: ProviderConfig] = [:]
     /// The `[etcd]` table (SPEC §11).
     public var etcd: EtcdConfig?
@@ -43,6 +45,7 @@ public struct Config: Sendable, Equatable {
             c.backend = file.backend
             c.minValid = file.min_valid
             c.timeout = file.timeout
+            c.warnBefore = file.warn_before
             c.providers = file.providers ?? [:]
             c.etcd = file.etcd
             if let b = c.backend, BackendChoice(rawValue: b) == nil {
@@ -51,6 +54,12 @@ public struct Config: Sendable, Equatable {
             try c.etcd?.check(path: path)
             if let m = c.minValid, m < 0 { throw TokenVaultError.config("\(path): min_valid must not be negative") }
             if let t = c.timeout, t <= 0 { throw TokenVaultError.config("\(path): timeout must be a positive number of seconds") }
+            if let w = c.warnBefore, w < 0 { throw TokenVaultError.config("\(path): warn_before must not be negative") }
+            for (name, p) in c.providers {
+                for (key, v) in [("refresh_token_lifetime", p.refresh_token_lifetime), ("refresh_token_idle", p.refresh_token_idle)] {
+                    if let v, v <= 0 { throw TokenVaultError.config("\(path): providers.\(name).\(key) must be a positive number of seconds") }
+                }
+            }
             return c
         } catch let e as TokenVaultError {
             throw e
@@ -70,6 +79,7 @@ public struct Config: Sendable, Equatable {
         var backend: String?
         var min_valid: Int?
         var timeout: Int?
+        var warn_before: Int?
         var providers: [String: ProviderConfig]?
         var etcd: EtcdConfig?
     }
@@ -109,6 +119,10 @@ public struct ProviderConfig: Codable, Sendable, Equatable {
     public var git_username: String?
     /// Fills `{tenant}` in the endpoints (the microsoft preset: `common` by default).
     public var tenant: String?
+    /// Seconds a refresh token lives from its issue, when the provider does not say.
+    public var refresh_token_lifetime: Int?
+    /// Seconds a refresh token lives unused (Entra ID: 90 days).
+    public var refresh_token_idle: Int?
 
     public init() {}
 
@@ -155,6 +169,8 @@ public struct ProviderConfig: Codable, Sendable, Equatable {
         }
         take(\.scopes)
         take(\.git_hosts)
+        take(\.refresh_token_lifetime)
+        take(\.refresh_token_idle)
         take(\.pkce)
         if let v = own.auth_params { m.auth_params = (m.auth_params ?? [:]).merging(v) { $1 } }
         for group in [[\ProviderConfig.client_secret, \.client_secret_file, \.client_secret_command],

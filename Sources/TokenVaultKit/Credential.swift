@@ -54,6 +54,10 @@ public struct Credential: Equatable, Sendable {
     public var scope: String?
     /// Unix seconds; nil when the token does not expire.
     public var expiresAt: Int64?
+    /// When the refresh token dies (SPEC §14): told by the provider
+    /// (`refresh_token_expires_in`) or estimated from its `refresh_token_lifetime`
+    /// / `refresh_token_idle`; nil when unknown.
+    public var refreshExpiresAt: Int64?
     /// Fields the provider sent that have no place above (`uid`, `screen_name`, …).
     public var extra: [String: JSONValue]
     /// Unix seconds of the last write, so a stale copy never wins over a newer one.
@@ -108,6 +112,7 @@ public struct Credential: Equatable, Sendable {
         if tokenType != nil { names.append("token_type") }
         if scope != nil { names.append("scope") }
         if expiresAt != nil { names.append("expires_at") }
+        if refreshExpiresAt != nil { names.append("refresh_expires_at") }
         if provider != nil { names.append("provider") }
         return names + extra.keys.sorted()
     }
@@ -121,6 +126,7 @@ public struct Credential: Equatable, Sendable {
         case "token_type": return tokenType
         case "scope": return scope
         case "expires_at": return expiresAt.map { String($0) }
+        case "refresh_expires_at": return refreshExpiresAt.map { String($0) }
         case "provider": return provider
         case "service": return service.description
         case "account": return account
@@ -135,7 +141,7 @@ public struct Credential: Equatable, Sendable {
 extension Credential {
     private static let knownKeys: Set<String> = [
         "version", "service", "account", "type", "provider", "access_token", "refresh_token",
-        "token_secret", "token_type", "scope", "expires_at", "extra", "updated_at", "generation", "refused",
+        "token_secret", "token_type", "scope", "expires_at", "refresh_expires_at", "extra", "updated_at", "generation", "refused",
     ]
 
     /// The record as stored: a JSON object with sorted keys.
@@ -154,6 +160,7 @@ extension Credential {
         if let tokenType { o["token_type"] = .string(tokenType) }
         if let scope { o["scope"] = .string(scope) }
         if let expiresAt { o["expires_at"] = .integer(expiresAt) }
+        if let refreshExpiresAt { o["refresh_expires_at"] = .integer(refreshExpiresAt) }
         if !extra.isEmpty { o["extra"] = .object(extra) }
         if generation != 0 { o["generation"] = .integer(generation) }
         if let refusal { o["refused"] = .object(["reason": .string(refusal.reason), "at": .integer(refusal.at)]) }
@@ -201,6 +208,7 @@ extension Credential {
         c.tokenType = object["token_type"]?.string
         c.scope = object["scope"]?.string
         c.expiresAt = object["expires_at"]?.int64
+        c.refreshExpiresAt = object["refresh_expires_at"]?.int64
         c.updatedAt = object["updated_at"]?.int64 ?? 0
         c.generation = object["generation"]?.int64 ?? 0
         if case .object(let r)? = object["refused"], let reason = r["reason"]?.string {

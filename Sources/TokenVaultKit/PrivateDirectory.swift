@@ -4,7 +4,7 @@ import Foundation
 /// parent with it, whatever the umask), refused when someone else owns it or
 /// it is open to others (a lock or spool another user could hold or read).
 public enum PrivateDirectory {
-    static func ensure(_ path: String) throws {
+    public static func ensure(_ path: String) throws {
         var st = stat()
         if lstat(path, &st) != 0 {
             try createWithParents(path)

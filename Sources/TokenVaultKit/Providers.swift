@@ -49,6 +49,7 @@ public struct ProviderPreset: Sendable {
             $0.device_authorization_url = "https://login.microsoftonline.com/{tenant}/oauth2/v2.0/devicecode"
             $0.userinfo_url = "https://graph.microsoft.com/oidc/userinfo"
             $0.scopes = ["offline_access", "User.Read"]
+            $0.refresh_token_idle = 90 * 86400
         },
         preset("foursquare", "oauth2", "api.foursquare.com") {
             $0.authorize_url = "https://foursquare.com/oauth2/authenticate"

@@ -89,6 +89,18 @@ public enum TokenInput {
             }
             c.expiresAt = now + seconds
         }
+        // When the refresh token dies: GitHub Apps send refresh_token_expires_in,
+        // Keycloak refresh_expires_in (0 there means "no limit").
+        if let e = o.removeValue(forKey: "refresh_expires_at"), e != .null {
+            c.refreshExpiresAt = try parseTime(e)
+        }
+        for key in ["refresh_token_expires_in", "refresh_expires_in"] {
+            guard let e = o.removeValue(forKey: key), e != .null, c.refreshExpiresAt == nil else { continue }
+            guard let seconds = seconds(e, in: 0...maxLifetime) else {
+                throw TokenVaultError.badInput("\(key) must be a whole number of seconds from 0 to \(maxLifetime), got \(safe(e.text))")
+            }
+            if seconds > 0 { c.refreshExpiresAt = now + seconds }
+        }
         for key in ["provider", "service", "account", "type", "version", "updated_at"] { o.removeValue(forKey: key) }
         c.extra = o
         c.updatedAt = now

@@ -15,7 +15,8 @@
   refresh token alone, as a server-side session ending does;
 - /stats counts what the token endpoint was asked (JSON).
 
-Usage: oauth_provider.py [--port N] [--token-ttl SECONDS]
+Usage: oauth_provider.py [--port N] [--token-ttl SECONDS] [--refresh-ttl SECONDS]
+(--refresh-ttl: answers carry refresh_token_expires_in, as GitHub Apps' do.)
 Prints "port N" on stdout once listening on 127.0.0.1.
 """
 import argparse
@@ -240,6 +241,7 @@ class Validator(BearerTokenValidator):
 
 
 port_holder = {"port": 0}
+refresh_ttl = {"seconds": 0}
 
 
 def make_app(token_ttl):
@@ -253,6 +255,8 @@ def make_app(token_ttl):
 
     def save_token(data, req):
         with lock:
+            if refresh_ttl["seconds"] and data.get("refresh_token"):
+                data["refresh_token_expires_in"] = refresh_ttl["seconds"]
             grant = req.grant_type or "authorization_code"
             family = getattr(req, "credential", None)
             family = family.family if family is not None and hasattr(family, "family") else secrets.token_hex(8)
@@ -335,7 +339,9 @@ def main():
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--token-ttl", type=int, default=3600)
     ap.add_argument("--slow-down", action="store_true")
+    ap.add_argument("--refresh-ttl", type=int, default=0)
     args = ap.parse_args()
+    refresh_ttl["seconds"] = args.refresh_ttl
     slow_down_first["on"] = args.slow_down
     import socket
     if args.port == 0:

@@ -6,9 +6,18 @@ import XCTest
 /// and TOKENVAULT_ACCOUNT.
 final class LoginLifecycleTests: XCTestCase {
     nonisolated(unsafe) static var provider: LocalProvider!
+    /// Its answers say when the refresh token dies (three days), as GitHub Apps' do.
+    nonisolated(unsafe) static var mortal: LocalProvider!
 
-    override class func setUp() { provider = try! LocalProvider() }
-    override class func tearDown() { provider.stop() }
+    override class func setUp() {
+        provider = try! LocalProvider()
+        mortal = try! LocalProvider(refreshTTL: 3 * 86400)
+    }
+
+    override class func tearDown() {
+        provider.stop()
+        mortal.stop()
+    }
 
     var provider: LocalProvider { Self.provider }
 
@@ -162,5 +171,84 @@ final class LoginLifecycleTests: XCTestCase {
         XCTAssertEqual(s.tv("delete", "api.example.com", env: work).status, 0)
         XCTAssertEqual(s.tv("get", "api.example.com").out, "home-token")
         XCTAssertEqual(s.tv("get", "api.example.com", env: work).status, 3)
+    }
+
+    // MARK: Refresh-token lifetime
+
+    func record(_ s: Sandbox) throws -> [String: Any] {
+        let r = s.tv("status", "local", "--json")
+        return try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any], r.stderr)
+    }
+
+    func refreshExpiresAt(_ s: Sandbox) throws -> Int { try record(s)["refresh_expires_at"] as? Int ?? 0 }
+
+    var now: Int { Int(Date().timeIntervalSince1970) }
+
+    /// "in 2d 23h", or "in 3d 0h" when no second has passed yet.
+    func threeDays(_ text: String) -> Bool { text.contains("in 2d 23h") || text.contains("in 3d 0h") }
+
+    func testTheProvidersRefreshTokenLifetimeIsShownAndWarnedOfOnceADay() throws {
+        let s = Sandbox()
+        s.env["BROWSER"] = Paths.fixtures.appendingPathComponent("browser.sh").path
+        try s.writeConfig(Self.mortal.config)
+        XCTAssertEqual(s.tv("login", "local", limit: 60).status, 0)
+        let dies = try refreshExpiresAt(s)
+        XCTAssertTrue((now + 3 * 86400 - 60...now + 3 * 86400).contains(dies), "\(dies)")
+        let status = s.tv("status", "local")
+        XCTAssertEqual(status.status, 0, "a dying refresh token still works")
+        XCTAssertTrue(status.stdout.contains("refresh token: dies \(ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: TimeInterval(dies)))) (in "), status.stdout)
+        XCTAssertTrue(threeDays(status.stdout), status.stdout)
+        XCTAssertTrue(threeDays(s.tv("list").stdout), s.tv("list").stdout)
+        // get warns (fewer than 7 days left), once a day per credential.
+        let first = s.tv("get", "local")
+        XCTAssertEqual(first.status, 0)
+        XCTAssertTrue(first.stderr.hasPrefix("tokenvault: warning: the refresh token for 127.0.0.1:\(Self.mortal.port) (default) dies in "), first.stderr)
+        XCTAssertTrue(threeDays(first.stderr), first.stderr)
+        XCTAssertTrue(first.stderr.contains("log in again before then: tokenvault login local"), first.stderr)
+        XCTAssertFalse(first.stderr.contains(first.out), "no secret in the warning")
+        XCTAssertEqual(s.tv("get", "local").stderr, "", "not on every call")
+        XCTAssertEqual(s.tv("header", "local").stderr, "")
+        let nextDay = s.shell(#"touch -d '25 hours ago' "$XDG_RUNTIME_DIR"/tokenvault/warned-*.lock && "$TV" get local"#)
+        XCTAssertTrue(threeDays(nextDay.stderr), "a day later: \(nextDay.stderr)")
+        // A refresh brings the provider's new figure.
+        try Self.mortal.expireStored(in: s)
+        XCTAssertEqual(s.tv("get", "local").status, 0)
+        XCTAssertGreaterThanOrEqual(try refreshExpiresAt(s), dies)
+        // warn_before (a top-level key) sets the threshold; 0 turns the warning off.
+        for (value, warns) in [(86400, false), (0, false), (4 * 86400, true)] {
+            try s.writeConfig("warn_before = \(value)\n" + Self.mortal.config)
+            _ = s.shell(#"rm -f "$XDG_RUNTIME_DIR"/tokenvault/warned-*.lock"#)
+            XCTAssertEqual(s.tv("get", "local").stderr.contains("dies in"), warns, "warn_before = \(value)")
+        }
+        try s.writeConfig("warn_before = -1\n" + Self.mortal.config)
+        XCTAssertEqual(s.tv("get", "local").status, 78)
+    }
+
+    func testProviderKeysEstimateWhenTheRefreshTokenDies() throws {
+        let s = try sandbox(extraConfig: "refresh_token_idle = 864000\n")
+        XCTAssertEqual(s.tv("login", "local", limit: 60).status, 0)
+        let idle = try refreshExpiresAt(s)
+        XCTAssertTrue((now + 864000 - 60...now + 864000).contains(idle), "10 days unused: \(idle)")
+        XCTAssertEqual(s.tv("get", "local").stderr, "", "more than 7 days left")
+        // Each use of the refresh token restarts the idle clock.
+        Thread.sleep(forTimeInterval: 1.1)
+        try provider.expireStored(in: s)
+        XCTAssertEqual(s.tv("get", "local").status, 0)
+        XCTAssertGreaterThan(try refreshExpiresAt(s), idle)
+        // A fixed lifetime shorter than the idle limit wins.
+        try s.writeConfig(provider.config + "\nuserinfo_url = \"\(provider.base)/api/me\"\nrefresh_token_idle = 864000\nrefresh_token_lifetime = 172800\n")
+        XCTAssertEqual(s.tv("login", "local", limit: 60).status, 0)
+        let both = try refreshExpiresAt(s)
+        XCTAssertTrue((now + 172800 - 60...now + 172800).contains(both), "\(both)")
+        let warned = s.tv("get", "local")
+        XCTAssertTrue(warned.stderr.contains("dies in 1d 23h") || warned.stderr.contains("dies in 2d 0h"), warned.stderr)
+        // What a token endpoint said is kept by set as well.
+        XCTAssertEqual(s.tv("set", "api.example.com", stdin: #"{"access_token":"a","refresh_token":"r","refresh_token_expires_in":15897600}"#).status, 0)
+        let told = s.tv("status", "api.example.com").stdout
+        XCTAssertTrue(told.contains("(in 183d 23h)") || told.contains("(in 184d 0h)"), told)
+        for bad in ["refresh_token_idle = 0", "refresh_token_lifetime = -5"] {
+            try s.writeConfig(provider.config + "\n" + bad + "\n")
+            XCTAssertEqual(s.tv("get", "local").status, 78, bad)
+        }
     }
 }

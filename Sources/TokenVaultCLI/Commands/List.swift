@@ -24,11 +24,11 @@ extension TokenVault {
                 Output.notice("no credentials stored")
                 return
             }
-            var table = [["SERVICE", "ACCOUNT", "TYPE", "STATE", "EXPIRES", "BACKEND"]]
+            var table = [["SERVICE", "ACCOUNT", "TYPE", "STATE", "EXPIRES", "REFRESH TOKEN", "BACKEND"]]
             for r in rows {
                 let c = r.credential
                 table.append([c.service.description, c.account, c.type.rawValue, context.status(of: c).state.rawValue,
-                              Format.expiry(c, now: now), r.backend])
+                              Format.expiry(c, now: now), Format.refreshExpiry(c, now: now) ?? "-", r.backend])
             }
             Summary.printTable(table)
         }
@@ -59,6 +59,7 @@ enum Summary {
         ]
         if let r = status.refusal { o["refused"] = .object(["reason": .string(r.reason), "at": .integer(r.at)]) }
         o["expires_at"] = c.expiresAt.map { .integer($0) } ?? .null
+        o["refresh_expires_at"] = c.refreshToken == nil ? .null : c.refreshExpiresAt.map { .integer($0) } ?? .null
         o["provider"] = c.provider.map { .string($0) } ?? .null
         if let name = displayName(c) { o["user"] = .string(name) }
         for key in ["uid", "user_id", "user_nsid"] { if let v = c.extra[key] { o[key] = .string(v.text) } }

@@ -64,6 +64,9 @@ extension TokenVault {
                 if let name = Summary.displayName(c) { lines.append(("user", name)) }
                 if let scope = c.scope { lines.append(("scope", scope)) }
                 lines.append(("expires", c.expiresAt.map { "\(Format.date($0)) (\(Format.expiry(c, now: now)))" } ?? "never"))
+                if let left = Format.refreshExpiry(c, now: now), let at = c.refreshExpiresAt {
+                    lines.append(("refresh token", "dies \(Format.date(at)) (\(left))"))
+                }
                 lines.append(("can refresh", Summary.canRefresh(status) ? "yes" : "no"))
                 if let refusal = status.refusal {
                     lines.append(("refused", "\(Format.date(refusal.at)): \(refusal.reason)"))

@@ -196,8 +196,9 @@ public struct OAuth2Login {
         let client = try provider.clientCredentials()
         let response = try transport.send(.form(provider.tokenURL, fields + client.fields, headers: client.headers))
         let host = (try? ServiceKey(parsing: provider.tokenURL).description) ?? provider.tokenURL
-        return try TokenResponse.credential(from: response, id: id, provider: provider.name, host: host, now: clock.now,
-                                            sentSecrets: sent + (client.secret.map { [$0] } ?? []))
+        let c = try TokenResponse.credential(from: response, id: id, provider: provider.name, host: host, now: clock.now,
+                                             sentSecrets: sent + (client.secret.map { [$0] } ?? []))
+        return provider.withRefreshExpiry(c, previous: nil, now: clock.now)
     }
 
     /// Adds who logged in (screen_name, name, login, email) from `userinfo_url`;

@@ -21,6 +21,10 @@ public struct OAuth2Provider: Sendable {
     public var pkce: Bool
     public var authParams: [String: String]
     public var headerTemplate: String
+    /// `refresh_token_lifetime` and `refresh_token_idle` (seconds), for estimating
+    /// when a refresh token dies when the provider does not say.
+    public var refreshLifetime: Int64?
+    public var refreshIdle: Int64?
     /// Where the secret comes from; read only when an exchange needs it.
     var secretSource: SecretSource?
 
@@ -71,7 +75,29 @@ public struct OAuth2Provider: Sendable {
             userinfoURL: try url("userinfo_url", p.userinfo_url), grant: grant, scopes: p.scopes ?? [],
             clientID: clientID, clientAuth: auth, redirectURI: try url("redirect_uri", p.redirect_uri),
             pkce: p.pkce ?? true, authParams: p.auth_params ?? [:], headerTemplate: header,
+            refreshLifetime: p.refresh_token_lifetime.map(Int64.init), refreshIdle: p.refresh_token_idle.map(Int64.init),
             secretSource: secret)
+    }
+
+    /// When `fresh`'s refresh token dies (SPEC §14): what the provider said,
+    /// else the earlier of issue + `refresh_token_lifetime` (a refresh token
+    /// kept from `previous` keeps its estimate) and now + `refresh_token_idle`
+    /// (each use restarts that clock).
+    public func withRefreshExpiry(_ fresh: Credential, previous: Credential?, now: Int64) -> Credential {
+        var out = fresh
+        guard fresh.refreshToken != nil else {
+            out.refreshExpiresAt = nil
+            return out
+        }
+        guard fresh.refreshExpiresAt == nil else { return fresh }
+        let rotated = previous?.refreshToken != fresh.refreshToken
+        var bounds: [Int64] = []
+        if let refreshLifetime {
+            bounds.append(rotated ? now + refreshLifetime : previous?.refreshExpiresAt ?? now + refreshLifetime)
+        }
+        if let refreshIdle { bounds.append(now + refreshIdle) }
+        out.refreshExpiresAt = bounds.min() ?? (rotated ? nil : previous?.refreshExpiresAt)
+        return out
     }
 
     /// https, or http only to loopback: an IP literal in 127.0.0.0/8, ::1, or

@@ -150,7 +150,7 @@ public struct Refresher {
         fresh.scope = fresh.scope ?? current.scope
         fresh.tokenType = fresh.tokenType ?? current.tokenType
         fresh.extra = current.extra.merging(fresh.extra) { $1 }
-        return fresh
+        return p.withRefreshExpiry(fresh, previous: current, now: clock.now)
     }
 }
 
