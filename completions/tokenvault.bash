@@ -186,7 +186,7 @@ _tokenvault() {
 
 _tokenvault_login() {
     repeating_flags=()
-    non_repeating_flags=(--no-browser --device --browser --version -h --help)
+    non_repeating_flags=(--no-browser --device --browser --no-qr --version -h --help)
     repeating_options=(--scope)
     non_repeating_options=(--account --port --timeout)
     __tokenvault_offer_flags_options 1

@@ -23,7 +23,7 @@ function __tokenvault_parse_tokens -S
         __tokenvault_parse_subcommand 0 'version' 'h/help'
         switch $unparsed_tokens[1]
         case 'login'
-            __tokenvault_parse_subcommand 1 'account=' 'scope=+' 'no-browser' 'device' 'browser' 'port=' 'timeout=' 'version' 'h/help'
+            __tokenvault_parse_subcommand 1 'account=' 'scope=+' 'no-browser' 'device' 'browser' 'no-qr' 'port=' 'timeout=' 'version' 'h/help'
         case 'set'
             __tokenvault_parse_subcommand 1 'account=' 'verbose' 'provider=' 'version' 'h/help'
         case 'get'
@@ -134,6 +134,7 @@ complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_
 complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault login" no-browser' -l 'no-browser' -d 'Print the URL and read the redirected URL or code from stdin.'
 complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault login" device' -l 'device' -d 'Use the device flow (RFC 8628): show a code to enter on another device, and poll.'
 complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault login" browser' -l 'browser' -d 'Open a browser even where none seems able to open (over SSH, no display).'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault login" no-qr' -l 'no-qr' -d 'Do not draw the device flow\'s URL as a QR code.'
 complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault login" port' -l 'port' -d 'Listen for the redirect on this port of 127.0.0.1.' -rfka ''
 complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault login" timeout' -l 'timeout' -d 'Seconds to wait for the browser (default 300).' -rfka ''
 complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault login" version' -l 'version' -d 'Show the version.'

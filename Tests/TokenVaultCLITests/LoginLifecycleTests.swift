@@ -142,6 +142,35 @@ final class LoginLifecycleTests: XCTestCase {
         XCTAssertEqual(provider.resourceStatus(s.tv("get", "local").out), 200)
     }
 
+    // MARK: QR code
+
+    func qrLogin(_ s: Sandbox, _ args: String...) throws -> [String: Any] {
+        let r = runProcess("/usr/bin/python3", [Paths.fixtures.appendingPathComponent("qr_device_login.py").path, Paths.binary, "local", provider.base] + args,
+                           env: s.env, limit: 90)
+        return try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any], r.stderr)
+    }
+
+    func testTheDeviceFlowDrawsAQRCodeThatZbarReads() throws {
+        let s = try sandbox()
+        let drawn = try qrLogin(s)
+        XCTAssertEqual(drawn["status"] as? Int, 0)
+        let code = try XCTUnwrap(drawn["code"] as? String)
+        // verification_uri_complete: the phone lands with the code filled in.
+        XCTAssertEqual(drawn["decoded"] as? String, "\(provider.base)/device?user_code=\(code)")
+        XCTAssertGreaterThan(drawn["lines"] as? Int ?? 0, 10)
+        XCTAssertEqual(provider.resourceStatus(s.tv("get", "local").out), 200)
+        // --no-qr: nothing drawn.
+        let plain = try qrLogin(s, "--no-qr")
+        XCTAssertEqual(plain["status"] as? Int, 0)
+        XCTAssertEqual(plain["lines"] as? Int, 0)
+        XCTAssertNil(plain["decoded"] as? String)
+        // stderr not a terminal: nothing drawn either.
+        let piped = runProcess("/usr/bin/python3", [Paths.fixtures.appendingPathComponent("device_login.py").path, Paths.binary, "local",
+                                                    provider.base, "approve"], env: s.env, limit: 90)
+        XCTAssertEqual(piped.out, "0", piped.stderr)
+        XCTAssertFalse(piped.stderr.contains("\u{2580}") || piped.stderr.contains("\u{2588}") || piped.stderr.contains("\u{1B}["), piped.stderr)
+    }
+
     // MARK: TOKENVAULT_ACCOUNT
 
     func testTOKENVAULT_ACCOUNTPicksTheAccountEverywhereAndSaysWhy() throws {

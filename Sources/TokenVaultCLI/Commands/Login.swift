@@ -13,7 +13,8 @@ extension TokenVault {
                 redirect_uri). The browser is $BROWSER (the URL appended as last argument) or \
                 xdg-open; the URL is always printed on stderr too. --no-browser prints the URL and \
                 reads the redirected URL (or the bare code) from stdin, for SSH sessions. \
-                --device runs the device flow (RFC 8628). Where no browser can open (an SSH \
+                --device runs the device flow (RFC 8628) and draws its URL as a QR code for a phone \
+                when stderr is a terminal (--no-qr: not). Where no browser can open (an SSH \
                 session without a display, or neither $BROWSER nor DISPLAY/WAYLAND_DISPLAY), the \
                 device flow is used when the provider has one, else paste mode; --browser opens one \
                 anyway. One login per service and account runs at a time: another one waits for it \
@@ -44,6 +45,9 @@ extension TokenVault {
 
         @Flag(help: "Open a browser even where none seems able to open (over SSH, no display).")
         var browser = false
+
+        @Flag(name: .customLong("no-qr"), help: "Do not draw the device flow's URL as a QR code.")
+        var noQR = false
 
         @Option(help: ArgumentHelp("Listen for the redirect on this port of 127.0.0.1.", valueName: "port"))
         var port: Int?
@@ -88,7 +92,7 @@ extension TokenVault {
             var credential: Credential
             switch flow {
             case .device:
-                credential = try login.device(id: id, scopes: wanted, timeout: Double(timeout)) { seconds in
+                credential = try login.device(id: id, scopes: wanted, timeout: Double(timeout), show: drawQR) { seconds in
                     Thread.sleep(forTimeInterval: min(max(seconds, 0), 600))
                 }
             case .clientCredentials:
@@ -108,6 +112,18 @@ extension TokenVault {
         }
 
         enum Flow { case browser, paste, device, clientCredentials }
+
+        /// The device flow's URL as a QR code on stderr, when stderr is a terminal
+        /// and --no-qr was not given; a QR code that cannot be drawn is only a notice.
+        func drawQR(_ url: String) {
+            guard !noQR, isatty(2) == 1 else { return }
+            do {
+                let lines = try QRCode(url).terminalLines()
+                FileHandle.standardError.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+            } catch let error as TokenVaultError {
+                Output.notice(error.localizedDescription)
+            } catch {}
+        }
 
         /// The flow asked for, else the one that can work here (SPEC §14): with no
         /// way to open a browser, the device flow when the provider has one, else

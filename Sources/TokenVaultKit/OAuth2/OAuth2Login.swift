@@ -89,7 +89,10 @@ public struct OAuth2Login {
     /// The device flow (RFC 8628): shows where to go and the code to type, then
     /// polls at the given interval, 5 s slower on each `slow_down`, until the user
     /// approves, denies (`access_denied`, exit 4) or the code expires (`expired_token`, 4).
-    public func device(id: CredentialID, scopes: [String], timeout: Double, sleep: (Double) -> Void) throws -> Credential {
+    /// `show` gets the URL to draw as a QR code: `verification_uri_complete`
+    /// (the code inside) when the provider sent one, else `verification_uri`.
+    public func device(id: CredentialID, scopes: [String], timeout: Double, show: (String) -> Void = { _ in },
+                       sleep: (Double) -> Void) throws -> Credential {
         guard let url = provider.deviceAuthorizationURL else {
             throw TokenVaultError.config("provider \(provider.name) has no device_authorization_url",
                                          hint: "set device_authorization_url in [providers.\(provider.name)], or log in with the browser")
@@ -120,9 +123,12 @@ public struct OAuth2Login {
         // What the provider says is shown on a terminal: only a web URL, and no control characters.
         let shownURL = try Self.displayableURL(verification, host: host)
         notify("on any device, open \(shownURL) and enter the code: \(TokenResponse.clean(userCode))")
+        var drawn = shownURL
         if let complete = start["verification_uri_complete"]?.string, let shown = try? Self.displayableURL(complete, host: host) {
             notify("(or open \(shown))")
+            drawn = shown
         }
+        show(drawn)
         notify("waiting for approval (up to \(Int(min(lifetime, timeout))) s; Ctrl-C to stop)…")
         let deadline = Date().addingTimeInterval(min(lifetime, timeout))
         let tokenHost = (try? ServiceKey(parsing: provider.tokenURL).description) ?? provider.tokenURL
@@ -145,8 +151,9 @@ public struct OAuth2Login {
                                               sentSecrets: [deviceCode] + (client.secret.map { [$0] } ?? []))
                 }
             }
-            return try TokenResponse.credential(from: response, id: id, provider: provider.name, host: tokenHost, now: clock.now,
-                                                sentSecrets: [deviceCode] + (client.secret.map { [$0] } ?? []))
+            let c = try TokenResponse.credential(from: response, id: id, provider: provider.name, host: tokenHost, now: clock.now,
+                                                 sentSecrets: [deviceCode] + (client.secret.map { [$0] } ?? []))
+            return provider.withRefreshExpiry(c, previous: nil, now: clock.now)
         }
     }
 
