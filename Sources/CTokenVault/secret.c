@@ -13,6 +13,7 @@
     X(g_clear_error) X(g_list_free_full) X(g_bus_get_sync) X(g_dbus_connection_call_sync) \
     X(g_variant_new) X(g_variant_get) X(g_variant_unref) \
     X(secret_service_get_sync) X(secret_collection_for_alias_sync) X(secret_collection_get_locked) \
+    X(secret_collection_get_label) X(secret_service_unlock_sync) X(g_list_append) X(g_list_free) \
     X(secret_password_lookupv_sync) X(secret_password_storev_sync) X(secret_password_clearv_sync) \
     X(secret_password_searchv_sync) X(secret_password_free) X(secret_retrievable_get_attributes) \
     X(secret_retrievable_retrieve_secret_sync) X(secret_value_unref_to_password)
@@ -106,19 +107,48 @@ int tv_service_open(char **message) {
     return 1;
 }
 
-/* -1: unknown, 0: unlocked, 1: locked. */
-int tv_default_collection_locked(void) {
-    const tv_secret_api *a = tv_api();
-    if (!a) return -1;
+/* The default collection, or NULL. */
+static SecretCollection *tv_default_collection(const tv_secret_api *a, SecretService **service) {
     GError *error = NULL;
     SecretService *s = a->secret_service_get_sync(SECRET_SERVICE_NONE, NULL, &error);
-    if (s == NULL) { a->g_clear_error(&error); return -1; }
+    if (s == NULL) { a->g_clear_error(&error); return NULL; }
     SecretCollection *c = a->secret_collection_for_alias_sync(s, SECRET_COLLECTION_DEFAULT, SECRET_COLLECTION_NONE, NULL, &error);
-    a->g_object_unref(s);
-    if (c == NULL) { a->g_clear_error(&error); return -1; }
+    if (c == NULL) { a->g_clear_error(&error); a->g_object_unref(s); return NULL; }
+    if (service) *service = s; else a->g_object_unref(s);
+    return c;
+}
+
+int tv_default_collection_locked(void) { return tv_default_collection_state(NULL); }
+
+int tv_default_collection_state(char **label) {
+    const tv_secret_api *a = tv_api();
+    if (!a) return -1;
+    SecretCollection *c = tv_default_collection(a, NULL);
+    if (c == NULL) return -1;
     int locked = a->secret_collection_get_locked(c) ? 1 : 0;
+    if (label) *label = a->secret_collection_get_label(c);
     a->g_object_unref(c);
     return locked;
+}
+
+int tv_unlock_default_collection(char **message) {
+    const tv_secret_api *a = tv_api();
+    if (!a) { tv_no_library(message); return -1; }
+    SecretService *s = NULL;
+    SecretCollection *c = tv_default_collection(a, &s);
+    if (c == NULL) { if (message) *message = a->g_strdup("there is no default collection"); return -1; }
+    GError *error = NULL;
+    GList *objects = a->g_list_append(NULL, c);
+    GList *unlocked = NULL;
+    /* libsecret runs the keyring's own prompt and waits for its answer. */
+    a->secret_service_unlock_sync(s, objects, NULL, &unlocked, &error);
+    int result = error ? -1 : (unlocked != NULL ? 1 : 0);
+    if (error) tv_take_error(a, &error, message);
+    if (unlocked) a->g_list_free_full(unlocked, a->g_object_unref);
+    a->g_list_free(objects);
+    a->g_object_unref(c);
+    a->g_object_unref(s);
+    return result;
 }
 
 /* The process id owning org.freedesktop.secrets on the session bus, or 0. */

@@ -25,7 +25,10 @@ public final class AutoStore: CredentialStore {
     }
 
     /// A Secret Service that failed once is not waited on again in this run.
-    private func giveUp(on error: TokenVaultError) {
+    /// A locked collection (77) is not a failure to work around: the file is
+    /// never used in its place, so nothing lands there behind the user's back.
+    private func giveUp(on error: TokenVaultError) throws {
+        if case .permission = error { throw error }
         if case .backendUnavailable = error { secretService = nil }
     }
 
@@ -46,7 +49,7 @@ public final class AutoStore: CredentialStore {
             do {
                 if let c = try secretService.locate(id) { found.append(c) }
             } catch let e as TokenVaultError {
-                giveUp(on: e)
+                try giveUp(on: e)
                 unchecked.append("the Secret Service was not checked (\(e.localizedDescription))")
             }
         }
@@ -67,7 +70,7 @@ public final class AutoStore: CredentialStore {
                 try secretService.save(credential)
                 return
             } catch let e as TokenVaultError {
-                giveUp(on: e)
+                try giveUp(on: e)
                 warnings.append("\(e.localizedDescription); stored in the file vault instead")
             }
         }
@@ -81,7 +84,7 @@ public final class AutoStore: CredentialStore {
             do {
                 removed = try secretService.delete(id)
             } catch let e as TokenVaultError {
-                giveUp(on: e)
+                try giveUp(on: e)
                 warnings.append("the Secret Service was not checked (\(e.localizedDescription))")
             }
         }
@@ -110,7 +113,7 @@ public final class AutoStore: CredentialStore {
             do {
                 add(try secretService.listLocated())
             } catch let e as TokenVaultError {
-                giveUp(on: e)
+                try giveUp(on: e)
                 warnings.append("the Secret Service was not checked (\(e.localizedDescription))")
             }
         }

@@ -73,14 +73,14 @@ public struct Backends {
                 throw TokenVaultError.backendUnavailable("the Secret Service is not available: \(missing)",
                                                          hint: "start a Secret Service (e.g. gnome-keyring) or use TOKENVAULT_BACKEND=file")
             }
-            return SecretServiceStore(timeout: dbusTimeout)
+            return SecretServiceStore(timeout: dbusTimeout, unlock: .init(environment: environment))
         case .auto:
             // No separate probe: the first real call is the probe (a probe costs a
             // second D-Bus session), and its failure is what auto falls back on.
             if let missing = SecretServiceStore.missingBus(environment: environment) {
                 return AutoStore(secretService: nil, unavailableReason: missing, quiet: true, file: try fileVault())
             }
-            return AutoStore(secretService: SecretServiceStore(timeout: dbusTimeout), unavailableReason: nil, quiet: false, file: try fileVault())
+            return AutoStore(secretService: SecretServiceStore(timeout: dbusTimeout, unlock: .init(environment: environment)), unavailableReason: nil, quiet: false, file: try fileVault())
         }
     }
 }

@@ -7,6 +7,20 @@ import Foundation
 public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
     public let name = "secret-service"
     let timeout: Double
+    /// How a locked collection is unlocked (SPEC §14).
+    let unlock: UnlockPolicy
+
+    /// `TOKENVAULT_UNLOCK_TIMEOUT` (default 60 s with a desktop session, 0
+    /// without) and whether the keyring's prompt can be shown at all.
+    public struct UnlockPolicy: Sendable {
+        public var timeout: Double
+        public var desktop: Bool
+
+        public init(environment env: [String: String]) {
+            desktop = !(env["DISPLAY"] ?? "").isEmpty || !(env["WAYLAND_DISPLAY"] ?? "").isEmpty
+            timeout = env["TOKENVAULT_UNLOCK_TIMEOUT"].flatMap(Double.init).map { min(max($0, 0), 3600) } ?? (desktop ? 60 : 0)
+        }
+    }
 
     /// What the probe found.
     public struct Status: Sendable {
@@ -19,7 +33,10 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
         public var sessionBusConfigured = true
     }
 
-    init(timeout: Double) { self.timeout = timeout }
+    init(timeout: Double, unlock: UnlockPolicy) {
+        self.timeout = timeout
+        self.unlock = unlock
+    }
 
     /// Why there is no session bus to ask, or nil when there is one. GLib would
     /// otherwise try to autolaunch a bus (dbus-launch, X11).
@@ -86,6 +103,50 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
     // MARK: CredentialStore
 
     public func load(_ id: CredentialID) throws -> Credential? {
+        if let found = try lookup(id) { return found }
+        // Nothing found may mean "locked": libsecret's lookup answers nothing
+        // when the unlock prompt cannot be shown. Only then is the lock asked about.
+        guard try ensureUnlocked("look up \(id)") else { return nil }
+        return try lookup(id)
+    }
+
+    /// Waits for a locked default collection to be unlocked: through the
+    /// keyring's own prompt on a desktop session, else by whoever unlocks it,
+    /// for at most `unlock.timeout` seconds; 77 naming the collection when it
+    /// stays locked. False when it was not locked, true when it was unlocked.
+    @discardableResult
+    func ensureUnlocked(_ what: String) throws -> Bool {
+        let (locked, label) = try call("check whether the keyring is locked") { () -> Result<(Bool, String?), TokenVaultError> in
+            var label: UnsafeMutablePointer<CChar>?
+            let state = tv_default_collection_state(&label)
+            return .success((state == 1, label.map { _ in SecretServiceStore.takeMessage(&label) }))
+        }
+        guard locked else { return false }
+        let name = label.map { "\u{201C}\($0)\u{201D}" } ?? "(the default one)"
+        let deadline = Date().addingTimeInterval(unlock.timeout)
+        var why = unlock.timeout > 0 ? "it was not unlocked within \(unlock.timeout.formatted()) s" : "TOKENVAULT_UNLOCK_TIMEOUT is 0 (the default without a desktop session)"
+        if unlock.timeout > 0, unlock.desktop {
+            let answer = withDeadline(unlock.timeout) { () -> Int32 in
+                var message: UnsafeMutablePointer<CChar>?
+                let r = tv_unlock_default_collection(&message)
+                if message != nil { _ = SecretServiceStore.takeMessage(&message) }
+                return r
+            }
+            if answer == 1 { return true }
+            if answer == 0 { why = "its unlock prompt was dismissed" }
+        } else if unlock.timeout > 0 {
+            // No prompt can be shown here: wait for it to be unlocked elsewhere.
+            while Date() < deadline {
+                Thread.sleep(forTimeInterval: 0.25)
+                if withDeadline(timeout, { tv_default_collection_state(nil) }) == 0 { return true }
+            }
+        }
+        throw TokenVaultError.permission(
+            "the Secret Service collection \(name) is locked and \(why); cannot \(what); nothing was changed",
+            hint: "unlock the keyring (log in to the desktop, or use seahorse), then try again; TOKENVAULT_UNLOCK_TIMEOUT=SECONDS waits for it")
+    }
+
+    private func lookup(_ id: CredentialID) throws -> Credential? {
         let service = id.service.description, account = id.account
         let record: Data? = try call("look up \(id)") {
             var message: UnsafeMutablePointer<CChar>?
@@ -100,6 +161,16 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
     }
 
     public func save(_ credential: Credential) throws {
+        do {
+            try store(credential)
+        } catch let error as TokenVaultError {
+            // A locked collection refuses new items: unlock (or 77), then once more.
+            guard try ensureUnlocked("store \(credential.id)") else { throw error }
+            try store(credential)
+        }
+    }
+
+    private func store(_ credential: Credential) throws {
         let service = credential.service.description, account = credential.account
         let type = credential.type.rawValue
         let label = "tokenvault: \(service) (\(account))"
@@ -123,6 +194,7 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
 
     @discardableResult
     public func delete(_ id: CredentialID) throws -> Bool {
+        try ensureUnlocked("delete \(id)")
         let service = id.service.description, account = id.account
         return try call("delete \(id)") {
             var message: UnsafeMutablePointer<CChar>?
@@ -151,6 +223,7 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
     }
 
     public func list() throws -> [Credential] {
+        try ensureUnlocked("list credentials")
         final class Rows: @unchecked Sendable { var items: [(String, String, Data)] = [] }
         let rows: [(String, String, Data)] = try call("list credentials") {
             let found = Rows()

@@ -14,6 +14,11 @@ void tv_password_free(char *p);
 int tv_service_open(char **message);
 /* -1: unknown, 0: unlocked, 1: locked. */
 int tv_default_collection_locked(void);
+/* The same, and *label (tv_free) when label is not NULL and the state is known. */
+int tv_default_collection_state(char **label);
+/* Unlocks the default collection through the keyring's own prompt, waiting
+   for its answer. 1: unlocked, 0: dismissed, -1: failed (*message). */
+int tv_unlock_default_collection(char **message);
 /* The process id owning org.freedesktop.secrets on the session bus, or 0. */
 unsigned int tv_secrets_owner_pid(int timeout_ms);
 /* The secret for service+account, or NULL (*message set on failure, NULL when absent). */
