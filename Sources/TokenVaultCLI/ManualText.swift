@@ -68,6 +68,20 @@ public enum ManualText {
             the endpoints and is bounded by etcd.timeout; a cluster that does not answer exits \
             75, or 69 when no endpoint has ever answered or TLS is refused.
             """),
+        ("LOGIN LIFECYCLE", """
+            One login per service and account runs at a time: a second one waits for it on a \
+            terminal and uses its result, and without a terminal exits 75. Where no browser can \
+            open (an SSH session without a display, or neither BROWSER nor DISPLAY/WAYLAND_DISPLAY) \
+            login uses the device flow when the provider has one, else paste mode; --browser opens \
+            one anyway. login --device draws the URL as a QR code when stderr is a terminal \
+            (--no-qr: not). When the refresh token dies is kept as refresh_expires_at \
+            (refresh_token_expires_in from the provider, else estimated from the provider's \
+            refresh_token_lifetime and refresh_token_idle); status and list show it, and get warns \
+            once a day when fewer than warn_before seconds (default 7 days) are left. A locked \
+            Secret Service collection is unlocked through the keyring's prompt on a desktop \
+            session, else waited for up to TOKENVAULT_UNLOCK_TIMEOUT seconds, then 77; auto never \
+            stores in the file because the keyring is locked.
+            """),
         ("REFRESH ON READ", """
             get, header and exec refresh an OAuth 2.0 access token that has fewer than \
             min_valid seconds left (default 60) when a refresh token or client credentials \
@@ -111,6 +125,7 @@ public enum ManualText {
               backend = "auto"        # auto | secret-service | file
               min_valid = 60          # seconds of validity get demands before refreshing
               timeout = 30            # seconds for any one HTTP exchange
+              warn_before = 604800    # warn this long before a refresh token dies (0: never)
 
               [etcd]                  # backend = "etcd"
               endpoints = ["https://10.0.0.5:2379", "https://10.0.0.6:2379"]
@@ -148,6 +163,8 @@ public enum ManualText {
               [providers.microsoft]
               client_id = "00000000-0000-0000-0000-000000000000"
               tenant = "contoso.onmicrosoft.com"   # fills {tenant}; default: common
+              refresh_token_idle = 7776000         # the preset's: refresh tokens die after 90 days unused
+              refresh_token_lifetime = 31536000    # from issue, when the provider does not say
 
               [providers.localtw]
               type = "oauth1"
@@ -175,6 +192,9 @@ public enum ManualText {
         ("TOKENVAULT_DBUS_TIMEOUT", "Seconds to wait for the Secret Service (default: 3)."),
         ("TOKENVAULT_ACCESS_TOKEN", "Set by exec for the command it runs: the access token (OAuth 1.0a: the token)."),
         ("TOKENVAULT_TOKEN_SECRET", "Set by exec for the command it runs: the OAuth 1.0a token secret."),
+        ("TOKENVAULT_ACCOUNT", "The account when --account is not given (per shell, or per directory with direnv); default: default."),
+        ("TOKENVAULT_UNLOCK_TIMEOUT", "Seconds to wait for a locked Secret Service collection to be unlocked (default: 60 with DISPLAY or WAYLAND_DISPLAY, else 0); then 77."),
+        ("SSH_CONNECTION", "With no DISPLAY or WAYLAND_DISPLAY: login picks the device flow or paste mode, as no browser can open."),
         ("KUBERNETES_EXEC_INFO", "Set by kubectl for get --format kubectl: the ExecCredential apiVersion it wants, and whether anyone can answer a prompt."),
         ("BROWSER", "The browser login opens, with the URL as last argument (default: xdg-open)."),
         ("DBUS_SESSION_BUS_ADDRESS", "The session bus the Secret Service is looked for on; without one, auto uses the file vault."),
@@ -196,7 +216,7 @@ public enum ManualText {
         ("$XDG_CONFIG_HOME/tokenvault/config.toml", "The config file: backend, min_valid, timeout, [etcd] and providers (see CONFIGURATION)."),
         ("$XDG_DATA_HOME/tokenvault/vault", "The file vault; its format is documented in docs/FORMAT.md of the source."),
         ("$XDG_DATA_HOME/tokenvault/vault.lock", "Serialises writers of the file vault."),
-        ("$XDG_RUNTIME_DIR/tokenvault/", "Per credential a refresh lock (one process refreshes while the others wait) and a record lock (every write checks the record it read); spool/ keeps, 0600, a renewed record the backend could not take (a full disk, an etcd cluster without quorum), written by the next run; etcd-*.reached marks a cluster once answered."),
+        ("$XDG_RUNTIME_DIR/tokenvault/", "Per credential a refresh lock (one process refreshes while the others wait) and a record lock (every write checks the record it read), a login lock (one login at a time) and a mark of the last refresh-token warning; spool/ keeps, 0600, a renewed record the backend could not take (a full disk, an etcd cluster without quorum), written by the next run; etcd-*.reached marks a cluster once answered."),
     ]
 
     /// EXAMPLES: shell-script use.
