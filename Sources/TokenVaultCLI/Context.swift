@@ -104,9 +104,31 @@ final class Context {
         return Int64(try config.minValid ?? 60)
     }
 
-    /// Resolves an OAuth 2.0 provider from the presets and the config.
+    /// Resolves an OAuth 2.0 provider from the presets and the config; an
+    /// `issuer` is discovered through the on-disk cache (SPEC §13).
     func oauth2Provider(_ name: String) throws -> OAuth2Provider {
-        try OAuth2Provider.resolve(name, config: try config, configPath: Config.path(environment: environment))
+        try OAuth2Provider.resolve(name, config: try config, configPath: Config.path(environment: environment)) { issuer, provider in
+            try self.discovery().endpoints(issuer: issuer, provider: provider)
+        }
+    }
+
+    func discovery() throws -> Discovery {
+        Discovery(cacheDirectory: Discovery.defaultDirectory(environment: environment),
+                  transport: CurlTransport(timeout: try httpTimeout), now: clock.now, warn: { Output.warning($0) })
+    }
+
+    /// A provider's grant from its table alone: what the state of a
+    /// credential needs, without discovery or secrets (the hot path of `get`).
+    func grant(of name: String) -> OAuth2Provider.Grant? {
+        guard let table = try? ProviderConfig.table(for: name, config: try config, configPath: "") else { return nil }
+        return OAuth2Provider.Grant(rawValue: table.grant ?? "authorization_code")
+    }
+
+    /// A provider added for this run only (`login --issuer` before it is kept).
+    func addProvider(_ name: String, _ table: ProviderConfig) throws {
+        var c = try config
+        c.providers[name] = table
+        loadedConfig = c
     }
 
     /// Resolves an OAuth 1.0a provider from the presets and the config.
@@ -119,15 +141,25 @@ final class Context {
     }
 
     func refresher() throws -> Refresher {
-        Refresher(
+        var r = Refresher(
             vault: try vault(), transport: CurlTransport(timeout: try httpTimeout), clock: clock,
             provider: { try self.oauth2Provider($0) }, warn: { Output.warning($0) })
+        r.grant = { self.grant(of: $0) }
+        return r
+    }
+
+    /// After an endpoint of a discovered provider failed on the network, its
+    /// document is fetched again by the next run (it may have moved).
+    func forgetDiscovery(after error: Error, provider name: String?) {
+        guard let error = error as? TokenVaultError, case .temporary = error, let name,
+              let issuer = try? ProviderConfig.table(for: name, config: try config, configPath: "").issuer else { return }
+        try? discovery().forget(issuer: issuer)
     }
 
     /// The state of a credential now (SPEC §10), for `status` and `list`.
     func status(of c: Credential) -> CredentialStatus {
         CredentialStatus(of: c, now: clock.now, minValid: (try? minValid(nil)) ?? 60,
-                         grant: { try? self.oauth2Provider($0).grant })
+                         grant: { self.grant(of: $0) })
     }
 
     /// The credential whose access token a command hands out (raw `get`,
@@ -170,8 +202,13 @@ final class Context {
         let refresher = try refresher()
         let minValid = try minValid(option)
         if refresh {
-            guard let c = try refresher.usable(id, minValid: minValid, force: force, loaded: first) else { throw try notFound(id) }
-            return c
+            do {
+                guard let c = try refresher.usable(id, minValid: minValid, force: force, loaded: first) else { throw try notFound(id) }
+                return c
+            } catch {
+                forgetDiscovery(after: error, provider: first.provider)
+                throw error
+            }
         }
         let status = refresher.status(of: first, minValid: minValid)
         guard status.canHandOut else { throw status.loginRequiredError(for: first) }

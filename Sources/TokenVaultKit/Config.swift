@@ -11,6 +11,8 @@ public struct Config: Sendable, Equatable {
     public var providers: [String: ProviderConfig] = [:]
     /// The `[etcd]` table (SPEC §11).
     public var etcd: EtcdConfig?
+    /// Names of providers that came from providers.toml (`login --issuer`).
+    public var discoveredProviders: Set<String> = []
 
     public init() {}
 
@@ -22,9 +24,24 @@ public struct Config: Sendable, Equatable {
         return base + "/tokenvault/config.toml"
     }
 
+    /// Providers that `login --issuer` added: `providers.toml` beside the config
+    /// file, written by tokenvault; config.toml's tables overlay them.
+    public static func discoveredPath(environment env: [String: String]) -> String {
+        (path(environment: env) as NSString).deletingLastPathComponent + "/providers.toml"
+    }
+
     /// Loads the config file; a missing file is an empty config.
     public static func load(environment env: [String: String]) throws -> Config {
-        let path = path(environment: env)
+        var config = try loadFile(path(environment: env))
+        let discovered = try loadFile(discoveredPath(environment: env))
+        config.discoveredProviders = Set(discovered.providers.keys)
+        for (name, table) in discovered.providers {
+            config.providers[name] = table.overlaid(by: config.providers[name])
+        }
+        return config
+    }
+
+    private static func loadFile(_ path: String) throws -> Config {
         try TrustedFile.check(path, what: "the config file")
         guard let data = FileManager.default.contents(atPath: path) else {
             if FileManager.default.fileExists(atPath: path) {
@@ -119,6 +136,16 @@ public struct ProviderConfig: Codable, Sendable, Equatable {
     public var git_username: String?
     /// Fills `{tenant}` in the endpoints (the microsoft preset: `common` by default).
     public var tenant: String?
+    /// An OpenID Connect issuer (or RFC 8414 authorization server): the
+    /// endpoints not set here come from its discovery document (SPEC §13).
+    public var issuer: String?
+    /// A PEM private key (RS256 or ES256) for jwt_bearer and private_key_jwt.
+    public var private_key_file: String?
+    /// A Google service-account key (JSON) for jwt_bearer.
+    public var credentials_file: String?
+    /// jwt_bearer: the assertion's `aud` (default: the token URL) and `sub` (default: the issuer of it).
+    public var audience: String?
+    public var subject: String?
     /// Seconds a refresh token lives from its issue, when the provider does not say.
     public var refresh_token_lifetime: Int?
     /// Seconds a refresh token lives unused (Entra ID: 90 days).
@@ -164,7 +191,8 @@ public struct ProviderConfig: Codable, Sendable, Equatable {
         }
         for field in [\ProviderConfig.type, \.service, \.authorize_url, \.token_url, \.revoke_url, \.device_authorization_url,
                       \.userinfo_url, \.grant, \.client_id, \.client_auth, \.redirect_uri, \.header,
-                      \.request_token_url, \.access_token_url, \.consumer_key, \.perms, \.git_username, \.tenant] {
+                      \.request_token_url, \.access_token_url, \.consumer_key, \.perms, \.git_username, \.tenant,
+                      \.issuer, \.private_key_file, \.credentials_file, \.audience, \.subject] {
             take(field)
         }
         take(\.scopes)

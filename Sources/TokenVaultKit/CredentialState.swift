@@ -69,7 +69,7 @@ public struct CredentialStatus: Equatable, Sendable {
             if c.refreshToken != nil, c.type == .oauth2 { return .refreshToken }
             // Without a refresh token only a client-credentials provider can help; one
             // that is not (fully) configured cannot, and that is "log in again", not 78.
-            return grant(name) == .clientCredentials ? .clientCredentials : .impossible("there is no refresh token")
+            return grant(name)?.fetchesAgain == true ? .clientCredentials : .impossible("there is no refresh token")
         }
     }
 

@@ -111,9 +111,10 @@ public struct ProviderDirectory: Sendable {
 
 extension ProviderConfig {
     /// The one rule for a provider's service key (SPEC §2, §10): `service` when
-    /// set (a preset sets it), else the host of its token endpoint.
+    /// set (a preset sets it), else the host of its token endpoint as written,
+    /// else the host of its issuer (never a discovered endpoint's).
     func serviceKey(provider name: String) throws -> ServiceKey {
-        guard let text = service ?? token_url ?? access_token_url else {
+        guard let text = service ?? token_url ?? access_token_url ?? issuer else {
             throw TokenVaultError.config("provider \(name) has no service and no token endpoint to take it from")
         }
         guard let key = try? ServiceKey(parsing: text) else {

@@ -15,6 +15,17 @@
   refresh token alone, as a server-side session ending does;
 - /stats counts what the token endpoint was asked (JSON).
 
+- RFC 7523 (--keys DIR, public keys DIR/NAME.pub.pem, RS256 or ES256):
+  the jwt-bearer grant for an assertion issued by NAME (authlib's
+  JWTBearerGrant; aud must be the token URL, at most 5 minutes, jti once;
+  --clock-skew S runs the assertion check S seconds ahead), private_key_jwt
+  for the clients NAME that start with "tv-pkjwt", and client_secret_jwt for
+  "tv-csjwt" (secret "csjwt-secret-0123456789abcdef"), by authlib's
+  JWTBearerClientAssertion;
+- OpenID Connect discovery: /good/.well-known/openid-configuration (issuer
+  BASE/good), /as is RFC 8414 only (/.well-known/oauth-authorization-server/as),
+  /liar claims another issuer, /broken has no token_endpoint; an id_token
+  (HS256, claims sub, email, name) with every token whose scope has openid;
 Usage: oauth_provider.py [--port N] [--token-ttl SECONDS] [--refresh-ttl SECONDS]
 (--refresh-ttl: answers carry refresh_token_expires_in, as GitHub Apps' do.)
 Prints "port N" on stdout once listening on 127.0.0.1.
@@ -36,6 +47,8 @@ from authlib.oauth2.rfc6750 import BearerTokenValidator
 from authlib.oauth2.rfc7009 import RevocationEndpoint
 from authlib.oauth2.rfc7636 import CodeChallenge
 from authlib.oauth2.rfc7662 import IntrospectionEndpoint
+from authlib.oauth2.rfc7523 import JWTBearerGrant, JWTBearerClientAssertion
+from authlib.jose import JsonWebKey, jwt as jose_jwt
 from authlib.oauth2.rfc8628 import DeviceAuthorizationEndpoint, DeviceCodeGrant, DeviceCredentialDict, SlowDownError
 from flask import Flask, jsonify, request
 from werkzeug.serving import make_server
@@ -61,6 +74,8 @@ class Client(ClientMixin):
         return uri.startswith("http://127.0.0.1:") and uri.split("/", 3)[-1].startswith("callback")
     def check_client_secret(self, secret): return secrets.compare_digest(secret, self.client_secret)
     def check_endpoint_auth_method(self, method, endpoint):
+        if self.client_id.startswith("tv-pkjwt"): return method == "private_key_jwt"
+        if self.client_id == "tv-csjwt": return method == "client_secret_jwt"
         if self.public: return method == "none"
         return method in ("client_secret_basic", "client_secret_post")
     def check_response_type(self, response_type): return response_type == "code"
@@ -72,6 +87,7 @@ CLIENTS = {
     "tv-public": Client("tv-public", "", {"authorization_code", "refresh_token"}, public=True),
     "tv-bot": Client("tv-bot", "bot-secret", {"client_credentials"}),
     "tv-rs": Client("tv-rs", "rs-secret", set()),
+    "tv-csjwt": Client("tv-csjwt", "csjwt-secret-0123456789abcdef", {"client_credentials", "authorization_code", "refresh_token"}),
 }
 
 
@@ -109,7 +125,7 @@ class AuthorizationCode:
 
 
 class CodeGrant(grants.AuthorizationCodeGrant):
-    TOKEN_ENDPOINT_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "none"]
+    TOKEN_ENDPOINT_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "none", "private_key_jwt", "client_secret_jwt"]
 
     def save_authorization_code(self, code, req):
         with lock:
@@ -129,7 +145,7 @@ class CodeGrant(grants.AuthorizationCodeGrant):
 
 
 class RotatingRefreshGrant(grants.RefreshTokenGrant):
-    TOKEN_ENDPOINT_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "none"]
+    TOKEN_ENDPOINT_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "none", "private_key_jwt", "client_secret_jwt"]
     INCLUDE_NEW_REFRESH_TOKEN = True
 
     def authenticate_refresh_token(self, refresh_token):
@@ -200,11 +216,74 @@ class DeviceGrant(DeviceCodeGrant):
 
 
 class BotGrant(grants.ClientCredentialsGrant):
-    TOKEN_ENDPOINT_AUTH_METHODS = ["client_secret_basic", "client_secret_post"]
+    TOKEN_ENDPOINT_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "private_key_jwt", "client_secret_jwt"]
+
+
+class AssertionGrant(JWTBearerGrant):
+    """RFC 7523 §2.1, checked by authlib; this fixture adds what RFC 7523 §3
+    asks and authlib leaves to the server: the audience, a short life, a jti
+    used once."""
+    TOKEN_ENDPOINT_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "none"]
+
+    def process_assertion_claims(self, assertion):
+        from authlib.jose import JoseError
+        from authlib.oauth2.rfc6749 import InvalidGrantError
+        token_url = f"http://127.0.0.1:{port_holder['port']}/token"
+        try:
+            claims = jose_jwt.decode(assertion, self.resolve_public_key, claims_options={
+                "iss": {"essential": True}, "exp": {"essential": True}, "jti": {"essential": True},
+                "aud": {"essential": True, "value": token_url}})
+            claims.validate(now=int(time.time()) + clock_skew["seconds"], leeway=5)
+        except JoseError as e:
+            raise InvalidGrantError(description=e.description)
+        if claims["exp"] - claims.get("iat", claims["exp"]) > 300:
+            raise InvalidGrantError(description="the assertion lives longer than 5 minutes")
+        with lock:
+            if claims["jti"] in used_jti:
+                raise InvalidGrantError(description="jti used before")
+            used_jti.add(claims["jti"])
+            stats["assertions"] += 1
+        return claims
+
+    def resolve_issuer_client(self, issuer):
+        if issuer not in public_keys:
+            return None
+        return Client(issuer, "", {JWTBearerGrant.GRANT_TYPE}, public=True)
+
+    def resolve_client_key(self, client, headers, payload):
+        return public_keys.get(payload["iss"])
+
+    def authenticate_user(self, subject):
+        return subject
+
+    def has_granted_permission(self, client, user):
+        return True
+
+
+class PrivateKeyJWTAuth(JWTBearerClientAssertion):
+    CLIENT_AUTH_METHOD = "private_key_jwt"
+
+    def validate_jti(self, claims, jti):
+        with lock:
+            if jti in used_jti:
+                return False
+            used_jti.add(jti)
+            stats["client_assertions"] += 1
+            return True
+
+    def resolve_client_public_key(self, client, headers):
+        return public_keys.get(client.get_client_id())
+
+
+class ClientSecretJWTAuth(PrivateKeyJWTAuth):
+    CLIENT_AUTH_METHOD = "client_secret_jwt"
+
+    def resolve_client_public_key(self, client, headers):
+        return client.client_secret.encode()
 
 
 class Revocation(RevocationEndpoint):
-    CLIENT_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "none"]
+    CLIENT_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "none", "private_key_jwt", "client_secret_jwt"]
 
     def query_token(self, token_string, token_type_hint):
         with lock:
@@ -241,6 +320,9 @@ class Validator(BearerTokenValidator):
 
 
 port_holder = {"port": 0}
+public_keys = {}     # issuer / client id -> authlib key (--keys)
+used_jti = set()
+clock_skew = {"seconds": 0}
 refresh_ttl = {"seconds": 0}
 
 
@@ -257,6 +339,11 @@ def make_app(token_ttl):
         with lock:
             if refresh_ttl["seconds"] and data.get("refresh_token"):
                 data["refresh_token_expires_in"] = refresh_ttl["seconds"]
+            if "openid" in (data.get("scope") or "").split():
+                now = int(time.time())
+                claims = {"iss": f"http://127.0.0.1:{port_holder['port']}/good", "sub": "alice-0001", "aud": req.client.get_client_id(),
+                          "email": "alice@example.test", "name": "Alice Example", "iat": now, "exp": now + 3600}
+                data["id_token"] = jose_jwt.encode({"alg": "HS256"}, claims, b"id-token-key").decode()
             grant = req.grant_type or "authorization_code"
             family = getattr(req, "credential", None)
             family = family.family if family is not None and hasattr(family, "family") else secrets.token_hex(8)
@@ -272,6 +359,10 @@ def make_app(token_ttl):
     server.register_grant(RotatingRefreshGrant)
     server.register_grant(BotGrant)
     server.register_grant(DeviceGrant)
+    server.register_grant(AssertionGrant)
+    token_url = f"http://127.0.0.1:{port_holder['port']}/token"
+    server.register_client_auth_method(PrivateKeyJWTAuth.CLIENT_AUTH_METHOD, PrivateKeyJWTAuth(token_url))
+    server.register_client_auth_method(ClientSecretJWTAuth.CLIENT_AUTH_METHOD, ClientSecretJWTAuth(token_url))
     DeviceEndpoint.verification_uri = f"http://127.0.0.1:{port_holder['port']}/device"
     server.register_endpoint(DeviceEndpoint)
     server.register_endpoint(Revocation)
@@ -326,6 +417,41 @@ def make_app(token_ttl):
     def me():
         return jsonify(user="alice", name="Alice Example")
 
+    def metadata(issuer):
+        return {"issuer": issuer, "authorization_endpoint": f"{base}/authorize", "token_endpoint": f"{base}/token",
+                "revocation_endpoint": f"{base}/revoke", "device_authorization_endpoint": f"{base}/device_authorization",
+                "userinfo_endpoint": f"{base}/userinfo", "response_types_supported": ["code"],
+                "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "private_key_jwt"]}
+
+    base = f"http://127.0.0.1:{port_holder['port']}"
+
+    @app.route("/<name>/.well-known/openid-configuration")
+    def oidc_discovery(name):
+        with lock:
+            stats["discovery_" + name] += 1
+        if name == "good":
+            return jsonify(metadata(f"{base}/good"))
+        if name == "liar":
+            return jsonify(metadata("https://idp.evil.example"))
+        if name == "broken":
+            doc = metadata(f"{base}/broken")
+            del doc["token_endpoint"]
+            return jsonify(doc)
+        return jsonify(error="not found"), 404
+
+    @app.route("/.well-known/oauth-authorization-server/<name>")
+    def rfc8414_discovery(name):
+        with lock:
+            stats["discovery_" + name] += 1
+        if name == "as":
+            return jsonify(metadata(f"{base}/as"))
+        return jsonify(error="not found"), 404
+
+    @app.route("/userinfo")
+    @protect()
+    def userinfo():
+        return jsonify(sub="alice-0001", name="Alice Example", email="alice@example.test")
+
     @app.route("/stats")
     def show_stats():
         with lock:
@@ -340,7 +466,17 @@ def main():
     ap.add_argument("--token-ttl", type=int, default=3600)
     ap.add_argument("--slow-down", action="store_true")
     ap.add_argument("--refresh-ttl", type=int, default=0)
+    ap.add_argument("--keys")
+    ap.add_argument("--clock-skew", type=int, default=0)
     args = ap.parse_args()
+    clock_skew["seconds"] = args.clock_skew
+    if args.keys:
+        for f in sorted(os.listdir(args.keys)):
+            if f.endswith(".pub.pem"):
+                name = f[:-len(".pub.pem")]
+                public_keys[name] = JsonWebKey.import_key(open(os.path.join(args.keys, f), "rb").read())
+                if name.startswith("tv-pkjwt"):
+                    CLIENTS[name] = Client(name, "", {"client_credentials", "authorization_code", "refresh_token"})
     refresh_ttl["seconds"] = args.refresh_ttl
     slow_down_first["on"] = args.slow_down
     import socket

@@ -6,9 +6,9 @@ final class LocalProvider {
     let port: Int
     private let process: Process
 
-    init(tokenTTL: Int = 3600, slowDown: Bool = false, refreshTTL: Int? = nil) throws {
+    init(tokenTTL: Int = 3600, slowDown: Bool = false, refreshTTL: Int? = nil, extra: [String] = []) throws {
         (process, port) = try startFixtureServer("oauth_provider.py", ["--token-ttl", String(tokenTTL)] + (slowDown ? ["--slow-down"] : [])
-                                                 + (refreshTTL.map { ["--refresh-ttl", String($0)] } ?? []))
+                                                 + (refreshTTL.map { ["--refresh-ttl", String($0)] } ?? []) + extra)
     }
 
     deinit { stop() }

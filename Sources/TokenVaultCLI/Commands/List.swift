@@ -44,7 +44,21 @@ enum Summary {
         for key in ["screen_name", "name", "login", "username", "fullname", "email"] {
             if let v = c.extra[key]?.string, !v.isEmpty { return v }
         }
-        return nil
+        let claims = idTokenClaims(c)
+        return claims["name"] ?? claims["email"]
+    }
+
+    /// `sub`, `email` and `name` of the id_token, decoded and not verified:
+    /// shown, never trusted for anything else (SPEC §13).
+    static func idTokenClaims(_ c: Credential) -> [String: String] {
+        guard let token = c.extra["id_token"]?.string, let claims = JWT.claims(of: token) else { return [:] }
+        var out: [String: String] = [:]
+        for key in ["sub", "email", "name"] {
+            if let v = claims[key]?.string, !v.isEmpty, !v.contains(where: { $0.isNewline || $0.asciiValue.map { $0 < 0x20 } == true }) {
+                out[key] = v
+            }
+        }
+        return out
     }
 
     static func json(_ s: StoredCredential, status: CredentialStatus) -> JSONValue {
@@ -62,6 +76,8 @@ enum Summary {
         o["refresh_expires_at"] = c.refreshToken == nil ? .null : c.refreshExpiresAt.map { .integer($0) } ?? .null
         o["provider"] = c.provider.map { .string($0) } ?? .null
         if let name = displayName(c) { o["user"] = .string(name) }
+        let claims = idTokenClaims(c)
+        if !claims.isEmpty { o["id_token_claims"] = .object(claims.mapValues { .string($0) }) }
         for key in ["uid", "user_id", "user_nsid"] { if let v = c.extra[key] { o[key] = .string(v.text) } }
         return .object(o)
     }

@@ -25,11 +25,18 @@ extension TokenVault {
                   tokenvault login weibo
                   tokenvault login google --no-browser
                   tokenvault login github --device
+                  tokenvault login --issuer https://idp.example.com/realms/ops --client-id cli
                 """)
 
-        @Argument(help: ArgumentHelp("A built-in or configured provider (see tokenvault providers).", valueName: "provider"),
+        @Argument(help: ArgumentHelp("A built-in or configured provider (see tokenvault providers); with --issuer, the name to keep it under.", valueName: "provider"),
                   completion: .custom(Completions.providers))
-        var provider: String
+        var provider: String?
+
+        @Option(help: ArgumentHelp("An OpenID Connect issuer to log in to without a config entry (with --client-id); kept in providers.toml beside the config.", valueName: "url"))
+        var issuer: String?
+
+        @Option(name: .customLong("client-id"), help: ArgumentHelp("The client id registered at --issuer.", valueName: "id"))
+        var clientID: String?
 
         @Option(help: "Which of several logins to the service (default: $TOKENVAULT_ACCOUNT, else default).")
         var account: String?
@@ -58,6 +65,8 @@ extension TokenVault {
         func validate() throws {
             if let port, !(1...65535).contains(port) { throw ValidationError("--port must be from 1 to 65535") }
             if timeout <= 0 { throw ValidationError("--timeout must be a positive number of seconds") }
+            if provider == nil, issuer == nil { throw ValidationError("name a provider, or give --issuer and --client-id") }
+            if (issuer == nil) != (clientID == nil) { throw ValidationError("--issuer and --client-id go together") }
             if [noBrowser, device, browser].filter({ $0 }).count > 1 {
                 throw ValidationError("choose one of --browser, --no-browser and --device")
             }
@@ -69,7 +78,7 @@ extension TokenVault {
         func run() throws {
             let context = Context()
             let account = try AccountChoice(option: self.account, environment: context.environment).name
-            let name = provider.lowercased()
+            let name = try issuerProvider(context) ?? (provider ?? "").lowercased()
             let table = try ProviderConfig.table(for: name, config: try context.config,
                                                  configPath: Config.path(environment: context.environment))
             if table.type == "oauth1" {
@@ -105,10 +114,31 @@ extension TokenVault {
                 }
             }
             credential = login.withUserInfo(credential)
+            if let issuer, let clientID {
+                // Kept once the login worked, so `providers`, `get NAME` and refresh find it.
+                try DiscoveredProviders.add(name: name, issuer: issuer, clientID: clientID, environment: context.environment)
+            }
             try context.vault().write(credential)
             context.flushWarnings()
             let who = Summary.displayName(credential).map { " as \($0)" } ?? ""
             Output.notice("logged in to \(p.name)\(who); stored under \(id)")
+        }
+
+        /// `--issuer URL --client-id ID`: the provider it stands for, added to
+        /// this run's config (and kept in providers.toml after a login that worked).
+        func issuerProvider(_ context: Context) throws -> String? {
+            guard let issuer, let clientID else { return nil }
+            let name = (provider ?? DiscoveredProviders.name(for: issuer)).lowercased()
+            let config = try context.config
+            if ProviderPreset.named(name) != nil || (config.providers[name] != nil && !config.discoveredProviders.contains(name)) {
+                throw TokenVaultError.usage("a provider named \(name) exists already; log in with: tokenvault login \(name)",
+                                            hint: "or give --issuer another name: tokenvault login NAME --issuer \(issuer) --client-id \(clientID)")
+            }
+            var table = ProviderConfig()
+            table.issuer = issuer
+            table.client_id = clientID
+            try context.addProvider(name, table)
+            return name
         }
 
         enum Flow { case browser, paste, device, clientCredentials }
@@ -130,7 +160,7 @@ extension TokenVault {
         /// paste mode, said on stderr.
         func chooseFlow(grant: OAuth2Provider.Grant, hasDevice: Bool, environment: [String: String]) -> Flow {
             if device { return .device }
-            if grant == .clientCredentials { return .clientCredentials }
+            if grant.fetchesAgain { return .clientCredentials }
             if noBrowser { return .paste }
             if browser { return .browser }
             guard let why = Browser.unavailable(environment) else { return .browser }

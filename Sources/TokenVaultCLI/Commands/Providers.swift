@@ -20,7 +20,8 @@ extension TokenVault {
                 let preset = ProviderPreset.named(name)
                 let configured = config.providers[name]
                 let type = configured?.type ?? preset?.type ?? "oauth2"
-                let origin = preset == nil ? "configured" : (configured == nil ? "built-in" : "built-in, configured")
+                let origin = config.discoveredProviders.contains(name) ? "login --issuer"
+                    : preset == nil ? "configured" : (configured == nil ? "built-in" : "built-in, configured")
                 rows.append((name, type, directory.service(of: name) ?? "?", origin))
             }
             if json {

@@ -62,6 +62,11 @@ extension TokenVault {
                 ]
                 if let p = c.provider { lines.append(("provider", p)) }
                 if let name = Summary.displayName(c) { lines.append(("user", name)) }
+                let claims = Summary.idTokenClaims(c)
+                if !claims.isEmpty {
+                    lines.append(("id token", ["sub", "email", "name"].compactMap { k in claims[k].map { "\(k) \($0)" } }.joined(separator: ", ")
+                                  + " (not verified)"))
+                }
                 if let scope = c.scope { lines.append(("scope", scope)) }
                 lines.append(("expires", c.expiresAt.map { "\(Format.date($0)) (\(Format.expiry(c, now: now)))" } ?? "never"))
                 if let left = Format.refreshExpiry(c, now: now), let at = c.refreshExpiresAt {

@@ -97,7 +97,7 @@ public struct OAuth2Login {
             throw TokenVaultError.config("provider \(provider.name) has no device_authorization_url",
                                          hint: "set device_authorization_url in [providers.\(provider.name)], or log in with the browser")
         }
-        let client = try provider.clientCredentials()
+        let client = try provider.clientCredentials(now: clock.now)
         var fields = client.fields
         if !scopes.isEmpty { fields.append(("scope", scopes.joined(separator: " "))) }
         if client.fields.isEmpty { fields.insert(("client_id", provider.clientID), at: 0) }
@@ -192,15 +192,21 @@ public struct OAuth2Login {
         return try tokenRequest(fields, id: id, sent: [code] + (pkce.map { [$0.verifier] } ?? []))
     }
 
-    /// `grant = "client_credentials"` (RFC 6749 §4.4).
+    /// `grant = "client_credentials"` (RFC 6749 §4.4), or `"jwt_bearer"`
+    /// (RFC 7523 §2.1): the client fetches a token on its own.
     public func clientCredentials(id: CredentialID, scopes: [String]) throws -> Credential {
+        if provider.grant == .jwtBearer {
+            let (fields, assertion) = try provider.jwtBearerFields(scopes: scopes, now: clock.now)
+            return try tokenRequest(fields, id: id, sent: [assertion], client: try provider.assertionGrantClientAuth(now: clock.now))
+        }
         var fields = [("grant_type", "client_credentials")]
         if !scopes.isEmpty { fields.append(("scope", scopes.joined(separator: " "))) }
         return try tokenRequest(fields, id: id, sent: [])
     }
 
-    func tokenRequest(_ fields: [(String, String)], id: CredentialID, sent: [String]) throws -> Credential {
-        let client = try provider.clientCredentials()
+    func tokenRequest(_ fields: [(String, String)], id: CredentialID, sent: [String],
+                      client given: (fields: [(String, String)], headers: [String], secret: String?)? = nil) throws -> Credential {
+        let client = try given ?? provider.clientCredentials(now: clock.now)
         let response = try transport.send(.form(provider.tokenURL, fields + client.fields, headers: client.headers))
         let host = (try? ServiceKey(parsing: provider.tokenURL).description) ?? provider.tokenURL
         let c = try TokenResponse.credential(from: response, id: id, provider: provider.name, host: host, now: clock.now,

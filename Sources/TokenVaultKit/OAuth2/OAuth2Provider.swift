@@ -3,8 +3,16 @@ import Foundation
 /// A provider ready for OAuth 2.0 exchanges: its preset merged with its
 /// `[providers.NAME]` table, checked.
 public struct OAuth2Provider: Sendable {
-    public enum ClientAuth: String, Sendable { case body, basic }
-    public enum Grant: String, Sendable { case authorizationCode = "authorization_code", clientCredentials = "client_credentials" }
+    public enum ClientAuth: String, Sendable, CaseIterable {
+        case body, basic
+        case privateKeyJWT = "private_key_jwt", clientSecretJWT = "client_secret_jwt"
+    }
+    public enum Grant: String, Sendable, CaseIterable {
+        case authorizationCode = "authorization_code", clientCredentials = "client_credentials", jwtBearer = "jwt_bearer"
+
+        /// Grants whose token is fetched again by the client alone, with no refresh token.
+        public var fetchesAgain: Bool { self != .authorizationCode }
+    }
 
     public var name: String
     public var service: ServiceKey
@@ -27,6 +35,12 @@ public struct OAuth2Provider: Sendable {
     public var refreshIdle: Int64?
     /// Where the secret comes from; read only when an exchange needs it.
     var secretSource: SecretSource?
+    /// private_key_file / credentials_file: read only when a signature is needed.
+    var privateKeyFile: String?
+    var credentialsFile: String?
+    /// jwt_bearer: the assertion's audience and subject.
+    var audience: String?
+    var subject: String?
 
     /// Where to register an application, for the missing-client-id message.
     static let registration = [
@@ -38,9 +52,12 @@ public struct OAuth2Provider: Sendable {
         "microsoft": "https://entra.microsoft.com (App registrations; allow public client flows)",
     ]
 
-    /// Resolves `name` from the presets and the config.
-    public static func resolve(_ name: String, config: Config, configPath: String) throws -> OAuth2Provider {
-        let p = try ProviderConfig.table(for: name, config: config, configPath: configPath)
+    /// Resolves `name` from the presets and the config. A provider with an
+    /// `issuer` gets the endpoints it does not set from `discover` (SPEC §13):
+    /// issuer and provider name in, endpoints by config key out.
+    public static func resolve(_ name: String, config: Config, configPath: String,
+                               discover: ((String, String) throws -> [String: String])? = nil) throws -> OAuth2Provider {
+        var p = try ProviderConfig.table(for: name, config: config, configPath: configPath)
         let type = p.type ?? "oauth2"
         guard type == "oauth2" else {
             throw TokenVaultError.config("\(name) is an \(type) provider, not OAuth 2.0")
@@ -50,20 +67,43 @@ public struct OAuth2Provider: Sendable {
             try checkEndpoint(value, provider: name, key: key, configPath: configPath)
             return value
         }
-        guard let tokenURL = try url("token_url", p.token_url) else {
-            throw TokenVaultError.config("provider \(name) has no token_url", hint: "set token_url in [providers.\(name)] of \(configPath)")
+        // The service comes from the table as written, so that naming the
+        // provider (`get NAME`) never needs the discovery document.
+        let service = try p.serviceKey(provider: name)
+        if let issuer = try url("issuer", p.issuer) {
+            let fields = [\ProviderConfig.authorize_url, \.token_url, \.revoke_url, \.device_authorization_url, \.userinfo_url]
+            if let discover, fields.contains(where: { p[keyPath: $0] == nil }) {
+                let found = try discover(issuer, name)
+                for (key, field) in zip(["authorize_url", "token_url", "revoke_url", "device_authorization_url", "userinfo_url"], fields)
+                where p[keyPath: field] == nil {
+                    // Explicit keys win; what the document says is checked like them.
+                    if let v = found[key] { p[keyPath: field] = try url(key + " (discovered)", v) }
+                }
+            }
+            if p.scopes == nil { p.scopes = ["openid"] }
         }
-        guard let clientID = p.client_id, !clientID.isEmpty else {
+        guard let tokenURL = try url("token_url", p.token_url) else {
+            throw TokenVaultError.config("provider \(name) has no token_url", hint: "set token_url (or issuer) in [providers.\(name)] of \(configPath)")
+        }
+        guard let grant = Grant(rawValue: p.grant ?? "authorization_code") else {
+            throw TokenVaultError.config("provider \(name): grant must be authorization_code, client_credentials or jwt_bearer")
+        }
+        guard let auth = ClientAuth(rawValue: p.client_auth ?? "body") else {
+            throw TokenVaultError.config("provider \(name): client_auth must be body, basic, private_key_jwt or client_secret_jwt")
+        }
+        if auth == .privateKeyJWT || grant == .jwtBearer, p.private_key_file == nil, p.credentials_file == nil {
+            throw TokenVaultError.config("provider \(name): \(grant == .jwtBearer ? "grant = \"jwt_bearer\"" : "client_auth = \"private_key_jwt\"") needs private_key_file (or credentials_file)",
+                                         hint: "set private_key_file in [providers.\(name)] of \(configPath)")
+        }
+        if p.private_key_file != nil, p.credentials_file != nil {
+            throw TokenVaultError.config("provider \(name): set one of private_key_file and credentials_file, not both")
+        }
+        // A service-account key names its own account: no client id needed.
+        let clientID = p.client_id ?? ""
+        if clientID.isEmpty, !(grant == .jwtBearer && p.credentials_file != nil) {
             let where_ = registration[name].map { "register an application at \($0), then " } ?? "register an application with the provider, then "
             throw TokenVaultError.config("no client id for \(name)",
                                          hint: "\(where_)set client_id (and client_secret, client_secret_file or client_secret_command) in [providers.\(name)] of \(configPath)")
-        }
-        let service = try p.serviceKey(provider: name)
-        guard let grant = Grant(rawValue: p.grant ?? "authorization_code") else {
-            throw TokenVaultError.config("provider \(name): grant must be authorization_code or client_credentials")
-        }
-        guard let auth = ClientAuth(rawValue: p.client_auth ?? "body") else {
-            throw TokenVaultError.config("provider \(name): client_auth must be body or basic")
         }
         let secret = try ProviderConfig.secretSource(value: p.client_secret, file: p.client_secret_file,
                                                      command: p.client_secret_command, provider: name, prefix: "client")
@@ -76,7 +116,8 @@ public struct OAuth2Provider: Sendable {
             clientID: clientID, clientAuth: auth, redirectURI: try url("redirect_uri", p.redirect_uri),
             pkce: p.pkce ?? true, authParams: p.auth_params ?? [:], headerTemplate: header,
             refreshLifetime: p.refresh_token_lifetime.map(Int64.init), refreshIdle: p.refresh_token_idle.map(Int64.init),
-            secretSource: secret)
+            secretSource: secret, privateKeyFile: p.private_key_file, credentialsFile: p.credentials_file,
+            audience: p.audience, subject: p.subject)
     }
 
     /// When `fresh`'s refresh token dies (SPEC §14): what the provider said,
@@ -124,19 +165,59 @@ public struct OAuth2Provider: Sendable {
         return false
     }
 
-    /// Client authentication for a token-endpoint request: body fields or a Basic header.
-    func clientCredentials() throws -> (fields: [(String, String)], headers: [String], secret: String?) {
-        let secret = try secretSource?.read(what: "the client secret of \(name)")
+    /// Client authentication for a token-endpoint request: body fields, a
+    /// Basic header, or a signed client assertion (RFC 7523 §2.2) audienced to
+    /// the token endpoint. `secret` is whatever must never appear in a message.
+    func clientCredentials(now: Int64 = Int64(Date().timeIntervalSince1970)) throws -> (fields: [(String, String)], headers: [String], secret: String?) {
         switch clientAuth {
         case .body:
+            let secret = try secretSource?.read(what: "the client secret of \(name)")
             var fields = [("client_id", clientID)]
             if let secret { fields.append(("client_secret", secret)) }
             return (fields, [], secret)
         case .basic:
             // RFC 6749 §2.3.1: each part form-encoded, then Base64.
+            let secret = try secretSource?.read(what: "the client secret of \(name)")
             let pair = FormEncoding.percentEncode(clientID) + ":" + FormEncoding.percentEncode(secret ?? "")
             return ([], ["Authorization: Basic " + Data(pair.utf8).base64EncodedString()], secret)
+        case .privateKeyJWT, .clientSecretJWT:
+            let key: JWT.Key
+            if clientAuth == .privateKeyJWT {
+                key = try SigningKey.load(privateKeyFile: privateKeyFile, credentialsFile: credentialsFile, provider: name).key
+            } else {
+                guard let secret = try secretSource?.read(what: "the client secret of \(name)") else {
+                    throw TokenVaultError.config("provider \(name): client_auth = \"client_secret_jwt\" needs a client_secret (or client_secret_file, client_secret_command)")
+                }
+                key = .secret(SecureBytes(Array(secret.utf8)))
+            }
+            let claims = JWT.assertionClaims(issuer: clientID, subject: clientID, audience: tokenURL, now: now)
+            let assertion = try JWT.sign(claims: claims, key: key)
+            return ([("client_id", clientID), ("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"),
+                     ("client_assertion", assertion)], [], assertion)
         }
+    }
+
+    /// Client authentication next to a jwt_bearer assertion: only what is
+    /// configured (a secret, or a JWT method); the assertion itself says who asks.
+    func assertionGrantClientAuth(now: Int64) throws -> (fields: [(String, String)], headers: [String], secret: String?) {
+        guard secretSource != nil || clientAuth == .privateKeyJWT else { return ([], [], nil) }
+        return try clientCredentials(now: now)
+    }
+
+    /// The token request of `grant = "jwt_bearer"` (RFC 7523 §2.1): an
+    /// assertion signed with the provider's key, `iss` the service account
+    /// (credentials file) or the client id, `sub` the `subject` or the same,
+    /// `aud` the `audience` or the token URL; `scope` in the form and, for
+    /// Google, in the claims.
+    func jwtBearerFields(scopes: [String], now: Int64) throws -> (fields: [(String, String)], secret: String) {
+        let signing = try SigningKey.load(privateKeyFile: privateKeyFile, credentialsFile: credentialsFile, provider: name)
+        let issuer = signing.clientEmail ?? clientID
+        var claims = JWT.assertionClaims(issuer: issuer, subject: subject ?? issuer, audience: audience ?? tokenURL, now: now)
+        if !scopes.isEmpty { claims["scope"] = .string(scopes.joined(separator: " ")) }
+        let assertion = try JWT.sign(claims: claims, key: signing.key)
+        var fields = [("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"), ("assertion", assertion)]
+        if !scopes.isEmpty { fields.append(("scope", scopes.joined(separator: " "))) }
+        return (fields, assertion)
     }
 }
 

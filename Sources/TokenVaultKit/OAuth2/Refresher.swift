@@ -15,6 +15,8 @@ public struct Refresher {
     public var provider: (String) throws -> OAuth2Provider
     /// Notices for stderr.
     public var warn: (String) -> Void
+    /// A provider's grant without resolving it (no discovery, no secrets); by default through `provider`.
+    public var grant: ((String) -> OAuth2Provider.Grant?)?
 
     public init(vault: CredentialVault, transport: HTTPTransport, clock: Clock,
                 provider: @escaping (String) throws -> OAuth2Provider, warn: @escaping (String) -> Void) {
@@ -27,7 +29,7 @@ public struct Refresher {
 
     /// The state of `c` now (SPEC §10).
     public func status(of c: Credential, minValid: Int64) -> CredentialStatus {
-        CredentialStatus(of: c, now: clock.now, minValid: minValid, grant: { try? provider($0).grant })
+        CredentialStatus(of: c, now: clock.now, minValid: minValid, grant: grant ?? { try? provider($0).grant })
     }
 
     /// The stored credential with an access token that may be handed out,
@@ -119,14 +121,20 @@ public struct Refresher {
     func exchange(_ current: Credential) throws -> Credential {
         let p = try provider(current.provider ?? "")
         var fields: [(String, String)]
+        var client: (fields: [(String, String)], headers: [String], secret: String?)
+        var assertion: String?
         if let refreshToken = current.refreshToken {
             fields = [("grant_type", "refresh_token"), ("refresh_token", refreshToken)]
+            client = try p.clientCredentials(now: clock.now)
+        } else if p.grant == .jwtBearer {
+            (fields, assertion) = try p.jwtBearerFields(scopes: p.scopes, now: clock.now)
+            client = try p.assertionGrantClientAuth(now: clock.now)
         } else {
             fields = [("grant_type", "client_credentials")]
             if !p.scopes.isEmpty { fields.append(("scope", p.scopes.joined(separator: " "))) }
+            client = try p.clientCredentials(now: clock.now)
         }
-        let client = try p.clientCredentials()
-        let sent = [current.refreshToken, client.secret].compactMap { $0 }
+        let sent = [current.refreshToken, client.secret, assertion].compactMap { $0 }
         let response = try transport.send(.form(p.tokenURL, fields + client.fields, headers: client.headers))
         let host = (try? ServiceKey(parsing: p.tokenURL).description) ?? p.tokenURL
         let object = try TokenResponse.successFields(response, host: host, provider: p.name, sentSecrets: sent)

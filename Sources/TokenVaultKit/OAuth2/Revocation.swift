@@ -25,7 +25,7 @@ public enum Revocation {
         } else {
             fields = [("token", credential.accessToken), ("token_type_hint", "access_token")]
         }
-        let client = try provider.clientCredentials()
+        let client = try provider.clientCredentials()  // a JWT method is audienced to the token URL
         return (.form(url, fields + client.fields, headers: client.headers), [fields[0].1] + (client.secret.map { [$0] } ?? []))
     }
 

@@ -1,0 +1,135 @@
+/* The glue between Swift and libcrypto for JWT signatures (RS256, ES256):
+ * loaded on first use through the shared loader, so a `get` that signs
+ * nothing never maps it. */
+#include "tv_sign.h"
+#include "loader.h"
+#include <openssl/bio.h>
+#include <openssl/bn.h>
+#include <openssl/ec.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TV_SIGN_FUNCS(X) \
+    X(BIO_new_mem_buf) X(BIO_free) X(PEM_read_bio_PrivateKey) X(EVP_PKEY_free) X(EVP_PKEY_get_base_id) \
+    X(EVP_PKEY_get_bits) X(EVP_PKEY_get_group_name) X(EVP_MD_CTX_new) X(EVP_MD_CTX_free) X(EVP_sha256) \
+    X(EVP_DigestSignInit) X(EVP_DigestSign) X(ERR_get_error) X(ERR_error_string_n) X(ERR_clear_error) \
+    X(d2i_ECDSA_SIG) X(ECDSA_SIG_get0) X(ECDSA_SIG_free) X(BN_bn2binpad) X(OPENSSL_cleanse)
+
+typedef struct {
+#define TV_FIELD(name) __typeof__(&name) name;
+    TV_SIGN_FUNCS(TV_FIELD)
+#undef TV_FIELD
+} tv_sign_api;
+
+static tv_sign_api api;
+static tv_dl_library library = TV_DL_LIBRARY_INIT;
+
+static const tv_sign_api *tv_api(void) {
+#define TV_NAME(name) #name,
+#define TV_SLOT(name) (void **)&api.name,
+    static const char *const names[] = { TV_SIGN_FUNCS(TV_NAME) };
+    static void **const slots[] = { TV_SIGN_FUNCS(TV_SLOT) };
+#undef TV_NAME
+#undef TV_SLOT
+    return tv_dl_load(&library, "libcrypto.so.3", names, slots, sizeof names / sizeof *names) ? &api : NULL;
+}
+
+int tv_sign_library_available(void) { return tv_api() != NULL; }
+
+void tv_sign_free(unsigned char *signature) { free(signature); }
+
+/* Never prompt for a passphrase: an encrypted key is refused. */
+static int tv_no_passphrase(char *buf, int size, int rwflag, void *u) {
+    (void)buf; (void)size; (void)rwflag; (void)u;
+    return -1;
+}
+
+static int tv_fail(const tv_sign_api *a, char *message, size_t len, const char *what) {
+    unsigned long e = a ? a->ERR_get_error() : 0;
+    if (e && a) {
+        char detail[200];
+        a->ERR_error_string_n(e, detail, sizeof detail);
+        snprintf(message, len, "%s (%s)", what, detail);
+        a->ERR_clear_error();
+    } else {
+        snprintf(message, len, "%s", what);
+    }
+    return 0;
+}
+
+int tv_sign(const char *pem, size_t pem_len, const unsigned char *data, size_t data_len,
+            unsigned char **signature, const char **alg, char *message, size_t message_len) {
+    const tv_sign_api *a = tv_api();
+    if (!a) {
+        snprintf(message, message_len, "libcrypto cannot be loaded (%s)", library.error);
+        return 0;
+    }
+    BIO *bio = a->BIO_new_mem_buf(pem, (int)pem_len);
+    if (!bio) return tv_fail(a, message, message_len, "out of memory");
+    EVP_PKEY *key = a->PEM_read_bio_PrivateKey(bio, NULL, tv_no_passphrase, NULL);
+    a->BIO_free(bio);
+    if (!key) return tv_fail(a, message, message_len, "not an unencrypted PEM private key");
+    int type = a->EVP_PKEY_get_base_id(key);
+    int ok = 0;
+    if (type == EVP_PKEY_RSA) {
+        if (a->EVP_PKEY_get_bits(key) < 2048) {
+            snprintf(message, message_len, "the RSA key has %d bits; RS256 needs 2048 or more", a->EVP_PKEY_get_bits(key));
+            a->EVP_PKEY_free(key);
+            return 0;
+        }
+        *alg = "RS256";
+        ok = 1;
+    } else if (type == EVP_PKEY_EC) {
+        char group[64] = "";
+        size_t group_len = 0;
+        if (!a->EVP_PKEY_get_group_name(key, group, sizeof group, &group_len) || strcmp(group, "prime256v1") != 0) {
+            snprintf(message, message_len, "the EC key is on curve %s; ES256 needs P-256 (prime256v1)", group[0] ? group : "unknown");
+            a->EVP_PKEY_free(key);
+            return 0;
+        }
+        *alg = "ES256";
+        ok = 1;
+    } else {
+        snprintf(message, message_len, "the key is neither RSA nor EC P-256");
+        a->EVP_PKEY_free(key);
+        return 0;
+    }
+    EVP_MD_CTX *ctx = a->EVP_MD_CTX_new();
+    size_t der_len = 0;
+    unsigned char *der = NULL;
+    if (ok && ctx && a->EVP_DigestSignInit(ctx, NULL, a->EVP_sha256(), NULL, key) == 1 &&
+        a->EVP_DigestSign(ctx, NULL, &der_len, data, data_len) == 1 && (der = malloc(der_len)) != NULL &&
+        a->EVP_DigestSign(ctx, der, &der_len, data, data_len) == 1) {
+        ok = 1;
+    } else {
+        ok = 0;
+        tv_fail(a, message, message_len, "signing failed");
+    }
+    if (ctx) a->EVP_MD_CTX_free(ctx);
+    a->EVP_PKEY_free(key);
+    if (!ok) { free(der); return 0; }
+    if (type == EVP_PKEY_RSA) {
+        *signature = der;
+        return (int)der_len;
+    }
+    /* JWS wants ES256 as r||s, 32 bytes each, not DER. */
+    const unsigned char *p = der;
+    ECDSA_SIG *sig = a->d2i_ECDSA_SIG(NULL, &p, (long)der_len);
+    free(der);
+    if (!sig) return tv_fail(a, message, message_len, "unreadable ECDSA signature");
+    const BIGNUM *r = NULL, *s = NULL;
+    a->ECDSA_SIG_get0(sig, &r, &s);
+    unsigned char *raw = malloc(64);
+    if (!raw || a->BN_bn2binpad(r, raw, 32) != 32 || a->BN_bn2binpad(s, raw + 32, 32) != 32) {
+        free(raw);
+        a->ECDSA_SIG_free(sig);
+        return tv_fail(a, message, message_len, "cannot encode the ECDSA signature");
+    }
+    a->ECDSA_SIG_free(sig);
+    *signature = raw;
+    return 64;
+}

@@ -1,0 +1,136 @@
+internal import CSodium
+internal import CTokenVault
+import Foundation
+
+/// JSON Web Tokens for RFC 7523: a service account's assertion (jwt_bearer)
+/// and client authentication (private_key_jwt, client_secret_jwt). RS256 and
+/// ES256 are signed by OpenSSL's libcrypto (loaded on first use), HS256 by
+/// libsodium; nothing here is hand-written cryptography.
+public enum JWT {
+    /// The longest an assertion lives (RFC 7523 asks for a short one).
+    public static let lifetime: Int64 = 300
+
+    /// What signs: a PEM private key (RS256 or ES256, from its type), or a shared secret (HS256).
+    public enum Key {
+        case pem(SecureBytes, keyID: String?)
+        case secret(SecureBytes)
+    }
+
+    public static func base64url(_ data: some Sequence<UInt8>) -> String {
+        Data(data).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    static func base64urlDecode(_ text: some StringProtocol) -> Data? {
+        var s = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while s.count % 4 != 0 { s += "=" }
+        return Data(base64Encoded: s)
+    }
+
+    /// The compact JWS of `claims`.
+    public static func sign(claims: [String: JSONValue], key: Key) throws -> String {
+        let payload = base64url(try JSONEncoder.sorted.encode(JSONValue.object(claims)))
+        switch key {
+        case .secret(let secret):
+            let input = Array((base64url(try JSONEncoder.sorted.encode(JSONValue.object(["alg": .string("HS256"), "typ": .string("JWT")]))) + "." + payload).utf8)
+            var mac = [UInt8](repeating: 0, count: Int(crypto_auth_hmacsha256_BYTES))
+            guard secret.withUnsafeBytes({ $0.count }) > 0 else { throw TokenVaultError.config("an empty secret cannot sign a JWT") }
+            secret.withUnsafeBytes { k in
+                var state = crypto_auth_hmacsha256_state()
+                crypto_auth_hmacsha256_init(&state, k.bindMemory(to: UInt8.self).baseAddress!, k.count)
+                crypto_auth_hmacsha256_update(&state, input, UInt64(input.count))
+                crypto_auth_hmacsha256_final(&state, &mac)
+                withUnsafeMutableBytes(of: &state) { Sodium.wipe($0) }
+            }
+            return String(decoding: input, as: UTF8.self) + "." + base64url(mac)
+        case .pem(let pem, let keyID):
+            // The algorithm follows the key, so the header is signed with what it names.
+            let alg = try signature(pem, over: [0]).alg
+            var header: [String: JSONValue] = ["alg": .string(alg), "typ": .string("JWT")]
+            if let keyID { header["kid"] = .string(keyID) }
+            let input = base64url(try JSONEncoder.sorted.encode(JSONValue.object(header))) + "." + payload
+            return input + "." + base64url(try signature(pem, over: Array(input.utf8)).bytes)
+        }
+    }
+
+    private static func signature(_ pem: SecureBytes, over data: [UInt8]) throws -> (alg: String, bytes: [UInt8]) {
+        var out: UnsafeMutablePointer<UInt8>?
+        var alg: UnsafePointer<CChar>?
+        var message = [CChar](repeating: 0, count: 512)
+        let n = pem.withUnsafeBytes { p in
+            tv_sign(p.baseAddress?.assumingMemoryBound(to: CChar.self), p.count, data, data.count, &out, &alg, &message, message.count)
+        }
+        guard n > 0, let out, let alg else {
+            let why = String(cString: message)
+            if tv_sign_library_available() == 0 {
+                throw TokenVaultError.backendUnavailable("cannot sign a JWT: \(why)", hint: "install libssl3")
+            }
+            throw TokenVaultError.config("cannot sign a JWT with that key: \(why)")
+        }
+        defer { tv_sign_free(out) }
+        return (String(cString: alg), Array(UnsafeBufferPointer(start: out, count: Int(n))))
+    }
+
+    /// The claims of a JWT, decoded and not verified: for display only.
+    public static func claims(of token: String) -> [String: JSONValue]? {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let data = base64urlDecode(parts[1]),
+              case .object(let o)? = try? JSONDecoder().decode(JSONValue.self, from: data) else { return nil }
+        return o
+    }
+
+    /// The claims every assertion carries: issuer, subject, audience, a
+    /// lifetime of at most 5 minutes, and a `jti` never used before.
+    public static func assertionClaims(issuer: String, subject: String, audience: String, now: Int64) -> [String: JSONValue] {
+        var id = [UInt8](repeating: 0, count: 16)
+        randombytes_buf(&id, id.count)
+        return ["iss": .string(issuer), "sub": .string(subject), "aud": .string(audience),
+                "iat": .integer(now), "nbf": .integer(now), "exp": .integer(now + lifetime), "jti": .string(base64url(id))]
+    }
+}
+
+/// The private key a provider signs with: `private_key_file` (PEM), or a
+/// Google service-account `credentials_file` (JSON: client_email, private_key,
+/// private_key_id, token_uri). Read when a signature is needed, never from argv.
+public struct SigningKey {
+    public var key: JWT.Key
+    /// From a credentials file: who the account is, and where its token endpoint is.
+    public var clientEmail: String?
+    public var tokenURI: String?
+
+    public static func load(privateKeyFile: String?, credentialsFile: String?, provider name: String) throws -> SigningKey {
+        if let path = credentialsFile {
+            var bytes = try read(path, what: "the credentials file of \(name)")
+            defer { Sodium.wipe(&bytes) }
+            guard case .object(let o)? = try? JSONDecoder().decode(JSONValue.self, from: Data(bytes)),
+                  let pem = o["private_key"]?.string, let email = o["client_email"]?.string else {
+                throw TokenVaultError.config("provider \(name): credentials_file \(path) is not a service-account key (JSON with client_email and private_key)")
+            }
+            var pemBytes = Array(pem.utf8)
+            defer { Sodium.wipe(&pemBytes) }
+            return SigningKey(key: .pem(SecureBytes(pemBytes), keyID: o["private_key_id"]?.string), clientEmail: email,
+                              tokenURI: o["token_uri"]?.string)
+        }
+        guard let path = privateKeyFile else {
+            throw TokenVaultError.config("provider \(name) signs with a private key but has no private_key_file or credentials_file")
+        }
+        var bytes = try read(path, what: "the private key of \(name)")
+        defer { Sodium.wipe(&bytes) }
+        return SigningKey(key: .pem(SecureBytes(bytes), keyID: nil), clientEmail: nil, tokenURI: nil)
+    }
+
+    private static func read(_ path: String, what: String) throws -> [UInt8] {
+        let expanded = path.hasPrefix("~/") ? (ProcessInfo.processInfo.environment["HOME"] ?? "") + path.dropFirst() : path
+        try TrustedFile.check(expanded, what: what)
+        var st = stat()
+        if stat(expanded, &st) == 0, st.st_mode & 0o044 != 0 {
+            throw TokenVaultError.permission("\(what) \(path) is readable by others (mode \(String(st.st_mode & 0o777, radix: 8))); refusing to use it",
+                                             hint: "run: chmod 600 \(path)")
+        }
+        guard let data = FileManager.default.contents(atPath: expanded), data.count <= 64 * 1024 else {
+            throw TokenVaultError.config("cannot read \(what) from \(path)")
+        }
+        return Array(data)
+    }
+}
