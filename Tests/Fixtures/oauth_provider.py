@@ -263,6 +263,13 @@ class AssertionGrant(JWTBearerGrant):
 class PrivateKeyJWTAuth(JWTBearerClientAssertion):
     CLIENT_AUTH_METHOD = "private_key_jwt"
 
+    def __call__(self, query_client, request):
+        # authlib tries each registered method in turn: leave the other kind's clients to it.
+        client_id = request.form.get("client_id", "")
+        if (self.CLIENT_AUTH_METHOD == "private_key_jwt") != client_id.startswith("tv-pkjwt"):
+            return None
+        return super().__call__(query_client, request)
+
     def validate_jti(self, claims, jti):
         with lock:
             if jti in used_jti:
