@@ -188,11 +188,17 @@ _tokenvault_login() {
     repeating_flags=()
     non_repeating_flags=(--no-browser --device --browser --no-qr --version -h --help)
     repeating_options=(--scope)
-    non_repeating_options=(--account --port --timeout)
+    non_repeating_options=(--issuer --client-id --account --port --timeout)
     __tokenvault_offer_flags_options 1
 
     # Offer option value completions
     case "${prev}" in
+    '--issuer')
+        return
+        ;;
+    '--client-id')
+        return
+        ;;
     '--account')
         return
         ;;

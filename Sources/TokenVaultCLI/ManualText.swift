@@ -148,17 +148,35 @@ public enum ManualText {
               revoke_url = "http://127.0.0.1:9000/revoke"            # optional
               device_authorization_url = "http://127.0.0.1:9000/device"  # optional
               userinfo_url = "http://127.0.0.1:9000/me"              # optional
-              grant = "authorization_code"      # or "client_credentials"
+              grant = "authorization_code"      # or "client_credentials", "jwt_bearer"
               scopes = ["read"]
               client_id = "tv"
               client_secret_command = "pass show oauth/local"  # or client_secret, client_secret_file
-              client_auth = "body"              # body | basic
+              client_auth = "body"              # body | basic | private_key_jwt | client_secret_jwt
               redirect_uri = "http://127.0.0.1:8085/callback"  # default: an ephemeral port
               pkce = true
               auth_params = { access_type = "offline" }
               header = "Authorization: Bearer {token}"
               git_hosts = ["git.example.com", "http://127.0.0.1:9002"]  # git-credential
               git_username = "oauth2"           # what git-credential answers as username
+
+              [providers.keycloak]
+              issuer = "https://idp.example.com/realms/ops"   # endpoints from its discovery document
+              client_id = "cli"
+
+              [providers.robot]
+              token_url = "https://idp.example.com/oauth2/token"
+              grant = "jwt_bearer"              # RFC 7523: a signed assertion, no user
+              client_id = "robot"
+              private_key_file = "~/.config/tokenvault/robot.pem"   # RS256 or ES256; or credentials_file (Google JSON)
+              audience = "https://idp.example.com/oauth2/token"     # default: token_url
+              subject = "robot"
+
+              [providers.corp]
+              issuer = "https://login.corp.example"
+              client_id = "tv"
+              client_auth = "private_key_jwt"   # or client_secret_jwt
+              private_key_file = "~/.config/tokenvault/tv-client.pem"
 
               [providers.microsoft]
               client_id = "00000000-0000-0000-0000-000000000000"
@@ -216,6 +234,8 @@ public enum ManualText {
         ("$XDG_CONFIG_HOME/tokenvault/config.toml", "The config file: backend, min_valid, timeout, [etcd] and providers (see CONFIGURATION)."),
         ("$XDG_DATA_HOME/tokenvault/vault", "The file vault; its format is documented in docs/FORMAT.md of the source."),
         ("$XDG_DATA_HOME/tokenvault/vault.lock", "Serialises writers of the file vault."),
+        ("$XDG_CONFIG_HOME/tokenvault/providers.toml", "Providers added by login --issuer (issuer and client id); config.toml's tables overlay them."),
+        ("$XDG_CACHE_HOME/tokenvault/discovery/", "Discovery documents of issuers, kept a day; get of a valid token never reads them."),
         ("$XDG_RUNTIME_DIR/tokenvault/", "Per credential a refresh lock (one process refreshes while the others wait) and a record lock (every write checks the record it read), a login lock (one login at a time) and a mark of the last refresh-token warning; spool/ keeps, 0600, a renewed record the backend could not take (a full disk, an etcd cluster without quorum), written by the next run; etcd-*.reached marks a cluster once answered."),
     ]
 
