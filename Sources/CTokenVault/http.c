@@ -14,28 +14,15 @@ _Static_assert(CURL_ERROR_SIZE == sizeof(((tv_http_response *)0)->error), "the e
     X(curl_easy_getinfo) X(curl_easy_cleanup) X(curl_easy_strerror) \
     X(curl_slist_append) X(curl_slist_free_all)
 
-typedef struct {
-#define TV_CURL_FIELD(name) __typeof__(&name) name;
-    TV_CURL_FUNCS(TV_CURL_FIELD)
-#undef TV_CURL_FIELD
-} tv_curl_api;
-
-static tv_curl_api api;
-static tv_dl_library library = TV_DL_LIBRARY_INIT;
+TV_DL_API(tv_curl_api, TV_CURL_FUNCS, "libcurl.so.4", tv_curl_load)
 static int global_ok;
 
 static void tv_curl_global_init(void) { global_ok = api.curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK; }
 
 /* The loaded and initialised API, or NULL. */
 static const tv_curl_api *tv_curl(void) {
-#define TV_NAME(name) #name,
-#define TV_SLOT(name) (void **)&api.name,
-    static const char *const names[] = { TV_CURL_FUNCS(TV_NAME) };
-    static void **const slots[] = { TV_CURL_FUNCS(TV_SLOT) };
-#undef TV_NAME
-#undef TV_SLOT
     static pthread_once_t once = PTHREAD_ONCE_INIT;
-    if (!tv_dl_load(&library, "libcurl.so.4", names, slots, sizeof names / sizeof *names)) return NULL;
+    if (!tv_curl_load()) return NULL;
     pthread_once(&once, tv_curl_global_init);
     return global_ok ? &api : NULL;
 }

@@ -18,4 +18,22 @@ typedef struct {
    found (then and on every later call), 0 otherwise (lib->error says why). */
 int tv_dl_load(tv_dl_library *lib, const char *soname, const char *const *names, void **const *slots, size_t count);
 
+/* Declares, for a list macro FUNCS(X) of the functions a glue file calls:
+   the struct TYPE of pointers to them (each typed as the header declares it),
+   its one instance `api`, the `library` it comes from, and
+   `static const TYPE *LOAD(void)`, which opens SONAME once and returns the
+   API, or NULL when it cannot be loaded (library.error says why). */
+#define TV_DL_FIELD(name) __typeof__(&name) name;
+#define TV_DL_NAME(name) #name,
+#define TV_DL_SLOT(name) (void **)&api.name,
+#define TV_DL_API(TYPE, FUNCS, SONAME, LOAD)                                                   \
+    typedef struct { FUNCS(TV_DL_FIELD) } TYPE;                                               \
+    static TYPE api;                                                                          \
+    static tv_dl_library library = TV_DL_LIBRARY_INIT;                                        \
+    static const TYPE *LOAD(void) {                                                           \
+        static const char *const names[] = { FUNCS(TV_DL_NAME) };                             \
+        static void **const slots[] = { FUNCS(TV_DL_SLOT) };                                  \
+        return tv_dl_load(&library, SONAME, names, slots, sizeof names / sizeof *names) ? &api : NULL; \
+    }
+
 #endif

@@ -8,24 +8,7 @@
 
 #define TV_QR_FUNCS(X) X(QRcode_encodeString8bit) X(QRcode_free)
 
-typedef struct {
-#define TV_FIELD(name) __typeof__(&name) name;
-    TV_QR_FUNCS(TV_FIELD)
-#undef TV_FIELD
-} tv_qr_api;
-
-static tv_qr_api api;
-static tv_dl_library library = TV_DL_LIBRARY_INIT;
-
-static const tv_qr_api *tv_api(void) {
-#define TV_NAME(name) #name,
-#define TV_SLOT(name) (void **)&api.name,
-    static const char *const names[] = { TV_QR_FUNCS(TV_NAME) };
-    static void **const slots[] = { TV_QR_FUNCS(TV_SLOT) };
-#undef TV_NAME
-#undef TV_SLOT
-    return tv_dl_load(&library, "libqrencode.so.4", names, slots, sizeof names / sizeof *names) ? &api : NULL;
-}
+TV_DL_API(tv_qr_api, TV_QR_FUNCS, "libqrencode.so.4", tv_api)
 
 int tv_qr_library_available(void) { return tv_api() != NULL; }
 

@@ -18,25 +18,8 @@
     X(secret_password_searchv_sync) X(secret_password_free) X(secret_retrievable_get_attributes) \
     X(secret_retrievable_retrieve_secret_sync) X(secret_value_unref_to_password)
 
-typedef struct {
-#define TV_FIELD(name) __typeof__(&name) name;
-    TV_SECRET_FUNCS(TV_FIELD)
-#undef TV_FIELD
-} tv_secret_api;
-
-static tv_secret_api api;
-static tv_dl_library library = TV_DL_LIBRARY_INIT;
-
 /* The loaded API, or NULL when libsecret cannot be loaded. */
-static const tv_secret_api *tv_api(void) {
-#define TV_NAME(name) #name,
-#define TV_SLOT(name) (void **)&api.name,
-    static const char *const names[] = { TV_SECRET_FUNCS(TV_NAME) };
-    static void **const slots[] = { TV_SECRET_FUNCS(TV_SLOT) };
-#undef TV_NAME
-#undef TV_SLOT
-    return tv_dl_load(&library, "libsecret-1.so.0", names, slots, sizeof names / sizeof *names) ? &api : NULL;
-}
+TV_DL_API(tv_secret_api, TV_SECRET_FUNCS, "libsecret-1.so.0", tv_api)
 
 int tv_secret_library_available(void) { return tv_api() != NULL; }
 

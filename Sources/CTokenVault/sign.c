@@ -19,24 +19,7 @@
     X(EVP_DigestSignInit) X(EVP_DigestSign) X(ERR_get_error) X(ERR_error_string_n) X(ERR_clear_error) \
     X(d2i_ECDSA_SIG) X(ECDSA_SIG_get0) X(ECDSA_SIG_free) X(BN_bn2binpad) X(OPENSSL_cleanse)
 
-typedef struct {
-#define TV_FIELD(name) __typeof__(&name) name;
-    TV_SIGN_FUNCS(TV_FIELD)
-#undef TV_FIELD
-} tv_sign_api;
-
-static tv_sign_api api;
-static tv_dl_library library = TV_DL_LIBRARY_INIT;
-
-static const tv_sign_api *tv_api(void) {
-#define TV_NAME(name) #name,
-#define TV_SLOT(name) (void **)&api.name,
-    static const char *const names[] = { TV_SIGN_FUNCS(TV_NAME) };
-    static void **const slots[] = { TV_SIGN_FUNCS(TV_SLOT) };
-#undef TV_NAME
-#undef TV_SLOT
-    return tv_dl_load(&library, "libcrypto.so.3", names, slots, sizeof names / sizeof *names) ? &api : NULL;
-}
+TV_DL_API(tv_sign_api, TV_SIGN_FUNCS, "libcrypto.so.3", tv_api)
 
 int tv_sign_library_available(void) { return tv_api() != NULL; }
 
