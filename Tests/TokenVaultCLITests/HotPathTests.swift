@@ -1,0 +1,77 @@
+import Foundation
+import XCTest
+
+/// The structure of the hot path (issue "Cold start"), checked by what the
+/// dynamic loader reports, never by a timing: a `get` of a valid token from
+/// the file vault loads none of the libraries only other paths need
+/// (libsecret and GLib, libcurl, libqrencode, libcrypto), which are opened
+/// with dlopen on first use. The test binary is the debug build with those
+/// libraries dropped from its NEEDED list, as `make release` drops them.
+final class HotPathTests: XCTestCase {
+    nonisolated(unsafe) static var binary = ""
+    static let lazyLibraries = ["libsecret-1.so.0", "libgio-2.0.so.0", "libgobject-2.0.so.0", "libglib-2.0.so.0", "libcurl.so.4"]
+    static let unwanted = ["libsecret", "libglib", "libgio", "libgcrypt", "libcurl", "libqrencode", "libcrypto.so", "libssl"]
+
+    override class func setUp() {
+        binary = NSTemporaryDirectory() + "tv-hotpath-" + UUID().uuidString.prefix(8)
+        try! FileManager.default.copyItem(atPath: Paths.binary, toPath: binary)
+        let patch = runProcess("/usr/bin/patchelf", lazyLibraries.flatMap { ["--remove-needed", $0] } + [binary], env: [:])
+        precondition(patch.status == 0, patch.stderr)
+    }
+
+    override class func tearDown() { try? FileManager.default.removeItem(atPath: binary) }
+
+    /// The libraries the loader initialised while `tokenvault ARGS` ran, by file name.
+    func loaded(_ s: Sandbox, _ args: [String], env extra: [String: String] = [:]) -> (Run, Set<String>) {
+        var env = s.env.merging(extra) { $1 }
+        env["LD_DEBUG"] = "files"
+        let r = runProcess(Self.binary, args, env: env)
+        let libs = r.stderr.split(separator: "\n").filter { $0.contains("calling init:") }
+            .compactMap { $0.split(separator: "/").last.map(String.init) }
+        return (r, Set(libs))
+    }
+
+    func testNoLibrarySymbolIsLinkedDirectly() {
+        // What dlopen serves must stay out of the link, or dropping NEEDED would break the binary.
+        let nm = runProcess("/usr/bin/nm", ["-D", "--undefined-only", Paths.binary], env: [:])
+        XCTAssertEqual(nm.status, 0)
+        let direct = nm.stdout.split(separator: "\n").filter { line in
+            ["secret_", "g_", "curl_", "QRcode_", "EVP_", "PEM_", "BIO_"].contains { line.split(separator: " ").last?.hasPrefix($0) == true }
+        }
+        XCTAssertEqual(direct, [], "linked directly")
+    }
+
+    func testAGetFromTheFileVaultLoadsNoLibraryItDoesNotUse() throws {
+        let s = Sandbox(backend: "file")
+        XCTAssertEqual(s.tv("set", "api.example.com", stdin: #"{"access_token":"tok","expires_in":3600}"#).status, 0)
+        for args in [["get", "api.example.com"], ["header", "api.example.com"], ["get", "api.example.com", "--format", "kubectl"]] {
+            let (r, libs) = loaded(s, args)
+            XCTAssertEqual(r.status, 0, r.stderr)
+            XCTAssertTrue(libs.contains { $0.hasPrefix("libsodium") }, "the loader report is read: \(libs)")
+            XCTAssertEqual(libs.filter { lib in Self.unwanted.contains { lib.hasPrefix($0) } }, [], "\(args)")
+        }
+    }
+
+    func testThePathsThatNeedThemLoadThemOnFirstUse() throws {
+        // The Secret Service loads libsecret (and GLib, libgcrypt)…
+        let keyring = try PrivateKeyring()
+        defer { keyring.stop() }
+        let ss = Sandbox(backend: "secret-service")
+        ss.env.merge(keyring.env) { $1 }
+        XCTAssertEqual(ss.tv("set", "api.example.com", stdin: "tok").status, 0)
+        let (r, libs) = loaded(ss, ["get", "api.example.com"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(libs.contains("libsecret-1.so.0"), "\(libs)")
+        XCTAssertFalse(libs.contains { $0.hasPrefix("libcurl") })
+        // …and a refresh libcurl, still without libsecret on the file vault.
+        let provider = try LocalProvider()
+        defer { provider.stop() }
+        let s = Sandbox(backend: "file")
+        try s.writeConfig(provider.config)
+        try provider.storeExpired(in: s)
+        let (refreshed, refreshLibs) = loaded(s, ["get", "local"])
+        XCTAssertEqual(refreshed.status, 0, refreshed.stderr)
+        XCTAssertTrue(refreshLibs.contains("libcurl.so.4"), "\(refreshLibs)")
+        XCTAssertFalse(refreshLibs.contains("libsecret-1.so.0"))
+    }
+}
