@@ -8,7 +8,7 @@ pkgs=(pkg-config libsecret-1-dev libsodium-dev libkeyutils-dev libcurl4-openssl-
       libqrencode-dev zbar-tools python3-dbus libssl-dev)
 # The adapter tests drive a real kubectl: the machine's, else Debian's.
 command -v kubectl >/dev/null || pkgs+=(kubernetes-client)
-[ "${1:-}" = bench ] && pkgs+=(hyperfine)
+[ "${1:-}" = bench ] && pkgs+=(hyperfine time)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
