@@ -62,7 +62,7 @@ public enum JWT {
             tv_sign(p.baseAddress?.assumingMemoryBound(to: CChar.self), p.count, data, data.count, &out, &alg, &message, message.count)
         }
         guard n > 0, let out, let alg else {
-            let why = String(cString: message)
+            let why = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             if tv_sign_library_available() == 0 {
                 throw TokenVaultError.backendUnavailable("cannot sign a JWT: \(why)", hint: "install libssl3")
             }
