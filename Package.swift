@@ -10,7 +10,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
-        // Only for HMAC-SHA1 (OAuth 1.0a signatures), which libsodium lacks.
+        // For the tests only: an independent HMAC to check the signatures against.
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
@@ -41,7 +41,6 @@ let package = Package(
             dependencies: [
                 "CSodium", "CKeyutils", "CTokenVault",
                 .product(name: "TOMLKit", package: "TOMLKit"),
-                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .target(
@@ -62,7 +61,9 @@ let package = Package(
         ),
         // Test doubles (the in-memory store): for the tests, not shipped in the library.
         .target(name: "TokenVaultTestSupport", dependencies: ["TokenVaultKit"]),
-        .testTarget(name: "TokenVaultKitTests", dependencies: ["TokenVaultKit", "TokenVaultTestSupport"]),
+        .testTarget(name: "TokenVaultKitTests", dependencies: [
+            "TokenVaultKit", "TokenVaultTestSupport", .product(name: "Crypto", package: "swift-crypto"),
+        ]),
         .testTarget(
             name: "TokenVaultCLITests",
             dependencies: ["tokenvault", "tokenvault-manual"]

@@ -17,7 +17,7 @@
     X(BIO_new_mem_buf) X(BIO_free) X(PEM_read_bio_PrivateKey) X(EVP_PKEY_free) X(EVP_PKEY_get_base_id) \
     X(EVP_PKEY_get_bits) X(EVP_PKEY_get_group_name) X(EVP_MD_CTX_new) X(EVP_MD_CTX_free) X(EVP_sha256) \
     X(EVP_DigestSignInit) X(EVP_DigestSign) X(ERR_get_error) X(ERR_error_string_n) X(ERR_clear_error) \
-    X(d2i_ECDSA_SIG) X(ECDSA_SIG_get0) X(ECDSA_SIG_free) X(BN_bn2binpad) X(OPENSSL_cleanse)
+    X(d2i_ECDSA_SIG) X(ECDSA_SIG_get0) X(ECDSA_SIG_free) X(BN_bn2binpad) X(OPENSSL_cleanse) X(EVP_Q_mac)
 
 TV_DL_API(tv_sign_api, TV_SIGN_FUNCS, "libcrypto.so.3", tv_api)
 
@@ -115,4 +115,19 @@ int tv_sign(const char *pem, size_t pem_len, const unsigned char *data, size_t d
     a->ECDSA_SIG_free(sig);
     *signature = raw;
     return 64;
+}
+
+int tv_hmac_sha1(const unsigned char *key, size_t key_len, const unsigned char *data, size_t data_len,
+                 unsigned char out[20], char *message, size_t message_len) {
+    const tv_sign_api *a = tv_api();
+    if (!a) {
+        snprintf(message, message_len, "libcrypto cannot be loaded (%s)", library.error);
+        return 0;
+    }
+    static const unsigned char empty[1] = { 0 };
+    size_t out_len = 0;
+    if (!a->EVP_Q_mac(NULL, "HMAC", NULL, "SHA1", NULL, key_len ? key : empty, key_len, data, data_len, out, 20, &out_len) || out_len != 20) {
+        return tv_fail(a, message, message_len, "HMAC-SHA1 failed");
+    }
+    return 1;
 }

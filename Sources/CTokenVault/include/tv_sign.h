@@ -1,5 +1,6 @@
-/* JWT signatures (RS256, ES256) through OpenSSL's libcrypto, loaded on first
- * use: only a provider with jwt_bearer or private_key_jwt maps it. */
+/* JWT signatures (RS256, ES256) and HMAC-SHA1 through OpenSSL's libcrypto,
+ * loaded on first use: only what signs (jwt_bearer, private_key_jwt, an
+ * OAuth 1.0a header) maps it. */
 #ifndef TV_SIGN_H
 #define TV_SIGN_H
 #include <stddef.h>
@@ -14,5 +15,8 @@ int tv_sign_library_available(void);
 int tv_sign(const char *pem, size_t pem_len, const unsigned char *data, size_t data_len,
             unsigned char **signature, const char **alg, char *message, size_t message_len);
 void tv_sign_free(unsigned char *signature);
+/* HMAC-SHA1 (OAuth 1.0a signatures, RFC 5849) into out; 1: ok, 0: failed (message). */
+int tv_hmac_sha1(const unsigned char *key, size_t key_len, const unsigned char *data, size_t data_len,
+                 unsigned char out[20], char *message, size_t message_len);
 
 #endif

@@ -1,4 +1,4 @@
-internal import Crypto
+internal import CTokenVault
 import Foundation
 
 /// RFC 5849 §3.4: signs one request for OAuth 1.0a (HMAC-SHA1 or PLAINTEXT).
@@ -50,7 +50,16 @@ public struct OAuth1Signer: Sendable {
             return key
         case .hmacSHA1:
             let base = try Self.baseString(method: httpMethod, url: url, parameters: parameters)
-            let mac = HMAC<Insecure.SHA1>.authenticationCode(for: Data(base.utf8), using: SymmetricKey(data: Data(key.utf8)))
+            // libsodium has no HMAC-SHA1: OpenSSL's libcrypto, loaded on first use.
+            var keyBytes = Array(key.utf8)
+            defer { Sodium.wipe(&keyBytes) }
+            let data = Array(base.utf8)
+            var mac = [UInt8](repeating: 0, count: 20)
+            var message = [CChar](repeating: 0, count: 256)
+            guard tv_hmac_sha1(keyBytes, keyBytes.count, data, data.count, &mac, &message, message.count) == 1 else {
+                let why = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                throw TokenVaultError.backendUnavailable("cannot sign the OAuth 1.0a request: \(why)", hint: "install libssl3")
+            }
             return Data(mac).base64EncodedString()
         }
     }
