@@ -94,6 +94,17 @@ file_10=$(median file10); file_10k=$(median file10k); file_complete=$(median fil
 rss_file=$(TOKENVAULT_VAULT="$vault_10" peak_rss "$TV" get api5.example.com)
 size_10k=$(stat -c %s "$vault_10k")
 
+# The stored "local" credential, expired (its tokens kept); and how many
+# refreshes the test provider has seen.
+expire_local() {
+  "$TV" get local --format json \
+    | /usr/bin/python3 -c 'import json,sys; r=json.load(sys.stdin); print(json.dumps({"access_token": r["access_token"], "refresh_token": r["refresh_token"], "expires_at": 1}))' \
+    | "$TV" set local --provider local 2>/dev/null
+}
+refreshes_seen() {
+  curl -s "http://127.0.0.1:$port/stats" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin).get("refreshes", 0))'
+}
+
 # 3. Refresh at expiry: 50 concurrent gets of an expired token, against the
 #    authlib test provider (rotating refresh tokens). Refreshes seen, wall time.
 unset TOKENVAULT_VAULT
@@ -102,14 +113,12 @@ start_local_provider "$work"
 BROWSER="$root/Tests/Fixtures/browser.sh" "$TV" login local 2>/dev/null
 refresh_walls=(); refresh_counts=()
 for _ in 1 2 3; do
-  "$TV" get local --format json \
-    | /usr/bin/python3 -c 'import json,sys; r=json.load(sys.stdin); print(json.dumps({"access_token": r["access_token"], "refresh_token": r["refresh_token"], "expires_at": 1}))' \
-    | "$TV" set local --provider local 2>/dev/null
-  before=$(curl -s "http://127.0.0.1:$port/stats" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin).get("refreshes", 0))')
+  expire_local
+  before=$(refreshes_seen)
   start=$(date +%s%N)
   seq 50 | xargs -P 50 -I{} "$TV" get local > "$work/refresh.out"
   end=$(date +%s%N)
-  after=$(curl -s "http://127.0.0.1:$port/stats" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin).get("refreshes", 0))')
+  after=$(refreshes_seen)
   [ "$(sort -u "$work/refresh.out" | wc -l)" = 1 ] || echo "bench: the 50 gets printed different tokens" >&2
   refresh_walls+=($(( (end - start) / 1000000 ))); refresh_counts+=($((after - before)))
 done
@@ -161,10 +170,8 @@ etcdctl_ms=$(median etcdctl); etcd_tv=$(median etcd_tv)
 BROWSER="$root/Tests/Fixtures/browser.sh" "$TV" login local 2>/dev/null
 fleet_walls=(); fleet_counts=()
 for _ in 1 2 3; do
-  "$TV" get local --format json \
-    | /usr/bin/python3 -c 'import json,sys; r=json.load(sys.stdin); print(json.dumps({"access_token": r["access_token"], "refresh_token": r["refresh_token"], "expires_at": 1}))' \
-    | "$TV" set local --provider local 2>/dev/null
-  before=$(curl -s "http://127.0.0.1:$port/stats" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin).get("refreshes", 0))')
+  expire_local
+  before=$(refreshes_seen)
   start=$(date +%s%N)
   hosts=()
   for h in 1 2 3 4; do   # a host: its own home and runtime directory (its own local locks)
@@ -174,7 +181,7 @@ for _ in 1 2 3; do
   done
   wait "${hosts[@]}" || echo "bench: a fleet get failed" >&2
   end=$(date +%s%N)
-  after=$(curl -s "http://127.0.0.1:$port/stats" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin).get("refreshes", 0))')
+  after=$(refreshes_seen)
   [ "$(cat "$work"/fleet?.out | sort -u | wc -l)" = 1 ] || echo "bench: the 64 fleet gets printed different tokens" >&2
   fleet_walls+=($(( (end - start) / 1000000 ))); fleet_counts+=($((after - before)))
 done
