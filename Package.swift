@@ -41,14 +41,18 @@ let package = Package(
             dependencies: [
                 "CSodium", "CKeyutils", "CTokenVault",
                 .product(name: "TOMLKit", package: "TOMLKit"),
-            ]
+            ],
+            // Only what a file imports is visible: no member of the whole of Foundation
+            // slips in through TOMLKit's `import struct Foundation.Data`.
+            swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]
         ),
         .target(
             name: "TokenVaultCLI",
             dependencies: [
                 "TokenVaultKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
+            ],
+            swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]
         ),
         .executableTarget(name: "tokenvault", dependencies: ["TokenVaultCLI"]),
         // Writes man/tokenvault.1 from the parser's description of the commands (make docs).

@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import TokenVaultKit
 
 /// What every command needs, built once per run. The config file and the
@@ -183,7 +185,7 @@ final class Context {
         var st = stat()
         if lstat(mark, &st) == 0, Int64(st.st_mtim.tv_sec) > now - 86400, Int64(st.st_mtim.tv_sec) <= now { return }
         let when = at > now ? "dies in \(Format.ago(at - now)) (\(Format.date(at)))" : "may have died \(Format.ago(now - at)) ago (\(Format.date(at)))"
-        Output.warning("the refresh token for \(c.id) \(when); log in again before then: \(c.loginHint.replacingOccurrences(of: "run: ", with: ""))")
+        Output.warning("the refresh token for \(c.id) \(when); log in again before then: \(c.loginHint.replacing("run: ", with: ""))")
         try? PrivateDirectory.ensure(vault.runtimeDirectory)
         let fd = open(mark, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         if fd >= 0 {
@@ -230,7 +232,7 @@ final class Context {
             return try refresher.usable(id, minValid: minValid, loaded: found) ?? found
         } catch let error as TokenVaultError {
             // Whatever the provider (or its config) did, what is stored is still printed.
-            Output.warning("\(error.localizedDescription); printing what is stored")
+            Output.warning("\(error.errorText); printing what is stored")
             return try vault().load(id) ?? found
         }
     }

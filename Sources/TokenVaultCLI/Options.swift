@@ -1,5 +1,7 @@
 import ArgumentParser
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import TokenVaultKit
 
 /// SERVICE and --account, shared by every command that names one credential.
@@ -41,7 +43,7 @@ struct AccountChoice {
         do {
             try CredentialID.validateAccount(name)
         } catch let error as TokenVaultError where reason == "from TOKENVAULT_ACCOUNT" {
-            throw TokenVaultError.usage("TOKENVAULT_ACCOUNT: \(error.localizedDescription)")
+            throw TokenVaultError.usage("TOKENVAULT_ACCOUNT: \(error.errorText)")
         }
     }
 }
@@ -68,9 +70,7 @@ enum Format {
     }
 
     static func date(_ unix: Int64) -> String {
-        let f = ISO8601DateFormatter()
-        f.formatOptions = [.withInternetDateTime]
-        return f.string(from: Date(timeIntervalSince1970: TimeInterval(unix)))
+        RFC3339.format(unix)
     }
 
     /// A word that sh, dash, bash, zsh and fish all read back as `s`, safe to

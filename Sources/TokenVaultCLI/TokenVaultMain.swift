@@ -1,5 +1,7 @@
 import ArgumentParser
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import TokenVaultKit
 
 /// Runs the command line: hardens the process, parses, runs, and turns every
@@ -12,7 +14,7 @@ public enum TokenVaultMain {
             try command.run()
             exit(0)
         } catch let error as TokenVaultError {
-            Output.error(error.localizedDescription, hint: error.hint)
+            Output.error(error.errorText, hint: error.hint)
             exit(error.exitCode)
         } catch let code as ExitCode {
             exit(code.rawValue)
@@ -44,21 +46,21 @@ func completionArguments(_ args: [String]) -> [String] {
 /// stdout carries only the requested value; everything else goes to stderr.
 enum Output {
     static func value(_ line: String) {
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        Posix.write(1, line + "\n")
     }
 
     static func notice(_ line: String) {
-        FileHandle.standardError.write(Data("tokenvault: \(line)\n".utf8))
+        Posix.write(2, "tokenvault: \(line)\n")
     }
 
     static func warning(_ line: String) {
-        FileHandle.standardError.write(Data("tokenvault: warning: \(line)\n".utf8))
+        Posix.write(2, "tokenvault: warning: \(line)\n")
     }
 
     static func error(_ message: String, hint: String?) {
         var text = "tokenvault: error: \(oneLine(message))\n"
         if let hint { text += "hint: \(oneLine(hint))\n" }
-        FileHandle.standardError.write(Data(text.utf8))
+        Posix.write(2, text)
     }
 
     private static func oneLine(_ s: String) -> String {

@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// `auto`: the Secret Service when it answers, else the file. Lookups look in
 /// both, so a credential stored while the Secret Service was away is still
@@ -50,7 +52,7 @@ public final class AutoStore: CredentialStore {
                 if let c = try secretService.locate(id) { found.append(c) }
             } catch let e as TokenVaultError {
                 try giveUp(on: e)
-                unchecked.append("the Secret Service was not checked (\(e.localizedDescription))")
+                unchecked.append("the Secret Service was not checked (\(e.errorText))")
             }
         }
         // The file is read when it may hold the only copy, or when that costs no prompt.
@@ -71,7 +73,7 @@ public final class AutoStore: CredentialStore {
                 return
             } catch let e as TokenVaultError {
                 try giveUp(on: e)
-                warnings.append("\(e.localizedDescription); stored in the file vault instead")
+                warnings.append("\(e.errorText); stored in the file vault instead")
             }
         }
         try file.save(credential)
@@ -85,7 +87,7 @@ public final class AutoStore: CredentialStore {
                 removed = try secretService.delete(id)
             } catch let e as TokenVaultError {
                 try giveUp(on: e)
-                warnings.append("the Secret Service was not checked (\(e.localizedDescription))")
+                warnings.append("the Secret Service was not checked (\(e.errorText))")
             }
         }
         if file.exists { removed = try file.delete(id) || removed }
@@ -114,7 +116,7 @@ public final class AutoStore: CredentialStore {
                 add(try secretService.listLocated())
             } catch let e as TokenVaultError {
                 try giveUp(on: e)
-                warnings.append("the Secret Service was not checked (\(e.localizedDescription))")
+                warnings.append("the Secret Service was not checked (\(e.errorText))")
             }
         }
         warnUnchecked()

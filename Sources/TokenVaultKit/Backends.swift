@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// `backend = auto | secret-service | file` (config, or `TOKENVAULT_BACKEND`).
 public enum BackendChoice: String, Sendable, CaseIterable {

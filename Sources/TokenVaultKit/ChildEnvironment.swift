@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// What programs tokenvault starts (`exec`'s command, `$BROWSER`, secret and
 /// passphrase commands) inherit: the environment minus every

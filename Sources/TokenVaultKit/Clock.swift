@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// Where time comes from, so tests can set it.
 public protocol Clock: Sendable {

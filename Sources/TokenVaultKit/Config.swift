@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 internal import TOMLKit
 
 /// `config.toml` (SPEC §6). Read only by commands that need it.
@@ -20,14 +22,14 @@ public struct Config: Sendable, Equatable {
     public static func path(environment env: [String: String]) -> String {
         if let p = env["TOKENVAULT_CONFIG"], !p.isEmpty { return p }
         let base = env["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
-            ?? ((env["HOME"] ?? NSHomeDirectory()) + "/.config")
+            ?? (Posix.homeDirectory(env) + "/.config")
         return base + "/tokenvault/config.toml"
     }
 
     /// Providers that `login --issuer` added: `providers.toml` beside the config
     /// file, written by tokenvault; config.toml's tables overlay them.
     public static func discoveredPath(environment env: [String: String]) -> String {
-        (path(environment: env) as NSString).deletingLastPathComponent + "/providers.toml"
+        Posix.dirname(path(environment: env)) + "/providers.toml"
     }
 
     /// Loads the config file; a missing file is an empty config.
@@ -171,13 +173,13 @@ public struct ProviderConfig: Codable, Sendable, Equatable {
         guard fields.contains(where: { self[keyPath: $0]?.contains("{tenant}") == true }) else { return self }
         let tenant = self.tenant ?? "common"
         guard !tenant.isEmpty, tenant.utf8.count <= 64,
-              tenant.unicodeScalars.allSatisfy({ CharacterSet.alphanumerics.contains($0) && $0.isASCII || $0 == "-" || $0 == "." })
+              tenant.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)) || $0 == "-" || $0 == "." })
         else {
             throw TokenVaultError.config("provider \(name): tenant must be a tenant id or domain (letters, digits, '-', '.'), not \(ServiceKey.quoted(tenant))",
                                          hint: "fix tenant in [providers.\(name)] of \(configPath)")
         }
         var m = self
-        for f in fields { m[keyPath: f] = m[keyPath: f]?.replacingOccurrences(of: "{tenant}", with: tenant) }
+        for f in fields { m[keyPath: f] = m[keyPath: f]?.replacing("{tenant}", with: tenant) }
         return m
     }
 

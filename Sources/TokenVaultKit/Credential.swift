@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// What kind of credential a record holds; also the `type` attribute in the Secret Service.
 public enum CredentialType: String, Codable, Sendable, CaseIterable {
@@ -29,7 +31,7 @@ public struct CredentialID: Hashable, Sendable, Comparable, CustomStringConverti
     public static func validateAccount(_ account: String) throws {
         if account.isEmpty || account.utf8.count > maxAccountBytes
             || account.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) })
-            || account != account.trimmingCharacters(in: .whitespaces)
+            || account != account.trimmedSpaces()
         {
             throw TokenVaultError.usage(
                 "invalid account \(ServiceKey.quoted(account)): use 1 to \(maxAccountBytes) bytes of printable characters")
@@ -189,7 +191,7 @@ extension Credential {
         if let decoded = try? JSONDecoder().decode(JSONValue.self, from: data), case .object(let o) = decoded {
             object = o
         } else {
-            let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            let text = String(decoding: data, as: UTF8.self).trimmedWhitespace()
             guard !text.isEmpty, !text.contains(where: { $0.isNewline }) else {
                 throw TokenVaultError.badInput("the stored record for \(id) is unusable: it is neither a JSON record nor one token line")
             }

@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// Whether a credential can be used, and why not (SPEC §10). Every command
 /// that says or acts on it (`get`, `header`, `exec`, `status`, `list`,

@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// A credential and the backend it was found in.
 public struct StoredCredential: Sendable, Equatable {

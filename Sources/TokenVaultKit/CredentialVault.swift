@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// When a write may land.
 public enum WriteCondition: Equatable, Sendable {
@@ -162,7 +164,7 @@ public final class CredentialVault {
                 notices.append("wrote the record of \(id) kept in the spool by an earlier run that could not store it")
                 return StoredCredential(credential: written, backend: store.name)
             } catch {
-                notices.append("the record of \(id) is still in the spool (\(error.localizedDescription)); using it")
+                notices.append("the record of \(id) is still in the spool (\(error.errorText)); using it")
                 return StoredCredential(credential: spooled, backend: "spool")
             }
         }

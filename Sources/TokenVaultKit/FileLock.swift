@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// An exclusive flock(2) on a lock file; the kernel drops it if the holder dies.
 /// Two locks on one file in one process exclude each other too (each open is

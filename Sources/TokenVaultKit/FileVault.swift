@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// The encrypted file backend (SPEC §5): one file, 0600 in a 0700 directory,
 /// sealed with a key derived from the passphrase.
@@ -16,7 +18,7 @@ public final class FileVault: CredentialStore {
 
     public init(path: String, passphrase: PassphraseSource, keyCache: KeyCache, keyTTL: Int, newVaultParams: KDFParams) {
         self.path = path
-        self.directory = (path as NSString).deletingLastPathComponent
+        self.directory = Posix.dirname(path)
         self.passphrase = passphrase
         self.keyCache = keyCache
         self.keyTTL = keyTTL
@@ -27,7 +29,7 @@ public final class FileVault: CredentialStore {
     public static func defaultPath(environment env: [String: String]) -> String {
         if let p = env["TOKENVAULT_VAULT"], !p.isEmpty { return p }
         let data = env["XDG_DATA_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
-            ?? ((env["HOME"] ?? NSHomeDirectory()) + "/.local/share")
+            ?? (Posix.homeDirectory(env) + "/.local/share")
         return data + "/tokenvault/vault"
     }
 
@@ -143,7 +145,7 @@ public final class FileVault: CredentialStore {
     private func cacheName() -> String {
         var full = path
         if let real = realpath(directory, nil) {
-            full = String(cString: real) + "/" + (path as NSString).lastPathComponent
+            full = String(cString: real) + "/" + Posix.basename(path)
             free(real)
         }
         return Hex.encode(Sodium.hash(Array(full.utf8)))
@@ -207,7 +209,7 @@ public final class FileVault: CredentialStore {
         guard fchmod(fd, 0o600) == 0 else { close(fd); throw ioError("cannot set the temporary file's permissions") }
         var done = 0
         while done < sealed.count {
-            let n = sealed.withUnsafeBytes { Foundation.write(fd, $0.baseAddress! + done, sealed.count - done) }
+            let n = sealed.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + done, sealed.count - done) }
             if n < 0, errno == EINTR { continue }
             guard n > 0 else { close(fd); throw ioError("cannot write the vault") }
             done += n
@@ -225,7 +227,7 @@ public final class FileVault: CredentialStore {
 
     /// Leftovers of writers that were killed. Called under the lock, so no live writer owns one.
     private func removeStaleTemporaries() {
-        let base = (path as NSString).lastPathComponent + ".tmp."
+        let base = Posix.basename(path) + ".tmp."
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
         for n in names where n.hasPrefix(base) { unlink(directory + "/" + n) }
     }

@@ -1,5 +1,7 @@
 internal import CTokenVault
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// One HTTP exchange with a provider.
 public struct HTTPRequest: Sendable {

@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// A JSON value kept as it came, for a record's extra fields (`uid`, `screen_name`, …).
 public enum JSONValue: Hashable, Sendable, Codable {
@@ -53,7 +55,7 @@ public enum JSONValue: Hashable, Sendable, Codable {
         switch self {
         case .integer(let i): return i
         case .number(let d): return d.isFinite && d == d.rounded() && abs(d) < 9e15 ? Int64(d) : nil
-        case .string(let s): return Int64(s.trimmingCharacters(in: .whitespaces))
+        case .string(let s): return Int64(s.trimmedSpaces())
         default: return nil
         }
     }

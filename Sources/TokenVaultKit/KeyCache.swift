@@ -1,5 +1,7 @@
 internal import CKeyutils
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// Keeps a derived vault key for a while, so repeated `get`s pay no KDF.
 public protocol KeyCache: Sendable {

@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// One interactive login per credential at a time, across processes (SPEC §14):
 /// a flock in the runtime directory, which the kernel drops when its holder
@@ -24,14 +26,14 @@ public final class LoginLock {
         while true {
             if let held = try attempt(vault, id) { return held }
             if Date().timeIntervalSince1970 >= deadline { return nil }
-            Thread.sleep(forTimeInterval: 0.2)
+            Posix.sleep(0.2)
         }
     }
 
     /// The pid the current holder wrote, when there is one.
     public static func holder(_ vault: CredentialVault, _ id: CredentialID) -> Int32? {
         guard let data = FileManager.default.contents(atPath: vault.lockPath("login", id)) else { return nil }
-        return Int32(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+        return Int32(String(decoding: data, as: UTF8.self).trimmedWhitespace())
     }
 
     public func release() { lock.release() }

@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// A directory only this user can enter: created 0700 (and every missing
 /// parent with it, whatever the umask), refused when someone else owns it or
@@ -25,7 +27,7 @@ public enum PrivateDirectory {
         var st = stat()
         while !p.isEmpty, p != "/", lstat(p, &st) != 0 {
             missing.append(p)
-            p = (p as NSString).deletingLastPathComponent
+            p = Posix.dirname(p)
         }
         for dir in missing.reversed() {
             if mkdir(dir, 0o700) != 0, errno != EEXIST {
@@ -42,7 +44,7 @@ public enum PrivateDirectory {
     public static func runtime(environment env: [String: String]) -> String {
         if let r = env["XDG_RUNTIME_DIR"], r.hasPrefix("/"), access(r, W_OK) == 0 { return r + "/tokenvault" }
         let cache = env["XDG_CACHE_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
-            ?? ((env["HOME"] ?? NSHomeDirectory()) + "/.cache")
+            ?? (Posix.homeDirectory(env) + "/.cache")
         return cache + "/tokenvault/run"
     }
 }

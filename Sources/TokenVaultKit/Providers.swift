@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// The built-in presets (PROVIDERS.md). Only what naming a service needs is
 /// here for now; the OAuth flows read the rest from `ProviderConfig`.

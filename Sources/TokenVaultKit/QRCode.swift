@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 internal import CTokenVault
 
 /// A QR code from libqrencode (loaded on first use), drawn for a terminal.

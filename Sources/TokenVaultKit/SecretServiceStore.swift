@@ -1,5 +1,7 @@
 internal import CTokenVault
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// The freedesktop Secret Service through libsecret (SPEC §5): schema
 /// `io.tokenvault.Credential`, attributes `service`, `account`, `type`,
@@ -67,7 +69,7 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
             }
             return Status(available: true, detail: who, locked: lockedState < 0 ? nil : lockedState == 1)
         }
-        return answer ?? Status(available: false, detail: "the session bus did not answer within \(timeout.formatted()) s")
+        return answer ?? Status(available: false, detail: "the session bus did not answer within \(timeout.shortText) s")
     }
 
     private static func describe(_ glibMessage: String) -> String {
@@ -83,7 +85,7 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
     private func call<T: Sendable>(_ what: String, _ body: @escaping @Sendable () -> Result<T, TokenVaultError>) throws -> T {
         guard let result = withDeadline(timeout, body) else {
             throw TokenVaultError.backendUnavailable(
-                "the Secret Service did not answer within \(timeout.formatted()) s while trying to \(what)",
+                "the Secret Service did not answer within \(timeout.shortText) s while trying to \(what)",
                 hint: "is the keyring locked or the session bus stuck? unlock it, or use TOKENVAULT_BACKEND=file")
         }
         return try result.get()
@@ -124,7 +126,7 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
         guard locked else { return false }
         let name = label.map { "\u{201C}\($0)\u{201D}" } ?? "(the default one)"
         let deadline = Date().addingTimeInterval(unlock.timeout)
-        var why = unlock.timeout > 0 ? "it was not unlocked within \(unlock.timeout.formatted()) s" : "TOKENVAULT_UNLOCK_TIMEOUT is 0 (the default without a desktop session)"
+        var why = unlock.timeout > 0 ? "it was not unlocked within \(unlock.timeout.shortText) s" : "TOKENVAULT_UNLOCK_TIMEOUT is 0 (the default without a desktop session)"
         if unlock.timeout > 0, unlock.desktop {
             let answer = withDeadline(unlock.timeout) { () -> Int32 in
                 var message: UnsafeMutablePointer<CChar>?
@@ -137,7 +139,7 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
         } else if unlock.timeout > 0 {
             // No prompt can be shown here: wait for it to be unlocked elsewhere.
             while Date() < deadline {
-                Thread.sleep(forTimeInterval: 0.25)
+                Posix.sleep(0.25)
                 if withDeadline(timeout, { tv_default_collection_state(nil) }) == 0 { return true }
             }
         }

@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// The key a credential is stored under: the lower-cased API host, plus
 /// `:port` when the port is not the scheme's default (SPEC §2).
@@ -30,7 +32,7 @@ public struct ServiceKey: Hashable, Sendable, CustomStringConvertible, Comparabl
             if scalar.value < 0x20 || scalar.value == 0x7F { throw refuse("it contains a control character") }
             if scalar.properties.isWhitespace { throw refuse("it contains white space") }
         }
-        if let schemeEnd = raw.range(of: "://") {
+        if let schemeEnd = raw.firstRange(of: "://") {
             let scheme = raw[..<schemeEnd.lowerBound].lowercased()
             guard ["http", "https"].contains(scheme) else { throw refuse("only http and https URLs name a service") }
             var rest = raw[schemeEnd.upperBound...]
@@ -98,7 +100,7 @@ public struct ServiceKey: Hashable, Sendable, CustomStringConvertible, Comparabl
             switch scalar {
             case "'": out += "\\'"
             case _ where scalar.value < 0x20 || scalar.value == 0x7F:
-                out += String(format: "\\x%02X", scalar.value)
+                out += "\\x" + Posix.hex([UInt8(truncatingIfNeeded: scalar.value)]).uppercased()
             default: out.unicodeScalars.append(scalar)
             }
         }

@@ -1,5 +1,7 @@
 internal import CSodium
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// The libsodium calls tokenvault uses. C types stay inside this file.
 enum Sodium {

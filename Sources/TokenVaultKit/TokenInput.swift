@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// The largest input `set` reads, and the largest provider response accepted.
 public let maxTokenInputBytes = 1 << 20
@@ -14,7 +16,7 @@ public enum TokenInput {
         guard let text = String(data: data, encoding: .utf8) else {
             throw TokenVaultError.badInput("the input is not UTF-8 text")
         }
-        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let trimmed = text.trimmedWhitespace()
         if trimmed.isEmpty {
             throw TokenVaultError.badInput("no token on stdin: give a token-endpoint JSON object or one token line")
         }
@@ -120,7 +122,7 @@ public enum TokenInput {
         case .integer(let i): return range.contains(i) ? i : nil
         case .number(let n): d = n
         case .string(let s):
-            let t = s.trimmingCharacters(in: .whitespaces)
+            let t = s.trimmedSpaces()
             if let i = Int64(t) { return range.contains(i) ? i : nil }
             guard let n = Double(t) else { return nil }
             d = n
@@ -138,10 +140,7 @@ public enum TokenInput {
             return i
         }
         if let s = v.string {
-            let f = ISO8601DateFormatter()
-            f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-            let d = f.date(from: s) ?? { f.formatOptions = [.withInternetDateTime]; return f.date(from: s) }()
-            if let t = d?.timeIntervalSince1970, t.isFinite, t >= 0, t <= Double(maxTime) { return Int64(t) }
+            if let t = RFC3339.parse(s), t.isFinite, t >= 0, t <= Double(maxTime) { return Int64(t) }
         }
         throw TokenVaultError.badInput("expires_at must be unix seconds or an RFC 3339 time up to 9999, got \(safe(v.text))")
     }

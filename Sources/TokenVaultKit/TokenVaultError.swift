@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// Every failure tokenvault reports. Each case maps to exactly one documented
 /// exit code (`exitCode`), so the CLI never decides codes on its own.

@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// Files whose contents tokenvault acts on — the config (its `*_command`
 /// settings run), `*_file` secrets, the passphrase file — must be the user's

@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// Argon2id cost, stored in the vault header.
 public struct KDFParams: Equatable, Sendable {

@@ -1,5 +1,7 @@
 import ArgumentParser
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import TokenVaultKit
 
 enum GetFormat: String, ExpressibleByArgument, CaseIterable {
@@ -116,7 +118,7 @@ enum HeaderLine {
     static func line(for c: Credential, context: Context) throws -> String {
         guard c.type != .oauth1 else { return try bearer(for: c) }  // explains: sign per request
         if let name = c.provider, let template = try context.providers.headerTemplate(of: name) {
-            return template.replacingOccurrences(of: "{token}", with: c.accessToken)
+            return template.replacing("{token}", with: c.accessToken)
         }
         return try bearer(for: c)
     }

@@ -1,5 +1,7 @@
 import ArgumentParser
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import TokenVaultKit
 
 extension TokenVault {
@@ -83,7 +85,7 @@ extension TokenVault {
             } catch let error as TokenVaultError {
                 guard case .loginRequired = error else { throw error }
                 // No answer: git asks its next helper or the user.
-                Output.notice("\(error.localizedDescription); \(error.hint ?? stored.loginHint)")
+                Output.notice("\(error.errorText); \(error.hint ?? stored.loginHint)")
                 return
             }
             let username = request.username ?? match.username
@@ -92,7 +94,7 @@ extension TokenVault {
             }
             var lines = ["username=\(username)", "password=\(c.accessToken)"]
             if let expiresAt = c.expiresAt { lines.append("password_expiry_utc=\(expiresAt)") }
-            FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+            Posix.write(1, lines.joined(separator: "\n") + "\n")
         }
 
         /// git saw `password` rejected: if it is the stored access token, mark it

@@ -1,5 +1,7 @@
 import ArgumentParser
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import TokenVaultKit
 
 extension TokenVault {
@@ -49,7 +51,7 @@ extension TokenVault {
                 guard body.count <= maxTokenInputBytes, let text = String(data: body, encoding: .utf8) else {
                     throw TokenVaultError.badInput("the form body on stdin is not UTF-8 text of at most 1 MiB")
                 }
-                form = OAuth1Signer.parseQuery(text.trimmingCharacters(in: .newlines))
+                form = OAuth1Signer.parseQuery(text.trimmedNewlines())
             }
             let signer = try context.oauth1Provider(name).signer(token: c.accessToken, tokenSecret: c.tokenSecret)
             let value = try signer.authorization(method: method.uppercased(), url: url, form: form,

@@ -1,5 +1,7 @@
 import ArgumentParser
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import TokenVaultKit
 
 extension TokenVault {
@@ -86,7 +88,7 @@ enum Summary {
         let widths = rows[0].indices.map { i in rows.map { $0[i].count }.max() ?? 0 }
         for row in rows {
             let line = row.enumerated().map { i, cell in
-                i == row.count - 1 ? cell : cell.padding(toLength: widths[i], withPad: " ", startingAt: 0)
+                i == row.count - 1 ? cell : cell.padded(to: widths[i])
             }.joined(separator: "  ")
             Output.value(line)
         }

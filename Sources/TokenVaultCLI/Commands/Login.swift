@@ -1,5 +1,7 @@
 import ArgumentParser
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import TokenVaultKit
 
 extension TokenVault {
@@ -102,7 +104,7 @@ extension TokenVault {
             switch flow {
             case .device:
                 credential = try login.device(id: id, scopes: wanted, timeout: Double(timeout), show: drawQR) { seconds in
-                    Thread.sleep(forTimeInterval: min(max(seconds, 0), 600))
+                    Posix.sleep(min(max(seconds, 0), 600))
                 }
             case .clientCredentials:
                 credential = try login.clientCredentials(id: id, scopes: wanted)
@@ -149,9 +151,9 @@ extension TokenVault {
             guard !noQR, isatty(2) == 1 else { return }
             do {
                 let lines = try QRCode(url).terminalLines()
-                FileHandle.standardError.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+                Posix.write(2, lines.joined(separator: "\n") + "\n")
             } catch let error as TokenVaultError {
-                Output.notice(error.localizedDescription)
+                Output.notice(error.errorText)
             } catch {}
         }
 
@@ -237,22 +239,19 @@ enum Browser {
     }
 
     static func open(_ url: String, environment env: [String: String]) {
-        let p = Process()
+        let argv: [String]
         if let browser = env["BROWSER"], !browser.isEmpty {
             // $BROWSER may carry arguments ("firefox --new-window"): the shell splits it.
-            p.executableURL = URL(fileURLWithPath: "/bin/sh")
-            p.arguments = ["-c", "exec $BROWSER \"$1\"", "sh", url]
-        } else if let xdg = ["/usr/bin/xdg-open", "/usr/local/bin/xdg-open"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) {
-            p.executableURL = URL(fileURLWithPath: xdg)
-            p.arguments = [url]
+            argv = ["/bin/sh", "-c", "exec $BROWSER \"$1\"", "sh", url]
+        } else if let xdg = ["/usr/bin/xdg-open", "/usr/local/bin/xdg-open"].first(where: { (path: String) in access(path, X_OK) == 0 }) {
+            argv = [xdg, url]
         } else {
             Output.notice("no browser to open (set BROWSER, or install xdg-utils): open the URL above yourself")
             return
         }
-        p.environment = ChildEnvironment.scrubbed(env)
-        p.standardInput = FileHandle.nullDevice
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        do { try p.run() } catch { Output.warning("cannot start the browser: \(error.localizedDescription)") }
+        // Not waited for: the browser lives on; the login waits for the redirect.
+        do { try Posix.spawn(argv, env: ChildEnvironment.scrubbed(env), capture: false, wait: false) } catch {
+            Output.warning("cannot start the browser: \(error.errorText)")
+        }
     }
 }

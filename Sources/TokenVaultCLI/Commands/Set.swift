@@ -1,5 +1,7 @@
 import ArgumentParser
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import TokenVaultKit
 
 extension TokenVault {
@@ -49,18 +51,18 @@ enum StandardInput {
             tcgetattr(0, &t)
             let saved = t
             t.c_lflag &= ~tcflag_t(ECHO)
-            FileHandle.standardError.write(Data(prompt.utf8))
+            Posix.write(2, prompt)
             tcsetattr(0, TCSAFLUSH, &t)
             defer {
                 tcsetattr(0, TCSAFLUSH, [saved])
-                FileHandle.standardError.write(Data("\n".utf8))
+                Posix.write(2, "\n")
             }
             return Data((Swift.readLine() ?? "").utf8)
         }
         var data = Data()
         var buffer = [UInt8](repeating: 0, count: 65536)
         while data.count <= maxTokenInputBytes {
-            let n = Foundation.read(0, &buffer, buffer.count)
+            let n = Glibc.read(0, &buffer, buffer.count)
             if n < 0, errno == EINTR { continue }
             guard n > 0 else { break }
             data.append(contentsOf: buffer[0..<n])

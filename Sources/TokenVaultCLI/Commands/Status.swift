@@ -1,5 +1,7 @@
 import ArgumentParser
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import TokenVaultKit
 
 extension TokenVault {
@@ -78,7 +80,7 @@ extension TokenVault {
                 }
                 lines.append(("state", status.state.rawValue))
                 let width = lines.map(\.0.count).max() ?? 0
-                for (k, v) in lines { Output.value("\((k + ":").padding(toLength: width + 2, withPad: " ", startingAt: 0))\(v)") }
+                for (k, v) in lines { Output.value("\((k + ":").padded(to: width + 2))\(v)") }
             }
             if !status.isUsable { throw status.loginRequiredError(for: c) }
         }

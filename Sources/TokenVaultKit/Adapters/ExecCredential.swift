@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// kubectl's client-go credential plugin contract: an `ExecCredential` on stdout.
 public struct ExecCredentialRequest: Sendable, Equatable {
@@ -16,17 +18,18 @@ public struct ExecCredentialRequest: Sendable, Equatable {
         guard let info = env["KUBERNETES_EXEC_INFO"], !info.isEmpty else {
             return ExecCredentialRequest(apiVersion: v1beta1, interactive: true)
         }
-        guard let object = try? JSONSerialization.jsonObject(with: Data(info.utf8)) as? [String: Any] else {
+        guard case .object(let object)? = try? JSONDecoder().decode(JSONValue.self, from: Data(info.utf8)) else {
             throw TokenVaultError.badInput("KUBERNETES_EXEC_INFO is not a JSON object")
         }
-        guard let version = object["apiVersion"] as? String else {
+        guard let version = object["apiVersion"]?.string else {
             throw TokenVaultError.badInput("KUBERNETES_EXEC_INFO has no apiVersion")
         }
         guard version == v1beta1 || version == v1 else {
             throw TokenVaultError.badInput("kubectl asked for an ExecCredential of \(ServiceKey.quoted(version)); tokenvault writes \(v1beta1) and \(v1)")
         }
-        let spec = object["spec"] as? [String: Any]
-        return ExecCredentialRequest(apiVersion: version, interactive: spec?["interactive"] as? Bool ?? false)
+        var interactive = false
+        if case .object(let spec)? = object["spec"], case .bool(let b)? = spec["interactive"] { interactive = b }
+        return ExecCredentialRequest(apiVersion: version, interactive: interactive)
     }
 
     /// The ExecCredential for a token; `expirationTimestamp` (RFC 3339, UTC)
@@ -38,10 +41,7 @@ public struct ExecCredentialRequest: Sendable, Equatable {
     }
 
     static func rfc3339(_ unix: Int64) -> String {
-        let f = ISO8601DateFormatter()
-        f.formatOptions = [.withInternetDateTime]
-        f.timeZone = TimeZone(identifier: "UTC")
-        return f.string(from: Date(timeIntervalSince1970: TimeInterval(unix)))
+        RFC3339.format(unix)
     }
 }
 
@@ -69,7 +69,7 @@ public enum SASLMechanism: String, Sendable, CaseIterable {
         case .oauthbearer:
             // RFC 7628 §3.1: a GS2 header naming the authorization identity
             // (RFC 5801 saslname: "=" and "," escaped), then kvpairs.
-            let saslname = user.replacingOccurrences(of: "=", with: "=3D").replacingOccurrences(of: ",", with: "=2C")
+            let saslname = user.replacing("=", with: "=3D").replacing(",", with: "=2C")
             message = "n,a=\(saslname),\u{1}auth=Bearer \(token)\u{1}\u{1}"
         }
         return Data(message.utf8).base64EncodedString()

@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// One request of git's credential-helper protocol (gitcredentials(7),
 /// git-credential(1)): `key=value` lines, ended by a blank line or the end of
@@ -52,7 +54,7 @@ public struct GitCredentialRequest: Sendable, Equatable {
     }
 
     private mutating func take(url: String) throws {
-        guard let scheme = url.range(of: "://") else {
+        guard let scheme = url.firstRange(of: "://") else {
             throw TokenVaultError.badInput("malformed credential request: url \(ServiceKey.quoted(url)) has no scheme")
         }
         fields["protocol"] = String(url[..<scheme.lowerBound])
@@ -64,7 +66,7 @@ public struct GitCredentialRequest: Sendable, Equatable {
         }
         if let at = rest.lastIndex(of: "@") {
             let user = rest[..<at]
-            fields["username"] = String(user.split(separator: ":", maxSplits: 1).first ?? "").removingPercentEncoding ?? String(user)
+            fields["username"] = Posix.percentDecoded(String(user.split(separator: ":", maxSplits: 1).first ?? "")) ?? String(user)
             rest = rest[rest.index(after: at)...]
         }
         fields["host"] = String(rest)
@@ -86,7 +88,7 @@ public struct GitHostRule: Sendable, Equatable {
         }
         var rest = Substring(entry.lowercased())
         scheme = "https"
-        if let r = rest.range(of: "://") {
+        if let r = rest.firstRange(of: "://") {
             scheme = String(rest[..<r.lowerBound])
             rest = rest[r.upperBound...]
         }

@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// How to reach the etcd cluster (SPEC §11): `[etcd]` in the config, with
 /// `TOKENVAULT_ETCD_ENDPOINTS` and `TOKENVAULT_ETCD_PREFIX` over it.
@@ -17,7 +19,7 @@ public struct EtcdSettings: Sendable {
         let table = config.etcd ?? EtcdConfig()
         var endpoints = table.endpoints ?? []
         if let e = env["TOKENVAULT_ETCD_ENDPOINTS"], !e.isEmpty {
-            endpoints = e.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            endpoints = e.split(separator: ",").map { $0.trimmedSpaces() }.filter { !$0.isEmpty }
         }
         guard !endpoints.isEmpty else {
             throw TokenVaultError.config("the etcd backend has no endpoints",
@@ -112,7 +114,7 @@ struct EtcdAmbiguous: Error {
 /// `EtcdAmbiguous` instead of being sent twice.
 final class EtcdClient: @unchecked Sendable {
     let settings: EtcdSettings
-    private let lock = NSLock()
+    private let lock = PosixLock()
     private var preferred = 0
     private var token: String?
     private var authenticated = false
@@ -281,7 +283,7 @@ final class EtcdClient: @unchecked Sendable {
                     if !idempotent, !ambiguousIsFailure { throw EtcdAmbiguous(detail: why) }
                     continue
                 } catch TokenVaultError.backendUnavailable(let why, let hint) {
-                    throw TokenVaultError.backendUnavailable(why.replacingOccurrences(of: "no provider", with: "etcd"), hint: hint)
+                    throw TokenVaultError.backendUnavailable(why.replacing("no provider", with: "etcd"), hint: hint)
                 }
                 let object: [String: JSONValue]
                 if let v = try? JSONDecoder().decode(JSONValue.self, from: response.body), case .object(let o) = v {
@@ -325,7 +327,7 @@ final class EtcdClient: @unchecked Sendable {
             attempt += 1
             if only != nil || deadline.timeIntervalSinceNow <= 0.05 { break }
             // Every endpoint failed this round: an election, or a restart. Back off a little.
-            Thread.sleep(forTimeInterval: min(0.05 * Double(1 << min(attempt, 4)), max(deadline.timeIntervalSinceNow, 0)))
+            Posix.sleep(min(0.05 * Double(1 << min(attempt, 4)), max(deadline.timeIntervalSinceNow, 0)))
             start = lock.withLock { preferred }
         }
         if only != nil { throw TokenVaultError.temporary(last) }
@@ -381,7 +383,7 @@ enum EtcdReachMark {
         let p = path(s)
         var st = stat()
         if lstat(p, &st) == 0 { return }
-        guard (try? PrivateDirectory.ensure((p as NSString).deletingLastPathComponent)) != nil else { return }
+        guard (try? PrivateDirectory.ensure(Posix.dirname(p))) != nil else { return }
         let fd = open(p, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         if fd >= 0 { close(fd) }
     }

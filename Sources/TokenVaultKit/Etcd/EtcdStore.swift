@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// The fleet backend (SPEC §11): credentials in an etcd v3 cluster, sealed on
 /// the client so etcd never sees a token, a service or an account name.
@@ -431,7 +433,7 @@ public final class EtcdStore: SharedStore {
                 let isLeader = leader != nil && leader == member
                 return (e, "etcd \(o["version"]?.string ?? "?")" + (isLeader ? ", leader" : ""), isLeader)
             } catch {
-                return (e, "unreachable: \(error.localizedDescription)", false)
+                return (e, "unreachable: \(error.errorText)", false)
             }
         }
     }
@@ -444,7 +446,7 @@ public final class EtcdStore: SharedStore {
             let cached = cachedKey().map { Sodium.equal(VaultFormat.keyCheck($0.key), r.check) } ?? false
             return "present (argon2id, opslimit \(r.params.opsLimit), memlimit \(r.params.memLimit >> 20) MiB), key \(cached ? "cached" : "not cached")"
         } catch {
-            return "unreadable: \(error.localizedDescription)"
+            return "unreadable: \(error.errorText)"
         }
     }
 }
@@ -455,12 +457,11 @@ final class LeaseKeeper: @unchecked Sendable {
 
     init(client: EtcdClient, lease: Int64, ttl: Int) {
         let interval = max(Double(ttl) / 3, 0.5)
-        let thread = Thread { [stopped] in
+        Posix.spawnThread { [stopped] in
             while stopped.wait(timeout: .now() + interval) == .timedOut {
                 if (try? client.keepAlive(lease)) == false { break }
             }
         }
-        thread.start()
     }
 
     func stop() {

@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// OAuth 1.0a login (RFC 5849 §2): temporary credentials, the user's approval
 /// (loopback callback, or `oob` with a PIN), then token credentials.
@@ -50,7 +52,7 @@ public struct OAuth1Login {
         let (token, secret) = try requestToken(callback: "oob")
         notify("open this URL in a browser on any machine and log in to \(provider.name):\n\n    \(authorizeURL(token: token))\n")
         notify("then type the PIN it shows:")
-        guard let pin = readLine()?.trimmingCharacters(in: .whitespacesAndNewlines), !pin.isEmpty,
+        guard let pin = readLine()?.trimmedWhitespace(), !pin.isEmpty,
               !pin.contains(where: { $0.isWhitespace })
         else {
             throw TokenVaultError.badInput("no PIN was typed; nothing was stored")

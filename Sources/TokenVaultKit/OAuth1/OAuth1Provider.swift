@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// An OAuth 1.0a provider: its preset merged with its `[providers.NAME]` table.
 public struct OAuth1Provider: Sendable {

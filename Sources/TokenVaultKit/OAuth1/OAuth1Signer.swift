@@ -1,5 +1,7 @@
 internal import CTokenVault
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// RFC 5849 §3.4: signs one request for OAuth 1.0a (HMAC-SHA1 or PLAINTEXT).
 public struct OAuth1Signer: Sendable {
@@ -38,7 +40,7 @@ public struct OAuth1Signer: Sendable {
         let signature = try sign(method: httpMethod, url: url, parameters: oauth + form)
         oauth.append(("oauth_signature", signature))
         var parts = oauth.sorted { $0.0 < $1.0 }.map { "\(Self.encode($0.0))=\"\(Self.encode($0.1))\"" }
-        if let realm { parts.insert("realm=\"\(realm.replacingOccurrences(of: "\"", with: ""))\"", at: 0) }
+        if let realm { parts.insert("realm=\"\(realm.replacing("\"", with: ""))\"", at: 0) }
         return "OAuth " + parts.joined(separator: ", ")
     }
 
@@ -78,7 +80,7 @@ public struct OAuth1Signer: Sendable {
     /// §3.4.1.2: scheme and host lower-cased, default port dropped, no query or fragment;
     /// and the query's parameters (§3.4.1.3.1).
     static func baseURI(_ url: String) throws -> (String, [(String, String)]) {
-        guard let schemeEnd = url.range(of: "://") else {
+        guard let schemeEnd = url.firstRange(of: "://") else {
             throw TokenVaultError.usage("--url must be an absolute http(s) URL, not \(ServiceKey.quoted(url))")
         }
         let scheme = url[..<schemeEnd.lowerBound].lowercased()

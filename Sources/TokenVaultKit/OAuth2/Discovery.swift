@@ -1,5 +1,7 @@
 internal import CSodium
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// A provider's endpoints from its `issuer` (SPEC §13): OpenID Connect
 /// discovery (`ISSUER/.well-known/openid-configuration`), else RFC 8414
@@ -25,7 +27,7 @@ public struct Discovery {
 
     /// `$XDG_CACHE_HOME/tokenvault/discovery`.
     public static func defaultDirectory(environment env: [String: String]) -> String {
-        let cache = env["XDG_CACHE_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? ((env["HOME"] ?? NSHomeDirectory()) + "/.cache")
+        let cache = env["XDG_CACHE_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? (Posix.homeDirectory(env) + "/.cache")
         return cache + "/tokenvault/discovery"
     }
 
@@ -42,7 +44,7 @@ public struct Discovery {
             document = try fetch(issuer, provider: name)
         } catch let error as TokenVaultError {
             guard case .temporary = error, let cached else { throw error }
-            warn("could not fetch the discovery document of \(name) (\(error.localizedDescription)); using the one fetched \(now - cached.fetchedAt) s ago")
+            warn("could not fetch the discovery document of \(name) (\(error.errorText)); using the one fetched \(now - cached.fetchedAt) s ago")
             return try Self.checked(cached.document, issuer: issuer, provider: name)
         }
         let endpoints = try Self.checked(document, issuer: issuer, provider: name)
@@ -76,7 +78,7 @@ public struct Discovery {
     /// multi-tenant endpoints) stands for one path segment of the configured one.
     static func issuerMatches(_ stated: String, configured: String) -> Bool {
         if stated == configured { return true }
-        guard let range = stated.range(of: "{tenantid}") else { return false }
+        guard let range = stated.firstRange(of: "{tenantid}") else { return false }
         let prefix = stated[..<range.lowerBound], suffix = stated[range.upperBound...]
         guard configured.hasPrefix(prefix), configured.hasSuffix(suffix), configured.count > prefix.count + suffix.count else { return false }
         let middle = configured.dropFirst(prefix.count).dropLast(suffix.count)
@@ -87,7 +89,7 @@ public struct Discovery {
     static func urls(_ issuer: String) -> [String] {
         let trimmed = issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer
         var urls = [trimmed + "/.well-known/openid-configuration"]
-        if let scheme = trimmed.range(of: "://") {
+        if let scheme = trimmed.firstRange(of: "://") {
             let rest = trimmed[scheme.upperBound...]
             let slash = rest.firstIndex(of: "/") ?? rest.endIndex
             urls.append(String(trimmed[..<slash]) + "/.well-known/oauth-authorization-server" + rest[slash...])
@@ -116,7 +118,7 @@ public struct Discovery {
         var hash = [UInt8](repeating: 0, count: 16)
         let bytes = Array(issuer.utf8)
         crypto_generichash(&hash, hash.count, bytes, UInt64(bytes.count), nil, 0)
-        return cacheDirectory + "/" + hash.map { String(format: "%02x", $0) }.joined() + ".json"
+        return cacheDirectory + "/" + Posix.hex(hash) + ".json"
     }
 
     private func readCache(_ issuer: String) -> (fetchedAt: Int64, document: [String: JSONValue])? {
@@ -152,7 +154,7 @@ public enum DiscoveredProviders {
     public static func name(for issuer: String) -> String {
         guard let key = try? ServiceKey(parsing: issuer) else { return "issuer" }
         var parts = [GitHostRule.hostname(key.host)]
-        if let scheme = issuer.range(of: "://") {
+        if let scheme = issuer.firstRange(of: "://") {
             let rest = issuer[scheme.upperBound...]
             if let slash = rest.firstIndex(of: "/"), let last = rest[slash...].split(separator: "/").last { parts.append(String(last)) }
         }
@@ -176,7 +178,7 @@ public enum DiscoveredProviders {
             if let i = t.issuer { text += "issuer = \(try quoted(i))\n" }
             if let c = t.client_id { text += "client_id = \(try quoted(c))\n" }
         }
-        let dir = (path as NSString).deletingLastPathComponent
+        let dir = Posix.dirname(path)
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let temp = path + ".tmp-\(getpid())"
         guard FileManager.default.createFile(atPath: temp, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]),
@@ -191,6 +193,6 @@ public enum DiscoveredProviders {
         guard !s.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
             throw TokenVaultError.usage("\(ServiceKey.quoted(s)) contains a control character")
         }
-        return "\"" + s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+        return "\"" + s.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"") + "\""
     }
 }

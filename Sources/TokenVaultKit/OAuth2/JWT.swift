@@ -1,6 +1,8 @@
 internal import CSodium
 internal import CTokenVault
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// JSON Web Tokens for RFC 7523: a service account's assertion (jwt_bearer)
 /// and client authentication (private_key_jwt, client_secret_jwt). RS256 and
@@ -18,12 +20,12 @@ public enum JWT {
 
     public static func base64url(_ data: some Sequence<UInt8>) -> String {
         Data(data).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+            .replacing("+", with: "-").replacing("/", with: "_")
+            .replacing("=", with: "")
     }
 
     static func base64urlDecode(_ text: some StringProtocol) -> Data? {
-        var s = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        var s = String(text).replacing("-", with: "+").replacing("_", with: "/")
         while s.count % 4 != 0 { s += "=" }
         return Data(base64Encoded: s)
     }

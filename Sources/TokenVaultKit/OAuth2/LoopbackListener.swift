@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// The redirect target of a native-app login (RFC 8252 §7.3): a socket on
 /// 127.0.0.1 that accepts one redirect to `/callback`, answers the browser

@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// Logging in to an OAuth 2.0 provider (SPEC §7): authorization code with PKCE
 /// through a loopback redirect or a pasted URL, and client credentials.
@@ -70,7 +72,7 @@ public struct OAuth2Login {
         let url = try authorizationURL(redirectURI: redirectURI, state: state, pkce: pkce, scopes: scopes)
         notify("open this URL in a browser on any machine and log in to \(provider.name):\n\n    \(url)\n")
         notify("the browser then fails to load \(redirectURI)…; paste that whole URL (or just the code) here:")
-        guard let line = readLine()?.trimmingCharacters(in: .whitespacesAndNewlines), !line.isEmpty else {
+        guard let line = readLine()?.trimmedWhitespace(), !line.isEmpty else {
             throw TokenVaultError.badInput("nothing was pasted; nothing was stored")
         }
         if line.contains("://") || line.hasPrefix("?") || line.contains("code=") || line.contains("error=") {
@@ -237,12 +239,12 @@ public struct OAuth2Login {
             }
             return out
         } catch {
-            notify("could not read who logged in (\(error.localizedDescription))")
+            notify("could not read who logged in (\(error.errorText))")
             return c
         }
     }
 
     static func html(_ s: String) -> String {
-        s.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
+        s.replacing("&", with: "&amp;").replacing("<", with: "&lt;").replacing(">", with: "&gt;")
     }
 }

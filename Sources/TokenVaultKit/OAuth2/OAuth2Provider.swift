@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// A provider ready for OAuth 2.0 exchanges: its preset merged with its
 /// `[providers.NAME]` table, checked.
@@ -249,16 +251,11 @@ enum SecretSource: Sendable {
 /// `/bin/sh -c COMMAND`, its stdout captured, stdin from /dev/null.
 enum ShellCommand {
     static func run(_ command: String) throws -> (Int32, [UInt8]) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/bin/sh")
-        p.arguments = ["-c", command]
-        p.environment = ChildEnvironment.scrubbed(ProcessInfo.processInfo.environment)
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardInput = FileHandle.nullDevice
-        do { try p.run() } catch { throw TokenVaultError.config("cannot run /bin/sh") }
-        let bytes = Array(out.fileHandleForReading.readDataToEndOfFile())
-        p.waitUntilExit()
-        return (p.terminationStatus, bytes)
+        do {
+            return try Posix.spawn(["/bin/sh", "-c", command], env: ChildEnvironment.scrubbed(ProcessInfo.processInfo.environment),
+                                   capture: true, wait: true)
+        } catch {
+            throw TokenVaultError.config("cannot run /bin/sh")
+        }
     }
 }

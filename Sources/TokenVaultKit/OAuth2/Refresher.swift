@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// Refresh on read (SPEC §7, §10): hands out a credential whose access token
 /// may be used, renewing it first when its state is `refreshable`. Across
@@ -85,15 +87,15 @@ public struct Refresher {
                 // Remembered (SPEC §10): no command asks the provider again until a
                 // login, a set or an explicit `tokenvault refresh`.
                 var marked = current
-                marked.refusal = Refusal(reason: error.localizedDescription, at: clock.now)
+                marked.refusal = Refusal(reason: error.errorText, at: clock.now)
                 marked.updatedAt = clock.now
                 _ = try? vault.write(marked, if: read)
                 throw TokenVaultError.loginRequired(
-                    "cannot renew the token for \(id): \(error.localizedDescription); the stored record is kept",
+                    "cannot renew the token for \(id): \(error.errorText); the stored record is kept",
                     hint: current.loginHint)
             case .temporary where !current.isExpired(at: clock.now):
                 let left = (current.expiresAt ?? clock.now) - clock.now
-                warn("could not refresh the token for \(id) (\(error.localizedDescription)); using the current one, valid \(left) s more")
+                warn("could not refresh the token for \(id) (\(error.errorText)); using the current one, valid \(left) s more")
                 return current
             default:
                 throw error
@@ -112,7 +114,7 @@ public struct Refresher {
             return try vault.load(fresh.id)
         } catch let error as TokenVaultError {
             guard case .unchanged(let generation) = read, vault.keepInSpool(fresh, readGeneration: generation) else { throw error }
-            warn("could not store the renewed token for \(fresh.id) (\(error.localizedDescription)); it is kept in \(vault.runtimeDirectory)/spool and will be stored by the next run")
+            warn("could not store the renewed token for \(fresh.id) (\(error.errorText)); it is kept in \(vault.runtimeDirectory)/spool and will be stored by the next run")
             return fresh
         }
     }

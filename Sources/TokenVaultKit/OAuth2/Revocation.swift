@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// Revoking at the provider (SPEC §3 `revoke`): RFC 7009, or Weibo's endpoint.
 public enum Revocation {

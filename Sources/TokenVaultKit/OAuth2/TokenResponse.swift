@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// Reads what a token endpoint answered, tolerantly (SPEC §7): JSON whatever
 /// the Content-Type (Weibo sends text/plain), form-encoded (GitHub's default),
@@ -8,7 +10,7 @@ public enum TokenResponse {
     /// The fields of a body that is a JSON object or form data; nil otherwise.
     public static func fields(_ body: Data) -> [String: JSONValue]? {
         if let v = try? JSONDecoder().decode(JSONValue.self, from: body), case .object(let o) = v { return o }
-        guard let text = String(data: body, encoding: .utf8)?.trimmingCharacters(in: .whitespacesAndNewlines),
+        guard let text = String(data: body, encoding: .utf8)?.trimmedWhitespace(),
               !text.hasPrefix("<"), !text.contains("\n"), let pairs = FormEncoding.decode(text)
         else { return nil }
         var o: [String: JSONValue] = [:]
@@ -65,7 +67,7 @@ public enum TokenResponse {
 
     private static func looksLikeHTML(_ r: HTTPResponse) -> Bool {
         (r.contentType ?? "").lowercased().contains("html")
-            || String(decoding: r.body.prefix(64), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines).hasPrefix("<")
+            || String(decoding: r.body.prefix(64), as: UTF8.self).trimmedWhitespace().hasPrefix("<")
     }
 
     /// Provider text for a one-line message on a terminal: every secret that was
@@ -75,7 +77,7 @@ public enum TokenResponse {
         var text = s
         for secret in secrets where secret.count >= 4 {
             for form in Set([secret, FormEncoding.percentEncode(secret)]) {
-                text = text.replacingOccurrences(of: form, with: "[redacted]")
+                text = text.replacing(form, with: "[redacted]")
             }
         }
         let flat = String(String.UnicodeScalarView(text.unicodeScalars.map {

@@ -1,0 +1,210 @@
+import CDispatch
+import FoundationEssentials
+import Glibc
+
+/// The few things tokenvault took from the whole of Foundation, on the C
+/// library instead: the binary links only FoundationEssentials, which keeps
+/// ICU and ~2,300 conformance records out of every start (issue "Cold start").
+public enum Posix {
+    /// `path` without its last component (NSString.deletingLastPathComponent).
+    public static func dirname(_ path: String) -> String {
+        var p = Substring(path)
+        while p.count > 1, p.hasSuffix("/") { p = p.dropLast() }
+        guard let slash = p.lastIndex(of: "/") else { return "" }
+        if slash == p.startIndex { return "/" }
+        return String(p[..<slash])
+    }
+
+    /// The last component of `path` (NSString.lastPathComponent).
+    public static func basename(_ path: String) -> String {
+        var p = Substring(path)
+        while p.count > 1, p.hasSuffix("/") { p = p.dropLast() }
+        guard let slash = p.lastIndex(of: "/") else { return String(p) }
+        return p.count == 1 ? "/" : String(p[p.index(after: slash)...])
+    }
+
+    /// `$HOME`, else the password database's home of this user.
+    public static func homeDirectory(_ env: [String: String]) -> String {
+        if let home = env["HOME"], !home.isEmpty { return home }
+        if let pw = getpwuid(geteuid()), let dir = pw.pointee.pw_dir { return String(decoding: UnsafeRawBufferPointer(start: dir, count: strlen(dir)), as: UTF8.self) }
+        return "/"
+    }
+
+    public static func sleep(_ seconds: Double) {
+        guard seconds > 0 else { return }
+        var t = timespec(tv_sec: Int(seconds), tv_nsec: Int((seconds - Double(Int(seconds))) * 1e9))
+        var left = timespec()
+        while nanosleep(&t, &left) != 0, errno == EINTR { t = left }
+    }
+
+    /// Writes all of `bytes` to `fd` (stdout, stderr), retrying short writes.
+    public static func write(_ fd: Int32, _ bytes: [UInt8]) {
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + done, bytes.count - done) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { return }
+            done += n
+        }
+    }
+
+    public static func write(_ fd: Int32, _ text: String) { write(fd, Array(text.utf8)) }
+
+    /// `%XX` escapes decoded; nil when one is malformed or the result is not UTF-8.
+    public static func percentDecoded(_ s: String) -> String? {
+        var out: [UInt8] = []
+        var bytes = Array(s.utf8)[...]
+        while let b = bytes.popFirst() {
+            guard b == UInt8(ascii: "%") else { out.append(b); continue }
+            guard bytes.count >= 2, let v = UInt8(String(decoding: bytes.prefix(2), as: UTF8.self), radix: 16) else { return nil }
+            out.append(v)
+            bytes = bytes.dropFirst(2)
+        }
+        return String(validating: out, as: UTF8.self)
+    }
+
+    /// Lower-case hex of `bytes`.
+    public static func hex(_ bytes: some Sequence<UInt8>) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        for b in bytes { out += [digits[Int(b >> 4)], digits[Int(b & 15)]] }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Runs `body` on a new thread of `stackSize` bytes.
+    public static func spawnThread(stackSize: Int = 1 << 20, _ body: @escaping @Sendable () -> Void) {
+        final class Box: @unchecked Sendable { let body: @Sendable () -> Void; init(_ b: @escaping @Sendable () -> Void) { body = b } }
+        var attr = pthread_attr_t.init()
+        pthread_attr_init(&attr)
+        pthread_attr_setstacksize(&attr, stackSize)
+        pthread_attr_setdetachstate(&attr, Int32(PTHREAD_CREATE_DETACHED))
+        let box = Unmanaged.passRetained(Box(body)).toOpaque()
+        var thread = pthread_t()
+        let rc = pthread_create(&thread, &attr, { arg in
+            let box = Unmanaged<Box>.fromOpaque(arg!).takeRetainedValue()
+            box.body()
+            return nil
+        }, box)
+        pthread_attr_destroy(&attr)
+        if rc != 0 {
+            Unmanaged<Box>.fromOpaque(box).release()
+            body()  // no thread to be had: run it here
+        }
+    }
+
+    /// Starts `argv` (a path and its arguments) with `env`, stdin from
+    /// /dev/null and stderr to /dev/null; stdout to /dev/null, or captured
+    /// when `capture`. Waits for it when `wait`; its exit status and output.
+    @discardableResult
+    public static func spawn(_ argv: [String], env: [String: String], capture: Bool, wait: Bool) throws -> (status: Int32, output: [UInt8]) {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        var pipeFDs: [Int32] = [-1, -1]
+        if capture {
+            guard pipe(&pipeFDs) == 0 else { throw TokenVaultError.internal("cannot create a pipe: \(String(cString: strerror(errno)))") }
+            for fd in pipeFDs { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+            posix_spawn_file_actions_adddup2(&actions, pipeFDs[1], 1)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        let cArgs = argv.map { strdup($0) } + [nil]
+        let cEnv = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            cArgs.forEach { free($0) }
+            cEnv.forEach { free($0) }
+        }
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, argv[0], &actions, nil, cArgs, cEnv)
+        if capture { close(pipeFDs[1]) }
+        guard rc == 0 else {
+            if capture { close(pipeFDs[0]) }
+            throw TokenVaultError.internal("cannot start \(argv[0]): \(String(cString: strerror(rc)))")
+        }
+        var output: [UInt8] = []
+        if capture {
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let n = read(pipeFDs[0], &buffer, buffer.count)
+                if n < 0, errno == EINTR { continue }
+                guard n > 0 else { break }
+                output += buffer[..<n]
+            }
+            close(pipeFDs[0])
+        }
+        guard wait else { return (0, output) }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+        let exited = status & 0x7F == 0
+        return (exited ? (status >> 8) & 0xFF : 128 + (status & 0x7F), output)
+    }
+}
+
+/// A mutex for a few words of shared state.
+public final class PosixLock: @unchecked Sendable {
+    private var mutex = pthread_mutex_t()
+    public init() { pthread_mutex_init(&mutex, nil) }
+    deinit { pthread_mutex_destroy(&mutex) }
+    public func withLock<T>(_ body: () throws -> T) rethrows -> T {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        return try body()
+    }
+}
+
+/// RFC 3339 times (FoundationEssentials' ISO 8601 style, UTC).
+public enum RFC3339 {
+    public static func format(_ unix: Int64) -> String {
+        Date(timeIntervalSince1970: TimeInterval(unix)).formatted(Date.ISO8601FormatStyle())
+    }
+
+    /// Seconds since the epoch, with or without fractional seconds; nil when it is not one.
+    public static func parse(_ s: String) -> Double? {
+        for style in [Date.ISO8601FormatStyle(includingFractionalSeconds: true), Date.ISO8601FormatStyle()] {
+            if let d = try? style.parse(s) { return d.timeIntervalSince1970 }
+        }
+        return nil
+    }
+}
+
+extension Error {
+    /// What `localizedDescription` gave with the whole of Foundation: a
+    /// LocalizedError's description, else the error as text.
+    public var errorText: String { (self as? LocalizedError)?.errorDescription ?? String(describing: self) }
+}
+
+extension StringProtocol {
+    /// Without leading and trailing white space and line breaks.
+    public func trimmedWhitespace() -> String {
+        let isSpace: (Character) -> Bool = { $0.isWhitespace || $0.isNewline }
+        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else { return "" }
+        return String(self[first...last])
+    }
+
+    /// Without leading and trailing spaces and tabs (line breaks kept).
+    public func trimmedSpaces() -> String {
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else { return "" }
+        return String(self[first...last])
+    }
+}
+
+extension Double {
+    /// "3", "0.5": seconds for messages, without Foundation's number formatting.
+    public var shortText: String { self == rounded() ? String(Int(self)) : String(self) }
+}
+
+extension String {
+    /// Padded with spaces to `width` characters (never cut): table columns.
+    public func padded(to width: Int) -> String {
+        count >= width ? self : self + String(repeating: " ", count: width - count)
+    }
+
+    /// Without leading and trailing line breaks.
+    public func trimmedNewlines() -> String {
+        guard let first = firstIndex(where: { !$0.isNewline }), let last = lastIndex(where: { !$0.isNewline }) else { return "" }
+        return String(self[first...last])
+    }
+}
