@@ -74,4 +74,26 @@ final class HotPathTests: XCTestCase {
         XCTAssertTrue(refreshLibs.contains("libcurl.so.4"), "\(refreshLibs)")
         XCTAssertFalse(refreshLibs.contains("libsecret-1.so.0"))
     }
+
+    func testTheVaultsCodeReferencesFoundationEssentialsOnly() throws {
+        // The whole of Foundation (ICU, CoreFoundation, thousands of conformance
+        // records) stays out of the binary only while no object file of these
+        // modules references it; MemberImportVisibility catches most of it at
+        // compile time, this catches the rest.
+        let buildDir = (Paths.binary as NSString).deletingLastPathComponent
+        for module in ["TokenVaultKit", "TokenVaultCLI"] {
+            let dir = buildDir + "/\(module).build"
+            // Only the objects of sources that exist: a deleted file's object stays behind.
+            let sources = Set((FileManager.default.enumerator(atPath: Paths.root.appendingPathComponent("Sources/\(module)").path)?
+                .compactMap { ($0 as? String).map { ($0 as NSString).lastPathComponent } }) ?? [])
+            let objects = try FileManager.default.contentsOfDirectory(atPath: dir)
+                .filter { $0.hasSuffix(".swift.o") && sources.contains(String($0.dropLast(2))) }
+            XCTAssertGreaterThan(objects.count, 5, dir)
+            let nm = runProcess("/usr/bin/nm", ["-u"] + objects.map { dir + "/" + $0 }, env: [:])
+            XCTAssertEqual(nm.status, 0, nm.stderr)
+            XCTAssertTrue(nm.stdout.contains("$s20FoundationEssentials"), "the check sees Swift symbols")
+            let foundation = nm.stdout.split(separator: "\n").filter { $0.contains("$s10Foundation") || $0.contains("$s26FoundationInternationalization") }
+            XCTAssertEqual(foundation, [], "\(module) references the whole of Foundation")
+        }
+    }
 }
