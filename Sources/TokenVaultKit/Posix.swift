@@ -92,11 +92,14 @@ public enum Posix {
         }
     }
 
-    /// Starts `argv` (a path and its arguments) with `env`, stdin from
-    /// /dev/null and stderr to /dev/null; stdout to /dev/null, or captured
-    /// when `capture`. Waits for it when `wait`; its exit status and output.
+    /// Starts `argv` (a path and its arguments) with `env` and stdin from
+    /// /dev/null; stdout to /dev/null, or captured when `capture`; stderr
+    /// shared with tokenvault's when `showErrors` (a secret command's own
+    /// messages), else to /dev/null. Waits for it when `wait`; its exit
+    /// status and output.
     @discardableResult
-    public static func spawn(_ argv: [String], env: [String: String], capture: Bool, wait: Bool) throws -> (status: Int32, output: [UInt8]) {
+    public static func spawn(_ argv: [String], env: [String: String], capture: Bool, showErrors: Bool = false,
+                             wait: Bool) throws -> (status: Int32, output: [UInt8]) {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -109,7 +112,7 @@ public enum Posix {
             posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        if !showErrors { posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0) }
         let cArgs = argv.map { strdup($0) } + [nil]
         let cEnv = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {

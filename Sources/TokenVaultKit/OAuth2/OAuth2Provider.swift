@@ -253,7 +253,7 @@ enum ShellCommand {
     static func run(_ command: String) throws -> (Int32, [UInt8]) {
         do {
             return try Posix.spawn(["/bin/sh", "-c", command], env: ChildEnvironment.scrubbed(ProcessInfo.processInfo.environment),
-                                   capture: true, wait: true)
+                                   capture: true, showErrors: true, wait: true)
         } catch {
             throw TokenVaultError.config("cannot run /bin/sh")
         }
