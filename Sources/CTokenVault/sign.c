@@ -44,58 +44,67 @@ static int tv_fail(const tv_sign_api *a, char *message, size_t len, const char *
     return 0;
 }
 
-int tv_sign(const char *pem, size_t pem_len, const unsigned char *data, size_t data_len,
-            unsigned char **signature, const char **alg, char *message, size_t message_len) {
+tv_sign_key *tv_sign_key_open(const char *pem, size_t pem_len, const char **alg, char *message, size_t message_len) {
     const tv_sign_api *a = tv_api();
     if (!a) {
         snprintf(message, message_len, "libcrypto cannot be loaded (%s)", library.error);
-        return 0;
+        return NULL;
     }
     BIO *bio = a->BIO_new_mem_buf(pem, (int)pem_len);
-    if (!bio) return tv_fail(a, message, message_len, "out of memory");
+    if (!bio) { tv_fail(a, message, message_len, "out of memory"); return NULL; }
     EVP_PKEY *key = a->PEM_read_bio_PrivateKey(bio, NULL, tv_no_passphrase, NULL);
     a->BIO_free(bio);
-    if (!key) return tv_fail(a, message, message_len, "not an unencrypted PEM private key");
+    if (!key) { tv_fail(a, message, message_len, "not an unencrypted PEM private key"); return NULL; }
     int type = a->EVP_PKEY_get_base_id(key);
-    int ok = 0;
     if (type == EVP_PKEY_RSA) {
         if (a->EVP_PKEY_get_bits(key) < 2048) {
             snprintf(message, message_len, "the RSA key has %d bits; RS256 needs 2048 or more", a->EVP_PKEY_get_bits(key));
             a->EVP_PKEY_free(key);
-            return 0;
+            return NULL;
         }
         *alg = "RS256";
-        ok = 1;
     } else if (type == EVP_PKEY_EC) {
         char group[64] = "";
         size_t group_len = 0;
         if (!a->EVP_PKEY_get_group_name(key, group, sizeof group, &group_len) || strcmp(group, "prime256v1") != 0) {
             snprintf(message, message_len, "the EC key is on curve %s; ES256 needs P-256 (prime256v1)", group[0] ? group : "unknown");
             a->EVP_PKEY_free(key);
-            return 0;
+            return NULL;
         }
         *alg = "ES256";
-        ok = 1;
     } else {
         snprintf(message, message_len, "the key is neither RSA nor EC P-256");
         a->EVP_PKEY_free(key);
+        return NULL;
+    }
+    return (tv_sign_key *)key;
+}
+
+void tv_sign_key_free(tv_sign_key *handle) {
+    const tv_sign_api *a = tv_api();
+    if (a && handle) a->EVP_PKEY_free((EVP_PKEY *)handle);
+}
+
+int tv_sign_key_sign(tv_sign_key *handle, const unsigned char *data, size_t data_len,
+                     unsigned char **signature, char *message, size_t message_len) {
+    const tv_sign_api *a = tv_api();
+    EVP_PKEY *key = (EVP_PKEY *)handle;
+    if (!a || !key) {
+        snprintf(message, message_len, "no key to sign with");
         return 0;
     }
     EVP_MD_CTX *ctx = a->EVP_MD_CTX_new();
     size_t der_len = 0;
     unsigned char *der = NULL;
-    if (ok && ctx && a->EVP_DigestSignInit(ctx, NULL, a->EVP_sha256(), NULL, key) == 1 &&
+    int ok = ctx && a->EVP_DigestSignInit(ctx, NULL, a->EVP_sha256(), NULL, key) == 1 &&
         a->EVP_DigestSign(ctx, NULL, &der_len, data, data_len) == 1 && (der = malloc(der_len)) != NULL &&
-        a->EVP_DigestSign(ctx, der, &der_len, data, data_len) == 1) {
-        ok = 1;
-    } else {
-        ok = 0;
-        tv_fail(a, message, message_len, "signing failed");
-    }
+        a->EVP_DigestSign(ctx, der, &der_len, data, data_len) == 1;
     if (ctx) a->EVP_MD_CTX_free(ctx);
-    a->EVP_PKEY_free(key);
-    if (!ok) { free(der); return 0; }
-    if (type == EVP_PKEY_RSA) {
+    if (!ok) {
+        free(der);
+        return tv_fail(a, message, message_len, "signing failed");
+    }
+    if (a->EVP_PKEY_get_base_id(key) == EVP_PKEY_RSA) {
         *signature = der;
         return (int)der_len;
     }

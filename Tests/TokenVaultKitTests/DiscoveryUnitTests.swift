@@ -112,7 +112,7 @@ final class JWTUnitTests: XCTestCase {
         // Independent check with swift-crypto's HMAC.
         let input = Data((parts[0] + "." + parts[1]).utf8)
         let mac = HMAC<SHA256>.authenticationCode(for: input, using: SymmetricKey(data: Data("secret".utf8)))
-        XCTAssertEqual(parts[2], JWT.base64url(Array(mac)))
+        XCTAssertEqual(parts[2], PKCE.base64url(Array(mac)))
         XCTAssertThrowsError(try JWT.sign(claims: [:], key: .secret(SecureBytes([UInt8]()))))
     }
 

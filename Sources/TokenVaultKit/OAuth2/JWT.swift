@@ -18,24 +18,23 @@ public enum JWT {
         case secret(SecureBytes)
     }
 
-    public static func base64url(_ data: some Sequence<UInt8>) -> String {
-        Data(data).base64EncodedString()
-            .replacing("+", with: "-").replacing("/", with: "_")
-            .replacing("=", with: "")
-    }
-
     static func base64urlDecode(_ text: some StringProtocol) -> Data? {
         var s = String(text).replacing("-", with: "+").replacing("_", with: "/")
         while s.count % 4 != 0 { s += "=" }
         return Data(base64Encoded: s)
     }
 
+    /// base64url of a JSON object, as a JWS part.
+    private static func part(_ object: [String: JSONValue]) throws -> String {
+        PKCE.base64url(Array(try JSONEncoder.sorted.encode(JSONValue.object(object))))
+    }
+
     /// The compact JWS of `claims`.
     public static func sign(claims: [String: JSONValue], key: Key) throws -> String {
-        let payload = base64url(try JSONEncoder.sorted.encode(JSONValue.object(claims)))
+        let payload = try part(claims)
         switch key {
         case .secret(let secret):
-            let input = Array((base64url(try JSONEncoder.sorted.encode(JSONValue.object(["alg": .string("HS256"), "typ": .string("JWT")]))) + "." + payload).utf8)
+            let input = Array((try part(["alg": .string("HS256"), "typ": .string("JWT")]) + "." + payload).utf8)
             var mac = [UInt8](repeating: 0, count: Int(crypto_auth_hmacsha256_BYTES))
             guard secret.withUnsafeBytes({ $0.count }) > 0 else { throw TokenVaultError.config("an empty secret cannot sign a JWT") }
             secret.withUnsafeBytes { k in
@@ -45,33 +44,33 @@ public enum JWT {
                 crypto_auth_hmacsha256_final(&state, &mac)
                 withUnsafeMutableBytes(of: &state) { Sodium.wipe($0) }
             }
-            return String(decoding: input, as: UTF8.self) + "." + base64url(mac)
+            return String(decoding: input, as: UTF8.self) + "." + PKCE.base64url(mac)
         case .pem(let pem, let keyID):
-            // The algorithm follows the key, so the header is signed with what it names.
-            let alg = try signature(pem, over: [0]).alg
-            var header: [String: JSONValue] = ["alg": .string(alg), "typ": .string("JWT")]
+            // The key is read once: its type names the algorithm the header states.
+            var message = [CChar](repeating: 0, count: 512)
+            var alg: UnsafePointer<CChar>?
+            guard let handle = pem.withUnsafeBytes({ p in
+                tv_sign_key_open(p.baseAddress?.assumingMemoryBound(to: CChar.self), p.count, &alg, &message, message.count)
+            }), let alg else { throw signingError(message) }
+            defer { tv_sign_key_free(handle) }
+            var header: [String: JSONValue] = ["alg": .string(String(cString: alg)), "typ": .string("JWT")]
             if let keyID { header["kid"] = .string(keyID) }
-            let input = base64url(try JSONEncoder.sorted.encode(JSONValue.object(header))) + "." + payload
-            return input + "." + base64url(try signature(pem, over: Array(input.utf8)).bytes)
+            let input = try part(header) + "." + payload
+            let data = Array(input.utf8)
+            var out: UnsafeMutablePointer<UInt8>?
+            let n = tv_sign_key_sign(handle, data, data.count, &out, &message, message.count)
+            guard n > 0, let out else { throw signingError(message) }
+            defer { tv_sign_free(out) }
+            return input + "." + PKCE.base64url(Array(UnsafeBufferPointer(start: out, count: Int(n))))
         }
     }
 
-    private static func signature(_ pem: SecureBytes, over data: [UInt8]) throws -> (alg: String, bytes: [UInt8]) {
-        var out: UnsafeMutablePointer<UInt8>?
-        var alg: UnsafePointer<CChar>?
-        var message = [CChar](repeating: 0, count: 512)
-        let n = pem.withUnsafeBytes { p in
-            tv_sign(p.baseAddress?.assumingMemoryBound(to: CChar.self), p.count, data, data.count, &out, &alg, &message, message.count)
+    private static func signingError(_ message: [CChar]) -> TokenVaultError {
+        let why = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        if tv_sign_library_available() == 0 {
+            return .backendUnavailable("cannot sign a JWT: \(why)", hint: "install libssl3")
         }
-        guard n > 0, let out, let alg else {
-            let why = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            if tv_sign_library_available() == 0 {
-                throw TokenVaultError.backendUnavailable("cannot sign a JWT: \(why)", hint: "install libssl3")
-            }
-            throw TokenVaultError.config("cannot sign a JWT with that key: \(why)")
-        }
-        defer { tv_sign_free(out) }
-        return (String(cString: alg), Array(UnsafeBufferPointer(start: out, count: Int(n))))
+        return .config("cannot sign a JWT with that key: \(why)")
     }
 
     /// The claims of a JWT, decoded and not verified: for display only.
@@ -85,10 +84,8 @@ public enum JWT {
     /// The claims every assertion carries: issuer, subject, audience, a
     /// lifetime of at most 5 minutes, and a `jti` never used before.
     public static func assertionClaims(issuer: String, subject: String, audience: String, now: Int64) -> [String: JSONValue] {
-        var id = [UInt8](repeating: 0, count: 16)
-        randombytes_buf(&id, id.count)
-        return ["iss": .string(issuer), "sub": .string(subject), "aud": .string(audience),
-                "iat": .integer(now), "nbf": .integer(now), "exp": .integer(now + lifetime), "jti": .string(base64url(id))]
+        ["iss": .string(issuer), "sub": .string(subject), "aud": .string(audience),
+         "iat": .integer(now), "nbf": .integer(now), "exp": .integer(now + lifetime), "jti": .string(PKCE.base64url(Sodium.randomBytes(16)))]
     }
 }
 
@@ -123,7 +120,7 @@ public struct SigningKey {
     }
 
     private static func read(_ path: String, what: String) throws -> [UInt8] {
-        let expanded = path.hasPrefix("~/") ? (ProcessInfo.processInfo.environment["HOME"] ?? "") + path.dropFirst() : path
+        let expanded = TrustedFile.expandingHome(path)
         try TrustedFile.check(expanded, what: what)
         var st = stat()
         guard stat(expanded, &st) == 0 else { throw TokenVaultError.config("cannot read \(what) from \(path): \(String(cString: strerror(errno)))") }
