@@ -63,14 +63,6 @@ public enum Posix {
         return String(validating: out, as: UTF8.self)
     }
 
-    /// Lower-case hex of `bytes`.
-    public static func hex(_ bytes: some Sequence<UInt8>) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        for b in bytes { out += [digits[Int(b >> 4)], digits[Int(b & 15)]] }
-        return String(decoding: out, as: UTF8.self)
-    }
-
     /// Runs `body` on a new thread of `stackSize` bytes.
     public static func spawnThread(stackSize: Int = 1 << 20, _ body: @escaping @Sendable () -> Void) {
         final class Box: @unchecked Sendable { let body: @Sendable () -> Void; init(_ b: @escaping @Sendable () -> Void) { body = b } }

@@ -100,7 +100,7 @@ public struct ServiceKey: Hashable, Sendable, CustomStringConvertible, Comparabl
             switch scalar {
             case "'": out += "\\'"
             case _ where scalar.value < 0x20 || scalar.value == 0x7F:
-                out += "\\x" + Posix.hex([UInt8(truncatingIfNeeded: scalar.value)]).uppercased()
+                out += "\\x" + Hex.encode([UInt8(truncatingIfNeeded: scalar.value)]).uppercased()
             default: out.unicodeScalars.append(scalar)
             }
         }

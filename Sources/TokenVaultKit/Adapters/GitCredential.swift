@@ -79,7 +79,9 @@ public struct GitCredentialRequest: Sendable, Equatable {
 /// a loopback host, as a token must not cross a network in clear.
 public struct GitHostRule: Sendable, Equatable {
     public var scheme: String
-    public var host: String
+    /// Host and port as a service key spells them: lower case, the scheme's
+    /// default port dropped, IPv6 in brackets.
+    public var key: ServiceKey
 
     public init(parsing entry: String, provider: String, configPath: String) throws {
         func bad(_ why: String) -> TokenVaultError {
@@ -94,34 +96,24 @@ public struct GitHostRule: Sendable, Equatable {
         }
         if rest.hasSuffix("/") { rest = rest.dropLast() }
         guard scheme == "https" || scheme == "http" else { throw bad("must be https:// (or http:// for loopback)") }
-        guard !rest.isEmpty, !rest.contains(where: { $0 == "/" || $0 == "@" || $0.isWhitespace || $0.asciiValue.map { $0 < 0x20 } == true }) else {
+        guard !rest.isEmpty, !rest.contains(where: { $0 == "/" || $0 == "@" || $0.isWhitespace || $0.asciiValue.map { $0 < 0x20 } == true }),
+              let key = GitHostRule.key(scheme, String(rest))
+        else {
             throw bad("must be a host, host:port or scheme://host[:port], without a path")
         }
-        host = GitHostRule.normalized(String(rest), scheme: scheme)
-        if scheme == "http", !OAuth2Provider.isLoopback(GitHostRule.hostname(host)) {
+        self.key = key
+        if scheme == "http", !OAuth2Provider.isLoopback(key.host) {
             throw bad("is plain http to a host that is not loopback: the token would cross the network in clear")
         }
     }
 
     /// Whether git's `protocol` and `host` are this rule's remote.
     public func matches(protocol proto: String, host requested: String) -> Bool {
-        proto == scheme && GitHostRule.normalized(requested, scheme: proto) == host
+        proto == scheme && GitHostRule.key(proto, requested) == key
     }
 
-    /// Lower case, without the scheme's default port.
-    static func normalized(_ host: String, scheme: String) -> String {
-        let h = host.lowercased()
-        let defaultPort = scheme == "https" ? ":443" : ":80"
-        return h.hasSuffix(defaultPort) ? String(h.dropLast(defaultPort.count)) : h
-    }
-
-    /// The host without its port (`[::1]:8080` → `::1`).
-    static func hostname(_ host: String) -> String {
-        if host.hasPrefix("["), let close = host.firstIndex(of: "]") {
-            return String(host[host.index(after: host.startIndex)..<close])
-        }
-        if host.filter({ $0 == ":" }).count == 1, let colon = host.lastIndex(of: ":") { return String(host[..<colon]) }
-        return host
+    private static func key(_ scheme: String, _ authority: String) -> ServiceKey? {
+        try? ServiceKey(parsing: scheme + "://" + authority)
     }
 }
 

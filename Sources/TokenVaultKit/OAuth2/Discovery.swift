@@ -1,4 +1,3 @@
-internal import CSodium
 import Dispatch
 import FoundationEssentials
 import Glibc
@@ -115,10 +114,7 @@ public struct Discovery {
     // MARK: The cache: one JSON file per issuer, named by a hash of it.
 
     private func path(_ issuer: String) -> String {
-        var hash = [UInt8](repeating: 0, count: 16)
-        let bytes = Array(issuer.utf8)
-        crypto_generichash(&hash, hash.count, bytes, UInt64(bytes.count), nil, 0)
-        return cacheDirectory + "/" + Posix.hex(hash) + ".json"
+        cacheDirectory + "/" + Hex.encode(Sodium.hash(Array(issuer.utf8))) + ".json"
     }
 
     private func readCache(_ issuer: String) -> (fetchedAt: Int64, document: [String: JSONValue])? {
@@ -132,9 +128,19 @@ public struct Discovery {
     private func writeCache(_ issuer: String, _ document: [String: JSONValue]) {
         let record = JSONValue.object(["issuer": .string(issuer), "fetched_at": .integer(now), "document": .object(document)])
         guard (try? PrivateDirectory.ensure(cacheDirectory)) != nil, let data = try? JSONEncoder.sorted.encode(record) else { return }
-        let target = path(issuer), temp = target + ".tmp-\(getpid())"
-        guard FileManager.default.createFile(atPath: temp, contents: data, attributes: [.posixPermissions: 0o600]) else { return }
-        if rename(temp, target) != 0 { unlink(temp) }
+        _ = Discovery.replaceFile(path(issuer), with: data)
+    }
+
+    /// Writes `data` to a 0600 temporary file beside `path`, then renames it
+    /// over `path`: readers see the old file or the new one. False on failure.
+    static func replaceFile(_ path: String, with data: Data) -> Bool {
+        let temp = path + ".tmp-\(getpid())"
+        guard FileManager.default.createFile(atPath: temp, contents: data, attributes: [.posixPermissions: 0o600]) else { return false }
+        guard rename(temp, path) == 0 else {
+            unlink(temp)
+            return false
+        }
+        return true
     }
 }
 
@@ -153,7 +159,7 @@ public enum DiscoveredProviders {
     /// segment, joined by "-" (https://idp.example.com/realms/ops → idp-example-com-ops).
     public static func name(for issuer: String) -> String {
         guard let key = try? ServiceKey(parsing: issuer) else { return "issuer" }
-        var parts = [GitHostRule.hostname(key.host)]
+        var parts = [key.host]
         if let scheme = issuer.firstRange(of: "://") {
             let rest = issuer[scheme.upperBound...]
             if let slash = rest.firstIndex(of: "/"), let last = rest[slash...].split(separator: "/").last { parts.append(String(last)) }
@@ -178,12 +184,8 @@ public enum DiscoveredProviders {
             if let i = t.issuer { text += "issuer = \(try quoted(i))\n" }
             if let c = t.client_id { text += "client_id = \(try quoted(c))\n" }
         }
-        let dir = Posix.dirname(path)
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        let temp = path + ".tmp-\(getpid())"
-        guard FileManager.default.createFile(atPath: temp, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]),
-              rename(temp, path) == 0 else {
-            unlink(temp)
+        try PrivateDirectory.createWithParents(Posix.dirname(path))
+        guard Discovery.replaceFile(path, with: Data(text.utf8)) else {
             throw TokenVaultError.config("cannot write \(path)")
         }
     }
