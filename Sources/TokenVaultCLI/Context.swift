@@ -119,12 +119,8 @@ final class Context {
                   transport: CurlTransport(timeout: try httpTimeout), now: clock.now, warn: { Output.warning($0) })
     }
 
-    /// A provider's grant from its table alone: what the state of a
-    /// credential needs, without discovery or secrets (the hot path of `get`).
-    func grant(of name: String) -> OAuth2Provider.Grant? {
-        guard let table = try? ProviderConfig.table(for: name, config: try config, configPath: "") else { return nil }
-        return OAuth2Provider.Grant(rawValue: table.grant ?? "authorization_code")
-    }
+    /// A provider's grant from its table alone (the hot path of `get`).
+    func grant(of name: String) -> OAuth2Provider.Grant? { (try? providers)?.grant(of: name) }
 
     /// A provider added for this run only (`login --issuer` before it is kept).
     func addProvider(_ name: String, _ table: ProviderConfig) throws {
@@ -154,7 +150,7 @@ final class Context {
     /// document is fetched again by the next run (it may have moved).
     func forgetDiscovery(after error: Error, provider name: String?) {
         guard let error = error as? TokenVaultError, case .temporary = error, let name,
-              let issuer = try? ProviderConfig.table(for: name, config: try config, configPath: "").issuer else { return }
+              let issuer = (try? providers)?.table(name)?.issuer else { return }
         try? discovery().forget(issuer: issuer)
     }
 

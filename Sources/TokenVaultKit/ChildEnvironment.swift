@@ -18,3 +18,11 @@ public enum ChildEnvironment {
         for name in ProcessInfo.processInfo.environment.keys where isPrivate(name) { unsetenv(name) }
     }
 }
+
+/// Whether this process runs in a desktop session (X11 or Wayland), where a
+/// browser or the keyring's unlock prompt can be shown.
+public enum DesktopSession {
+    public static func present(_ env: [String: String]) -> Bool {
+        !(env["DISPLAY"] ?? "").isEmpty || !(env["WAYLAND_DISPLAY"] ?? "").isEmpty
+    }
+}

@@ -167,9 +167,16 @@ public struct ProviderConfig: Codable, Sendable, Equatable {
         return try (preset?.config ?? ProviderConfig()).overlaid(by: own).withTenant(provider: name, configPath: configPath)
     }
 
+    /// The OAuth 2.0 endpoints, by config key: what `{tenant}` fills in and
+    /// what an issuer's discovery document may supply.
+    static var endpoints: [(key: String, field: WritableKeyPath<ProviderConfig, String?>)] {
+        [("authorize_url", \.authorize_url), ("token_url", \.token_url), ("revoke_url", \.revoke_url),
+         ("device_authorization_url", \.device_authorization_url), ("userinfo_url", \.userinfo_url)]
+    }
+
     /// Endpoints with `{tenant}` filled in: the `tenant` key, else `common`.
     func withTenant(provider name: String, configPath: String) throws -> ProviderConfig {
-        let fields = [\ProviderConfig.authorize_url, \.token_url, \.revoke_url, \.device_authorization_url, \.userinfo_url]
+        let fields = ProviderConfig.endpoints.map(\.field)
         guard fields.contains(where: { self[keyPath: $0]?.contains("{tenant}") == true }) else { return self }
         let tenant = self.tenant ?? "common"
         guard !tenant.isEmpty, tenant.utf8.count <= 64,

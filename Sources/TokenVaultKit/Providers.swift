@@ -105,8 +105,14 @@ public struct ProviderDirectory: Sendable {
         return try? table.serviceKey(provider: name).description
     }
 
+    /// A provider's grant from its table alone, without discovery or secrets:
+    /// all a credential's state needs (the hot path of `get`).
+    public func grant(of name: String) -> OAuth2Provider.Grant? {
+        table(name).flatMap { OAuth2Provider.Grant(rawValue: $0.grant ?? "authorization_code") }
+    }
+
     /// The preset overlaid by its `[providers.NAME]` table; nil for an unknown name.
-    func table(_ name: String) -> ProviderConfig? {
+    public func table(_ name: String) -> ProviderConfig? {
         try? ProviderConfig.table(for: name, config: config, configPath: "")
     }
 }

@@ -19,7 +19,7 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
         public var desktop: Bool
 
         public init(environment env: [String: String]) {
-            desktop = !(env["DISPLAY"] ?? "").isEmpty || !(env["WAYLAND_DISPLAY"] ?? "").isEmpty
+            desktop = DesktopSession.present(env)
             timeout = env["TOKENVAULT_UNLOCK_TIMEOUT"].flatMap(Double.init).map { min(max($0, 0), 3600) } ?? (desktop ? 60 : 0)
         }
     }

@@ -7,6 +7,11 @@ import Glibc
 /// own (or root's) and writable by nobody else, as ssh demands of its config:
 /// otherwise another local user could change what runs or what is trusted (77).
 enum TrustedFile {
+    /// A `*_file` setting as written in the config: `~/` stands for `$HOME`.
+    static func expandingHome(_ path: String) -> String {
+        path.hasPrefix("~/") ? (ProcessInfo.processInfo.environment["HOME"] ?? "") + path.dropFirst() : path
+    }
+
     static func check(_ path: String, what: String) throws {
         var st = stat()
         guard stat(path, &st) == 0 else { return }  // a missing file is the caller's error

@@ -197,17 +197,12 @@ public struct OAuth2Login {
     /// `grant = "client_credentials"` (RFC 6749 §4.4), or `"jwt_bearer"`
     /// (RFC 7523 §2.1): the client fetches a token on its own.
     public func clientCredentials(id: CredentialID, scopes: [String]) throws -> Credential {
-        if provider.grant == .jwtBearer {
-            let (fields, assertion) = try provider.jwtBearerFields(scopes: scopes, now: clock.now)
-            return try tokenRequest(fields, id: id, sent: [assertion], client: try provider.assertionGrantClientAuth(now: clock.now))
-        }
-        var fields = [("grant_type", "client_credentials")]
-        if !scopes.isEmpty { fields.append(("scope", scopes.joined(separator: " "))) }
-        return try tokenRequest(fields, id: id, sent: [])
+        let request = try provider.ownTokenRequest(scopes: scopes, now: clock.now)
+        return try tokenRequest(request.fields, id: id, sent: request.secrets, client: request.client)
     }
 
     func tokenRequest(_ fields: [(String, String)], id: CredentialID, sent: [String],
-                      client given: (fields: [(String, String)], headers: [String], secret: String?)? = nil) throws -> Credential {
+                      client given: OAuth2Provider.ClientAuthentication? = nil) throws -> Credential {
         let client = try given ?? provider.clientCredentials(now: clock.now)
         let response = try transport.send(.form(provider.tokenURL, fields + client.fields, headers: client.headers))
         let host = (try? ServiceKey(parsing: provider.tokenURL).description) ?? provider.tokenURL

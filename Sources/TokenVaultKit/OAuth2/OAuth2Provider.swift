@@ -73,11 +73,10 @@ public struct OAuth2Provider: Sendable {
         // provider (`get NAME`) never needs the discovery document.
         let service = try p.serviceKey(provider: name)
         if let issuer = try url("issuer", p.issuer) {
-            let fields = [\ProviderConfig.authorize_url, \.token_url, \.revoke_url, \.device_authorization_url, \.userinfo_url]
-            if let discover, fields.contains(where: { p[keyPath: $0] == nil }) {
+            let endpoints = ProviderConfig.endpoints
+            if let discover, endpoints.contains(where: { p[keyPath: $0.field] == nil }) {
                 let found = try discover(issuer, name)
-                for (key, field) in zip(["authorize_url", "token_url", "revoke_url", "device_authorization_url", "userinfo_url"], fields)
-                where p[keyPath: field] == nil {
+                for (key, field) in endpoints where p[keyPath: field] == nil {
                     // Explicit keys win; what the document says is checked like them.
                     if let v = found[key] { p[keyPath: field] = try url(key + " (discovered)", v) }
                 }
@@ -170,7 +169,7 @@ public struct OAuth2Provider: Sendable {
     /// Client authentication for a token-endpoint request: body fields, a
     /// Basic header, or a signed client assertion (RFC 7523 §2.2) audienced to
     /// the token endpoint. `secret` is whatever must never appear in a message.
-    func clientCredentials(now: Int64 = Int64(Date().timeIntervalSince1970)) throws -> (fields: [(String, String)], headers: [String], secret: String?) {
+    func clientCredentials(now: Int64 = Int64(Date().timeIntervalSince1970)) throws -> ClientAuthentication {
         switch clientAuth {
         case .body:
             let secret = try secretSource?.read(what: "the client secret of \(name)")
@@ -199,11 +198,24 @@ public struct OAuth2Provider: Sendable {
         }
     }
 
-    /// Client authentication next to a jwt_bearer assertion: only what is
-    /// configured (a secret, or a JWT method); the assertion itself says who asks.
-    func assertionGrantClientAuth(now: Int64) throws -> (fields: [(String, String)], headers: [String], secret: String?) {
-        guard secretSource != nil || clientAuth == .privateKeyJWT else { return ([], [], nil) }
-        return try clientCredentials(now: now)
+    /// Client authentication for a token-endpoint request (see `clientCredentials`).
+    typealias ClientAuthentication = (fields: [(String, String)], headers: [String], secret: String?)
+
+    /// The token request of a grant the client makes on its own, with no
+    /// refresh token: client_credentials, or a jwt_bearer assertion (next to
+    /// which only configured client authentication is sent: a secret, or a JWT
+    /// method; the assertion itself says who asks). `secrets` must never
+    /// appear in a message.
+    func ownTokenRequest(scopes: [String], now: Int64) throws -> (fields: [(String, String)], client: ClientAuthentication, secrets: [String]) {
+        if grant == .jwtBearer {
+            let (fields, assertion) = try jwtBearerFields(scopes: scopes, now: now)
+            let client: ClientAuthentication = secretSource != nil || clientAuth == .privateKeyJWT ? try clientCredentials(now: now) : ([], [], nil)
+            return (fields, client, [assertion] + (client.secret.map { [$0] } ?? []))
+        }
+        var fields = [("grant_type", "client_credentials")]
+        if !scopes.isEmpty { fields.append(("scope", scopes.joined(separator: " "))) }
+        let client = try clientCredentials(now: now)
+        return (fields, client, client.secret.map { [$0] } ?? [])
     }
 
     /// The token request of `grant = "jwt_bearer"` (RFC 7523 §2.1): an
@@ -234,7 +246,7 @@ enum SecretSource: Sendable {
         case .value(let v):
             return v
         case .file(let path):
-            let expanded = path.hasPrefix("~/") ? (ProcessInfo.processInfo.environment["HOME"] ?? "") + path.dropFirst() : path
+            let expanded = TrustedFile.expandingHome(path)
             try TrustedFile.check(expanded, what: "the file holding \(what)")
             guard let data = FileManager.default.contents(atPath: expanded), let text = String(data: data, encoding: .utf8) else {
                 throw TokenVaultError.config("cannot read \(what) from \(path)")

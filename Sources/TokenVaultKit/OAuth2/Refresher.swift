@@ -119,24 +119,20 @@ public struct Refresher {
         }
     }
 
-    /// One token-endpoint exchange: refresh_token, or client_credentials again.
+    /// One token-endpoint exchange: refresh_token, or the grant the client
+    /// makes on its own (client_credentials, jwt_bearer) again.
     func exchange(_ current: Credential) throws -> Credential {
         let p = try provider(current.provider ?? "")
-        var fields: [(String, String)]
-        var client: (fields: [(String, String)], headers: [String], secret: String?)
-        var assertion: String?
+        let fields: [(String, String)]
+        let client: OAuth2Provider.ClientAuthentication
+        let sent: [String]
         if let refreshToken = current.refreshToken {
             fields = [("grant_type", "refresh_token"), ("refresh_token", refreshToken)]
             client = try p.clientCredentials(now: clock.now)
-        } else if p.grant == .jwtBearer {
-            (fields, assertion) = try p.jwtBearerFields(scopes: p.scopes, now: clock.now)
-            client = try p.assertionGrantClientAuth(now: clock.now)
+            sent = [refreshToken] + (client.secret.map { [$0] } ?? [])
         } else {
-            fields = [("grant_type", "client_credentials")]
-            if !p.scopes.isEmpty { fields.append(("scope", p.scopes.joined(separator: " "))) }
-            client = try p.clientCredentials(now: clock.now)
+            (fields, client, sent) = try p.ownTokenRequest(scopes: p.scopes, now: clock.now)
         }
-        let sent = [current.refreshToken, client.secret, assertion].compactMap { $0 }
         let response = try transport.send(.form(p.tokenURL, fields + client.fields, headers: client.headers))
         let host = (try? ServiceKey(parsing: p.tokenURL).description) ?? p.tokenURL
         let object = try TokenResponse.successFields(response, host: host, provider: p.name, sentSecrets: sent)
