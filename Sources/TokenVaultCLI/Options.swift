@@ -58,15 +58,19 @@ enum Format {
         return "\(s / 86400)d \(s % 86400 / 3600)h"
     }
 
+    /// "in 2h 5m" or "expired 3m ago": a moment (unix seconds) seen from `now`.
+    static func until(_ at: Int64, now: Int64) -> String {
+        at > now ? "in \(ago(at - now))" : "expired \(ago(now - at)) ago"
+    }
+
     static func expiry(_ c: Credential, now: Int64) -> String {
-        guard let left = c.secondsLeft(at: now) else { return "never" }
-        return left > 0 ? "in \(ago(left))" : "expired \(ago(-left)) ago"
+        c.expiresAt.map { until($0, now: now) } ?? "never"
     }
 
     /// When the refresh token dies, for humans; nil without one or an estimate.
     static func refreshExpiry(_ c: Credential, now: Int64) -> String? {
         guard c.refreshToken != nil, let at = c.refreshExpiresAt else { return nil }
-        return at > now ? "in \(ago(at - now))" : "expired \(ago(now - at)) ago"
+        return until(at, now: now)
     }
 
     static func date(_ unix: Int64) -> String {

@@ -38,7 +38,7 @@ extension TokenVault {
 
         func run() throws {
             // Read everything git writes before anything else, so git never blocks on a pipe.
-            let request = try GitCredentialRequest.parse(try Self.readInput())
+            let request = try GitCredentialRequest.parse(Self.readInput())
             guard ["get", "erase", "store"].contains(action) else { return }  // git: ignore unknown actions
             guard action != "store", let proto = request.proto, let host = request.host else { return }
             let context = Context()
@@ -115,19 +115,11 @@ extension TokenVault {
             }
         }
 
-        private static func readInput() throws -> [UInt8] {
-            var bytes: [UInt8] = []
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            while true {
-                let n = read(0, &buffer, buffer.count)
-                if n < 0, errno == EINTR { continue }
-                guard n > 0 else { break }
-                bytes += buffer[..<n]
-                if bytes.count > GitCredentialRequest.maxBytes { break }
-                // A blank line ends the request even when the caller keeps the pipe open.
-                if bytes.first == 0x0A || bytes.count >= 2 && bytes[bytes.count - 2] == 0x0A && bytes.last == 0x0A { break }
+        /// git's request: up to a blank line, which ends it even when the caller keeps the pipe open.
+        private static func readInput() -> [UInt8] {
+            StandardInput.bytes(limit: GitCredentialRequest.maxBytes) { bytes in
+                bytes.first == 0x0A || bytes.count >= 2 && bytes[bytes.count - 2] == 0x0A && bytes.last == 0x0A
             }
-            return bytes
         }
     }
 }

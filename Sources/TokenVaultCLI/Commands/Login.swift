@@ -122,8 +122,7 @@ extension TokenVault {
             }
             try context.vault().write(credential)
             context.flushWarnings()
-            let who = Summary.displayName(credential).map { " as \($0)" } ?? ""
-            Output.notice("logged in to \(p.name)\(who); stored under \(id)")
+            announce(credential, provider: p.name)
         }
 
         /// `--issuer URL --client-id ID`: the provider it stands for, added to
@@ -141,6 +140,12 @@ extension TokenVault {
             table.client_id = clientID
             try context.addProvider(name, table)
             return name
+        }
+
+        /// "logged in to PROVIDER as NAME; stored under ID" on stderr.
+        func announce(_ credential: Credential, provider: String, prefix: String = "") {
+            let who = Summary.displayName(credential).map { " as \($0)" } ?? ""
+            Output.notice("\(prefix)logged in to \(provider)\(who); stored under \(credential.id)")
         }
 
         enum Flow { case browser, paste, device, clientCredentials }
@@ -192,8 +197,7 @@ extension TokenVault {
             if let after = try vault.load(id), after != before {
                 held.release()
                 context.flushWarnings()
-                let who = Summary.displayName(after).map { " as \($0)" } ?? ""
-                Output.notice("the other login finished: logged in to \(provider)\(who); stored under \(id)")
+                announce(after, provider: provider, prefix: "the other login finished: ")
                 return nil
             }
             Output.notice("the other login did not store anything; starting this one")
@@ -220,8 +224,7 @@ extension TokenVault {
                 : try login.loopback(id: id, port: port, timeout: Double(timeout)) { Browser.open($0, environment: context.environment) }
             try context.vault().write(credential)
             context.flushWarnings()
-            let who = Summary.displayName(credential).map { " as \($0)" } ?? ""
-            Output.notice("logged in to \(p.name)\(who); stored under \(id)")
+            announce(credential, provider: p.name)
         }
     }
 }
@@ -232,7 +235,7 @@ enum Browser {
     /// forwarded display, or with neither `$BROWSER` nor a display.
     static func unavailable(_ env: [String: String]) -> String? {
         func set(_ name: String) -> Bool { !(env[name] ?? "").isEmpty }
-        let display = set("DISPLAY") || set("WAYLAND_DISPLAY")
+        let display = DesktopSession.present(env)
         if set("SSH_CONNECTION"), !display { return "an SSH session without a display" }
         if !set("BROWSER"), !display { return "no $BROWSER, DISPLAY or WAYLAND_DISPLAY" }
         return nil

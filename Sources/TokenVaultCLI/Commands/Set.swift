@@ -59,14 +59,20 @@ enum StandardInput {
             }
             return Data((Swift.readLine() ?? "").utf8)
         }
-        var data = Data()
+        return Data(bytes(limit: maxTokenInputBytes))
+    }
+
+    /// What stdin holds until its end, at most `limit` bytes (and one more
+    /// read, to notice more), or until `complete` says the input is whole.
+    static func bytes(limit: Int, complete: ([UInt8]) -> Bool = { _ in false }) -> [UInt8] {
+        var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
-        while data.count <= maxTokenInputBytes {
+        while bytes.count <= limit, !complete(bytes) {
             let n = Glibc.read(0, &buffer, buffer.count)
             if n < 0, errno == EINTR { continue }
             guard n > 0 else { break }
-            data.append(contentsOf: buffer[0..<n])
+            bytes += buffer[..<n]
         }
-        return data
+        return bytes
     }
 }
