@@ -48,16 +48,6 @@ final class DiscoveryTests: XCTestCase {
 
     func stat(_ key: String) throws -> Int { try provider.stats()[key] ?? 0 }
 
-    /// Makes the stored credential of `service` expire (its tokens kept).
-    func expire(_ s: Sandbox, _ service: String) throws {
-        let json = s.tv("get", service, "--format", "json", "--no-refresh").stdout
-        var record = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
-        let provider = record["provider"] as? String ?? ""
-        record = ["access_token": record["access_token"] ?? "", "refresh_token": record["refresh_token"] ?? NSNull(), "expires_at": 1]
-        let again = String(decoding: try JSONSerialization.data(withJSONObject: record), as: UTF8.self)
-        XCTAssertEqual(s.tv("set", service, "--provider", provider, stdin: again).status, 0)
-    }
-
     // MARK: jwt_bearer
 
     func testServiceAccountsSignTheirOwnAssertionsAndGetMintsANewTokenOnExpiry() throws {
@@ -90,7 +80,7 @@ final class DiscoveryTests: XCTestCase {
             XCTAssertEqual(s.tv("status", name).status, 0)
             XCTAssertTrue(s.tv("status", name).stdout.contains("can refresh: yes"))
             // Expired: get mints a new one with a new assertion (a new jti: the provider refuses a reused one).
-            try expire(s, name)
+            try s.expireStored(name)
             let fresh = s.tv("get", name)
             XCTAssertEqual(fresh.status, 0, fresh.stderr)
             XCTAssertNotEqual(fresh.out, token)
@@ -122,7 +112,7 @@ final class DiscoveryTests: XCTestCase {
         XCTAssertEqual(provider.resourceStatus(s.tv("get", "robot").out), 200)
         // Readable by others: refused (77), before anything is sent.
         chmod(path, 0o644)
-        try expire(s, "robot")
+        try s.expireStored("robot")
         let open = s.tv("get", "robot")
         XCTAssertEqual(open.status, 77, open.stderr)
         XCTAssertTrue(open.stderr.contains("readable by others"), open.stderr)
@@ -163,7 +153,7 @@ final class DiscoveryTests: XCTestCase {
         let before = try stat("client_assertions")
         // Code exchange, then refresh (the rotating refresh grant), then revoke: each with an assertion.
         XCTAssertEqual(s.tv("login", "pkrsa", limit: 60).status, 0)
-        try expire(s, "pkrsa")
+        try s.expireStored("pkrsa")
         XCTAssertEqual(s.tv("status", "pkrsa").status, 0, "still refreshable")
         let refreshed = s.tv("get", "pkrsa")
         XCTAssertEqual(refreshed.status, 0, refreshed.stderr)
@@ -269,7 +259,7 @@ final class DiscoveryTests: XCTestCase {
         let json = s.tv("status", "oidc", "--json").stdout
         XCTAssertTrue(json.contains("\"email\":\"alice@example.test\""), json)
         // A refresh uses the cached document; a valid get never looks at it, even when gone.
-        try expire(s, "127.0.0.1:\(provider.port)")
+        try s.expireStored("127.0.0.1:\(provider.port)")
         XCTAssertEqual(s.tv("get", "oidc").status, 0)
         _ = s.shell(#"rm -rf "$HOME/.cache/tokenvault/discovery""#)
         XCTAssertEqual(s.tv("get", "oidc").status, 0)
@@ -329,7 +319,7 @@ final class DiscoveryTests: XCTestCase {
         XCTAssertTrue(providers.contains("login --issuer"), providers)
         XCTAssertEqual(s.tv("get", "127-0-0-1-good").status, 0)
         // The refresh finds it too.
-        try expire(s, "127.0.0.1:\(provider.port)")
+        try s.expireStored("127.0.0.1:\(provider.port)")
         XCTAssertEqual(s.tv("get", "127-0-0-1-good").status, 0)
         // A name of one's own; a name taken by a preset or the config is refused.
         XCTAssertEqual(s.tv("login", "corp", "--issuer", "\(base)/good", "--client-id", "tv-public", "--account", "two", limit: 60).status, 0)

@@ -166,6 +166,21 @@ final class Sandbox: @unchecked Sendable {
         return runProcess(Paths.binary, args, stdin: stdin, env: e, limit: limit)
     }
 
+    /// Marks the stored credential of `service` expired, its tokens and
+    /// provider kept; returns its access token.
+    @discardableResult
+    func expireStored(_ service: String, account: String = "default") throws -> String {
+        let json = tv("get", service, "--account", account, "--format", "json", "--no-refresh")
+        guard json.status == 0, let record = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any] else {
+            throw NSError(domain: "Sandbox", code: 3, userInfo: [NSLocalizedDescriptionKey: "no record: \(json.stderr)"])
+        }
+        let token = record["access_token"] as? String ?? ""
+        let expired: [String: Any] = ["access_token": token, "refresh_token": record["refresh_token"] ?? NSNull(), "expires_at": 1]
+        let again = String(decoding: try JSONSerialization.data(withJSONObject: expired), as: UTF8.self)
+        XCTAssertEqual(tv("set", service, "--account", account, "--provider", record["provider"] as? String ?? "", stdin: again).status, 0)
+        return token
+    }
+
     /// Writes `$XDG_CONFIG_HOME/tokenvault/config.toml`.
     func writeConfig(_ toml: String) throws {
         let dir = env["XDG_CONFIG_HOME"]! + "/tokenvault"

@@ -58,14 +58,7 @@ final class LocalProvider {
     /// With `revoke`, the provider also stops honouring its access token (the
     /// refresh token stays good), so only a renewed token works anywhere.
     func expireStored(in s: Sandbox, revoke: Bool = false, account: String = "default") throws {
-        let json = s.tv("get", "local", "--account", account, "--format", "json", "--no-refresh")
-        guard json.status == 0, var record = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any] else {
-            throw NSError(domain: "LocalProvider", code: 3, userInfo: [NSLocalizedDescriptionKey: "no record: \(json.stderr)"])
-        }
-        let token = record["access_token"] as? String ?? ""
-        record = ["access_token": token, "refresh_token": record["refresh_token"] ?? "", "expires_at": 1]
-        let again = String(decoding: try JSONSerialization.data(withJSONObject: record), as: UTF8.self)
-        XCTAssertEqual(s.tv("set", "local", "--account", account, "--provider", "local", stdin: again).status, 0)
+        let token = try s.expireStored("local", account: account)
         if revoke { revokeAccess(token) }
     }
 
