@@ -27,36 +27,21 @@ enum Paths {
     static let fixtures = root.appendingPathComponent("Tests/Fixtures")
 }
 
-/// Runs a program with a given environment and stdin, detached from any
-/// terminal (setsid), killed if it outlives `limit` seconds.
+/// Runs a program with a given environment and stdin, in a session of its
+/// own (no terminal), killed with its process group if it outlives `limit`
+/// seconds. Spawned with posix_spawn and read with poll (Spawned.swift), not
+/// Foundation's Process: the tests start hundreds of these from many threads
+/// at once, which Process did not always survive.
 func runProcess(_ executable: String, _ args: [String], stdin: String? = nil, env: [String: String],
                 limit: Double = 120, in directory: String? = nil) -> Run {
-    // A child that stops reading stdin early must not kill the test runner.
-    signal(SIGPIPE, SIG_IGN)
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: "/usr/bin/setsid")
-    p.arguments = ["-w", executable] + args
-    p.environment = env
-    if let directory { p.currentDirectoryURL = URL(fileURLWithPath: directory) }
-    let out = Pipe(), err = Pipe(), input = Pipe()
-    p.standardOutput = out
-    p.standardError = err
-    p.standardInput = stdin == nil ? FileHandle.nullDevice : input
-    do { try p.run() } catch { return Run(status: -1, stdout: "", stderr: "cannot start \(executable): \(error)") }
-    if let stdin {
-        let writer = input.fileHandleForWriting
-        Thread.detachNewThread {
-            try? writer.write(contentsOf: Data(stdin.utf8))
-            try? writer.close()
-        }
+    var argv = [executable] + args
+    if let directory { argv = ["/usr/bin/env", "-C", directory] + argv }
+    do {
+        let r = try Spawned.run(argv, env: env, stdin: stdin.map { Array($0.utf8) }, limit: limit)
+        return Run(status: r.status, stdout: String(decoding: r.stdout, as: UTF8.self), stderr: String(decoding: r.stderr, as: UTF8.self))
+    } catch {
+        return Run(status: -1, stdout: "", stderr: "cannot start \(executable): \(error)")
     }
-    let killer = DispatchWorkItem { if p.isRunning { kill(-p.processIdentifier, SIGKILL); p.terminate() } }
-    DispatchQueue.global().asyncAfter(deadline: .now() + limit, execute: killer)
-    let so = out.fileHandleForReading.readDataToEndOfFile()
-    let se = err.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    killer.cancel()
-    return Run(status: p.terminationStatus, stdout: String(decoding: so, as: UTF8.self), stderr: String(decoding: se, as: UTF8.self))
 }
 
 /// Starts a Python fixture server that prints `port N` first; its process and port.
