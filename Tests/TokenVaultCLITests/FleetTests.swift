@@ -48,7 +48,7 @@ final class EtcdCluster {
                 buffer = Data(buffer[(i + 1)...])
                 return line
             }
-            let chunk = h.availableData
+            let chunk = Spawned.readChunk(h.fileDescriptor)
             if chunk.isEmpty { return nil }
             buffer += chunk
         }

@@ -66,7 +66,7 @@ func startAndReadFirstLine(_ process: Process) throws -> String {
     try process.run()
     var line = Data()
     while !line.contains(0x0A) {
-        let chunk = out.fileHandleForReading.availableData
+        let chunk = Spawned.readChunk(out.fileHandleForReading.fileDescriptor)
         if chunk.isEmpty { break }
         line += chunk
     }

@@ -126,6 +126,17 @@ enum Spawned {
         return (exited ? (status >> 8) & 0xFF : 128 + (status & 0x7F), stdout, stderr)
     }
 
+    /// What one read(2) of `fd` gives, EINTR retried; empty at end of file.
+    /// (FileHandle.availableData traps on EINTR.)
+    static func readChunk(_ fd: Int32) -> Data {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = read(fd, &buffer, buffer.count)
+            if n < 0, errno == EINTR { continue }
+            return n > 0 ? Data(buffer[..<n]) : Data()
+        }
+    }
+
     private static func now() -> Double {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
