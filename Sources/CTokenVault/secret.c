@@ -4,6 +4,11 @@
 #include "tv_secret.h"
 #include "loader.h"
 #include <libsecret/secret.h>
+/* SecretBackend (libsecret >= 0.19) is stable API that secret.h leaves out. */
+#define __SECRET_INSIDE_HEADER__
+#include <libsecret/secret-backend.h>
+#undef __SECRET_INSIDE_HEADER__
+#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,6 +85,63 @@ void tv_password_free(char *p) {
 }
 
 /* Connects and opens a session: the probe. 1: ok, 0: failed (*message). */
+/* secret_backend_get and its _finish, looked up apart from the rest: a
+   libsecret without them (< 0.19) still serves every other call. */
+typedef struct {
+    __typeof__(&secret_backend_get) get;
+    __typeof__(&secret_backend_get_finish) finish;
+    __typeof__(&g_main_context_new) context_new;
+    __typeof__(&g_main_context_push_thread_default) push;
+    __typeof__(&g_main_context_pop_thread_default) pop;
+    __typeof__(&g_main_context_iteration) iteration;
+    __typeof__(&g_main_context_unref) context_unref;
+} tv_backend_api;
+
+typedef struct {
+    const tv_backend_api *b;
+    SecretBackend *backend;
+    int done;
+} tv_prepare_state;
+
+static void tv_prepared(GObject *source, GAsyncResult *result, gpointer data) {
+    (void)source;
+    tv_prepare_state *state = data;
+    GError *error = NULL;
+    state->backend = state->b->finish(result, &error);
+    if (error) tv_api()->g_clear_error(&error);
+    state->done = 1;
+}
+
+int tv_secret_prepare(void) {
+    static tv_backend_api b;
+    static SecretBackend *kept;  /* held for the life of the process */
+    const tv_secret_api *a = tv_api();
+    if (!a) return 0;
+    void *h = dlopen("libsecret-1.so.0", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    if (!h) return 0;
+    b.get = dlsym(h, "secret_backend_get");
+    b.finish = dlsym(h, "secret_backend_get_finish");
+    b.context_new = dlsym(h, "g_main_context_new");
+    b.push = dlsym(h, "g_main_context_push_thread_default");
+    b.pop = dlsym(h, "g_main_context_pop_thread_default");
+    b.iteration = dlsym(h, "g_main_context_iteration");
+    b.context_unref = dlsym(h, "g_main_context_unref");
+    dlclose(h);  /* still open: tv_api's handle keeps it */
+    if (!b.get || !b.finish || !b.context_new || !b.push || !b.pop || !b.iteration || !b.context_unref) return 0;
+    /* What libsecret's own _sync calls do: a private main context on this
+       thread, iterated until the answer. */
+    GMainContext *context = b.context_new();
+    b.push(context);
+    tv_prepare_state state = { &b, NULL, 0 };
+    b.get(SECRET_BACKEND_OPEN_SESSION, NULL, tv_prepared, &state);
+    while (!state.done) b.iteration(context, TRUE);
+    b.pop(context);
+    b.context_unref(context);
+    if (state.backend == NULL) return 0;
+    kept = state.backend;
+    return 1;
+}
+
 int tv_service_open(char **message) {
     const tv_secret_api *a = tv_api();
     if (!a) { tv_no_library(message); return 0; }

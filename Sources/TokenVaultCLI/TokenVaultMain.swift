@@ -10,7 +10,22 @@ public enum TokenVaultMain {
     public static func run(_ arguments: [String]? = nil) -> Never {
         ProcessHardening.disableCoreDumps()
         do {
-            var command = try TokenVault.parseAsRoot(arguments ?? completionArguments(Array(CommandLine.arguments.dropFirst())))
+            let args = arguments ?? completionArguments(Array(CommandLine.arguments.dropFirst()))
+            // The hot path (SPEC §3, `get` in every line of a script): the
+            // Secret Service is readied while `get` alone is parsed (as the
+            // root command: no tree of every command, no completion-script
+            // check). Anything it does not parse as a plain `get` -- help, an
+            // error -- goes through the whole parser, so what the user sees is
+            // unchanged.
+            if args.first == "get" {
+                let environment = ProcessInfo.processInfo.environment
+                SecretServiceHeadStart.start(environment: environment)
+                if let get = try? TokenVault.Get.parseAsRoot(Array(args.dropFirst())) as? TokenVault.Get {
+                    try get.run()
+                    exit(0)
+                }
+            }
+            var command = try TokenVault.parseAsRoot(args)
             try command.run()
             exit(0)
         } catch let error as TokenVaultError {

@@ -1,4 +1,5 @@
 import Dispatch
+import Dispatch
 import FoundationEssentials
 import Glibc
 internal import TOMLKit
@@ -32,8 +33,21 @@ public struct Config: Sendable, Equatable {
         Posix.dirname(path(environment: env)) + "/providers.toml"
     }
 
-    /// Loads the config file; a missing file is an empty config.
+    /// Loads the config file; a missing file is an empty config. The first
+    /// load of a file being read ahead waits for that reading and takes it.
     public static func load(environment env: [String: String]) throws -> Config {
+        if let ahead = ReadAhead.take(path: path(environment: env)) { return try ahead.get() }
+        return try loadNow(environment: env)
+    }
+
+    /// Announces, on the main thread, that another thread is about to read
+    /// the config (the `get` head start); that thread calls `read()` on what
+    /// this returns, and the command's own first `load` takes the result.
+    public static func readAhead(environment env: [String: String]) -> ReadAhead {
+        ReadAhead.announce(path: path(environment: env)) { try loadNow(environment: env) }
+    }
+
+    private static func loadNow(environment env: [String: String]) throws -> Config {
         var config = try loadFile(path(environment: env))
         let discovered = try loadFile(discoveredPath(environment: env))
         config.discoveredProviders = Set(discovered.providers.keys)
@@ -248,5 +262,46 @@ public struct EtcdConfig: Codable, Sendable, Equatable {
         if (cert_file == nil) != (key_file == nil) {
             throw TokenVaultError.config("\(path): etcd.cert_file and etcd.key_file go together")
         }
+    }
+}
+
+/// The config read on another thread ahead of its first `load`.
+public final class ReadAhead: @unchecked Sendable {
+    nonisolated(unsafe) private static var pending: ReadAhead?
+    private static let lock = PosixLock()
+    private let path: String
+    private let reader: @Sendable () throws -> Config
+    private var result: Result<Config, Error>?
+    private let done = DispatchSemaphore(value: 0)
+
+    private init(path: String, reader: @escaping @Sendable () throws -> Config) {
+        self.path = path
+        self.reader = reader
+    }
+
+    fileprivate static func announce(path: String, _ reader: @escaping @Sendable () throws -> Config) -> ReadAhead {
+        let ahead = ReadAhead(path: path, reader: reader)
+        lock.withLock { pending = ahead }
+        return ahead
+    }
+
+    /// Reads the config (once) and hands the result to the `load` waiting for it.
+    public func read() -> Result<Config, Error> {
+        let r = Result { try reader() }
+        result = r
+        done.signal()
+        return r
+    }
+
+    /// The result read ahead for `path`, waited for; nil when none was announced
+    /// (or it was taken already: a later load reads the file again).
+    fileprivate static func take(path: String) -> Result<Config, Error>? {
+        guard let ahead = lock.withLock({ () -> ReadAhead? in
+            guard let p = pending, p.path == path else { return nil }
+            pending = nil
+            return p
+        }) else { return nil }
+        ahead.done.wait()
+        return ahead.result
     }
 }

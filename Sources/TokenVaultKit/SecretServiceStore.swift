@@ -83,7 +83,7 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
     }
 
     private func call<T: Sendable>(_ what: String, _ body: @escaping @Sendable () -> Result<T, TokenVaultError>) throws -> T {
-        guard let result = withDeadline(timeout, body) else {
+        guard let result = withDeadline(timeout, { SecretServiceHeadStart.wait(); return body() }) else {
             throw TokenVaultError.backendUnavailable(
                 "the Secret Service did not answer within \(timeout.shortText) s while trying to \(what)",
                 hint: "is the keyring locked or the session bus stuck? unlock it, or use TOKENVAULT_BACKEND=file")
@@ -245,5 +245,47 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
             guard let key = try? ServiceKey(parsing: service) else { return nil }
             return try? Credential.fromRecord(record, id: CredentialID(service: key, account: account))
         }.sorted { $0.id < $1.id }
+    }
+}
+
+/// A head start for the lookup a `get` is about to make: most of a lookup's
+/// time is libsecret's own start (loading GLib, GIO and libgcrypt, connecting
+/// to the bus, opening a session with its Diffie-Hellman exchange), and none
+/// of it depends on which credential is asked for. Started first thing on a
+/// thread of its own, it runs while the arguments are parsed on the main
+/// thread; the lookup then waits for it (within the same D-Bus deadline) and
+/// reuses libsecret's one shared backend and session.
+/// It loads libsecret and asks the bus only when the command will: the
+/// backend resolves to auto or secret-service (from TOKENVAULT_BACKEND, else
+/// from the config, which it reads for the command) and a session bus is
+/// configured. A `get` from the file vault still maps no part of GLib.
+public enum SecretServiceHeadStart {
+    private static let ready = DispatchSemaphore(value: 0)
+    nonisolated(unsafe) private static var started = false
+
+    /// Call once, on the main thread, before the config is loaded or any store opened.
+    public static func start(environment env: [String: String]) {
+        guard !started, SecretServiceStore.missingBus(environment: env) == nil else { return }
+        let named = env["TOKENVAULT_BACKEND"] ?? ""
+        // A backend named in the environment decides at once (one that is not
+        // a backend is the command's error to report); else the config does.
+        let ahead = named.isEmpty ? Config.readAhead(environment: env) : nil
+        guard ahead != nil || named == BackendChoice.auto.rawValue || named == BackendChoice.secretService.rawValue else { return }
+        started = true
+        Posix.spawnThread(stackSize: 1 << 22) {
+            // With TOKENVAULT_BACKEND unset, resolve reads the config (once), which
+            // the command's own load then takes; one that cannot be read is
+            // reported by the command itself.
+            let choice = try? BackendChoice.resolve(environment: env) { try ahead!.read().get() }
+            if choice == .auto || choice == .secretService { _ = tv_secret_prepare() }
+            ready.signal()
+        }
+    }
+
+    /// Returns once the head start (if one was started) is over.
+    static func wait() {
+        guard started else { return }
+        ready.wait()
+        ready.signal()
     }
 }

@@ -75,6 +75,37 @@ final class HotPathTests: XCTestCase {
         XCTAssertFalse(refreshLibs.contains("libsecret-1.so.0"))
     }
 
+    func testTheSecretServiceHeadStartAsksTheBusOnlyWhenTheBackendWill() throws {
+        // `get` readies the Secret Service on a thread of its own while it parses
+        // its arguments; a backend of file (config or environment) must keep it
+        // from loading libsecret or connecting at all.
+        let s = Sandbox(backend: "file")
+        XCTAssertEqual(s.tv("set", "api.example.com", stdin: "tok").status, 0)
+        let socket = s.home + "/run/bus", log = s.home + "/connections"
+        let (listener, _) = try startFixtureServer("bus_listener.py", [socket, log])
+        defer { listener.terminate() }
+        func connections() -> Int {
+            ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").count
+        }
+        s.env["DBUS_SESSION_BUS_ADDRESS"] = "unix:path=" + socket
+        for (config, backend) in [("backend = \"file\"\n", nil), ("", "file"), ("backend = \"secret-service\"\n", "file")] {
+            try s.writeConfig(config)
+            s.env["TOKENVAULT_BACKEND"] = backend
+            let (r, libs) = loaded(s, ["get", "api.example.com"])
+            XCTAssertEqual(r.status, 0, r.stderr)
+            XCTAssertEqual(r.out, "tok")
+            XCTAssertFalse(libs.contains("libsecret-1.so.0"), "config \(config), TOKENVAULT_BACKEND \(backend ?? "unset")")
+            XCTAssertEqual(connections(), 0, "config \(config), TOKENVAULT_BACKEND \(backend ?? "unset")")
+        }
+        // Auto (no backend anywhere) does ask the bus: the listener sees it.
+        try s.writeConfig("")
+        s.env["TOKENVAULT_BACKEND"] = nil
+        let (r, libs) = loaded(s, ["get", "api.example.com"])
+        XCTAssertEqual(r.out, "tok", r.stderr)
+        XCTAssertTrue(libs.contains("libsecret-1.so.0"), "\(libs)")
+        XCTAssertGreaterThan(connections(), 0)
+    }
+
     func testTheVaultsCodeReferencesFoundationEssentialsOnly() throws {
         // The whole of Foundation (ICU, CoreFoundation, thousands of conformance
         // records) stays out of the binary only while no object file of these

@@ -10,6 +10,11 @@ typedef void (*tv_item_callback)(void *context, const char *service, const char 
 int tv_secret_library_available(void);
 void tv_free(void *p);
 void tv_password_free(char *p);
+/* Makes libsecret's shared backend ready: loaded, connected, its session
+   open, so that the lookup, store or search that follows (from any thread)
+   does only its own round trips. Blocks; 1: ready, 0: not (the call that
+   follows reports why). */
+int tv_secret_prepare(void);
 /* Connects and opens a session: the probe. 1: ok, 0: failed (*message). */
 int tv_service_open(char **message);
 /* -1: unknown, 0: unlocked, 1: locked. */

@@ -14,6 +14,7 @@ extension TokenVault {
     struct Get: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "get",
+            _superCommandName: "tokenvault",
             abstract: "Print a stored credential for a shell script.",
             discussion: """
                 Prints the access token (OAuth 1.0a: the token) and a newline, nothing else. \
