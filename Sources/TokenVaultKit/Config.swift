@@ -1,5 +1,4 @@
 import Dispatch
-import Dispatch
 import FoundationEssentials
 import Glibc
 internal import TOMLKit
@@ -33,21 +32,8 @@ public struct Config: Sendable, Equatable {
         Posix.dirname(path(environment: env)) + "/providers.toml"
     }
 
-    /// Loads the config file; a missing file is an empty config. The first
-    /// load of a file being read ahead waits for that reading and takes it.
+    /// Loads the config file; a missing file is an empty config.
     public static func load(environment env: [String: String]) throws -> Config {
-        if let ahead = ReadAhead.take(path: path(environment: env)) { return try ahead.get() }
-        return try loadNow(environment: env)
-    }
-
-    /// Announces, on the main thread, that another thread is about to read
-    /// the config (the `get` head start); that thread calls `read()` on what
-    /// this returns, and the command's own first `load` takes the result.
-    public static func readAhead(environment env: [String: String]) -> ReadAhead {
-        ReadAhead.announce(path: path(environment: env)) { try loadNow(environment: env) }
-    }
-
-    private static func loadNow(environment env: [String: String]) throws -> Config {
         var config = try loadFile(path(environment: env))
         let discovered = try loadFile(discoveredPath(environment: env))
         config.discoveredProviders = Set(discovered.providers.keys)
@@ -55,6 +41,17 @@ public struct Config: Sendable, Equatable {
             config.providers[name] = table.overlaid(by: config.providers[name])
         }
         return config
+    }
+
+    /// The `backend` setting alone, parsed by TOMLKit without decoding the
+    /// rest: the `get` head start decides with it while the command loads
+    /// the whole config. nil when not set or not a string (the command's own
+    /// load reports a bad file).
+    public static func backendSetting(environment env: [String: String]) throws -> String? {
+        let path = path(environment: env)
+        try TrustedFile.check(path, what: "the config file")
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        return try TOMLTable(string: String(decoding: data, as: UTF8.self))["backend"]?.string
     }
 
     private static func loadFile(_ path: String) throws -> Config {
@@ -262,46 +259,5 @@ public struct EtcdConfig: Codable, Sendable, Equatable {
         if (cert_file == nil) != (key_file == nil) {
             throw TokenVaultError.config("\(path): etcd.cert_file and etcd.key_file go together")
         }
-    }
-}
-
-/// The config read on another thread ahead of its first `load`.
-public final class ReadAhead: @unchecked Sendable {
-    nonisolated(unsafe) private static var pending: ReadAhead?
-    private static let lock = PosixLock()
-    private let path: String
-    private let reader: @Sendable () throws -> Config
-    private var result: Result<Config, Error>?
-    private let done = DispatchSemaphore(value: 0)
-
-    private init(path: String, reader: @escaping @Sendable () throws -> Config) {
-        self.path = path
-        self.reader = reader
-    }
-
-    fileprivate static func announce(path: String, _ reader: @escaping @Sendable () throws -> Config) -> ReadAhead {
-        let ahead = ReadAhead(path: path, reader: reader)
-        lock.withLock { pending = ahead }
-        return ahead
-    }
-
-    /// Reads the config (once) and hands the result to the `load` waiting for it.
-    public func read() -> Result<Config, Error> {
-        let r = Result { try reader() }
-        result = r
-        done.signal()
-        return r
-    }
-
-    /// The result read ahead for `path`, waited for; nil when none was announced
-    /// (or it was taken already: a later load reads the file again).
-    fileprivate static func take(path: String) -> Result<Config, Error>? {
-        guard let ahead = lock.withLock({ () -> ReadAhead? in
-            guard let p = pending, p.path == path else { return nil }
-            pending = nil
-            return p
-        }) else { return nil }
-        ahead.done.wait()
-        return ahead.result
     }
 }

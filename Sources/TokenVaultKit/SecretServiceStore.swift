@@ -257,8 +257,7 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
 /// reuses libsecret's one shared backend and session.
 /// It loads libsecret and asks the bus only when the command will: the
 /// backend resolves to auto or secret-service (from TOKENVAULT_BACKEND, else
-/// from the config, which it reads for the command) and a session bus is
-/// configured. A `get` from the file vault still maps no part of GLib.
+/// from the config's `backend` setting) and a session bus is configured. A `get` from the file vault still maps no part of GLib.
 public enum SecretServiceHeadStart {
     private static let ready = DispatchSemaphore(value: 0)
     nonisolated(unsafe) private static var started = false
@@ -267,16 +266,16 @@ public enum SecretServiceHeadStart {
     public static func start(environment env: [String: String]) {
         guard !started, SecretServiceStore.missingBus(environment: env) == nil else { return }
         let named = env["TOKENVAULT_BACKEND"] ?? ""
-        // A backend named in the environment decides at once (one that is not
-        // a backend is the command's error to report); else the config does.
-        let ahead = named.isEmpty ? Config.readAhead(environment: env) : nil
-        guard ahead != nil || named == BackendChoice.auto.rawValue || named == BackendChoice.secretService.rawValue else { return }
+        // One that is not a backend is the command's error to report.
+        guard named.isEmpty || named == BackendChoice.auto.rawValue || named == BackendChoice.secretService.rawValue else { return }
         started = true
         Posix.spawnThread(stackSize: 1 << 22) {
-            // With TOKENVAULT_BACKEND unset, resolve reads the config (once), which
-            // the command's own load then takes; one that cannot be read is
-            // reported by the command itself.
-            let choice = try? BackendChoice.resolve(environment: env) { try ahead!.read().get() }
+            // A config that cannot be read is reported by the command itself.
+            let choice = try? BackendChoice.resolve(environment: env) {
+                var c = Config()
+                c.backend = try Config.backendSetting(environment: env)
+                return c
+            }
             if choice == .auto || choice == .secretService { _ = tv_secret_prepare() }
             ready.signal()
         }
