@@ -48,7 +48,7 @@ demo: release
 
 bench: release
 	@scripts/deps.sh bench
-	scripts/bench.sh $(RELEASE_BIN)
+	RELEASE_FLAGS="$(RELEASE_FLAGS)" scripts/bench.sh $(RELEASE_BIN)
 
 install: release
 	install -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(MANDIR)" "$(DESTDIR)$(BASHDIR)" "$(DESTDIR)$(ZSHDIR)" "$(DESTDIR)$(FISHDIR)"
