@@ -12,14 +12,16 @@ public enum TokenVaultMain {
         do {
             let args = arguments ?? completionArguments(Array(CommandLine.arguments.dropFirst()))
             // The hot path (SPEC §3, `get` in every line of a script): the
-            // Secret Service is readied while `get` alone is parsed (as the
-            // root command: no tree of every command, no completion-script
-            // check). Anything it does not parse as a plain `get` -- help, an
-            // error -- goes through the whole parser, so what the user sees is
-            // unchanged.
+            // Secret Service is readied -- or, when it will not be asked, the
+            // config read -- while `get` alone is parsed (as the root command:
+            // no tree of every command, no completion-script check). Anything
+            // it does not parse as a plain `get` -- help, an error -- goes
+            // through the whole parser, so what the user sees is unchanged.
             if args.first == "get" {
                 let environment = ProcessInfo.processInfo.environment
-                SecretServiceHeadStart.start(environment: environment)
+                if !SecretServiceHeadStart.start(environment: environment) {
+                    Config.readAhead(environment: environment)
+                }
                 if let get = try? TokenVault.Get.parseAsRoot(Array(args.dropFirst())) as? TokenVault.Get {
                     try get.run()
                     exit(0)

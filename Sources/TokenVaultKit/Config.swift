@@ -1,4 +1,5 @@
 import Dispatch
+import Dispatch
 import FoundationEssentials
 import Glibc
 internal import TOMLKit
@@ -32,8 +33,21 @@ public struct Config: Sendable, Equatable {
         Posix.dirname(path(environment: env)) + "/providers.toml"
     }
 
-    /// Loads the config file; a missing file is an empty config.
+    /// Loads the config file; a missing file is an empty config. The first
+    /// load of a file that `readAhead` is reading takes that result.
     public static func load(environment env: [String: String]) throws -> Config {
+        if let ahead = ReadAhead.take(path: path(environment: env)) { return try ahead.get() }
+        return try loadNow(environment: env)
+    }
+
+    /// Starts reading (and checking) the config on a thread of its own while
+    /// the command line is parsed: the `get` hot path. Call on the main
+    /// thread, before the command loads the config.
+    public static func readAhead(environment env: [String: String]) {
+        ReadAhead.start(path: path(environment: env)) { try loadNow(environment: env) }
+    }
+
+    private static func loadNow(environment env: [String: String]) throws -> Config {
         var config = try loadFile(path(environment: env))
         let discovered = try loadFile(discoveredPath(environment: env))
         config.discoveredProviders = Set(discovered.providers.keys)
@@ -259,5 +273,37 @@ public struct EtcdConfig: Codable, Sendable, Equatable {
         if (cert_file == nil) != (key_file == nil) {
             throw TokenVaultError.config("\(path): etcd.cert_file and etcd.key_file go together")
         }
+    }
+}
+
+/// The config read ahead of its first `load`.
+private final class ReadAhead: @unchecked Sendable {
+    nonisolated(unsafe) private static var pending: ReadAhead?
+    private static let lock = PosixLock()
+    private let path: String
+    private var result: Result<Config, Error>?
+    private let done = DispatchSemaphore(value: 0)
+
+    private init(path: String) { self.path = path }
+
+    static func start(path: String, _ read: @escaping @Sendable () throws -> Config) {
+        let ahead = ReadAhead(path: path)
+        lock.withLock { pending = ahead }
+        Posix.spawnThread(stackSize: 1 << 22) {
+            ahead.result = Result { try read() }
+            ahead.done.signal()
+        }
+    }
+
+    /// What was read ahead for `path`, waited for, once (a later load reads
+    /// the file again); nil when nothing was.
+    static func take(path: String) -> Result<Config, Error>? {
+        guard let ahead = lock.withLock({ () -> ReadAhead? in
+            guard let p = pending, p.path == path else { return nil }
+            pending = nil
+            return p
+        }) else { return nil }
+        ahead.done.wait()
+        return ahead.result
     }
 }

@@ -262,12 +262,14 @@ public enum SecretServiceHeadStart {
     private static let ready = DispatchSemaphore(value: 0)
     nonisolated(unsafe) private static var started = false
 
-    /// Call once, on the main thread, before the config is loaded or any store opened.
-    public static func start(environment env: [String: String]) {
-        guard !started, SecretServiceStore.missingBus(environment: env) == nil else { return }
+    /// Call once, on the main thread, before any store is opened. False when
+    /// the Secret Service will not be asked (as far as the environment says).
+    @discardableResult
+    public static func start(environment env: [String: String]) -> Bool {
+        guard !started, SecretServiceStore.missingBus(environment: env) == nil else { return false }
         let named = env["TOKENVAULT_BACKEND"] ?? ""
         // One that is not a backend is the command's error to report.
-        guard named.isEmpty || named == BackendChoice.auto.rawValue || named == BackendChoice.secretService.rawValue else { return }
+        guard named.isEmpty || named == BackendChoice.auto.rawValue || named == BackendChoice.secretService.rawValue else { return false }
         started = true
         Posix.spawnThread(stackSize: 1 << 22) {
             // A config that cannot be read is reported by the command itself.
@@ -279,6 +281,7 @@ public enum SecretServiceHeadStart {
             if choice == .auto || choice == .secretService { _ = tv_secret_prepare() }
             ready.signal()
         }
+        return true
     }
 
     /// Returns once the head start (if one was started) is over.
