@@ -1,0 +1,58 @@
+import Foundation
+import XCTest
+@testable import TokenVaultKit
+
+/// The config read on another thread for the `get` hot path: the command's
+/// first load takes exactly what a load would have given, errors included,
+/// and only once.
+final class ConfigReadAheadTests: XCTestCase {
+    var dir = ""
+    var env: [String: String] { ["TOKENVAULT_CONFIG": dir + "/config.toml", "HOME": dir] }
+
+    override func setUpWithError() throws {
+        dir = NSTemporaryDirectory() + "tv-ahead-" + UUID().uuidString.prefix(8)
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        chmod(dir, 0o700)
+    }
+
+    override func tearDown() { try? FileManager.default.removeItem(atPath: dir) }
+
+    func write(_ toml: String) throws {
+        try toml.write(toFile: dir + "/config.toml", atomically: false, encoding: .utf8)
+        chmod(dir + "/config.toml", 0o600)
+    }
+
+    func testTheFirstLoadTakesTheReadAndALaterOneReadsAgain() throws {
+        try write("min_valid = 120\n")
+        Config.readAhead(environment: env)
+        XCTAssertEqual(try Config.load(environment: env).minValid, 120)
+        try write("min_valid = 30\n")
+        XCTAssertEqual(try Config.load(environment: env).minValid, 30, "a second load reads the file again")
+    }
+
+    func testAnErrorReadAheadIsTheErrorTheLoadReports() throws {
+        try write("min_valid = -1\n")
+        Config.readAhead(environment: env)
+        XCTAssertThrowsError(try Config.load(environment: env)) { error in
+            XCTAssertEqual((error as? TokenVaultError)?.exitCode, 78)
+            XCTAssertTrue(error.errorText.contains("min_valid must not be negative"), error.errorText)
+        }
+    }
+
+    func testAReadAheadOfAnotherFileIsNotTaken() throws {
+        try write("min_valid = 120\n")
+        Config.readAhead(environment: ["TOKENVAULT_CONFIG": dir + "/other.toml", "HOME": dir])
+        XCTAssertEqual(try Config.load(environment: env).minValid, 120)
+    }
+
+    func testTheBackendSettingAloneIsReadWithoutDecodingTheRest() throws {
+        try write("backend = \"file\"\n[providers.x]\nclient_id = \"a\"\n")
+        XCTAssertEqual(try Config.backendSetting(environment: env), "file")
+        try write("min_valid = 60\n")
+        XCTAssertNil(try Config.backendSetting(environment: env))
+        try FileManager.default.removeItem(atPath: dir + "/config.toml")
+        XCTAssertNil(try Config.backendSetting(environment: env), "no file: not set")
+        try write("backend = \n")
+        XCTAssertThrowsError(try Config.backendSetting(environment: env), "not TOML")
+    }
+}
