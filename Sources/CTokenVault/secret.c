@@ -84,7 +84,6 @@ void tv_password_free(char *p) {
     if (a && p) a->secret_password_free(p);
 }
 
-/* Connects and opens a session: the probe. 1: ok, 0: failed (*message). */
 /* secret_backend_get and its _finish, looked up apart from the rest: a
    libsecret without them (< 0.19) still serves every other call. */
 typedef struct {
@@ -142,6 +141,7 @@ int tv_secret_prepare(void) {
     return 1;
 }
 
+/* Connects and opens a session: the probe. 1: ok, 0: failed (*message). */
 int tv_service_open(char **message) {
     const tv_secret_api *a = tv_api();
     if (!a) { tv_no_library(message); return 0; }

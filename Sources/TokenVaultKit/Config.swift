@@ -1,5 +1,4 @@
 import Dispatch
-import Dispatch
 import FoundationEssentials
 import Glibc
 internal import TOMLKit

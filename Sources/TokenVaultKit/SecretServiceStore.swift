@@ -257,7 +257,8 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
 /// reuses libsecret's one shared backend and session.
 /// It loads libsecret and asks the bus only when the command will: the
 /// backend resolves to auto or secret-service (from TOKENVAULT_BACKEND, else
-/// from the config's `backend` setting) and a session bus is configured. A `get` from the file vault still maps no part of GLib.
+/// from the config's `backend` setting) and a session bus is configured: a
+/// `get` from the file vault still maps no part of GLib.
 public enum SecretServiceHeadStart {
     private static let ready = DispatchSemaphore(value: 0)
     nonisolated(unsafe) private static var started = false
