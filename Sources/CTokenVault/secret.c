@@ -21,7 +21,9 @@
     X(secret_collection_get_label) X(secret_service_unlock_sync) X(g_list_append) X(g_list_free) \
     X(secret_password_lookupv_sync) X(secret_password_storev_sync) X(secret_password_clearv_sync) \
     X(secret_password_searchv_sync) X(secret_password_free) X(secret_retrievable_get_attributes) \
-    X(secret_retrievable_retrieve_secret_sync) X(secret_value_unref_to_password)
+    X(secret_retrievable_retrieve_secret_sync) X(secret_value_unref_to_password) \
+    X(g_main_context_new) X(g_main_context_push_thread_default) X(g_main_context_pop_thread_default) \
+    X(g_main_context_iteration) X(g_main_context_unref)
 
 /* The loaded API, or NULL when libsecret cannot be loaded. */
 TV_DL_API(tv_secret_api, TV_SECRET_FUNCS, "libsecret-1.so.0", tv_api)
@@ -87,17 +89,7 @@ void tv_password_free(char *p) {
 /* secret_backend_get and its _finish, looked up apart from the rest: a
    libsecret without them (< 0.19) still serves every other call. */
 typedef struct {
-    __typeof__(&secret_backend_get) get;
     __typeof__(&secret_backend_get_finish) finish;
-    __typeof__(&g_main_context_new) context_new;
-    __typeof__(&g_main_context_push_thread_default) push;
-    __typeof__(&g_main_context_pop_thread_default) pop;
-    __typeof__(&g_main_context_iteration) iteration;
-    __typeof__(&g_main_context_unref) context_unref;
-} tv_backend_api;
-
-typedef struct {
-    const tv_backend_api *b;
     SecretBackend *backend;
     int done;
 } tv_prepare_state;
@@ -106,36 +98,29 @@ static void tv_prepared(GObject *source, GAsyncResult *result, gpointer data) {
     (void)source;
     tv_prepare_state *state = data;
     GError *error = NULL;
-    state->backend = state->b->finish(result, &error);
+    state->backend = state->finish(result, &error);
     if (error) tv_api()->g_clear_error(&error);
     state->done = 1;
 }
 
 int tv_secret_prepare(void) {
-    static tv_backend_api b;
     static SecretBackend *kept;  /* held for the life of the process */
     const tv_secret_api *a = tv_api();
     if (!a) return 0;
     void *h = dlopen("libsecret-1.so.0", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
     if (!h) return 0;
-    b.get = dlsym(h, "secret_backend_get");
-    b.finish = dlsym(h, "secret_backend_get_finish");
-    b.context_new = dlsym(h, "g_main_context_new");
-    b.push = dlsym(h, "g_main_context_push_thread_default");
-    b.pop = dlsym(h, "g_main_context_pop_thread_default");
-    b.iteration = dlsym(h, "g_main_context_iteration");
-    b.context_unref = dlsym(h, "g_main_context_unref");
+    __typeof__(&secret_backend_get) get = dlsym(h, "secret_backend_get");
+    tv_prepare_state state = { dlsym(h, "secret_backend_get_finish"), NULL, 0 };
     dlclose(h);  /* still open: tv_api's handle keeps it */
-    if (!b.get || !b.finish || !b.context_new || !b.push || !b.pop || !b.iteration || !b.context_unref) return 0;
+    if (!get || !state.finish) return 0;
     /* What libsecret's own _sync calls do: a private main context on this
        thread, iterated until the answer. */
-    GMainContext *context = b.context_new();
-    b.push(context);
-    tv_prepare_state state = { &b, NULL, 0 };
-    b.get(SECRET_BACKEND_OPEN_SESSION, NULL, tv_prepared, &state);
-    while (!state.done) b.iteration(context, TRUE);
-    b.pop(context);
-    b.context_unref(context);
+    GMainContext *context = a->g_main_context_new();
+    a->g_main_context_push_thread_default(context);
+    get(SECRET_BACKEND_OPEN_SESSION, NULL, tv_prepared, &state);
+    while (!state.done) a->g_main_context_iteration(context, TRUE);
+    a->g_main_context_pop_thread_default(context);
+    a->g_main_context_unref(context);
     if (state.backend == NULL) return 0;
     kept = state.backend;
     return 1;

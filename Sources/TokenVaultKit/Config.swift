@@ -61,24 +61,28 @@ public struct Config: Sendable, Equatable {
     /// the whole config. nil when not set or not a string (the command's own
     /// load reports a bad file).
     public static func backendSetting(environment env: [String: String]) throws -> String? {
-        let path = path(environment: env)
-        try TrustedFile.check(path, what: "the config file")
-        guard let data = FileManager.default.contents(atPath: path) else { return nil }
-        return try TOMLTable(string: String(decoding: data, as: UTF8.self))["backend"]?.string
+        guard let text = try text(of: path(environment: env)) else { return nil }
+        return try TOMLTable(string: text)["backend"]?.string
     }
 
     private static func loadFile(_ path: String) throws -> Config {
+        guard let text = try text(of: path) else { return Config() }
+        return try parse(text, path: path)
+    }
+
+    /// A config file's text, checked like every trusted file; nil when there is none.
+    private static func text(of path: String) throws -> String? {
         try TrustedFile.check(path, what: "the config file")
         guard let data = FileManager.default.contents(atPath: path) else {
             if FileManager.default.fileExists(atPath: path) {
                 throw TokenVaultError.config("cannot read the config file \(path)")
             }
-            return Config()
+            return nil
         }
         guard let text = String(data: data, encoding: .utf8) else {
             throw TokenVaultError.config("the config file \(path) is not UTF-8 text")
         }
-        return try parse(text, path: path)
+        return text
     }
 
     public static func parse(_ text: String, path: String = "config.toml") throws -> Config {
