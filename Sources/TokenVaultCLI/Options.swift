@@ -76,27 +76,4 @@ enum Format {
     static func date(_ unix: Int64) -> String {
         RFC3339.format(unix)
     }
-
-    /// A word that sh, dash, bash, zsh and fish all read back as `s`, safe to
-    /// eval in each: single-quoted runs, with every `'` and `\` outside the
-    /// quotes as `\'` and `\\`. (fish reads `\'` and `\\` as escapes even
-    /// inside single quotes, so the POSIX `'\''` idiom alone is not safe there.)
-    static func shellQuoted(_ s: String) -> String {
-        var out = ""
-        var run = ""
-        func flush() {
-            if !run.isEmpty { out += "'" + run + "'" }
-            run = ""
-        }
-        for c in s {
-            if c == "'" || c == "\\" {
-                flush()
-                out += "\\" + String(c)
-            } else {
-                run.append(c)
-            }
-        }
-        flush()
-        return out.isEmpty ? "''" : out
-    }
 }

@@ -183,6 +183,17 @@ public struct ProviderConfig: Codable, Sendable, Equatable {
 
     public init() {}
 
+    /// Who issues this provider's tokens (docs/SECURITY.md): its `issuer`, else
+    /// the origin of its token endpoint. A credential keeps it, and its refresh
+    /// token is sent to no provider that names another.
+    public var issuedBy: String? { issuer ?? token_url.flatMap(Self.origin(of:)) }
+
+    /// `scheme://host[:port]` of a URL, lower-cased; nil when it has no host.
+    static func origin(of url: String) -> String? {
+        guard let c = URLComponents(string: url), let scheme = c.scheme, let host = c.host, !host.isEmpty else { return nil }
+        return scheme.lowercased() + "://" + host.lowercased() + (c.port.map { ":\($0)" } ?? "")
+    }
+
     /// A provider's table: its preset, if any, overlaid by its `[providers.NAME]`
     /// table; an unknown name is a configuration error (78).
     public static func table(for name: String, config: Config, configPath: String) throws -> ProviderConfig {

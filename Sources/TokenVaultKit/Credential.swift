@@ -64,9 +64,14 @@ public struct Credential: Equatable, Sendable {
     public var extra: [String: JSONValue]
     /// Unix seconds of the last write, so a stale copy never wins over a newer one.
     public var updatedAt: Int64
-    /// Counts the writes of this record; a write computed from a read lands only
-    /// while the stored generation is still the one that was read (`WriteCondition`).
+    /// Counts the writes of this record, and never repeats for a service and
+    /// account: a new record starts at its creation time in microseconds, so a
+    /// record made after a delete never takes an old record's number
+    /// (docs/SECURITY.md).
     public var generation: Int64 = 0
+    /// Where the credential was obtained: its provider's `issuer`, else the
+    /// origin of its token endpoint. A refresh token goes nowhere else.
+    public var issuer: String?
     /// The provider refused the last renewal (SPEC §10): remembered until a
     /// login, a `set` or a successful `refresh` writes a new record.
     public var refusal: Refusal?
@@ -98,10 +103,19 @@ public struct Credential: Equatable, Sendable {
 
     public func isExpired(at now: Int64) -> Bool { (expiresAt ?? Int64.max) <= now }
 
+    /// Names this exact record (every field, generation included): a write
+    /// computed from a read lands only while the stored record still has the
+    /// fingerprint of the one read (`WriteCondition`).
+    public var fingerprint: [UInt8] { Sodium.hash(Array(recordJSON()), bytes: 32) }
+
     /// Of two copies of one credential, the one written last.
     public func isNewer(than other: Credential) -> Bool {
         (updatedAt, generation) > (other.updatedAt, other.generation)
     }
+
+    /// Extra fields that name who logged in, in the order `status` prefers
+    /// them; cleaned for the terminal where they enter (`OutsideText.line`).
+    public static let displayKeys = ["screen_name", "name", "login", "username", "fullname", "preferred_username", "email"]
 
     /// The `--field` names that stand for the access token itself.
     public static let accessTokenFields: Set<String> = ["access_token", "token", "oauth_token"]
@@ -143,7 +157,7 @@ public struct Credential: Equatable, Sendable {
 extension Credential {
     private static let knownKeys: Set<String> = [
         "version", "service", "account", "type", "provider", "access_token", "refresh_token",
-        "token_secret", "token_type", "scope", "expires_at", "refresh_expires_at", "extra", "updated_at", "generation", "refused",
+        "token_secret", "token_type", "scope", "expires_at", "refresh_expires_at", "extra", "updated_at", "generation", "refused", "issuer",
     ]
 
     /// The record as stored: a JSON object with sorted keys.
@@ -165,6 +179,7 @@ extension Credential {
         if let refreshExpiresAt { o["refresh_expires_at"] = .integer(refreshExpiresAt) }
         if !extra.isEmpty { o["extra"] = .object(extra) }
         if generation != 0 { o["generation"] = .integer(generation) }
+        if let issuer { o["issuer"] = .string(issuer) }
         if let refusal { o["refused"] = .object(["reason": .string(refusal.reason), "at": .integer(refusal.at)]) }
         return (try? JSONEncoder.sorted.encode(JSONValue.object(o))) ?? Data()
     }
@@ -213,6 +228,7 @@ extension Credential {
         c.refreshExpiresAt = object["refresh_expires_at"]?.int64
         c.updatedAt = object["updated_at"]?.int64 ?? 0
         c.generation = object["generation"]?.int64 ?? 0
+        c.issuer = object["issuer"]?.string
         if case .object(let r)? = object["refused"], let reason = r["reason"]?.string {
             c.refusal = Refusal(reason: reason, at: r["at"]?.int64 ?? 0)
         }

@@ -104,8 +104,8 @@ public struct CredentialStatus: Equatable, Sendable {
 extension Credential {
     /// The hint for a credential the user must log in to again.
     public var loginHint: String {
-        let acct = account == Credential.defaultAccount ? "" : " --account \(account)"
-        if let provider { return "run: tokenvault login \(provider)\(acct)" }
-        return "store a new token: tokenvault set \(service)\(acct) < token.json"
+        let acct = account == Credential.defaultAccount ? "" : " --account \(ShellWord.word(account))"
+        if let provider { return "run: tokenvault login \(ShellWord.word(provider))\(acct)" }
+        return "store a new token: tokenvault set \(ShellWord.word(service.description))\(acct) < token.json"
     }
 }

@@ -50,12 +50,12 @@ extension CredentialStore {
 /// A store several hosts write (etcd): no local lock orders its writers, so
 /// it orders them itself, with conditional writes and a fleet-wide lock.
 public protocol SharedStore: CredentialStore {
-    /// Stores `credential` only while the stored record's generation is
+    /// Stores `credential` only while the stored record's fingerprint is
     /// `expected` (nil: nothing stored), in one atomic step. False: it changed
     /// meanwhile and nothing was written.
-    func save(_ credential: Credential, ifGeneration expected: Int64?) throws -> Bool
-    /// Deletes only while the stored record's generation is `expected`.
-    func delete(_ id: CredentialID, ifGeneration expected: Int64?) throws -> Bool
+    func save(_ credential: Credential, ifUnchanged expected: [UInt8]?) throws -> Bool
+    /// Deletes only while the stored record's fingerprint is `expected`.
+    func delete(_ id: CredentialID, ifUnchanged expected: [UInt8]) throws -> Bool
     /// Runs `body` holding the credential's renewal lock for the whole fleet.
     func withRenewalLock<T>(_ id: CredentialID, _ body: () throws -> T) throws -> T
 }

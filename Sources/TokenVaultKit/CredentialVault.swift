@@ -6,12 +6,20 @@ import Glibc
 public enum WriteCondition: Equatable, Sendable {
     /// Whatever is stored (a `set`, a `login`, a `delete` by the user).
     case always
-    /// Only while the stored record is the one that was read: a refresh, a
-    /// refusal mark, a migration. `nil`: only while nothing is stored.
-    case unchanged(generation: Int64?)
+    /// Only while the stored record is exactly the one that was read (its
+    /// `fingerprint`): a refresh, a refusal mark, a migration. `nil`: only
+    /// while nothing is stored. A record deleted and made again, even with the
+    /// same generation, is another record.
+    case unchanged(fingerprint: [UInt8]?)
 
     /// The condition for a write computed from `read`.
-    public static func computed(from read: Credential?) -> WriteCondition { .unchanged(generation: read?.generation) }
+    public static func computed(from read: Credential?) -> WriteCondition { .unchanged(fingerprint: read?.fingerprint) }
+
+    /// Whether `current` (what is stored now) lets the write land.
+    func holds(for current: Credential?) -> Bool {
+        guard case .unchanged(let fingerprint) = self else { return true }
+        return current?.fingerprint == fingerprint
+    }
 }
 
 /// The one way credentials are written. Each write takes the credential's
@@ -63,16 +71,15 @@ public final class CredentialVault {
             if let shared = store as? SharedStore {
                 for _ in 0..<20 {
                     let current = try shared.load(id)
-                    if case .unchanged(let generation) = condition, current?.generation != generation { return false }
-                    guard let current else { return false }
-                    if try shared.delete(id, ifGeneration: current.generation) {
+                    guard condition.holds(for: current), let current else { return false }
+                    if try shared.delete(id, ifUnchanged: current.fingerprint) {
                         spool.remove(id)
                         return true
                     }
                 }
                 throw TokenVaultError.temporary("the record of \(id) kept changing while it was deleted; try again")
             }
-            if case .unchanged(let generation) = condition, try store.load(id)?.generation != generation { return false }
+            guard condition.holds(for: try store.load(id: id)) else { return false }
             spool.remove(id)
             return try store.delete(id)
         }
@@ -107,9 +114,9 @@ public final class CredentialVault {
             // Other hosts write too: each attempt is a compare-and-swap on what it read.
             for _ in 0..<20 {
                 let current = try shared.load(credential.id)
-                if case .unchanged(let generation) = condition, current?.generation != generation { return nil }
+                guard condition.holds(for: current) else { return nil }
                 let next = nextGeneration(credential, after: current)
-                if try shared.save(next, ifGeneration: current?.generation) {
+                if try shared.save(next, ifUnchanged: current?.fingerprint) {
                     spool.remove(credential.id)
                     return next
                 }
@@ -117,18 +124,33 @@ public final class CredentialVault {
             throw TokenVaultError.temporary("the record of \(credential.id) kept changing while it was written; try again")
         }
         let current = try store.load(id: credential.id)
-        if case .unchanged(let generation) = condition, current?.generation != generation { return nil }
+        guard condition.holds(for: current) else { return nil }
         let next = nextGeneration(credential, after: current)
         try store.save(next)
         spool.remove(credential.id)
         return next
     }
 
+    /// `credential` numbered as the write after `current`. A record with
+    /// nothing before it starts at the time in microseconds, never at 1: a
+    /// delete keeps no counter, and a record made after one must not take a
+    /// number an old record (or a spool computed from it) had.
     private func nextGeneration(_ credential: Credential, after current: Credential?) -> Credential {
         var next = credential
-        next.generation = max(current?.generation ?? 0, credential.generation) + 1
-        if let current { next.updatedAt = max(next.updatedAt, current.updatedAt) }
+        let (after, overflow) = max(current?.generation ?? 0, credential.generation).addingReportingOverflow(1)
+        next.generation = overflow ? Int64.max : after
+        if let current {
+            next.updatedAt = max(next.updatedAt, current.updatedAt)
+        } else {
+            next.generation = max(next.generation, Self.microsecondsNow())
+        }
         return next
+    }
+
+    static func microsecondsNow() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Int64(ts.tv_sec) * 1_000_000 + Int64(ts.tv_nsec / 1000)
     }
 
     // MARK: Spool
@@ -136,10 +158,11 @@ public final class CredentialVault {
     /// Keeps `credential` (a refresh's result the store refused, e.g. on a full
     /// disk: the provider has already rotated the refresh token) in a 0600 file
     /// of the runtime directory, for the next run to write. True when kept.
-    public func keepInSpool(_ credential: Credential, readGeneration: Int64?) -> Bool {
+    public func keepInSpool(_ credential: Credential, computedFrom read: WriteCondition) -> Bool {
+        guard case .unchanged(let fingerprint) = read else { return false }
         do {
             try PrivateDirectory.ensure(runtimeDirectory)
-            try spool.put(credential, readGeneration: readGeneration)
+            try spool.put(credential, readFingerprint: fingerprint)
             return true
         } catch {
             return false
@@ -148,24 +171,25 @@ public final class CredentialVault {
 
     var spool: Spool { Spool(directory: runtimeDirectory + "/spool") }
 
-    /// Writes the spooled record when the stored one is still the one it was
-    /// computed from; drops it when someone wrote since. Returns what now holds.
+    /// Writes the spooled record when the stored one is still exactly the one
+    /// it was computed from; drops it when someone wrote since (a newer write
+    /// always wins over a spool). Returns what now holds.
     private func reconcileSpool(_ id: CredentialID) throws -> StoredCredential? {
         try withRecordLock(id) {
-            guard let (spooled, readGeneration) = spool.get(id) else { return nil }
-            let current = try store.load(id)
-            guard current?.generation == readGeneration else {
+            guard let entry = spool.get(id) else { return nil }
+            let current = try store.load(id: id)
+            guard let read = entry.computedFrom, read.holds(for: current) else {
                 spool.remove(id)
-                notices.append("dropped the spooled record of \(id): it was changed since")
+                notices.append("dropped the renewed record of \(id) that an earlier run kept in the spool: the stored record was replaced since (a login, a set or a delete), and the newer one wins; the refresh token in the dropped record may still be valid at the provider")
                 return nil
             }
             do {
-                guard let written = try writeHoldingLock(spooled, if: .unchanged(generation: readGeneration)) else { return nil }
+                guard let written = try writeHoldingLock(entry.credential, if: read) else { return nil }
                 notices.append("wrote the record of \(id) kept in the spool by an earlier run that could not store it")
                 return StoredCredential(credential: written, backend: store.name)
             } catch {
                 notices.append("the record of \(id) is still in the spool (\(error.errorText)); using it")
-                return StoredCredential(credential: spooled, backend: "spool")
+                return StoredCredential(credential: entry.credential, backend: "spool")
             }
         }
     }
@@ -176,9 +200,16 @@ public final class CredentialVault {
 }
 
 /// Records that could not be stored, one 0600 file per credential, each with
-/// the generation of the record it was computed from.
+/// the fingerprint of the record it was computed from.
 struct Spool {
     let directory: String
+
+    struct Entry {
+        var credential: Credential
+        /// The condition its write waits for; nil for an entry that does not
+        /// say exactly what it was computed from (an older version's): dropped.
+        var computedFrom: WriteCondition?
+    }
 
     private func path(_ id: CredentialID) -> String { directory + "/" + CredentialVault.fileName(id) + ".json" }
 
@@ -187,29 +218,26 @@ struct Spool {
         return lstat(path(id), &st) == 0
     }
 
-    func put(_ c: Credential, readGeneration: Int64?) throws {
+    /// `readFingerprint`: of the record the entry was computed from; nil when nothing was stored.
+    func put(_ c: Credential, readFingerprint: [UInt8]?) throws {
         try PrivateDirectory.ensure(directory)
-        var entry: [String: JSONValue] = ["record": .string(String(decoding: c.recordJSON(), as: UTF8.self))]
-        if let readGeneration { entry["read_generation"] = .integer(readGeneration) }
-        let bytes = Array(JSONValue.object(entry).text.utf8)
-        let tmp = path(c.id) + ".tmp"
-        let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw TokenVaultError.vault("cannot write the spool: \(String(cString: strerror(errno)))") }
-        let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress!, $0.count) }
-        let synced = fsync(fd) == 0
-        close(fd)
-        guard n == bytes.count, synced, rename(tmp, path(c.id)) == 0 else {
-            unlink(tmp)
-            throw TokenVaultError.vault("cannot write the spool")
-        }
+        let entry: [String: JSONValue] = [
+            "record": .string(String(decoding: c.recordJSON(), as: UTF8.self)),
+            "computed_from": readFingerprint.map { .string(Hex.encode($0)) } ?? .null,
+        ]
+        try AtomicFile.replace(path(c.id), with: Array(JSONValue.object(entry).text.utf8), what: "the spool entry")
     }
 
-    func get(_ id: CredentialID) -> (Credential, Int64?)? {
+    func get(_ id: CredentialID) -> Entry? {
         guard let data = FileManager.default.contents(atPath: path(id)),
               let value = try? JSONDecoder().decode(JSONValue.self, from: data), case .object(let o) = value,
               let record = o["record"]?.string, let c = try? Credential.fromRecord(Data(record.utf8), id: id)
         else { return nil }
-        return (c, o["read_generation"]?.int64)
+        switch o["computed_from"] {
+        case .string(let hex)?: return Entry(credential: c, computedFrom: Hex.decode(hex).map { .unchanged(fingerprint: $0) })
+        case .null?: return Entry(credential: c, computedFrom: .unchanged(fingerprint: nil))
+        default: return Entry(credential: c, computedFrom: nil)
+        }
     }
 
     func remove(_ id: CredentialID) {

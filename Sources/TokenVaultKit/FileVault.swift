@@ -255,7 +255,7 @@ public final class FileVault: CredentialStore {
         guard st.st_mode & 0o077 == 0 else {
             throw TokenVaultError.permission(
                 "unsafe permissions \(String(st.st_mode & 0o777, radix: 8)) on the vault directory \(directory)",
-                hint: "run: chmod 700 \(directory)")
+                hint: "run: chmod 700 \(ShellWord.word(directory))")
         }
     }
 
@@ -267,7 +267,7 @@ public final class FileVault: CredentialStore {
         guard st.st_mode & 0o077 == 0 else {
             throw TokenVaultError.permission(
                 "unsafe permissions \(String(st.st_mode & 0o777, radix: 8)) on the vault \(path)",
-                hint: "run: chmod 600 \(path)")
+                hint: "run: chmod 600 \(ShellWord.word(path))")
         }
     }
 }

@@ -77,9 +77,12 @@ public enum TokenInput {
             try checkToken(s, field: "refresh_token")
             c.refreshToken = s
         }
-        if let t = o.removeValue(forKey: "token_type"), t != .null { c.tokenType = t.text }
+        // Shown by `status`: cleaned here, where they enter.
+        if let t = o.removeValue(forKey: "token_type"), t != .null { c.tokenType = OutsideText.line(t.text, limit: 64) }
         if let s = o.removeValue(forKey: "scope"), s != .null {
-            if case .array(let items) = s { c.scope = items.map(\.text).joined(separator: " ") } else { c.scope = s.text }
+            let text: String
+            if case .array(let items) = s { text = items.map(\.text).joined(separator: " ") } else { text = s.text }
+            c.scope = OutsideText.line(text, limit: 4096)
         }
         let expiresIn = o.removeValue(forKey: "expires_in")
         let expiresAt = o.removeValue(forKey: "expires_at")
@@ -103,7 +106,10 @@ public enum TokenInput {
             }
             if seconds > 0 { c.refreshExpiresAt = now + seconds }
         }
-        for key in ["provider", "service", "account", "type", "version", "updated_at"] { o.removeValue(forKey: key) }
+        for key in ["provider", "service", "account", "type", "version", "updated_at", "issuer"] { o.removeValue(forKey: key) }
+        for key in Credential.displayKeys {
+            if case .string(let v)? = o[key] { o[key] = .string(OutsideText.line(v)) }
+        }
         c.extra = o
         c.updatedAt = now
         return c

@@ -89,8 +89,8 @@ public enum TokenVaultError: Error, Equatable, LocalizedError, Sendable {
             .vault(_, let h), .permission(_, let h), .config(_, let h):
             return h
         case .notFound(let service, let account, _):
-            let acct = account == Credential.defaultAccount ? "" : " --account \(account)"
-            return "store one with: tokenvault set \(service)\(acct) < token.json"
+            let acct = account == Credential.defaultAccount ? "" : " --account \(ShellWord.word(account))"
+            return "store one with: tokenvault set \(ShellWord.word(service))\(acct) < token.json"
         case .temporary:
             return "nothing was changed; try again later"
         case .badInput, .providerRefused, .internal:

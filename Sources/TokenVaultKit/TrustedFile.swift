@@ -22,7 +22,7 @@ enum TrustedFile {
         guard st.st_mode & 0o022 == 0 else {
             throw TokenVaultError.permission(
                 "\(what) \(path) is writable by others (mode \(String(st.st_mode & 0o777, radix: 8))); refusing to use it",
-                hint: "run: chmod go-w \(path)")
+                hint: "run: chmod go-w \(ShellWord.word(path))")
         }
     }
 }

@@ -90,11 +90,11 @@ extension TokenVault {
             case .env:
                 if let field {
                     let name = "TOKENVAULT_" + field.uppercased().map { $0.isLetter || $0.isNumber ? $0 : "_" }
-                    Output.value("export \(String(name))=\(Format.shellQuoted(try value(of: c)))")
+                    Output.value("export \(String(name))=\(ShellWord.quoted(try value(of: c)))")
                 } else {
-                    Output.value("export TOKENVAULT_ACCESS_TOKEN=\(Format.shellQuoted(c.accessToken))")
+                    Output.value("export TOKENVAULT_ACCESS_TOKEN=\(ShellWord.quoted(c.accessToken))")
                     if let secret = c.tokenSecret {
-                        Output.value("export TOKENVAULT_TOKEN_SECRET=\(Format.shellQuoted(secret))")
+                        Output.value("export TOKENVAULT_TOKEN_SECRET=\(ShellWord.quoted(secret))")
                     }
                 }
             }
@@ -129,7 +129,7 @@ enum HeaderLine {
         guard c.type != .oauth1 else {
             throw TokenVaultError.usage(
                 "\(c.id) is an OAuth 1.0a credential: each request needs its own signature, not a bearer header",
-                hint: "sign a request with: tokenvault header \(c.service) --method GET --url URL")
+                hint: "sign a request with: tokenvault header \(ShellWord.word(c.service.description)) --method GET --url URL")
         }
         return "Authorization: Bearer \(c.accessToken)"
     }

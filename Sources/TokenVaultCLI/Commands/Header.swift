@@ -43,7 +43,7 @@ extension TokenVault {
             }
             guard let name = c.provider else {
                 throw TokenVaultError.config("\(c.id) is tied to no provider, so there is no consumer key to sign with",
-                                             hint: "store it again with: tokenvault set \(c.service) --provider NAME")
+                                             hint: "store it again with: tokenvault set \(ShellWord.word(c.service.description)) --provider NAME")
             }
             var form: [(String, String)] = []
             if data {

@@ -43,8 +43,8 @@ enum Summary {
     static func canRefresh(_ s: CredentialStatus) -> Bool { s.renewal.isPossible && s.refusal == nil }
 
     static func displayName(_ c: Credential) -> String? {
-        for key in ["screen_name", "name", "login", "username", "fullname", "email"] {
-            if let v = c.extra[key]?.string, !v.isEmpty { return v }
+        for key in Credential.displayKeys {
+            if let v = c.extra[key]?.string, !v.isEmpty { return OutsideText.line(v) }
         }
         let claims = idTokenClaims(c)
         return claims["name"] ?? claims["email"]
@@ -56,9 +56,8 @@ enum Summary {
         guard let token = c.extra["id_token"]?.string, let claims = JWT.claims(of: token) else { return [:] }
         var out: [String: String] = [:]
         for key in ["sub", "email", "name"] {
-            if let v = claims[key]?.string, !v.isEmpty, !v.contains(where: { $0.isNewline || $0.asciiValue.map { $0 < 0x20 } == true }) {
-                out[key] = v
-            }
+            // Decoded here from a token a provider sent: cleaned where it enters.
+            if let v = claims[key]?.string, !v.isEmpty { out[key] = OutsideText.line(v) }
         }
         return out
     }

@@ -40,6 +40,9 @@ extension TokenVault {
         @Option(name: .customLong("client-id"), help: ArgumentHelp("The client id registered at --issuer.", valueName: "id"))
         var clientID: String?
 
+        @Option(help: ArgumentHelp("With --issuer: the provider name to keep it under (default: one derived from the issuer's host, port and path).", valueName: "name"))
+        var name: String?
+
         @Option(help: "Which of several logins to the service (default: $TOKENVAULT_ACCOUNT, else default).")
         var account: String?
 
@@ -69,6 +72,10 @@ extension TokenVault {
             if timeout <= 0 { throw ValidationError("--timeout must be a positive number of seconds") }
             if provider == nil, issuer == nil { throw ValidationError("name a provider, or give --issuer and --client-id") }
             if (issuer == nil) != (clientID == nil) { throw ValidationError("--issuer and --client-id go together") }
+            if name != nil, issuer == nil { throw ValidationError("--name names the provider of --issuer; without --issuer, give the provider itself") }
+            if let name, let provider, name.lowercased() != provider.lowercased() {
+                throw ValidationError("give the provider's name once: as the argument or as --name")
+            }
             if [noBrowser, device, browser].filter({ $0 }).count > 1 {
                 throw ValidationError("choose one of --browser, --no-browser and --device")
             }
@@ -80,14 +87,14 @@ extension TokenVault {
         func run() throws {
             let context = Context()
             let account = try AccountChoice(option: self.account, environment: context.environment).name
-            let name = try issuerProvider(context) ?? (provider ?? "").lowercased()
-            let table = try ProviderConfig.table(for: name, config: try context.config,
+            let providerName = try issuerProvider(context) ?? (provider ?? "").lowercased()
+            let table = try ProviderConfig.table(for: providerName, config: try context.config,
                                                  configPath: Config.path(environment: context.environment))
             if table.type == "oauth1" {
-                try loginOAuth1(name, account: account, context: context)
+                try loginOAuth1(providerName, account: account, context: context)
                 return
             }
-            let p = try context.oauth2Provider(name)
+            let p = try context.oauth2Provider(providerName)
             let id = CredentialID(service: p.service, account: account)
             let flow = chooseFlow(grant: p.grant, hasDevice: p.deviceAuthorizationURL != nil, environment: context.environment)
             // Client credentials involve nobody: no login lock.
@@ -118,7 +125,7 @@ extension TokenVault {
             credential = login.withUserInfo(credential)
             if let issuer, let clientID {
                 // Kept once the login worked, so `providers`, `get NAME` and refresh find it.
-                try DiscoveredProviders.add(name: name, issuer: issuer, clientID: clientID, environment: context.environment)
+                try DiscoveredProviders.add(name: providerName, issuer: issuer, clientID: clientID, environment: context.environment)
             }
             try context.vault().write(credential)
             context.flushWarnings()
@@ -126,20 +133,20 @@ extension TokenVault {
         }
 
         /// `--issuer URL --client-id ID`: the provider it stands for, added to
-        /// this run's config (and kept in providers.toml after a login that worked).
+        /// this run's config (and kept in providers.toml after a login that
+        /// worked). A name is never taken from another issuer.
         func issuerProvider(_ context: Context) throws -> String? {
             guard let issuer, let clientID else { return nil }
-            let name = (provider ?? DiscoveredProviders.name(for: issuer)).lowercased()
-            let config = try context.config
-            if ProviderPreset.named(name) != nil || (config.providers[name] != nil && !config.discoveredProviders.contains(name)) {
-                throw TokenVaultError.usage("a provider named \(name) exists already; log in with: tokenvault login \(name)",
-                                            hint: "or give --issuer another name: tokenvault login NAME --issuer \(issuer) --client-id \(clientID)")
+            let chosen = try DiscoveredProviders.choose(given: (name ?? provider)?.lowercased(), issuer: issuer, clientID: clientID,
+                                                        config: try context.config)
+            // A table kept from before (same issuer and client) stays as the user left it.
+            if try context.config.providers[chosen] == nil {
+                var table = ProviderConfig()
+                table.issuer = issuer
+                table.client_id = clientID
+                try context.addProvider(chosen, table)
             }
-            var table = ProviderConfig()
-            table.issuer = issuer
-            table.client_id = clientID
-            try context.addProvider(name, table)
-            return name
+            return chosen
         }
 
         /// "logged in to PROVIDER as NAME; stored under ID" on stderr.

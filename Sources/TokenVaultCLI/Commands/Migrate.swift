@@ -81,7 +81,7 @@ extension TokenVault {
                         targetBefore[id] = try target.load(id)
                         if let shared = source as? SharedStore {
                             // Another host may have renewed it meanwhile: the next pass copies that.
-                            return try shared.delete(id, ifGeneration: c.generation) ? 1 : 0
+                            return try shared.delete(id, ifUnchanged: c.fingerprint) ? 1 : 0
                         }
                         try source.delete(id)
                         return 1

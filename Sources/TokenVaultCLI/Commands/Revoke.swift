@@ -24,7 +24,7 @@ extension TokenVault {
             context.flushWarnings()
             guard c.type == .oauth2 || c.type == .token, let name = c.provider else {
                 throw TokenVaultError.usage("\(id) is not tied to an OAuth 2.0 provider, so it cannot be revoked here",
-                                            hint: "delete the local copy with: tokenvault delete \(id.service)")
+                                            hint: "delete the local copy with: tokenvault delete \(ShellWord.word(id.service.description))")
             }
             let provider = try context.oauth2Provider(name)
             try Revocation.revoke(c, provider: provider, transport: CurlTransport(timeout: try context.httpTimeout))

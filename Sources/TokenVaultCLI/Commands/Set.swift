@@ -33,6 +33,8 @@ extension TokenVault {
             let input = try StandardInput.read(prompt: "Token for \(id.service): ")
             var c = try TokenInput.parse(input, id: id, now: context.clock.now)
             c.provider = provider
+            // Its refresh token goes to this provider's issuer only (docs/SECURITY.md).
+            c.issuer = try provider.flatMap { try context.providers.table($0)?.issuedBy }
             let store = try context.store()
             // A new record: any refusal mark on the old one goes with it (SPEC §10).
             try context.vault().write(c)

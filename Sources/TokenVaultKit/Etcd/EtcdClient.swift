@@ -43,6 +43,10 @@ public struct EtcdSettings: Sendable {
         if table.username == nil, table.password_file != nil || table.password_command != nil {
             throw TokenVaultError.config("\(configPath): etcd.password_file/password_command need etcd.username")
         }
+        // The CA decides which member gets the etcd password: trusted like the config.
+        for (key, path) in [("ca_file", table.ca_file), ("cert_file", table.cert_file), ("key_file", table.key_file)] {
+            if let path { try TrustedFile.check(path, what: "etcd.\(key)") }
+        }
         return EtcdSettings(
             endpoints: endpoints.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }, prefix: prefix,
             username: table.username,
@@ -301,7 +305,7 @@ final class EtcdClient: @unchecked Sendable {
                     return object
                 }
                 let code = object["code"]?.int64 ?? 0
-                let message = object["message"]?.string ?? object["error"]?.string ?? "HTTP \(response.status)"
+                let message = OutsideText.line(object["message"]?.string ?? object["error"]?.string ?? "HTTP \(response.status)")
                 switch code {
                 case 16 where settings.username != nil && !reauthenticated:
                     // The token expired (simple tokens live 5 minutes): sign in again once.
@@ -357,7 +361,7 @@ final class EtcdClient: @unchecked Sendable {
             lock.withLock { token = t; authenticated = true }
             return
         }
-        let message = o["message"]?.string ?? "HTTP \(response.status)"
+        let message = OutsideText.line(o["message"]?.string ?? "HTTP \(response.status)")
         if message.contains("authentication is not enabled") {
             throw TokenVaultError.config("etcd at \(endpoint) has authentication off, but [etcd] sets a username",
                                          hint: "remove username from [etcd], or enable auth on the cluster")

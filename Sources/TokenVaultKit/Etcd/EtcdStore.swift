@@ -89,15 +89,15 @@ public final class EtcdStore: SharedStore {
 
     // MARK: SharedStore
 
-    public func save(_ credential: Credential, ifGeneration expected: Int64?) throws -> Bool {
+    public func save(_ credential: Credential, ifUnchanged expected: [UInt8]?) throws -> Bool {
         try unlock(creating: true)
-        let slot = try slot(credential.id, generation: expected, creating: true)
+        let slot = try slot(credential.id, fingerprint: expected, creating: true)
         guard let slot else { return false }
         return try write(credential, over: slot)
     }
 
-    public func delete(_ id: CredentialID, ifGeneration expected: Int64?) throws -> Bool {
-        guard let slot = try slot(id, generation: expected, creating: false), slot.kv != nil else { return false }
+    public func delete(_ id: CredentialID, ifUnchanged expected: [UInt8]) throws -> Bool {
+        guard let slot = try slot(id, fingerprint: expected, creating: false), slot.kv != nil else { return false }
         return try remove(id, over: slot)
     }
 
@@ -146,12 +146,13 @@ public final class EtcdStore: SharedStore {
         recordsPrefix + Array(Hex.encode(Sodium.hash(idBytes(id), key: names)).utf8)
     }
 
-    /// The slot of `id` when its generation is `generation` (nil: nothing
-    /// stored), from the last read if it still says so, else read again.
-    private func slot(_ id: CredentialID, generation: Int64?, creating: Bool) throws -> Slot? {
-        if let s = slots[id], s.credential?.generation == generation { return s }
+    /// The slot of `id` when it holds exactly the record of `fingerprint`
+    /// (nil: nothing stored), from the last read if it still says so, else
+    /// read again.
+    private func slot(_ id: CredentialID, fingerprint: [UInt8]?, creating: Bool) throws -> Slot? {
+        if let s = slots[id], s.credential?.fingerprint == fingerprint { return s }
         let s = try read(id, creating: creating)
-        return s.credential?.generation == generation ? s : nil
+        return s.credential?.fingerprint == fingerprint ? s : nil
     }
 
     /// Reads `id`. With a cached key, one round trip reads the key record and
@@ -257,7 +258,12 @@ public final class EtcdStore: SharedStore {
             guard let b = base, b.value == placeholder else { return false }
         }
         guard let base else { return false }
-        let value = try seal(try Self.entry(c), key: key, createRevision: base.createRevision, version: base.version + 1)
+        // etcd's numbers come from outside: a version with no successor is a damaged answer, not a crash.
+        let (version, overflow) = base.version.addingReportingOverflow(1)
+        guard !overflow, base.version >= 1, base.createRevision >= 1 else {
+            throw tampered(base, "has an impossible version (\(base.version)) or create revision (\(base.createRevision))")
+        }
+        let value = try seal(try Self.entry(c), key: key, createRevision: base.createRevision, version: version)
         if try transact(key, expected: base, put: value, lockOf: c.id) {
             slots[c.id] = nil // its new mod revision is unknown: the next conditional write reads again
             return true
@@ -431,7 +437,7 @@ public final class EtcdStore: SharedStore {
                 var member: String?
                 if case .object(let h)? = o["header"] { member = h["member_id"]?.text }
                 let isLeader = leader != nil && leader == member
-                return (e, "etcd \(o["version"]?.string ?? "?")" + (isLeader ? ", leader" : ""), isLeader)
+                return (e, "etcd \(OutsideText.line(o["version"]?.string ?? "?", limit: 40))" + (isLeader ? ", leader" : ""), isLeader)
             } catch {
                 return (e, "unreachable: \(error.errorText)", false)
             }

@@ -36,7 +36,7 @@ public struct OAuth1Login {
         }
         if params["denied"] != nil {
             throw TokenVaultError.loginRequired("the login to \(provider.name) was denied; nothing was stored",
-                                                hint: "run: tokenvault login \(provider.name)")
+                                                hint: "run: tokenvault login \(ShellWord.word(provider.name))")
         }
         guard params["oauth_token"] == token else {
             throw TokenVaultError.badInput("the callback's oauth_token does not match this login (a stale or forged callback); nothing was stored")
@@ -107,10 +107,10 @@ public struct OAuth1Login {
             let advice = fields?["oauth_problem_advice"]?.string ?? fields?["error_description"]?.string
             switch problem {
             case "permission_denied", "token_rejected", "token_revoked", "token_expired", "access_denied":
-                return .loginRequired("\(host) answered \(TokenResponse.clean(problem))\(advice.map { ": \(TokenResponse.clean($0))" } ?? "")",
-                                      hint: "run: tokenvault login \(provider)")
+                return .loginRequired("\(host) answered \(OutsideText.line(problem))\(advice.map { ": \(OutsideText.line($0))" } ?? "")",
+                                      hint: "run: tokenvault login \(ShellWord.word(provider))")
             default:
-                return .providerRefused(code: TokenResponse.clean(problem), description: advice.map { TokenResponse.clean($0) })
+                return .providerRefused(code: OutsideText.line(problem), description: advice.map { OutsideText.line($0) })
             }
         }
         if status >= 500 || status == 429 { return .temporary("\(host) answered HTTP \(status)") }

@@ -34,7 +34,7 @@ public struct Discovery {
     /// configured (Microsoft's `{tenantid}` placeholder standing for one path
     /// segment), and it names a token endpoint.
     public func endpoints(issuer: String, provider name: String, refetch: Bool = false) throws -> [String: String] {
-        let cached = readCache(issuer)
+        let cached = readCache(issuer, provider: name)
         if !refetch, let cached, now - cached.fetchedAt < Self.maxAge, now >= cached.fetchedAt {
             return try Self.checked(cached.document, issuer: issuer, provider: name)
         }
@@ -65,7 +65,12 @@ public struct Discovery {
         }
         var out: [String: String] = [:]
         for (key, configKey) in fields {
-            if let v = document[key]?.string, !v.isEmpty { out[configKey] = v }
+            guard let v = document[key]?.string, !v.isEmpty else { continue }
+            // Printed (the login URL) and sent to: parsed and written out again, or refused.
+            guard let url = OutsideText.url(v) else {
+                throw TokenVaultError.badInput("the discovery document of \(name) has a \(key) that is not a plain http(s) URL: \(OutsideText.line(v))")
+            }
+            out[configKey] = url
         }
         guard out["token_url"] != nil else {
             throw TokenVaultError.badInput("the discovery document of \(name) has no token_endpoint")
@@ -74,14 +79,19 @@ public struct Discovery {
     }
 
     /// Exact, except that a `{tenantid}` in the document's issuer (Entra ID's
-    /// multi-tenant endpoints) stands for one path segment of the configured one.
+    /// multi-tenant endpoints) stands for exactly one whole path segment of the
+    /// configured one: after the host and a "/", before a "/" or the end; never
+    /// part of the host, never empty, "." or "..".
     static func issuerMatches(_ stated: String, configured: String) -> Bool {
         if stated == configured { return true }
         guard let range = stated.firstRange(of: "{tenantid}") else { return false }
         let prefix = stated[..<range.lowerBound], suffix = stated[range.upperBound...]
+        guard let scheme = prefix.firstRange(of: "://"), prefix[scheme.upperBound...].contains("/"), prefix.hasSuffix("/"),
+              suffix.isEmpty || suffix.hasPrefix("/"), !suffix.contains("{tenantid}")
+        else { return false }
         guard configured.hasPrefix(prefix), configured.hasSuffix(suffix), configured.count > prefix.count + suffix.count else { return false }
         let middle = configured.dropFirst(prefix.count).dropLast(suffix.count)
-        return !middle.contains("/") && !middle.contains("?") && !middle.contains("#")
+        return middle != "." && middle != ".." && !middle.contains(where: { "/?#@\\".contains($0) || $0.isWhitespace })
     }
 
     /// The two well-known addresses, OpenID Connect first.
@@ -117,30 +127,55 @@ public struct Discovery {
         cacheDirectory + "/" + Hex.encode(Sodium.hash(Array(issuer.utf8))) + ".json"
     }
 
-    private func readCache(_ issuer: String) -> (fetchedAt: Int64, document: [String: JSONValue])? {
-        guard let data = FileManager.default.contents(atPath: path(issuer)),
+    /// The cached document, if the file can be trusted: a regular file of
+    /// this user's, not writable by group or others, in a directory of the
+    /// same kind. Anything else (a shared or misconfigured XDG_CACHE_HOME,
+    /// another user's file) is ignored and said once: the document is fetched
+    /// again rather than a planted token endpoint believed.
+    private func readCache(_ issuer: String, provider name: String) -> (fetchedAt: Int64, document: [String: JSONValue])? {
+        let file = path(issuer)
+        var st = stat()
+        guard lstat(file, &st) == 0 else { return nil }
+        if let why = Self.untrusted(cacheDirectory, directory: true) ?? Self.untrusted(file, directory: false) {
+            if DiscoveryCacheNotice.first(file) {
+                warn("ignored the cached discovery document of \(name) (\(file)): \(why); fetching it again")
+            }
+            return nil
+        }
+        guard let data = FileManager.default.contents(atPath: file),
               case .object(let o)? = try? JSONDecoder().decode(JSONValue.self, from: data),
               o["issuer"]?.string == issuer, let at = o["fetched_at"]?.int64, case .object(let doc)? = o["document"]
         else { return nil }
         return (at, doc)
     }
 
+    /// Why `path` cannot be trusted as part of the cache, or nil.
+    static func untrusted(_ path: String, directory: Bool) -> String? {
+        var st = stat()
+        guard lstat(path, &st) == 0 else { return "it cannot be read" }
+        let kind = st.st_mode & S_IFMT
+        if directory ? kind != S_IFDIR : kind != S_IFREG { return directory ? "its directory is not a directory" : "it is not a regular file" }
+        if st.st_uid != geteuid() { return "\(directory ? "its directory" : "it") belongs to another user (uid \(st.st_uid))" }
+        if st.st_mode & 0o022 != 0 {
+            return "\(directory ? "its directory" : "it") is writable by others (mode \(String(st.st_mode & 0o777, radix: 8)))"
+        }
+        return nil
+    }
+
     private func writeCache(_ issuer: String, _ document: [String: JSONValue]) {
         let record = JSONValue.object(["issuer": .string(issuer), "fetched_at": .integer(now), "document": .object(document)])
         guard (try? PrivateDirectory.ensure(cacheDirectory)) != nil, let data = try? JSONEncoder.sorted.encode(record) else { return }
-        _ = Discovery.replaceFile(path(issuer), with: data)
+        try? AtomicFile.replace(path(issuer), with: Array(data), what: "the discovery cache")
     }
+}
 
-    /// Writes `data` to a 0600 temporary file beside `path`, then renames it
-    /// over `path`: readers see the old file or the new one. False on failure.
-    static func replaceFile(_ path: String, with data: Data) -> Bool {
-        let temp = path + ".tmp-\(getpid())"
-        guard FileManager.default.createFile(atPath: temp, contents: data, attributes: [.posixPermissions: 0o600]) else { return false }
-        guard rename(temp, path) == 0 else {
-            unlink(temp)
-            return false
-        }
-        return true
+/// Each ignored cache file is reported once per run.
+enum DiscoveryCacheNotice {
+    nonisolated(unsafe) private static var told: Set<String> = []
+    private static let lock = PosixLock()
+
+    static func first(_ path: String) -> Bool {
+        lock.withLock { told.insert(path).inserted }
     }
 }
 
@@ -152,41 +187,86 @@ extension Discovery {
     }
 }
 
-/// `providers.toml`: the providers `login --issuer` added, one table each
-/// (issuer and client_id), rewritten whole and atomically, 0600.
+/// `providers.toml`: the providers `login --issuer` added, one table each.
+/// A login adds its table under a lock, appending to the file as it is (every
+/// key and comment a user added stays); it never rewrites a table of another
+/// issuer (docs/SECURITY.md).
 public enum DiscoveredProviders {
-    /// A provider name for an issuer: its host's labels and its last path
-    /// segment, joined by "-" (https://idp.example.com/realms/ops → idp-example-com-ops).
+    /// A provider name for an issuer: its host's labels, its port, and its path
+    /// segments, joined by "-" (https://idp.example.com:8443/realms/ops →
+    /// idp-example-com-8443-realms-ops).
     public static func name(for issuer: String) -> String {
-        guard let key = try? ServiceKey(parsing: issuer) else { return "issuer" }
-        var parts = [key.host]
-        if let scheme = issuer.firstRange(of: "://") {
-            let rest = issuer[scheme.upperBound...]
-            if let slash = rest.firstIndex(of: "/"), let last = rest[slash...].split(separator: "/").last { parts.append(String(last)) }
-        }
+        guard let c = URLComponents(string: issuer), let host = c.host, !host.isEmpty else { return "issuer" }
+        var parts = [host]
+        if let port = c.port { parts.append(String(port)) }
+        parts += c.path.split(separator: "/").map(String.init)
         let joined = parts.joined(separator: "-").lowercased().map { $0.isLetter || $0.isNumber ? $0 : "-" }
         return String(joined).split(separator: "-").joined(separator: "-")
     }
 
+    /// The name a `login --issuer` keeps its provider under. `given` (the
+    /// positional name or `--name`) is used as it is, and refused (64) when a
+    /// preset, config.toml, or another issuer's table in providers.toml has it.
+    /// A derived name that another issuer holds (two issuers may read alike:
+    /// `a.b` and `a-b`) gets a short hash of the issuer appended.
+    public static func choose(given: String?, issuer: String, clientID: String, config: Config) throws -> String {
+        let derived = name(for: issuer)
+        var candidates = [given ?? derived]
+        if given == nil { candidates.append(derived + "-" + Hex.encode(Sodium.hash(Array(issuer.utf8))).prefix(6)) }
+        var conflict: TokenVaultError?
+        for name in candidates {
+            guard let e = conflictError(name: name, issuer: issuer, clientID: clientID, config: config) else { return name }
+            conflict = conflict ?? e
+        }
+        throw conflict!
+    }
+
+    /// Why `name` cannot be kept for this issuer and client, or nil.
+    static func conflictError(name: String, issuer: String, clientID: String, config: Config) -> TokenVaultError? {
+        let again = "tokenvault login --issuer \(ShellWord.word(issuer)) --client-id \(ShellWord.word(clientID)) --name OTHER"
+        if ProviderPreset.named(name) != nil || (config.providers[name] != nil && !config.discoveredProviders.contains(name)) {
+            return .usage("a provider named \(name) exists already; log in to it with: tokenvault login \(ShellWord.word(name))",
+                          hint: "or keep this issuer under another name: \(again)")
+        }
+        guard let existing = config.providers[name] else { return nil }
+        if existing.issuer != issuer {
+            return .usage("provider \(name) already logs in to \(ServiceKey.quoted(existing.issuer ?? "?")); this login is for \(ServiceKey.quoted(issuer)), and an existing name is never pointed at another issuer",
+                          hint: "keep it under another name: \(again)")
+        }
+        if existing.client_id != clientID {
+            return .usage("provider \(name) logs in to \(ServiceKey.quoted(issuer)) with client id \(ServiceKey.quoted(existing.client_id ?? "")), not \(ServiceKey.quoted(clientID))",
+                          hint: "log in with: tokenvault login \(ShellWord.word(name)); or keep the other client under another name: \(again)")
+        }
+        return nil
+    }
+
+    /// Keeps `[providers.NAME]` (issuer and client_id) in providers.toml, once
+    /// the login worked. Under the file's lock the file is read again, the
+    /// choice checked again (a concurrent login may have taken the name), and
+    /// the table appended; a table already there for the same issuer and
+    /// client is left as it is.
     public static func add(name: String, issuer: String, clientID: String, environment env: [String: String]) throws {
         let path = Config.discoveredPath(environment: env)
-        var tables: [String: ProviderConfig] = [:]
-        if let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) {
-            tables = try Config.parse(text, path: path).providers
-        }
-        var table = ProviderConfig()
-        table.issuer = issuer
-        table.client_id = clientID
-        tables[name] = table
-        var text = "# Providers added by `tokenvault login --issuer`; edit or remove freely.\n"
-        for (n, t) in tables.sorted(by: { $0.key < $1.key }) {
-            text += "\n[providers.\(try quoted(n))]\n"
-            if let i = t.issuer { text += "issuer = \(try quoted(i))\n" }
-            if let c = t.client_id { text += "client_id = \(try quoted(c))\n" }
-        }
-        try PrivateDirectory.createWithParents(Posix.dirname(path))
-        guard Discovery.replaceFile(path, with: Data(text.utf8)) else {
-            throw TokenVaultError.config("cannot write \(path)")
+        let directory = Posix.dirname(path)
+        try PrivateDirectory.createWithParents(directory)
+        try FileLock.holding(directory + "/.providers.toml.lock") {
+            var text = ""
+            var tables = Config()
+            if let data = FileManager.default.contents(atPath: path) {
+                try TrustedFile.check(path, what: "the providers file")
+                guard let t = String(data: data, encoding: .utf8) else { throw TokenVaultError.config("\(path) is not UTF-8 text") }
+                text = t
+                let parsed = try Config.parse(text, path: path)
+                tables.providers = parsed.providers
+                tables.discoveredProviders = Set(parsed.providers.keys)
+            }
+            if let error = conflictError(name: name, issuer: issuer, clientID: clientID, config: tables) { throw error }
+            if tables.providers[name] != nil { return }
+            if text.isEmpty { text = "# Providers added by `tokenvault login --issuer`; edit or remove freely.\n" }
+            if !text.hasSuffix("\n") { text += "\n" }
+            text += "\n[providers.\(try quoted(name))]\nissuer = \(try quoted(issuer))\nclient_id = \(try quoted(clientID))\n"
+            _ = try Config.parse(text, path: path)
+            try AtomicFile.replace(path, with: Array(text.utf8), what: "the providers file")
         }
     }
 

@@ -130,7 +130,7 @@ public struct SigningKey {
         }
         if st.st_mode & 0o044 != 0 {
             throw TokenVaultError.permission("\(what) \(path) is readable by others (mode \(String(st.st_mode & 0o777, radix: 8))); refusing to use it",
-                                             hint: "run: chmod 600 \(path)")
+                                             hint: "run: chmod 600 \(ShellWord.word(path))")
         }
         guard let data = FileManager.default.contents(atPath: expanded), data.count <= 64 * 1024 else {
             throw TokenVaultError.config("cannot read \(what) from \(path)")

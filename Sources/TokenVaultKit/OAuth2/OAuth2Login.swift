@@ -116,7 +116,7 @@ public struct OAuth2Login {
         func number(_ key: String, default value: Int64, _ range: ClosedRange<Int64>) throws -> Double {
             guard let v = start[key], v != .null else { return Double(value) }
             guard let n = TokenInput.seconds(v, in: range) else {
-                throw TokenVaultError.badInput("\(host) sent \(key) \(TokenResponse.clean(v.text)), not a number of seconds from \(range.lowerBound) to \(range.upperBound)")
+                throw TokenVaultError.badInput("\(host) sent \(key) \(OutsideText.line(v.text)), not a number of seconds from \(range.lowerBound) to \(range.upperBound)")
             }
             return Double(n)
         }
@@ -124,7 +124,7 @@ public struct OAuth2Login {
         let lifetime = try number("expires_in", default: 900, 1...86400)
         // What the provider says is shown on a terminal: only a web URL, and no control characters.
         let shownURL = try Self.displayableURL(verification, host: host)
-        notify("on any device, open \(shownURL) and enter the code: \(TokenResponse.clean(userCode))")
+        notify("on any device, open \(shownURL) and enter the code: \(OutsideText.line(userCode))")
         var drawn = shownURL
         if let complete = start["verification_uri_complete"]?.string, let shown = try? Self.displayableURL(complete, host: host) {
             notify("(or open \(shown))")
@@ -138,7 +138,7 @@ public struct OAuth2Login {
             sleep(interval)
             guard Date() < deadline else {
                 throw TokenVaultError.loginRequired("the device code expired before it was approved; nothing was stored",
-                                                    hint: "run: tokenvault login \(provider.name) --device")
+                                                    hint: "run: tokenvault login \(ShellWord.word(provider.name)) --device")
             }
             let poll = [("grant_type", "urn:ietf:params:oauth:grant-type:device_code"), ("device_code", deviceCode)]
             let response = try transport.send(.form(provider.tokenURL, poll + client.fields, headers: client.headers))
@@ -155,19 +155,18 @@ public struct OAuth2Login {
             }
             let c = try TokenResponse.credential(from: response, id: id, provider: provider.name, host: tokenHost, now: clock.now,
                                                  sentSecrets: [deviceCode] + (client.secret.map { [$0] } ?? []))
-            return provider.withRefreshExpiry(c, previous: nil, now: clock.now)
+            return provider.issued(c, previous: nil, now: clock.now)
         }
     }
 
-    /// A verification URL fit for a terminal: http(s), printable, bounded.
+    /// A verification URL fit for a terminal: an http(s) URL written out again
+    /// by `OutsideText.url` (no escape, bidi override or line separator stays
+    /// as it is), else refused.
     static func displayableURL(_ url: String, host: String) throws -> String {
-        let lower = url.lowercased()
-        guard lower.hasPrefix("https://") || lower.hasPrefix("http://"), url.utf8.count <= 2048,
-              !url.unicodeScalars.contains(where: { $0.value < 0x21 || (0x7F...0x9F).contains($0.value) })
-        else {
-            throw TokenVaultError.badInput("\(host) sent a verification_uri that is not a plain http(s) URL: \(TokenResponse.clean(url))")
+        guard let shown = OutsideText.url(url) else {
+            throw TokenVaultError.badInput("\(host) sent a verification_uri that is not a plain http(s) URL: \(OutsideText.line(url))")
         }
-        return url
+        return shown
     }
 
     /// A port nothing listens on, for the paste-mode redirect URI.
@@ -208,7 +207,7 @@ public struct OAuth2Login {
         let host = (try? ServiceKey(parsing: provider.tokenURL).description) ?? provider.tokenURL
         let c = try TokenResponse.credential(from: response, id: id, provider: provider.name, host: host, now: clock.now,
                                              sentSecrets: sent + (client.secret.map { [$0] } ?? []))
-        return provider.withRefreshExpiry(c, previous: nil, now: clock.now)
+        return provider.issued(c, previous: nil, now: clock.now)
     }
 
     /// Adds who logged in (screen_name, name, login, email) from `userinfo_url`;
@@ -229,8 +228,8 @@ public struct OAuth2Login {
                 return c
             }
             var out = c
-            for key in ["screen_name", "name", "login", "email", "preferred_username", "avatar_large"] {
-                if let v = fields[key]?.string, !v.isEmpty { out.extra[key] = .string(v) }
+            for key in Credential.displayKeys + ["avatar_large"] {
+                if let v = fields[key]?.string, !v.isEmpty { out.extra[key] = .string(OutsideText.line(v)) }
             }
             return out
         } catch {

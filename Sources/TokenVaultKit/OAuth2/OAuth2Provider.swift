@@ -18,6 +18,9 @@ public struct OAuth2Provider: Sendable {
 
     public var name: String
     public var service: ServiceKey
+    /// Who issues its tokens: the `issuer`, else the token endpoint's origin
+    /// (`ProviderConfig.issuedBy`). Stamped on every credential it issues.
+    public var issuedBy: String
     public var tokenURL: String
     public var authorizeURL: String?
     public var revokeURL: String?
@@ -110,7 +113,7 @@ public struct OAuth2Provider: Sendable {
                                                      command: p.client_secret_command, provider: name, prefix: "client")
         let header = try ProviderConfig.checkedHeader(p.header ?? "Authorization: Bearer {token}", provider: name)
         return OAuth2Provider(
-            name: name, service: service, tokenURL: tokenURL,
+            name: name, service: service, issuedBy: p.issuedBy ?? tokenURL, tokenURL: tokenURL,
             authorizeURL: try url("authorize_url", p.authorize_url), revokeURL: try url("revoke_url", p.revoke_url),
             deviceAuthorizationURL: try url("device_authorization_url", p.device_authorization_url),
             userinfoURL: try url("userinfo_url", p.userinfo_url), grant: grant, scopes: p.scopes ?? [],
@@ -119,6 +122,27 @@ public struct OAuth2Provider: Sendable {
             refreshLifetime: p.refresh_token_lifetime.map(Int64.init), refreshIdle: p.refresh_token_idle.map(Int64.init),
             secretSource: secret, privateKeyFile: p.private_key_file, credentialsFile: p.credentials_file,
             audience: p.audience, subject: p.subject)
+    }
+
+    /// A credential this provider just issued (a login, a refresh, a fetch of
+    /// its own grant), `previous` the record it replaces: tied to the provider
+    /// and its issuer, with its refresh token's expiry.
+    public func issued(_ fresh: Credential, previous: Credential?, now: Int64) -> Credential {
+        var c = withRefreshExpiry(fresh, previous: previous, now: now)
+        c.provider = name
+        c.issuer = issuedBy
+        return c
+    }
+
+    /// Refuses (78) to send `c`'s tokens to this provider when `c` was issued by
+    /// another issuer: the provider's table now names another one (an edited
+    /// config, a re-pointed name). A record that says nothing (written before
+    /// tokenvault kept the issuer) is trusted once and stamped by its refresh.
+    public func checkIssued(_ c: Credential) throws {
+        guard let stamped = c.issuer, stamped != issuedBy else { return }
+        throw TokenVaultError.config(
+            "the provider for \(c.id) (\(name)) now names another issuer (\(OutsideText.line(issuedBy)), not \(OutsideText.line(stamped))); log in again",
+            hint: "run: tokenvault login \(ShellWord.word(name))\(c.account == Credential.defaultAccount ? "" : " --account \(ShellWord.word(c.account))")")
     }
 
     /// When `fresh`'s refresh token dies (SPEC §14): what the provider said,

@@ -113,7 +113,7 @@ public struct Refresher {
             if let written = try vault.write(fresh, if: read) { return written }
             return try vault.load(fresh.id)
         } catch let error as TokenVaultError {
-            guard case .unchanged(let generation) = read, vault.keepInSpool(fresh, readGeneration: generation) else { throw error }
+            guard vault.keepInSpool(fresh, computedFrom: read) else { throw error }
             warn("could not store the renewed token for \(fresh.id) (\(error.errorText)); it is kept in \(vault.runtimeDirectory)/spool and will be stored by the next run")
             return fresh
         }
@@ -127,6 +127,7 @@ public struct Refresher {
         let client: OAuth2Provider.ClientAuthentication
         let sent: [String]
         if let refreshToken = current.refreshToken {
+            try p.checkIssued(current)
             fields = [("grant_type", "refresh_token"), ("refresh_token", refreshToken)]
             client = try p.clientCredentials(now: clock.now)
             sent = [refreshToken] + (client.secret.map { [$0] } ?? [])
@@ -150,13 +151,12 @@ public struct Refresher {
             kept.updatedAt = clock.now
             throw SalvagedRefresh(record: kept, error: error)
         }
-        fresh.provider = p.name
         // Google and others send no new refresh token: keep the old one.
         fresh.refreshToken = fresh.refreshToken ?? current.refreshToken
         fresh.scope = fresh.scope ?? current.scope
         fresh.tokenType = fresh.tokenType ?? current.tokenType
         fresh.extra = current.extra.merging(fresh.extra) { $1 }
-        return p.withRefreshExpiry(fresh, previous: current, now: clock.now)
+        return p.issued(fresh, previous: current, now: clock.now)
     }
 }
 

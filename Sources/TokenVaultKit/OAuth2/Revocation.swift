@@ -16,8 +16,9 @@ public enum Revocation {
     static func prepared(for credential: Credential, provider: OAuth2Provider) throws -> (request: HTTPRequest, sent: [String]) {
         guard let url = provider.revokeURL else {
             throw TokenVaultError.config("provider \(provider.name) has no revoke_url",
-                                         hint: "set revoke_url in [providers.\(provider.name)], or delete the local copy: tokenvault delete \(credential.service)")
+                                         hint: "set revoke_url in [providers.\(provider.name)], or delete the local copy: tokenvault delete \(ShellWord.word(credential.service.description))")
         }
+        try provider.checkIssued(credential)
         if url.contains("/oauth2/revokeoauth2") {
             return (.form(url, [("access_token", credential.accessToken)]), [credential.accessToken])
         }

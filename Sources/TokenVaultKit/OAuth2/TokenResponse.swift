@@ -52,12 +52,12 @@ public enum TokenResponse {
 
     /// RFC 6749 §5.2 (and RFC 8628 §3.5) error codes to exit codes.
     public static func error(code: String, description: String?, provider: String, sentSecrets: [String] = []) -> TokenVaultError {
-        let desc = description.map { clean($0, redacting: sentSecrets) }
-        let shown = clean(code, redacting: sentSecrets)
+        let desc = description.map { OutsideText.line($0, redacting: sentSecrets) }
+        let shown = OutsideText.line(code, redacting: sentSecrets)
         switch code {
         case "invalid_grant", "access_denied", "expired_token":
             return .loginRequired("the provider answered \(shown)\(desc.map { ": \($0)" } ?? "")",
-                                  hint: "run: tokenvault login \(provider)")
+                                  hint: "run: tokenvault login \(ShellWord.word(provider))")
         case "server_error", "temporarily_unavailable":
             return .temporary("the provider answered \(shown)\(desc.map { ": \($0)" } ?? "")")
         default:
@@ -68,21 +68,5 @@ public enum TokenResponse {
     private static func looksLikeHTML(_ r: HTTPResponse) -> Bool {
         (r.contentType ?? "").lowercased().contains("html")
             || String(decoding: r.body.prefix(64), as: UTF8.self).trimmedWhitespace().hasPrefix("<")
-    }
-
-    /// Provider text for a one-line message on a terminal: every secret that was
-    /// sent replaced (as sent, and form-encoded), no control characters (C0, DEL,
-    /// C1: no escape sequence reaches the terminal), at most 200 characters.
-    public static func clean(_ s: String, redacting secrets: [String] = []) -> String {
-        var text = s
-        for secret in secrets where secret.count >= 4 {
-            for form in Set([secret, FormEncoding.percentEncode(secret)]) {
-                text = text.replacing(form, with: "[redacted]")
-            }
-        }
-        let flat = String(String.UnicodeScalarView(text.unicodeScalars.map {
-            $0.value < 0x20 || (0x7F...0x9F).contains($0.value) || $0.properties.generalCategory == .format ? " " : $0
-        }))
-        return flat.count > 200 ? String(flat.prefix(200)) + "…" : flat
     }
 }
