@@ -21,13 +21,15 @@ public struct GitCredentialRequest: Sendable, Equatable {
 
     /// Parses what git wrote; a line without `=`, an empty key, or a NUL is bad
     /// input (65), as git itself refuses them. A `url=` line is split into
-    /// `protocol`, `host` and `path` as git does before calling a helper.
+    /// `protocol`, `host` and `path` as git does before calling a helper;
+    /// what git sent as its own lines (`host=`, …) wins over it.
     public static func parse(_ bytes: [UInt8]) throws -> GitCredentialRequest {
         guard bytes.count <= maxBytes else {
             throw TokenVaultError.badInput("the credential request is longer than \(maxBytes) bytes")
         }
         guard !bytes.contains(0) else { throw TokenVaultError.badInput("the credential request contains a NUL byte") }
         var request = GitCredentialRequest()
+        var fromURL: [String: String] = [:]
         var number = 0
         // Lines split on the bytes: in a Swift String "\r\n" is one Character.
         for rawBytes in bytes.split(separator: 0x0A, omittingEmptySubsequences: false) {
@@ -45,32 +47,37 @@ public struct GitCredentialRequest: Sendable, Equatable {
                 // An empty value resets the list (git's convention).
                 if value.isEmpty { request.lists[key] = [] } else { request.lists[key, default: []].append(value) }
             } else if key == "url" {
-                try request.take(url: value)
+                fromURL = try fields(ofURL: value)
             } else {
                 request.fields[key] = value
             }
         }
+        request.fields.merge(fromURL) { given, _ in given }
         return request
     }
 
-    private mutating func take(url: String) throws {
+    /// `protocol`, `username`, `host` and `path` of a URL, split as git's
+    /// credential_from_url does: the authority ends at the first "/", "?" or
+    /// "#", and only an "@" inside it separates a user name
+    /// (`https://evil.example?@github.com/x` is host evil.example).
+    static func fields(ofURL url: String) throws -> [String: String] {
         guard let scheme = url.firstRange(of: "://") else {
             throw TokenVaultError.badInput("malformed credential request: url \(ServiceKey.quoted(url)) has no scheme")
         }
-        fields["protocol"] = String(url[..<scheme.lowerBound])
-        var rest = url[scheme.upperBound...]
-        var path: Substring = ""
-        if let slash = rest.firstIndex(of: "/") {
-            path = rest[rest.index(after: slash)...]
-            rest = rest[..<slash]
+        var out = ["protocol": String(url[..<scheme.lowerBound])]
+        let afterScheme = url[scheme.upperBound...]
+        let end = afterScheme.firstIndex(where: { "/?#".contains($0) }) ?? afterScheme.endIndex
+        var authority = afterScheme[..<end]
+        if let at = authority.firstIndex(of: "@") {
+            let user = authority[..<at]
+            out["username"] = Posix.percentDecoded(String(user.split(separator: ":", maxSplits: 1).first ?? "")) ?? String(user)
+            authority = authority[authority.index(after: at)...]
         }
-        if let at = rest.lastIndex(of: "@") {
-            let user = rest[..<at]
-            fields["username"] = Posix.percentDecoded(String(user.split(separator: ":", maxSplits: 1).first ?? "")) ?? String(user)
-            rest = rest[rest.index(after: at)...]
-        }
-        fields["host"] = String(rest)
-        if !path.isEmpty { fields["path"] = String(path) }
+        out["host"] = Posix.percentDecoded(String(authority)) ?? String(authority)
+        // git drops the slashes that start the path; a "?" or "#" stays in it.
+        let path = afterScheme[end...].drop(while: { $0 == "/" })
+        if !path.isEmpty { out["path"] = Posix.percentDecoded(String(path)) ?? String(path) }
+        return out
     }
 }
 

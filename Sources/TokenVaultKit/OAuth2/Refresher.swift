@@ -61,12 +61,14 @@ public struct Refresher {
                 if now.state == .loginRequired, !force { throw now.loginRequiredError(for: current) }
                 if !current.isExpired(at: clock.now), current.refusal == nil { return current }
             }
-            return try renew(current, minValid: minValid)
+            return try renew(current, minValid: minValid, force: force)
         }
     }
 
-    /// One renewal of `current`, holding the refresh lock.
-    private func renew(_ current: Credential, minValid: Int64) throws -> Credential? {
+    /// One renewal of `current`, holding the refresh lock. With `force` (an
+    /// explicit `tokenvault refresh`) a renewal that did not happen is an
+    /// error even while the old token is still valid.
+    private func renew(_ current: Credential, minValid: Int64, force: Bool) throws -> Credential? {
         let id = current.id
         let read = WriteCondition.computed(from: current)
         let fresh: Credential
@@ -93,7 +95,7 @@ public struct Refresher {
                 throw TokenVaultError.loginRequired(
                     "cannot renew the token for \(id): \(error.errorText); the stored record is kept",
                     hint: current.loginHint)
-            case .temporary where !current.isExpired(at: clock.now):
+            case .temporary where !current.isExpired(at: clock.now) && !force:
                 let left = (current.expiresAt ?? clock.now) - clock.now
                 warn("could not refresh the token for \(id) (\(error.errorText)); using the current one, valid \(left) s more")
                 return current
