@@ -16,6 +16,12 @@ token endpoint; every answer counts in /stats.
   /echo-secret     400 invalid_request whose description repeats the request body
   /device-5000, /device-neg   a device authorization with interval 5000 or -1
   /device-escape   a device authorization whose verification_uri carries an escape sequence
+  /device-bidi     a device authorization whose URLs carry U+202E and U+2028
+  /escape-token    a token whose scope and token_type carry escape sequences
+  GET /escape-userinfo   a userinfo whose name carries escape sequences and U+2028
+  GET /esc/.well-known/openid-configuration    an authorization_endpoint with an escape sequence
+  GET /bidi/.well-known/openid-configuration   an authorization_endpoint with U+202E
+  GET /iss/.well-known/openid-configuration    a plain issuer whose token endpoint is /rotate
 
 Usage: quirk_provider.py [--tls CERT KEY]   (prints "port N" once listening on 127.0.0.1)
 With --tls it speaks HTTPS with that (self-signed) certificate.
@@ -46,6 +52,16 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/stats":
             with lock:
                 return self.send(200, json.dumps(counts), "application/json")
+        with lock:
+            counts[self.path] = counts.get(self.path, 0) + 1
+        base = f"http://127.0.0.1:{self.server.server_port}"
+        if self.path == "/escape-userinfo":
+            return self.send(200, json.dumps({"name": "Mallory\x1b]0;pwned\x07\x1b[2J\u2028\u202eEve"}), "application/json")
+        for name, endpoint, token in (("esc", "/authorize\x1b[2J\x1b]0;pwned\x07", "/escape-token"),
+                                      ("bidi", "/authorize/\u202eevil", "/escape-token"), ("iss", "/authorize", "/rotate")):
+            if self.path == f"/{name}/.well-known/openid-configuration":
+                return self.send(200, json.dumps({"issuer": f"{base}/{name}", "authorization_endpoint": base + endpoint,
+                                                  "token_endpoint": base + token}), "application/json")
         self.send(404, "not found", "text/plain")
 
     def do_POST(self):
@@ -85,6 +101,14 @@ class Handler(BaseHTTPRequestHandler):
         elif path == "/echo-secret":
             self.send(400, json.dumps({"error": "invalid_request", "error_description": "bad request: " + body}),
                       "application/json")
+        elif path == "/escape-token":
+            self.send(200, json.dumps({"access_token": f"esc-at-{n}", "expires_in": 3600, "token_type": "Bearer\x1b[2J",
+                                       "scope": "read\x1b]0;pwned\x07\u202e write\u2028"}), "application/json")
+        elif path == "/device-bidi":
+            self.send(200, json.dumps({"device_code": "dc", "user_code": "ABCD-EFGH",
+                                       "verification_uri": "https://example.com/device\u202e/lave",
+                                       "verification_uri_complete": "https://example.com/device?code=1\u2028x",
+                                       "interval": 1, "expires_in": 2}), "application/json")
         elif path in ("/device-5000", "/device-neg", "/device-escape"):
             interval = {"/device-5000": 5000, "/device-neg": -1}.get(path, 1)
             uri = "https://example.com/device\x1b]0;pwned\x07\x1b[2J" if path == "/device-escape" else "https://example.com/device"
