@@ -9,13 +9,10 @@ import Glibc
 enum AtomicFile {
     /// Throws a `vault` error naming `what` when any step fails; nothing is left behind.
     static func replace(_ path: String, with bytes: [UInt8], what: String) throws {
-        let temp = path + ".tmp-\(getpid())"
         func failure(_ step: String) -> TokenVaultError {
             .vault("cannot \(step) \(what) \(path): \(String(cString: strerror(errno)))")
         }
-        unlink(temp)  // a leftover of a killed run of this pid
-        let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw failure("create a temporary file for") }
+        guard let (fd, temp) = createTemporary(for: path) else { throw failure("create a temporary file for") }
         var done = 0
         while done < bytes.count {
             let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + done, bytes.count - done) }
@@ -45,5 +42,14 @@ enum AtomicFile {
             fsync(dfd)
             close(dfd)
         }
+    }
+
+    /// A new file beside `path`, created 0600 whatever the umask; its
+    /// descriptor and path, or nil (errno says why).
+    static func createTemporary(for path: String) -> (fd: Int32, path: String)? {
+        let temp = path + ".tmp-\(getpid())"
+        unlink(temp)  // a leftover of a killed run of this pid
+        let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        return fd >= 0 ? (fd, temp) : nil
     }
 }

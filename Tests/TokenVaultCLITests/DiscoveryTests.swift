@@ -311,16 +311,17 @@ final class DiscoveryTests: XCTestCase {
 
     func testLoginWithAnIssuerAndNoConfigKeepsTheProvider() throws {
         let s = try sandbox("")
+        let derived = "127-0-0-1-\(provider.port)-good"
         let r = s.tv("login", "--issuer", "\(base)/good", "--client-id", "tv-public", limit: 60)
         XCTAssertEqual(r.status, 0, r.stderr)
-        XCTAssertTrue(r.stderr.contains("logged in to 127-0-0-1-good as Alice Example"), r.stderr)
+        XCTAssertTrue(r.stderr.contains("logged in to \(derived) as Alice Example"), r.stderr)
         let providers = s.tv("providers").stdout
-        XCTAssertTrue(providers.contains("127-0-0-1-good  oauth2  127.0.0.1:\(provider.port)"), providers)
+        XCTAssertTrue(providers.contains("\(derived)  oauth2  127.0.0.1:\(provider.port)"), providers)
         XCTAssertTrue(providers.contains("login --issuer"), providers)
-        XCTAssertEqual(s.tv("get", "127-0-0-1-good").status, 0)
+        XCTAssertEqual(s.tv("get", "\(derived)").status, 0)
         // The refresh finds it too.
         try s.expireStored("127.0.0.1:\(provider.port)")
-        XCTAssertEqual(s.tv("get", "127-0-0-1-good").status, 0)
+        XCTAssertEqual(s.tv("get", "\(derived)").status, 0)
         // A name of one's own; a name taken by a preset or the config is refused.
         XCTAssertEqual(s.tv("login", "corp", "--issuer", "\(base)/good", "--client-id", "tv-public", "--account", "two", limit: 60).status, 0)
         XCTAssertTrue(s.tv("providers").stdout.contains("corp"))
@@ -329,5 +330,59 @@ final class DiscoveryTests: XCTestCase {
         // A failed discovery keeps nothing.
         XCTAssertEqual(s.tv("login", "liar", "--issuer", "\(base)/liar", "--client-id", "tv-public").status, 78)
         XCTAssertFalse(s.tv("providers").stdout.contains("liar"))
+    }
+
+    /// Two issuers on one host: a name stays with its issuer, and a refresh
+    /// token goes to no other, whatever the config says later.
+    func testANameIsNeverPointedAtAnotherIssuerAndARefreshTokenGoesOnlyToItsOwn() throws {
+        let other = try LocalProvider()
+        defer { other.stop() }
+        let s = try sandbox("")
+        let first = "127-0-0-1-\(provider.port)-good", second = "127-0-0-1-\(other.port)-good"
+        let file = s.env["XDG_CONFIG_HOME"]! + "/tokenvault/providers.toml"
+        func kept() -> String { (try? String(contentsOfFile: file, encoding: .utf8)) ?? "" }
+        XCTAssertEqual(s.tv("login", "--issuer", "\(base)/good", "--client-id", "tv-public", limit: 60).status, 0)
+        // A key the user adds to the kept table stays through later logins.
+        try (kept() + "scopes = [\"openid\", \"read\"]\n").write(toFile: file, atomically: true, encoding: .utf8)
+        let login = s.tv("login", "--issuer", "\(other.base)/good", "--client-id", "tv-public", limit: 60)
+        XCTAssertEqual(login.status, 0, login.stderr)
+        XCTAssertTrue(login.stderr.contains("logged in to \(second)"), "the port makes another name: \(login.stderr)")
+        var text = kept()
+        XCTAssertTrue(text.contains("[providers.\"\(first)\"]\nissuer = \"\(base)/good\"\nclient_id = \"tv-public\"\nscopes = [\"openid\", \"read\"]\n"), text)
+        XCTAssertTrue(text.contains("[providers.\"\(second)\"]\nissuer = \"\(other.base)/good\""), text)
+        // The first name, asked for the other issuer: refused, naming both; nothing changes.
+        let taken = s.tv("login", first, "--issuer", "\(other.base)/good", "--client-id", "attacker", limit: 60)
+        XCTAssertEqual(taken.status, 64, taken.stderr)
+        XCTAssertTrue(taken.stderr.contains("\(base)/good") && taken.stderr.contains("\(other.base)/good") && taken.stderr.contains("--name"), taken.stderr)
+        XCTAssertEqual(kept(), text)
+        // --name keeps it under another name.
+        XCTAssertEqual(s.tv("login", "--name", "mine", "--issuer", "\(other.base)/good", "--client-id", "tv-public", "--account", "m", limit: 60).status, 0)
+        text = kept()
+        XCTAssertTrue(text.contains("[providers.\"mine\"]"), text)
+        // Four logins at once keep four tables.
+        let runs = Locked<[Run]>([])
+        let issuer = "\(base)/good"
+        DispatchQueue.concurrentPerform(iterations: 4) { i in
+            let r = s.tv("login", "--name", "team\(i)", "--issuer", issuer, "--client-id", "tv-public", "--account", "t\(i)", limit: 60)
+            runs.mutate { $0.append(r) }
+        }
+        XCTAssertEqual(runs.value.filter { $0.status != 0 }.map(\.stderr), [])
+        text = kept()
+        for i in 0..<4 { XCTAssertTrue(text.contains("[providers.\"team\(i)\"]"), text) }
+        XCTAssertTrue(text.contains("scopes = [\"openid\", \"read\"]"), text)
+        // The config re-points the first name at the other issuer: its refresh token is not sent there.
+        try s.expireStored("127.0.0.1:\(provider.port)")
+        try s.writeConfig("[providers.\(first)]\nissuer = \"\(other.base)/good\"\nservice = \"127.0.0.1:\(provider.port)\"\n")
+        let before = try other.stats()["refreshes"] ?? 0
+        let refused = s.tv("get", first)
+        XCTAssertEqual(refused.status, 78, refused.stderr)
+        XCTAssertTrue(refused.stderr.contains("now names another issuer") && refused.stderr.contains("log in again"), refused.stderr)
+        XCTAssertEqual(try other.stats()["refreshes"] ?? 0, before, "the other issuer got no refresh token")
+        let revoke = s.tv("revoke", first)
+        XCTAssertEqual(revoke.status, 78, "nor a revocation: \(revoke.stderr)")
+        XCTAssertTrue(revoke.stderr.contains("now names another issuer"), revoke.stderr)
+        // Back to its own issuer, it renews as before.
+        try s.writeConfig("")
+        XCTAssertEqual(s.tv("get", first).status, 0)
     }
 }

@@ -14,11 +14,11 @@ public enum Revocation {
     /// The request and the secrets it carries, so that an error answer never
     /// echoes one (and a client_secret_command runs once).
     static func prepared(for credential: Credential, provider: OAuth2Provider) throws -> (request: HTTPRequest, sent: [String]) {
+        try provider.checkIssued(credential)
         guard let url = provider.revokeURL else {
             throw TokenVaultError.config("provider \(provider.name) has no revoke_url",
                                          hint: "set revoke_url in [providers.\(provider.name)], or delete the local copy: tokenvault delete \(ShellWord.word(credential.service.description))")
         }
-        try provider.checkIssued(credential)
         if url.contains("/oauth2/revokeoauth2") {
             return (.form(url, [("access_token", credential.accessToken)]), [credential.accessToken])
         }
