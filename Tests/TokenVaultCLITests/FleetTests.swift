@@ -239,10 +239,11 @@ final class FleetTests: XCTestCase {
         let (proxy, port) = try startFixtureServer("stall_proxy.py", [String(provider.port), "--stall-first", "1"])
         defer { proxy.terminate() }
         let a = try host("killed", leaseTTL: 3)
-        try storeExpired(a)
         let b = try host("killed", leaseTTL: 3)
         let viaProxy = provider.config.replacingOccurrences(of: "\(provider.base)/token\"", with: "http://127.0.0.1:\(port)/token\"")
         for h in [a, b] { try h.writeConfig(cluster.table(prefix: Self.prefix + "killed/", leaseTTL: 3) + "\n" + viaProxy) }
+        // Stored through the proxy's origin: the issuer its refresh token goes to.
+        try storeExpired(a)
         let before = try provider.stats()
         let holder = Process()
         holder.executableURL = URL(fileURLWithPath: Paths.binary)
@@ -283,8 +284,10 @@ final class FleetTests: XCTestCase {
         defer { proxy.terminate() }
         let viaProxy = provider.config.replacingOccurrences(of: "\(provider.base)/token\"", with: "http://127.0.0.1:\(port)/token\"")
         let a = try host("spool"), b = try host("spool")
-        try storeExpired(a)
+        // Stored once a's provider goes through the proxy: a token endpoint on
+        // another origin is another issuer, and gets no refresh token.
         try a.writeConfig(cluster.table(prefix: Self.prefix + "spool/").replacingOccurrences(of: "lease_ttl", with: "timeout = 2\nlease_ttl") + "\n" + viaProxy)
+        try storeExpired(a)
         let before = try provider.stats()
         let got = getInBackground(a)
         usleep(1_000_000)   // a holds the fleet lock; its request waits in the proxy
@@ -454,5 +457,93 @@ final class FleetTests: XCTestCase {
         XCTAssertEqual(cluster.command("start 0"), "started")
         XCTAssertEqual(cluster.command("start 1"), "started")
         XCTAssertEqual(s.tv("get", "api.x.example").out, "x")
+    }
+
+    // MARK: Hardening, round two
+
+    /// Host A's renewal is spooled while the cluster has no quorum; host B then
+    /// deletes the credential and logs in as someone else. A's next run must not
+    /// bring the old session back for the fleet (docs/SECURITY.md).
+    func testASpooledRenewalNeverUndoesANewerLoginOnAnotherHost() throws {
+        let (proxy, port) = try startFixtureServer("stall_proxy.py", [String(provider.port), "--delay-first", "2"])
+        defer { proxy.terminate() }
+        let viaProxy = provider.config.replacingOccurrences(of: "\(provider.base)/token\"", with: "http://127.0.0.1:\(port)/token\"")
+        let a = try host("newer"), b = try host("newer")
+        try a.writeConfig(cluster.table(prefix: Self.prefix + "newer/").replacingOccurrences(of: "lease_ttl", with: "timeout = 2\nlease_ttl") + "\n" + viaProxy)
+        try storeExpired(a)
+        let got = getInBackground(a)
+        usleep(1_000_000)   // a holds the fleet lock; its request waits in the proxy
+        XCTAssertEqual(cluster.command("kill 0"), "killed")
+        XCTAssertEqual(cluster.command("kill 1"), "killed")
+        let r = try XCTUnwrap(got())
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.stderr.contains("spool"), r.stderr)
+        XCTAssertEqual(cluster.command("start 0"), "started")
+        XCTAssertEqual(cluster.command("start 1"), "started")
+        XCTAssertEqual(b.tv("delete", "local").status, 0)
+        let newer = #"{"access_token":"b-newer-at","refresh_token":"b-newer-rt","expires_in":3600}"#
+        XCTAssertEqual(b.tv("set", "local", "--provider", "local", stdin: newer).status, 0)
+        let next = a.tv("get", "local")
+        XCTAssertEqual(next.status, 0, next.stderr)
+        XCTAssertEqual(next.out, "b-newer-at", "the newer login wins for the fleet: \(next.stderr)")
+        XCTAssertTrue(next.stderr.contains("dropped") && next.stderr.contains("may still be valid"), next.stderr)
+        XCTAssertFalse(next.stderr.contains(r.out), "no token on stderr")
+        XCTAssertEqual(b.tv("get", "local").out, "b-newer-at")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: a.home + "/run/tokenvault/spool"), [])
+    }
+
+    /// A host whose [etcd] table points at `port` on loopback (a hostile
+    /// member in front of a real one): no TLS files, the same auth.
+    func proxiedHost(_ sub: String, port: Int) throws -> Sandbox {
+        let s = Sandbox(backend: "etcd")
+        s.env["TOKENVAULT_BACKEND"] = nil
+        try s.writeConfig("""
+            backend = "etcd"
+            [etcd]
+            endpoints = ["http://127.0.0.1:\(port)"]
+            prefix = "\(Self.prefix)\(sub)/"
+            username = "tokenvault"
+            password_file = "\(cluster.passwordFile)"
+            """)
+        return s
+    }
+
+    func hostileMember(_ mode: String) throws -> (Process, Int) {
+        try startFixtureServer("etcd_rewrite_proxy.py", [cluster.endpoints[0], cluster.ca, cluster.cert, cluster.keyFile, mode])
+    }
+
+    func testNumbersAndTextFromAHostileMemberNeverCrashOrReachTheTerminal() throws {
+        let (maxVersion, port) = try hostileMember("--max-version")
+        defer { maxVersion.terminate() }
+        let s = try proxiedHost("hostile", port: port)
+        let r = s.tv("set", "v.example", stdin: "tok-v")
+        XCTAssertEqual(r.status, 74, "refused, not a crash: \(r.stderr)")
+        XCTAssertTrue(r.stderr.contains("impossible version"), r.stderr)
+        let (escapes, port2) = try hostileMember("--escapes")
+        defer { escapes.terminate() }
+        let t = try proxiedHost("hostile", port: port2)
+        for run in [t.tv("backend"), t.tv("get", "v.example")] {
+            XCTAssertTrue(run.stdout.contains("no such thing") || run.stderr.contains("no such thing"), run.stdout + run.stderr)
+            for c in ["\u{1B}", "\u{07}", "\u{202E}", "\u{2028}"] {
+                XCTAssertFalse(run.stdout.contains(c) || run.stderr.contains(c), (run.stdout + run.stderr).debugDescription)
+            }
+        }
+        XCTAssertTrue(t.tv("backend").stdout.contains("etcd 3.4"), "the version, cleaned")
+    }
+
+    func testTLSFilesOthersCouldSwapAreRefused() throws {
+        let s = try host("tlsfiles")
+        XCTAssertEqual(s.tv("set", "t.example", stdin: "tok-t").status, 0)
+        for (key, path) in [("ca_file", cluster.ca), ("cert_file", cluster.cert), ("key_file", cluster.keyFile)] {
+            let copy = s.home + "/" + key + ".pem"
+            try FileManager.default.copyItem(atPath: path, toPath: copy)
+            chmod(copy, 0o666)
+            try s.writeConfig(cluster.table(prefix: Self.prefix + "tlsfiles/").replacingOccurrences(of: "\(key) = \"\(path)\"", with: "\(key) = \"\(copy)\""))
+            let r = s.tv("get", "t.example")
+            XCTAssertEqual(r.status, 77, "\(key): \(r.stderr)")
+            XCTAssertTrue(r.stderr.contains("etcd.\(key)") && r.stderr.contains("writable by others"), r.stderr)
+            chmod(copy, 0o600)
+            XCTAssertEqual(s.tv("get", "t.example").out, "tok-t", "\(key): the same file, private, is used")
+        }
     }
 }
