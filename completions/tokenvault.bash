@@ -188,7 +188,7 @@ _tokenvault_login() {
     repeating_flags=()
     non_repeating_flags=(--no-browser --device --browser --no-qr --version -h --help)
     repeating_options=(--scope)
-    non_repeating_options=(--issuer --client-id --account --port --timeout)
+    non_repeating_options=(--issuer --client-id --name --account --port --timeout)
     __tokenvault_offer_flags_options 1
 
     # Offer option value completions
@@ -197,6 +197,9 @@ _tokenvault_login() {
         return
         ;;
     '--client-id')
+        return
+        ;;
+    '--name')
         return
         ;;
     '--account')

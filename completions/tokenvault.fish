@@ -23,7 +23,7 @@ function __tokenvault_parse_tokens -S
         __tokenvault_parse_subcommand 0 'version' 'h/help'
         switch $unparsed_tokens[1]
         case 'login'
-            __tokenvault_parse_subcommand 1 'issuer=' 'client-id=' 'account=' 'scope=+' 'no-browser' 'device' 'browser' 'no-qr' 'port=' 'timeout=' 'version' 'h/help'
+            __tokenvault_parse_subcommand 1 'issuer=' 'client-id=' 'name=' 'account=' 'scope=+' 'no-browser' 'device' 'browser' 'no-qr' 'port=' 'timeout=' 'version' 'h/help'
         case 'set'
             __tokenvault_parse_subcommand 1 'account=' 'verbose' 'provider=' 'version' 'h/help'
         case 'get'
@@ -131,6 +131,7 @@ complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_positiona
 complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_positional "tokenvault login" -eq 1' -fka '(__tokenvault_custom_completion ---completion login -- positional@0 (count (__tokenvault_tokens -pc)) (__tokenvault_tokens -tC))'
 complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault login" issuer' -l 'issuer' -d 'An OpenID Connect issuer to log in to without a config entry (with --client-id); kept in providers.toml beside the config.' -rfka ''
 complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault login" client-id' -l 'client-id' -d 'The client id registered at --issuer.' -rfka ''
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault login" name' -l 'name' -d 'With --issuer: the provider name to keep it under (default: one derived from the issuer\'s host, port and path).' -rfka ''
 complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault login" account' -l 'account' -d 'Which of several logins to the service (default: $TOKENVAULT_ACCOUNT, else default).' -rfka ''
 complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault login"' -l 'scope' -d 'A scope to ask for besides the provider\'s (repeatable).' -rfka ''
 complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault login" no-browser' -l 'no-browser' -d 'Print the URL and read the redirected URL or code from stdin.'
