@@ -104,6 +104,8 @@ final class ProviderQuirkTests: XCTestCase {
             token_url = "https://127.0.0.1:\(tlsPort)/textplain"
             client_id = "cid"
             """)
+        // Stored again for the https origin: a refresh token goes only to the issuer it was stored for.
+        XCTAssertEqual(s.tv("set", "q", "--provider", "q", stdin: #"{"access_token":"old","refresh_token":"r-old","expires_at":1}"#).status, 0)
         let r = s.tv("get", "q")
         XCTAssertEqual(r.status, 75, r.stderr)
         XCTAssertTrue(r.stderr.lowercased().contains("certificate"), r.stderr)
