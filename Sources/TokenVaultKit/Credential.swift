@@ -192,6 +192,15 @@ extension Credential {
     public static func fromRecord(_ data: Data, id: CredentialID) throws -> Credential {
         let c = try decodeRecord(data, id: id)
         do {
+            // Times and counts that arithmetic is done on: a record another tool
+            // wrote with an absurd number is refused, never a crash.
+            for (field, value) in [("expires_at", c.expiresAt), ("refresh_expires_at", c.refreshExpiresAt), ("updated_at", c.updatedAt),
+                                   ("refused.at", c.refusal?.at)] {
+                if let value, !(0...TokenInput.maxTime).contains(value) {
+                    throw TokenVaultError.badInput("\(field) is \(value), not a time from 1970 to 9999")
+                }
+            }
+            if c.generation < 0 || c.generation == .max { throw TokenVaultError.badInput("generation is \(c.generation)") }
             try TokenInput.checkToken(c.accessToken, field: "access_token")
             if let r = c.refreshToken { try TokenInput.checkToken(r, field: "refresh_token") }
             if let s = c.tokenSecret { try TokenInput.checkToken(s, field: "token_secret") }

@@ -134,6 +134,9 @@ final class HardeningUnitTests: XCTestCase {
         XCTAssertEqual(OutsideText.url("HTTPS://Login.Example/a?b=c#d"), "https://login.example/a?b=c#d")
         XCTAssertEqual(OutsideText.url("https://example.com/device\u{202E}/lave"), "https://example.com/device%E2%80%AE/lave")
         XCTAssertEqual(OutsideText.url("https://example.com/x?code=1\u{2028}x"), "https://example.com/x?code=1%E2%80%A8x")
+        XCTAssertEqual(OutsideText.url("http://[::1]:8080/cb"), "http://[::1]:8080/cb")
+        XCTAssertEqual(OutsideText.url("https://idp.example:8443"), "https://idp.example:8443")
+        XCTAssertEqual(OutsideText.url("https://idp.example/a%20b?x=%2F"), "https://idp.example/a%20b?x=%2F", "encoding kept as sent")
         for bad in ["https://example.com/\u{1B}[2J", "https://bank.example@evil.example/", "javascript:alert(1)", "https://exa\u{202E}mple.com/",
                     "https:///path", "https://example.com/a b", "ftp://example.com/", "https://example.com/\u{85}"] {
             XCTAssertNil(OutsideText.url(bad), bad.debugDescription)
@@ -175,5 +178,14 @@ final class HardeningUnitTests: XCTestCase {
         XCTAssertEqual(r.host, "gitlab.com", "git's own host line wins")
         XCTAssertEqual(r.fields["path"], "o/r.git?x#y")
         XCTAssertEqual(r.username, "a")
+    }
+
+    func testAbsurdNumbersInAStoredRecordAreRefusedNotACrash() {
+        for bad in [#""expires_at":-9223372036854775808"#, #""expires_at":9223372036854775807"#, #""updated_at":-1"#,
+                    #""refresh_expires_at":-9223372036854775807"#, #""generation":-5"#, #""generation":9223372036854775807"#] {
+            let record = Data(#"{"access_token":"a","type":"oauth2",\#(bad)}"#.utf8)
+            XCTAssertThrowsError(try Credential.fromRecord(record, id: id), bad) { XCTAssertEqual(($0 as? TokenVaultError)?.exitCode, 65, bad) }
+        }
+        XCTAssertNoThrow(try Credential.fromRecord(Data(#"{"access_token":"a","expires_at":1,"generation":1795447082573883}"#.utf8), id: id))
     }
 }

@@ -76,6 +76,12 @@ extension TokenVault {
             if let name, let provider, name.lowercased() != provider.lowercased() {
                 throw ValidationError("give the provider's name once: as the argument or as --name")
             }
+            // A name kept in providers.toml and typed in commands: one plain word.
+            if issuer != nil, let given = (name ?? provider)?.lowercased(),
+               given.isEmpty || given.count > 63 || !given.unicodeScalars.allSatisfy({ ("a"..."z").contains($0) || ("0"..."9").contains($0) || "._-".unicodeScalars.contains($0) })
+            {
+                throw ValidationError("a provider name is 1 to 63 letters, digits, '.', '_' or '-'")
+            }
             if [noBrowser, device, browser].filter({ $0 }).count > 1 {
                 throw ValidationError("choose one of --browser, --no-browser and --device")
             }

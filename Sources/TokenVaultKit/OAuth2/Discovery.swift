@@ -35,7 +35,7 @@ public struct Discovery {
     /// segment), and it names a token endpoint.
     public func endpoints(issuer: String, provider name: String, refetch: Bool = false) throws -> [String: String] {
         let cached = readCache(issuer, provider: name)
-        if !refetch, let cached, now - cached.fetchedAt < Self.maxAge, now >= cached.fetchedAt {
+        if !refetch, let cached, now - cached.fetchedAt < Self.maxAge {
             return try Self.checked(cached.document, issuer: issuer, provider: name)
         }
         let document: [String: JSONValue]
@@ -144,7 +144,8 @@ public struct Discovery {
         }
         guard let data = FileManager.default.contents(atPath: file),
               case .object(let o)? = try? JSONDecoder().decode(JSONValue.self, from: data),
-              o["issuer"]?.string == issuer, let at = o["fetched_at"]?.int64, case .object(let doc)? = o["document"]
+              o["issuer"]?.string == issuer, let at = o["fetched_at"]?.int64, case .object(let doc)? = o["document"],
+              (0...now).contains(at)  // a time to come, or one whose age overflows: not a copy to believe
         else { return nil }
         return (at, doc)
     }

@@ -147,6 +147,7 @@ public struct Refresher {
                   (try? TokenInput.checkToken(rotated, field: "refresh_token")) != nil
             else { throw error }
             var kept = current
+            kept.issuer = p.issuedBy
             kept.refreshToken = rotated
             kept.expiresAt = min(current.expiresAt ?? clock.now, clock.now)
             kept.refusal = nil
