@@ -279,16 +279,18 @@ final class FleetTests: XCTestCase {
     /// The provider rotates, then the cluster loses quorum before the result
     /// is written: the host keeps it in its spool, prints it, and writes it
     /// for the fleet on its next run.
-    func testARotatedTokenThatCannotBeWrittenIsSpooledAndWrittenLater() throws {
+    /// Hosts a and b on `sub`; a renews through a slow proxy and the cluster
+    /// loses quorum (members 0 and 1 killed, left down) before a can write:
+    /// a's `get` and what it printed.
+    func renewalSpooledWithoutQuorum(_ sub: String) throws -> (a: Sandbox, b: Sandbox, get: Run) {
         let (proxy, port) = try startFixtureServer("stall_proxy.py", [String(provider.port), "--delay-first", "2"])
         defer { proxy.terminate() }
         let viaProxy = provider.config.replacingOccurrences(of: "\(provider.base)/token\"", with: "http://127.0.0.1:\(port)/token\"")
-        let a = try host("spool"), b = try host("spool")
+        let a = try host(sub), b = try host(sub)
         // Stored once a's provider goes through the proxy: a token endpoint on
         // another origin is another issuer, and gets no refresh token.
-        try a.writeConfig(cluster.table(prefix: Self.prefix + "spool/").replacingOccurrences(of: "lease_ttl", with: "timeout = 2\nlease_ttl") + "\n" + viaProxy)
+        try a.writeConfig(cluster.table(prefix: Self.prefix + sub + "/").replacingOccurrences(of: "lease_ttl", with: "timeout = 2\nlease_ttl") + "\n" + viaProxy)
         try storeExpired(a)
-        let before = try provider.stats()
         let got = getInBackground(a)
         usleep(1_000_000)   // a holds the fleet lock; its request waits in the proxy
         XCTAssertEqual(cluster.command("kill 0"), "killed")
@@ -296,6 +298,12 @@ final class FleetTests: XCTestCase {
         let r = try XCTUnwrap(got())
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertTrue(r.stderr.contains("spool"), r.stderr)
+        return (a, b, r)
+    }
+
+    func testARotatedTokenThatCannotBeWrittenIsSpooledAndWrittenLater() throws {
+        let before = try provider.stats()
+        let (a, b, r) = try renewalSpooledWithoutQuorum("spool")
         XCTAssertEqual(provider.resourceStatus(r.out), 200, "the renewed token is handed out")
         let spool = a.home + "/run/tokenvault/spool"
         let files = try FileManager.default.contentsOfDirectory(atPath: spool)
@@ -465,19 +473,7 @@ final class FleetTests: XCTestCase {
     /// deletes the credential and logs in as someone else. A's next run must not
     /// bring the old session back for the fleet (docs/SECURITY.md).
     func testASpooledRenewalNeverUndoesANewerLoginOnAnotherHost() throws {
-        let (proxy, port) = try startFixtureServer("stall_proxy.py", [String(provider.port), "--delay-first", "2"])
-        defer { proxy.terminate() }
-        let viaProxy = provider.config.replacingOccurrences(of: "\(provider.base)/token\"", with: "http://127.0.0.1:\(port)/token\"")
-        let a = try host("newer"), b = try host("newer")
-        try a.writeConfig(cluster.table(prefix: Self.prefix + "newer/").replacingOccurrences(of: "lease_ttl", with: "timeout = 2\nlease_ttl") + "\n" + viaProxy)
-        try storeExpired(a)
-        let got = getInBackground(a)
-        usleep(1_000_000)   // a holds the fleet lock; its request waits in the proxy
-        XCTAssertEqual(cluster.command("kill 0"), "killed")
-        XCTAssertEqual(cluster.command("kill 1"), "killed")
-        let r = try XCTUnwrap(got())
-        XCTAssertEqual(r.status, 0, r.stderr)
-        XCTAssertTrue(r.stderr.contains("spool"), r.stderr)
+        let (a, b, r) = try renewalSpooledWithoutQuorum("newer")
         XCTAssertEqual(cluster.command("start 0"), "started")
         XCTAssertEqual(cluster.command("start 1"), "started")
         XCTAssertEqual(b.tv("delete", "local").status, 0)

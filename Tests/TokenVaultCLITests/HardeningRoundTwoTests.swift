@@ -5,23 +5,9 @@ import XCTest
 /// over a spool, outside text is cleaned where it enters, the discovery cache
 /// trusts only the user's own files, git's URL rules, a refresh that did not
 /// happen is not reported as one, and hints are shell words. Against the quirk
-/// provider, started once for the class.
-final class HardeningRoundTwoTests: QuirkProviderTestCase {
+/// provider that `HardeningTests` starts once.
+extension HardeningTests {
     var base: String { "http://127.0.0.1:\(Self.port)" }
-
-    func sandbox(_ path: String = "/rotate", extra: String = "") throws -> Sandbox {
-        let s = Sandbox()
-        s.env.merge(Self.keyring.env) { $1 }
-        try s.writeConfig("""
-            [providers.q]
-            service = "api.quirk.example"
-            token_url = "\(base)\(path)"
-            client_id = "cid"
-            client_secret = "csecret-1234"
-            \(extra)
-            """)
-        return s
-    }
 
     /// A second session on the same vault: its own runtime directory (locks, spool).
     func otherSession(_ s: Sandbox) throws -> [String: String] {
