@@ -186,7 +186,7 @@ _tokenvault() {
 
 _tokenvault_login() {
     repeating_flags=()
-    non_repeating_flags=(--no-browser --device --browser --no-qr --version -h --help)
+    non_repeating_flags=(--no-browser --device --browser --no-qr --force --version -h --help)
     repeating_options=(--scope)
     non_repeating_options=(--issuer --client-id --name --account --port --timeout)
     __tokenvault_offer_flags_options 1
@@ -227,7 +227,7 @@ _tokenvault_login() {
 
 _tokenvault_set() {
     repeating_flags=()
-    non_repeating_flags=(--verbose --version -h --help)
+    non_repeating_flags=(--verbose --force --version -h --help)
     repeating_options=()
     non_repeating_options=(--account --provider)
     __tokenvault_offer_flags_options 1
@@ -492,7 +492,7 @@ _tokenvault_backend() {
 
 _tokenvault_migrate() {
     repeating_flags=()
-    non_repeating_flags=(--version -h --help)
+    non_repeating_flags=(--keep-backend --version -h --help)
     repeating_options=()
     non_repeating_options=(--to --from)
     __tokenvault_offer_flags_options 0

@@ -56,6 +56,30 @@ public struct Config: Sendable, Equatable {
         return config
     }
 
+    /// Sets `backend = "VALUE"` in the config file, keeping every other line,
+    /// comment and order as it is: the top-level `backend` line is replaced,
+    /// or one is put before the first table; a missing file is created (0600).
+    /// Throws (the caller prints the line to add) when the file cannot be
+    /// read or written, or the edit would not read back as that setting.
+    public static func setBackend(_ value: String, environment env: [String: String]) throws {
+        let path = path(environment: env)
+        let line = "backend = \"\(value)\""
+        var lines = (try text(of: path)).map { $0.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) } ?? []
+        if lines.last == "" { lines.removeLast() }
+        let firstTable = lines.firstIndex { $0.trimmedSpaces().hasPrefix("[") } ?? lines.endIndex
+        let existing = lines[..<firstTable].firstIndex { l in
+            let t = l.trimmedSpaces()
+            return t.hasPrefix("backend") && t.dropFirst("backend".count).trimmedSpaces().hasPrefix("=")
+        }
+        if let existing { lines[existing] = line } else { lines.insert(line, at: firstTable) }
+        let edited = lines.joined(separator: "\n") + "\n"
+        guard try TOMLTable(string: edited)["backend"]?.string == value else {
+            throw TokenVaultError.config("\(path): the backend line could not be edited safely")
+        }
+        try PrivateDirectory.createWithParents(Posix.dirname(path))
+        try AtomicFile.replace(path, with: Array(edited.utf8), what: "the config file")
+    }
+
     /// The `backend` setting alone, parsed by TOMLKit without decoding the
     /// rest: the `get` head start decides with it while the command loads
     /// the whole config. nil when not set or not a string (the command's own

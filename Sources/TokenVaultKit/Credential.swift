@@ -248,6 +248,20 @@ extension Credential {
     }
 }
 
+extension Credential {
+    /// One owner per service (docs/SECURITY.md is silent; README, "One service,
+    /// one owner"): a `login` or `set --provider` for `provider` that would
+    /// replace this record, which another provider stored, is a usage error
+    /// (64) naming both and the ways out; nil when it may go ahead. `command`
+    /// is how the user asked, for the hints (`login NAME`, `set SERVICE --provider NAME`).
+    public func ownerConflict(with provider: String, command: String) -> TokenVaultError? {
+        guard let owner = self.provider, owner != provider else { return nil }
+        let acct = account == Credential.defaultAccount ? "" : " --account \(ShellWord.word(account))"
+        return .usage("\(id) holds a credential of provider \(owner); \(provider) would replace it",
+                      hint: "keep both: tokenvault \(command) --account NAME; replace it: tokenvault \(command)\(acct) --force")
+    }
+}
+
 /// A renewal the provider refused (`invalid_grant`, `access_denied`,
 /// `expired_token`): why, and when (unix seconds).
 public struct Refusal: Equatable, Sendable {

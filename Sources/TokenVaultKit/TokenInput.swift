@@ -20,16 +20,17 @@ public enum TokenInput {
         if trimmed.isEmpty {
             throw TokenVaultError.badInput("no token on stdin: give a token-endpoint JSON object or one token line")
         }
-        if trimmed.hasPrefix("{") || trimmed.hasPrefix("[") {
+        if trimmed.hasPrefix("{") || trimmed.hasPrefix("[") || trimmed.hasPrefix("\"") {
             return try parseJSON(Data(trimmed.utf8), id: id, now: now)
-        }
-        guard !trimmed.contains(where: { $0.isNewline }) else {
-            throw TokenVaultError.badInput("the input has several lines but is not a JSON object: give one token line or a JSON object")
         }
         if trimmed == "null" || trimmed == "undefined" {
             throw TokenVaultError.badInput("the input is '\(trimmed)', not a token (did jq find no access_token?)")
         }
-        try checkToken(trimmed, field: "token")
+        // Neither JSON nor one token line: say where the JSON went wrong.
+        if trimmed.contains(where: { $0.isNewline }) || (try? checkToken(trimmed, field: "token")) == nil {
+            let where_ = JSONSyntax.firstProblem(trimmed).map { "line \($0.line), column \($0.column): \($0.what)" } ?? "?"
+            throw TokenVaultError.badInput("the input is not JSON (\(where_)), nor one token line (a token has no white space or control characters)")
+        }
         return Credential(service: id.service, account: id.account, type: .token, accessToken: trimmed, updatedAt: now)
     }
 
@@ -39,7 +40,9 @@ public enum TokenInput {
         do {
             value = try JSONDecoder().decode(JSONValue.self, from: data)
         } catch {
-            throw TokenVaultError.badInput("the input is not valid JSON")
+            let text = String(decoding: data, as: UTF8.self)
+            let where_ = JSONSyntax.firstProblem(text).map { "line \($0.line), column \($0.column): \($0.what)" } ?? "it cannot be read"
+            throw TokenVaultError.badInput("the input is not JSON (\(where_))")
         }
         guard case .object(let o) = value else {
             throw TokenVaultError.badInput("the input must be a JSON object, not another JSON value")

@@ -415,7 +415,10 @@ final class FleetTests: XCTestCase {
         XCTAssertEqual(toFile.status, 0, toFile.stderr)
         XCTAssertTrue(toFile.stderr.contains("moved 2 credentials from etcd to file"), toFile.stderr)
         XCTAssertEqual(s.tv("get", "api.one.example", env: ["TOKENVAULT_BACKEND": "file"]).out, "one")
-        XCTAssertEqual(s.tv("get", "api.one.example").status, 3)
+        XCTAssertEqual(s.tv("get", "api.one.example", env: ["TOKENVAULT_BACKEND": "etcd"]).status, 3)
+        // The config follows the credentials: new logins and gets go to the file now.
+        XCTAssertTrue(toFile.stderr.contains("set backend = \"file\""), toFile.stderr)
+        XCTAssertEqual(s.tv("get", "api.one.example").out, "one")
         XCTAssertEqual(s.tv("migrate", "--to", "etcd", "--from", "file").status, 0)
         XCTAssertEqual(s.tv("delete", "api.one.example").status, 0)
         XCTAssertEqual(s.tv("get", "api.one.example").status, 3)

@@ -8,7 +8,8 @@ extension TokenVault {
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "list",
-            abstract: "List stored credentials: service, account, type, expiry. Never a secret.")
+            abstract: "List stored credentials: service, account, provider, type, state, expiry. Never a secret.",
+            discussion: "RT EXPIRES is when the refresh token dies: \"unknown\" when the provider did not say, \"-\" without a refresh token.")
 
         @Flag(help: "Print a JSON array.")
         var json = false
@@ -26,11 +27,13 @@ extension TokenVault {
                 Output.notice("no credentials stored")
                 return
             }
-            var table = [["SERVICE", "ACCOUNT", "TYPE", "STATE", "EXPIRES", "REFRESH TOKEN", "BACKEND"]]
+            // RT EXPIRES: when the refresh token dies; "unknown" when there is one and nobody said.
+            var table = [["SERVICE", "ACCOUNT", "PROVIDER", "TYPE", "STATE", "EXPIRES", "RT EXPIRES", "BACKEND"]]
             for r in rows {
                 let c = r.credential
-                table.append([c.service.description, c.account, c.type.rawValue, context.status(of: c).state.rawValue,
-                              Format.expiry(c, now: now), Format.refreshExpiry(c, now: now) ?? "-", r.backend])
+                let rt = c.refreshToken == nil ? "-" : Format.refreshExpiry(c, now: now) ?? "unknown"
+                table.append([c.service.description, c.account, c.provider ?? "-", c.type.rawValue, context.status(of: c).state.rawValue,
+                              Format.expiry(c, now: now), rt, r.backend])
             }
             Summary.printTable(table)
         }

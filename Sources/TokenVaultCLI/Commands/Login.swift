@@ -61,6 +61,9 @@ extension TokenVault {
         @Flag(name: .customLong("no-qr"), help: "Do not draw the device flow's URL as a QR code.")
         var noQR = false
 
+        @Flag(help: "Replace a credential another provider stored under the same service and account.")
+        var force = false
+
         @Option(help: ArgumentHelp("Listen for the redirect on this port of 127.0.0.1.", valueName: "port"))
         var port: Int?
 
@@ -103,6 +106,7 @@ extension TokenVault {
             let p = try context.oauth2Provider(providerName)
             let id = CredentialID(service: p.service, account: account)
             let flow = chooseFlow(grant: p.grant, hasDevice: p.deviceAuthorizationURL != nil, environment: context.environment)
+            try checkOwner(id, provider: p.name, context: context)
             // Client credentials involve nobody: no login lock.
             var held: LoginLock?
             if flow != .clientCredentials {
@@ -192,7 +196,16 @@ extension TokenVault {
             return .paste
         }
 
-        /// The login lock for `id` (SPEC §14), or nil when another process's login
+        /// One owner per service: a credential another provider stored under
+        /// `id` is not replaced without --force (64, before anyone is asked).
+        func checkOwner(_ id: CredentialID, provider: String, context: Context) throws {
+            guard !force else { return }
+            if let conflict = try context.vault().load(id)?.ownerConflict(with: provider, command: "login \(ShellWord.word(provider))") {
+                throw conflict
+            }
+        }
+
+        /// The login lock for `id`, or nil when another process's login
         /// for it finished while this one waited (its result is used). Without a
         /// terminal a pending login is a temporary failure (75): no second browser.
         func pendingLogin(_ id: CredentialID, provider: String, context: Context) throws -> LoginLock? {
@@ -230,6 +243,7 @@ extension TokenVault {
                 Output.notice("no browser can open here (\(why)): type the PIN the provider shows instead (--browser opens one anyway)")
                 pin = true
             }
+            try checkOwner(id, provider: p.name, context: context)
             guard let held = try pendingLogin(id, provider: p.name, context: context) else { return }
             defer { held.release() }
             let credential = pin

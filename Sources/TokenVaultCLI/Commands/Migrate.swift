@@ -29,6 +29,9 @@ extension TokenVault {
         @Option(help: ArgumentHelp("The backend to move from.", valueName: "backend"))
         var from: MigrationTarget?
 
+        @Flag(name: .customLong("keep-backend"), help: "Leave the backend setting of config.toml as it is.")
+        var keepBackend = false
+
         func validate() throws {
             if from == to { throw ValidationError("--from and --to name the same backend") }
         }
@@ -90,6 +93,23 @@ extension TokenVault {
             }
             let moved = movedCount
             Output.notice("moved \(moved) credential\(moved == 1 ? "" : "s") from \(source.name) to \(target.name)")
+            useTarget(context)
+        }
+
+        /// New logins go where the credentials went: `backend` in config.toml
+        /// becomes the target (unless --keep-backend), or the line to add is printed.
+        func useTarget(_ context: Context) {
+            guard !keepBackend else { return }
+            let path = Config.path(environment: context.environment)
+            do {
+                try Config.setBackend(to.rawValue, environment: context.environment)
+                Output.notice("set backend = \"\(to.rawValue)\" in \(path), so new logins go there too (--keep-backend: not)")
+                if let forced = context.environment["TOKENVAULT_BACKEND"], !forced.isEmpty, forced != to.rawValue {
+                    Output.warning("TOKENVAULT_BACKEND=\(forced) still overrides it in this environment")
+                }
+            } catch {
+                Output.warning("could not set the backend in \(path) (\(error.errorText)); add this line at its top: backend = \"\(to.rawValue)\"")
+            }
         }
     }
 }

@@ -19,7 +19,15 @@ extension TokenVault {
 
         func run() throws {
             let context = Context()
-            let c = try context.usable(try credential.id(in: context), minValid: nil, force: true)
+            let id = try credential.id(in: context)
+            // A token that never expires and has no way to renew: nothing to do, and nothing wrong.
+            let stored = try context.locate(id).credential
+            if stored.expiresAt == nil, !context.status(of: stored).renewal.isPossible {
+                context.flushWarnings()
+                Output.notice("\(id) never expires: nothing to renew")
+                return
+            }
+            let c = try context.usable(id, minValid: nil, force: true)
             Output.notice("refreshed \(c.id); expires \(c.expiresAt.map { Format.date($0) } ?? "never")")
         }
     }

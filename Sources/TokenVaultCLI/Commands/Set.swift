@@ -24,11 +24,18 @@ extension TokenVault {
                 completion: .custom(Completions.providers))
         var provider: String?
 
+        @Flag(help: "With --provider: replace a credential another provider stored under the same service and account.")
+        var force = false
+
         func run() throws {
             let context = Context()
             let id = try credential.id(in: context)
             if let provider, try context.providers.service(of: provider) == nil {
                 throw TokenVaultError.config("unknown provider \(provider)", hint: "see: tokenvault providers")
+            }
+            if let provider, !force, let conflict = try context.vault().load(id)?.ownerConflict(
+                with: provider, command: "set \(ShellWord.word(id.service.description)) --provider \(ShellWord.word(provider))") {
+                throw conflict
             }
             let input = try StandardInput.read(prompt: "Token for \(id.service): ")
             var c = try TokenInput.parse(input, id: id, now: context.clock.now)

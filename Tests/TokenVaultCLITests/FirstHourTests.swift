@@ -1,0 +1,146 @@
+import Foundation
+import XCTest
+
+/// What a new user meets (README, "The first hour"): one owner per service,
+/// `list` columns that say what they show, messages that say what is true.
+/// Against the quirk provider and a private gnome-keyring, started once.
+final class FirstHourTests: QuirkProviderTestCase {
+    var base: String { "http://127.0.0.1:\(Self.port)" }
+
+    /// Two client-credentials providers that store under one service.
+    func twoOwners() throws -> Sandbox {
+        let s = Sandbox()
+        s.env.merge(Self.keyring.env) { $1 }
+        try s.writeConfig("""
+            [providers.local]
+            service = "api.quirk.example"
+            token_url = "\(base)/rotate"
+            grant = "client_credentials"
+            client_id = "cid"
+
+            [providers.myidp]
+            service = "api.quirk.example"
+            token_url = "\(base)/rotate"
+            grant = "client_credentials"
+            client_id = "cid"
+            """)
+        return s
+    }
+
+    // MARK: One service, one owner
+
+    func testALoginNeverReplacesAnotherProvidersCredentialWithoutAWord() throws {
+        let s = try twoOwners()
+        XCTAssertEqual(s.tv("login", "local").status, 0)
+        let first = s.tv("get", "api.quirk.example").out
+        let other = s.tv("login", "myidp")
+        XCTAssertEqual(other.status, 64, other.stderr)
+        XCTAssertTrue(other.stderr.contains("provider local") && other.stderr.contains("myidp"), other.stderr)
+        XCTAssertTrue(other.stderr.contains("hint: keep both: tokenvault login myidp --account NAME; replace it: tokenvault login myidp --force"),
+                      other.stderr)
+        XCTAssertEqual(s.tv("get", "api.quirk.example").out, first, "nothing replaced")
+        // The ways out.
+        XCTAssertEqual(s.tv("login", "myidp", "--account", "work").status, 0)
+        XCTAssertEqual(s.tv("get", "api.quirk.example").out, first)
+        let list = s.tv("list").stdout
+        XCTAssertTrue(list.contains("PROVIDER"), list)
+        XCTAssertNotNil(list.split(separator: "\n").first { $0.contains("default") && $0.contains("local") }, list)
+        XCTAssertNotNil(list.split(separator: "\n").first { $0.contains("work") && $0.contains("myidp") }, list)
+        let forced = s.tv("login", "myidp", "--force")
+        XCTAssertEqual(forced.status, 0, forced.stderr)
+        XCTAssertNotEqual(s.tv("get", "api.quirk.example").out, first)
+        XCTAssertEqual(s.tv("get", "api.quirk.example", "--field", "provider").out, "myidp")
+        // set --provider follows the same rule; a set of the same provider, or of none, is not a change of owner.
+        let set = s.tv("set", "api.quirk.example", "--provider", "local", stdin: "by-hand")
+        XCTAssertEqual(set.status, 64, set.stderr)
+        XCTAssertTrue(set.stderr.contains("tokenvault set api.quirk.example --provider local --force"), set.stderr)
+        XCTAssertEqual(s.tv("set", "api.quirk.example", "--provider", "myidp", stdin: "by-hand").status, 0)
+        XCTAssertEqual(s.tv("set", "api.quirk.example", "--provider", "local", "--force", stdin: "by-hand-2").status, 0)
+        XCTAssertEqual(s.tv("get", "api.quirk.example", "--field", "provider").out, "local")
+    }
+
+    func testListSaysWhatItsRefreshTokenColumnShows() throws {
+        let s = Sandbox()
+        XCTAssertEqual(s.tv("set", "rt.example", stdin: #"{"access_token":"a","refresh_token":"r","expires_in":3600}"#).status, 0)
+        XCTAssertEqual(s.tv("set", "dies.example", stdin: #"{"access_token":"a","refresh_token":"r","expires_in":3600,"refresh_token_expires_in":86400}"#).status, 0)
+        XCTAssertEqual(s.tv("set", "plain.example", stdin: "static-token").status, 0)
+        let lines = s.tv("list").stdout.split(separator: "\n").map(String.init)
+        XCTAssertTrue(lines[0].contains("RT EXPIRES") && !lines[0].contains("REFRESH TOKEN"), lines[0])
+        func row(_ service: String) -> String { lines.first { $0.hasPrefix(service) } ?? "" }
+        XCTAssertTrue(row("rt.example").contains("unknown"), "a refresh token whose end nobody told: \(row("rt.example"))")
+        XCTAssertTrue(row("dies.example").contains("in 1d") || row("dies.example").contains("in 23h") || row("dies.example").contains("in 24h"),
+                      row("dies.example"))
+        XCTAssertFalse(row("plain.example").contains("unknown"), row("plain.example"))
+    }
+
+    // MARK: Messages that say what is true
+
+    func testRefreshOfATokenThatNeverExpiresHasNothingToDo() throws {
+        let s = Sandbox()
+        XCTAssertEqual(s.tv("set", "static.example", stdin: "static-token").status, 0)
+        let r = s.tv("refresh", "static.example")
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.stderr.contains("never expires: nothing to renew"), r.stderr)
+        XCTAssertFalse(r.stderr.contains("cannot be renewed"), r.stderr)
+        XCTAssertEqual(s.tv("refresh", "missing.example").status, 3)
+    }
+
+    func testInputThatIsNeitherJSONNorATokenSaysWhere() throws {
+        let s = Sandbox()
+        let cases: [(String, String)] = [
+            (#"{access_token: "x"}"#, "not JSON (line 1, column 2: a key in double quotes should be here)"),
+            ("{\"access_token\": \"x\",\n \"expires_in\": }", "not JSON (line 2, column 16:"),
+            (#"{'access_token':'x'}"#, "not JSON (line 1, column 2:"),
+            (#""access_token": "x""#, "not JSON (line 1, column 15: more after the end of the JSON value)"),
+            ("two words", "not JSON (line 1, column 1:"),
+        ]
+        for (input, message) in cases {
+            let r = s.tv("set", "j.example", stdin: input)
+            XCTAssertEqual(r.status, 65, input)
+            XCTAssertTrue(r.stderr.contains(message), "\(input): \(r.stderr)")
+            XCTAssertFalse(r.stderr.contains("token contains white space"), r.stderr)
+        }
+        XCTAssertEqual(s.tv("get", "j.example").status, 3, "nothing stored")
+    }
+
+    func testMigrateTakesTheBackendSettingAlong() throws {
+        let s = Sandbox()
+        s.env.merge(Self.keyring.env) { $1 }
+        s.env["TOKENVAULT_BACKEND"] = nil
+        let config = """
+            # my settings
+            backend = "secret-service"   # for now
+            min_valid = 30
+
+            [providers.q]
+            service = "api.quirk.example"
+            token_url = "\(base)/rotate"
+            client_id = "cid"
+            """
+        try s.writeConfig(config)
+        let path = s.env["XDG_CONFIG_HOME"]! + "/tokenvault/config.toml"
+        XCTAssertEqual(s.tv("set", "m.example", stdin: "moved-token").status, 0)
+        let r = s.tv("migrate", "--to", "file")
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.stderr.contains("set backend = \"file\" in \(path)"), r.stderr)
+        let edited = try String(contentsOfFile: path, encoding: .utf8)
+        XCTAssertEqual(edited, config.replacingOccurrences(of: "backend = \"secret-service\"   # for now", with: "backend = \"file\"") + "\n")
+        XCTAssertTrue(s.tv("backend").stdout.contains("file"), "new logins go to the file")
+        XCTAssertEqual(s.tv("get", "m.example").out, "moved-token")
+        // --keep-backend leaves the file alone.
+        let kept = s.tv("migrate", "--to", "secret-service", "--keep-backend")
+        XCTAssertEqual(kept.status, 0, kept.stderr)
+        XCTAssertEqual(try String(contentsOfFile: path, encoding: .utf8), edited)
+        // Without a config file one is made; where none can be written, the line to add is printed.
+        let fresh = Sandbox()
+        fresh.env.merge(Self.keyring.env) { $1 }
+        fresh.env["TOKENVAULT_BACKEND"] = nil
+        XCTAssertEqual(fresh.tv("set", "n.example", stdin: "n", env: ["TOKENVAULT_BACKEND": "file"]).status, 0)
+        XCTAssertEqual(fresh.tv("migrate", "--to", "secret-service").status, 0)
+        XCTAssertEqual(try String(contentsOfFile: fresh.env["XDG_CONFIG_HOME"]! + "/tokenvault/config.toml", encoding: .utf8),
+                       "backend = \"secret-service\"\n")
+        let nowhere = fresh.tv("migrate", "--to", "file", env: ["TOKENVAULT_CONFIG": "/dev/null/config.toml"])
+        XCTAssertEqual(nowhere.status, 0, nowhere.stderr)
+        XCTAssertTrue(nowhere.stderr.contains("add this line at its top: backend = \"file\""), nowhere.stderr)
+    }
+}
