@@ -96,8 +96,13 @@ final class Context {
         return found
     }
 
+    /// Exit 3, with the next step: a login for a provider's service, the
+    /// accounts that exist, or `set` (`NextStep.missing`).
     func notFound(_ id: CredentialID) throws -> TokenVaultError {
-        .notFound(service: id.service.description, account: id.account, unchecked: try store().uncheckedNote)
+        let stored = (try? vault().listIDs()) ?? []
+        let owners = (try? providers)?.owners(of: id.service) ?? ProviderDirectory(config: Config()).owners(of: id.service)
+        return .notFound(service: id.service.description, account: id.account, unchecked: try store().uncheckedNote,
+                         hint: NextStep.missing(id, stored: stored, owners: owners))
     }
 
     /// `min_valid`: the option, else the config, else 60 seconds.

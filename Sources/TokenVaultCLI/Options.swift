@@ -77,3 +77,24 @@ enum Format {
         RFC3339.format(unix)
     }
 }
+
+/// An option whose value is one of a few words (`--format`, `--sasl`,
+/// `--to`): a word it does not know is refused with the closest one and
+/// every valid one, on one line (the parser's own list is cut to its first
+/// line by the error path and has no suggestion).
+protocol Choice: CaseIterable, RawRepresentable where RawValue == String {}
+
+extension Choice {
+    static var names: [String] { allCases.map(\.rawValue) }
+
+    /// The value `text` names; throws a `ChoiceError` naming the valid ones.
+    static func parse(_ text: String) throws -> Self {
+        guard let value = Self(rawValue: text.lowercased()) else { throw ChoiceError(text: Suggestion.text(for: text, in: names, listName: "one of")) }
+        return value
+    }
+}
+
+struct ChoiceError: Error, CustomStringConvertible {
+    var text: String
+    var description: String { text }
+}

@@ -40,10 +40,31 @@ public enum TokenVaultMain {
             if code == .success {
                 TokenVault.exit(withError: error)  // --help, --version, completion scripts
             }
-            let message = TokenVault.message(for: error).split(separator: "\n").first.map(String.init) ?? "\(error)"
-            Output.error(message, hint: "see: tokenvault help")
+            let args = arguments ?? Array(CommandLine.arguments.dropFirst())
+            if let first = args.first, !first.hasPrefix("-"), !TokenVault.commandNames.contains(first) {
+                Output.error("unknown command \(ServiceKey.quoted(first))",
+                             hint: Suggestion.text(for: first, in: TokenVault.commandNames, listName: "commands"))
+                exit(ExitCode.validationFailure.rawValue)
+            }
+            // The parser's message, whole, on one line (a list of valid values is never cut).
+            let lines = TokenVault.message(for: error).split(separator: "\n").map { $0.trimmingSpacesAndDashes() }.filter { !$0.isEmpty }
+            Output.error(lines.isEmpty ? "\(error)" : lines.joined(separator: " "), hint: "see: tokenvault help")
             exit(code.rawValue)
         }
+    }
+}
+
+extension TokenVault {
+    /// Every command name and alias the parser knows, `help` included.
+    static var commandNames: [String] {
+        configuration.subcommands.flatMap { [$0.configuration.commandName ?? ""] + $0.configuration.aliases }.filter { !$0.isEmpty } + ["help"]
+    }
+}
+
+extension Substring {
+    /// A line of the parser's message without its list markers ("  - raw").
+    fileprivate func trimmingSpacesAndDashes() -> String {
+        String(drop { $0 == " " || $0 == "-" }).trimmedSpaces()
     }
 }
 

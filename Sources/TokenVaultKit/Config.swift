@@ -80,6 +80,25 @@ public struct Config: Sendable, Equatable {
         try AtomicFile.replace(path, with: Array(edited.utf8), what: "the config file")
     }
 
+    /// `name` as a TOML key: bare when it can be (letters, digits, `-`, `_`),
+    /// else a quoted string, so a hint that shows a table header is valid TOML.
+    public static func tableKey(_ name: String) -> String {
+        let bare = !name.isEmpty && name.unicodeScalars.allSatisfy {
+            ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) || $0 == "-" || $0 == "_"
+        }
+        if bare { return name }
+        var out = "\""
+        for c in name.unicodeScalars {
+            switch c {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case _ where c.value < 0x20 || c.value == 0x7F: out += "\\u00" + Hex.encode([UInt8(c.value)]).uppercased()
+            default: out.unicodeScalars.append(c)
+            }
+        }
+        return out + "\""
+    }
+
     /// The `backend` setting alone, parsed by TOMLKit without decoding the
     /// rest: the `get` head start decides with it while the command loads
     /// the whole config. nil when not set or not a string (the command's own
@@ -224,8 +243,10 @@ public struct ProviderConfig: Codable, Sendable, Equatable {
         let preset = ProviderPreset.named(name)
         let own = config.providers[name]
         guard preset != nil || own != nil else {
+            let names = ProviderDirectory(config: config).names
+            let define = "or define [providers.\(Config.tableKey(name))] in \(configPath)"
             throw TokenVaultError.config("unknown provider \(ServiceKey.quoted(name))",
-                                         hint: "see: tokenvault providers; or define [providers.\(name)] in \(configPath)")
+                                         hint: Suggestion.text(for: name, in: names, listName: "providers") + "; " + define)
         }
         return try (preset?.config ?? ProviderConfig()).overlaid(by: own).withTenant(provider: name, configPath: configPath)
     }
@@ -246,7 +267,7 @@ public struct ProviderConfig: Codable, Sendable, Equatable {
               tenant.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)) || $0 == "-" || $0 == "." })
         else {
             throw TokenVaultError.config("provider \(name): tenant must be a tenant id or domain (letters, digits, '-', '.'), not \(ServiceKey.quoted(tenant))",
-                                         hint: "fix tenant in [providers.\(name)] of \(configPath)")
+                                         hint: "fix tenant in [providers.\(Config.tableKey(name))] of \(configPath)")
         }
         var m = self
         for f in fields { m[keyPath: f] = m[keyPath: f]?.replacing("{tenant}", with: tenant) }

@@ -105,6 +105,14 @@ public struct ProviderDirectory: Sendable {
         return try? table.serviceKey(provider: name).description
     }
 
+    /// The providers whose credentials are stored under `service`, configured
+    /// ones first, each name once.
+    public func owners(of service: ServiceKey) -> [String] {
+        let configured = config.providers.keys.sorted().filter { self.service(of: $0) == service.description }
+        let presets = ProviderPreset.all.map(\.name).filter { !configured.contains($0) && self.service(of: $0) == service.description }
+        return configured + presets
+    }
+
     /// A provider's grant from its table alone, without discovery or secrets:
     /// all a credential's state needs (the hot path of `get`).
     public func grant(of name: String) -> OAuth2Provider.Grant? {
@@ -149,5 +157,31 @@ extension ProviderConfig {
             throw TokenVaultError.config("provider \(name): set only one of \(prefix)_secret, \(prefix)_secret_file, \(prefix)_secret_command")
         }
         return sources.first
+    }
+}
+
+/// What to do next, said the same way by every command (README, "Exit status").
+public enum NextStep {
+    /// The hint for "nothing stored for `id`": the accounts that are stored
+    /// for the service when another one was asked for; else a login, when a
+    /// provider (`owners`) stores under the service; else a stored service
+    /// the name is close to; else `set`.
+    public static func missing(_ id: CredentialID, stored: [CredentialID], owners: [String]) -> String {
+        let accounts = stored.filter { $0.service == id.service }.map(\.account).sorted()
+        if !accounts.isEmpty {
+            let close = Suggestion.closest(to: id.account, in: accounts).map { "did you mean --account \(ShellWord.word($0))? " } ?? ""
+            return close + "accounts stored for \(id.service): " + accounts.map(ShellWord.word).joined(separator: ", ")
+        }
+        let acct = id.account == Credential.defaultAccount ? "" : " --account \(ShellWord.word(id.account))"
+        if let owner = owners.first {
+            let others = owners.dropFirst().map(ShellWord.word)
+            return "run: tokenvault login \(ShellWord.word(owner))\(acct)" + (others.isEmpty ? "" : " (or: \(others.joined(separator: ", ")))")
+        }
+        let set = "tokenvault set \(ShellWord.word(id.service.description))\(acct) < token.json"
+        let services = Array(Set(stored.map(\.service.description))).sorted()
+        if let close = Suggestion.closest(to: id.service.description, in: services) {
+            return "did you mean \(ShellWord.word(close))? or store one with: \(set)"
+        }
+        return "store one with: \(set)"
     }
 }

@@ -94,7 +94,7 @@ public struct ServiceKey: Hashable, Sendable, CustomStringConvertible, Comparabl
     }
 
     /// Quotes user input for an error message, escaping what a terminal would act on.
-    static func quoted(_ s: String) -> String {
+    public static func quoted(_ s: String) -> String {
         var out = "'"
         for scalar in s.unicodeScalars.prefix(80) {
             switch scalar {

@@ -8,7 +8,7 @@ public enum TokenVaultError: Error, Equatable, LocalizedError, Sendable {
     /// Bad arguments or an invalid service name (64).
     case usage(String, hint: String? = nil)
     /// Nothing stored under that service and account (3).
-    case notFound(service: String, account: String, unchecked: String? = nil)
+    case notFound(service: String, account: String, unchecked: String? = nil, hint: String? = nil)
     /// Expired and cannot be refreshed (4).
     case loginRequired(String, hint: String? = nil)
     /// Malformed input on stdin or an unparseable provider response (65).
@@ -68,7 +68,7 @@ public enum TokenVaultError: Error, Equatable, LocalizedError, Sendable {
             .backendUnavailable(let m, _), .vault(let m, _), .temporary(let m),
             .permission(let m, _), .config(let m, _):
             return m
-        case .notFound(let service, let account, let unchecked):
+        case .notFound(let service, let account, let unchecked, _):
             var m = "no credential stored for \(service) (account \(account))"
             if let unchecked { m += "; \(unchecked)" }
             return m
@@ -88,7 +88,8 @@ public enum TokenVaultError: Error, Equatable, LocalizedError, Sendable {
         case .usage(_, let h), .loginRequired(_, let h), .backendUnavailable(_, let h),
             .vault(_, let h), .permission(_, let h), .config(_, let h):
             return h
-        case .notFound(let service, let account, _):
+        case .notFound(let service, let account, _, let hint):
+            if let hint { return hint }
             let acct = account == Credential.defaultAccount ? "" : " --account \(ShellWord.word(account))"
             return "store one with: tokenvault set \(ShellWord.word(service))\(acct) < token.json"
         case .temporary:

@@ -143,4 +143,53 @@ final class FirstHourTests: QuirkProviderTestCase {
         XCTAssertEqual(nowhere.status, 0, nowhere.stderr)
         XCTAssertTrue(nowhere.stderr.contains("add this line at its top: backend = \"file\""), nowhere.stderr)
     }
+
+    // MARK: Every error names the next step
+
+    func testHintsNameTheNextCommand() throws {
+        let s = try twoOwners()
+        XCTAssertEqual(s.tv("set", "api.example.com", stdin: "one").status, 0)
+        XCTAssertEqual(s.tv("set", "api.example.com", "--account", "work", stdin: "two").status, 0)
+        let cases: [([String], String)] = [
+            (["get", "local"], "hint: run: tokenvault login local (or: myidp)"),
+            (["get", "github"], "hint: run: tokenvault login github"),
+            (["get", "https://api.github.com/user", "--account", "x y"], "hint: run: tokenvault login github --account 'x y'"),
+            (["get", "api.example.com", "--account", "defualt"], "hint: did you mean --account default? accounts stored for api.example.com: default, work"),
+            (["status", "api.example.com", "--account", "other"], "hint: accounts stored for api.example.com: default, work"),
+            (["get", "api.exmaple.com"], "hint: did you mean api.example.com? or store one with: tokenvault set api.exmaple.com < token.json"),
+            (["delete", "nothing.example"], "hint: store one with: tokenvault set nothing.example < token.json"),
+        ]
+        for (args, hint) in cases {
+            let r = s.run(args)
+            XCTAssertEqual(r.status, 3, "\(args): \(r.stderr)")
+            XCTAssertTrue(r.stderr.contains(hint), "\(args): \(r.stderr)")
+        }
+    }
+
+    /// Did you mean, for each kind of name; the whole list when nothing is close.
+    func testEveryMisspeltNameGetsTheClosestAndTheWholeList() throws {
+        let s = try twoOwners()
+        XCTAssertEqual(s.tv("set", "api.example.com", stdin: "one").status, 0)
+        let commands = "commands: login, set, get, list, status, refresh, revoke, header, exec, delete, logout, backend, migrate, lock, providers, git-credential"
+        let cases: [([String], Int32, String)] = [
+            (["gte", "api.example.com"], 64, "error: unknown command 'gte'\nhint: did you mean get? \(commands)"),
+            (["logut"], 64, "hint: did you mean logout? "),
+            (["frobnicate"], 64, "hint: \(commands)"),
+            (["get", "x.example", "--format", "jsno"], 64, "did you mean json? one of: raw, json, header, env, kubectl, sasl"),
+            (["get", "x.example", "--format", "yaml"], 64, "'--format <format>': one of: raw, json, header, env, kubectl, sasl\n"),
+            (["get", "x.example", "--format", "sasl", "--sasl", "xoauth"], 64, "did you mean xoauth2? one of: xoauth2, oauthbearer"),
+            (["migrate", "--to", "fil"], 64, "did you mean file? one of: secret-service, file, etcd"),
+            (["login", "githb"], 78, "hint: did you mean github? providers: flickr, foursquare, github, gitlab, google, local, microsoft, myidp, twitter, weibo;"),
+            (["login", "mydip"], 78, "did you mean myidp?"),
+            (["login", "http://127.0.0.1:22303/mcp"], 78, #"or define [providers."http://127.0.0.1:22303/mcp"] in"#),
+            (["get", "api.exmaple.com"], 3, "did you mean api.example.com?"),
+            (["get", "api.example.com", "--account", "defualt"], 3, "did you mean --account default?"),
+        ]
+        for (args, status, text) in cases {
+            let r = s.run(args)
+            XCTAssertEqual(r.status, status, "\(args): \(r.stderr)")
+            XCTAssertTrue(r.stderr.contains(text), "\(args): \(r.stderr)")
+            XCTAssertEqual(r.stderr.split(separator: "\n").count, 2, "one error line and one hint: \(r.stderr)")
+        }
+    }
 }

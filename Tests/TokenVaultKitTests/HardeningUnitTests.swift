@@ -188,4 +188,23 @@ final class HardeningUnitTests: XCTestCase {
         }
         XCTAssertNoThrow(try Credential.fromRecord(Data(#"{"access_token":"a","expires_at":1,"generation":1795447082573883}"#.utf8), id: id))
     }
+
+    func testSuggestionsAreTheClosestNameWhenItIsClose() {
+        XCTAssertEqual(Suggestion.distance("gte", "get"), 1, "a swapped pair is one edit")
+        XCTAssertEqual(Suggestion.distance("kitten", "sitting"), 3)
+        let table: [(String, [String], String?)] = [
+            ("gte", ["get", "set", "login"], "get"),
+            ("defualt", ["default", "work"], "default"),
+            ("client_secert", ["client_id", "client_secret", "client_secret_file"], "client_secret"),
+            ("yaml", ["raw", "json", "header", "env"], nil),
+            ("x", ["y", "z"], "y"),
+            ("api.exmaple.com", ["api.example.com", "api.other.org"], "api.example.com"),
+            ("github", ["github"], nil),
+        ]
+        for (word, candidates, expected) in table {
+            XCTAssertEqual(Suggestion.closest(to: word, in: candidates), expected, word)
+        }
+        XCTAssertEqual(Suggestion.text(for: "jsno", in: ["raw", "json"], listName: "one of"), "did you mean json? one of: raw, json")
+        XCTAssertEqual(Suggestion.text(for: "yaml", in: ["raw", "json"], listName: "one of"), "one of: raw, json")
+    }
 }

@@ -4,11 +4,11 @@ import FoundationEssentials
 import Glibc
 import TokenVaultKit
 
-enum GetFormat: String, ExpressibleByArgument, CaseIterable {
+enum GetFormat: String, Choice {
     case raw, json, header, env, kubectl, sasl
 }
 
-extension SASLMechanism: ExpressibleByArgument {}
+extension SASLMechanism: Choice {}
 
 extension TokenVault {
     struct Get: ParsableCommand {
@@ -39,13 +39,15 @@ extension TokenVault {
                 completion: .list(Completions.fieldNames))
         var field: String?
 
-        @Option(help: "raw: the value; json: the whole record; header: an HTTP header line; env: export lines for eval; kubectl: an ExecCredential; sasl: a SASL initial response.")
+        @Option(help: ArgumentHelp("raw: the value; json: the whole record; header: an HTTP header line; env: export lines for eval; kubectl: an ExecCredential; sasl: a SASL initial response.", valueName: "format"),
+                completion: .list(GetFormat.names), transform: GetFormat.parse)
         var format: GetFormat = .raw
 
         @Option(help: ArgumentHelp("The mail account for --format sasl.", valueName: "email"))
         var user: String?
 
-        @Option(help: "The SASL mechanism for --format sasl: xoauth2 (default) or oauthbearer (RFC 7628).")
+        @Option(help: ArgumentHelp("The SASL mechanism for --format sasl: xoauth2 (default) or oauthbearer (RFC 7628).", valueName: "sasl"),
+                completion: .list(SASLMechanism.names), transform: SASLMechanism.parse)
         var sasl: SASLMechanism?
 
         @Option(name: .customLong("min-valid"), help: ArgumentHelp("Seconds of validity required before refreshing (default: config min_valid, else 60).", valueName: "seconds"))

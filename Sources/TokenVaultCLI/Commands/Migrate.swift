@@ -4,7 +4,7 @@ import FoundationEssentials
 import Glibc
 import TokenVaultKit
 
-enum MigrationTarget: String, ExpressibleByArgument, CaseIterable {
+enum MigrationTarget: String, Choice {
     case secretService = "secret-service"
     case file
     case etcd
@@ -23,10 +23,12 @@ extension TokenVault {
                 from etcd when the configured backend is etcd; else from the other local one.
                 """)
 
-        @Option(help: ArgumentHelp("The backend to move to.", valueName: "backend"))
+        @Option(help: ArgumentHelp("The backend to move to: secret-service, file or etcd.", valueName: "backend"),
+                completion: .list(MigrationTarget.names), transform: MigrationTarget.parse)
         var to: MigrationTarget
 
-        @Option(help: ArgumentHelp("The backend to move from.", valueName: "backend"))
+        @Option(help: ArgumentHelp("The backend to move from: secret-service, file or etcd.", valueName: "backend"),
+                completion: .list(MigrationTarget.names), transform: MigrationTarget.parse)
         var from: MigrationTarget?
 
         @Flag(name: .customLong("keep-backend"), help: "Leave the backend setting of config.toml as it is.")

@@ -93,7 +93,7 @@ public struct GitHostRule: Sendable, Equatable {
     public init(parsing entry: String, provider: String, configPath: String) throws {
         func bad(_ why: String) -> TokenVaultError {
             .config("provider \(provider): git_hosts entry \(ServiceKey.quoted(entry)) \(why)",
-                    hint: "fix git_hosts in [providers.\(provider)] of \(configPath)")
+                    hint: "fix git_hosts in [providers.\(Config.tableKey(provider))] of \(configPath)")
         }
         var rest = Substring(entry.lowercased())
         scheme = "https"

@@ -61,7 +61,7 @@ public struct Discovery {
         }
         guard issuerMatches(stated, configured: issuer) else {
             throw TokenVaultError.config("the discovery document of \(name) is for issuer \(ServiceKey.quoted(stated)), not \(ServiceKey.quoted(issuer)); refusing its endpoints",
-                                         hint: "check issuer in [providers.\(name)]")
+                                         hint: "check issuer in [providers.\(Config.tableKey(name))]")
         }
         var out: [String: String] = [:]
         for (key, configKey) in fields {

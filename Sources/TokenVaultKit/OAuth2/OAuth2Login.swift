@@ -22,7 +22,7 @@ public struct OAuth2Login {
     public func authorizationURL(redirectURI: String, state: String, pkce: PKCE?, scopes: [String]) throws -> String {
         guard let base = provider.authorizeURL else {
             throw TokenVaultError.config("provider \(provider.name) has no authorize_url",
-                                         hint: "set authorize_url in [providers.\(provider.name)], or use grant = \"client_credentials\"")
+                                         hint: "set authorize_url in [providers.\(Config.tableKey(provider.name))], or use grant = \"client_credentials\"")
         }
         var fields = [("response_type", "code"), ("client_id", provider.clientID), ("redirect_uri", redirectURI), ("state", state)]
         if !scopes.isEmpty { fields.append(("scope", scopes.joined(separator: " "))) }
@@ -97,7 +97,7 @@ public struct OAuth2Login {
                        sleep: (Double) -> Void) throws -> Credential {
         guard let url = provider.deviceAuthorizationURL else {
             throw TokenVaultError.config("provider \(provider.name) has no device_authorization_url",
-                                         hint: "set device_authorization_url in [providers.\(provider.name)], or log in with the browser")
+                                         hint: "set device_authorization_url in [providers.\(Config.tableKey(provider.name))], or log in with the browser")
         }
         let client = try provider.clientCredentials(now: clock.now)
         var fields = client.fields

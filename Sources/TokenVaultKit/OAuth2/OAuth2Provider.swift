@@ -87,7 +87,7 @@ public struct OAuth2Provider: Sendable {
             if p.scopes == nil { p.scopes = ["openid"] }
         }
         guard let tokenURL = try url("token_url", p.token_url) else {
-            throw TokenVaultError.config("provider \(name) has no token_url", hint: "set token_url (or issuer) in [providers.\(name)] of \(configPath)")
+            throw TokenVaultError.config("provider \(name) has no token_url", hint: "set token_url (or issuer) in [providers.\(Config.tableKey(name))] of \(configPath)")
         }
         guard let grant = Grant(rawValue: p.grant ?? "authorization_code") else {
             throw TokenVaultError.config("provider \(name): grant must be authorization_code, client_credentials or jwt_bearer")
@@ -97,7 +97,7 @@ public struct OAuth2Provider: Sendable {
         }
         if auth == .privateKeyJWT || grant == .jwtBearer, p.private_key_file == nil, p.credentials_file == nil {
             throw TokenVaultError.config("provider \(name): \(grant == .jwtBearer ? "grant = \"jwt_bearer\"" : "client_auth = \"private_key_jwt\"") needs private_key_file (or credentials_file)",
-                                         hint: "set private_key_file in [providers.\(name)] of \(configPath)")
+                                         hint: "set private_key_file in [providers.\(Config.tableKey(name))] of \(configPath)")
         }
         if p.private_key_file != nil, p.credentials_file != nil {
             throw TokenVaultError.config("provider \(name): set one of private_key_file and credentials_file, not both")
@@ -107,7 +107,7 @@ public struct OAuth2Provider: Sendable {
         if clientID.isEmpty, !(grant == .jwtBearer && p.credentials_file != nil) {
             let where_ = registration[name].map { "register an application at \($0), then " } ?? "register an application with the provider, then "
             throw TokenVaultError.config("no client id for \(name)",
-                                         hint: "\(where_)set client_id (and client_secret, client_secret_file or client_secret_command) in [providers.\(name)] of \(configPath)")
+                                         hint: "\(where_)set client_id (and client_secret, client_secret_file or client_secret_command) in [providers.\(Config.tableKey(name))] of \(configPath)")
         }
         let secret = try ProviderConfig.secretSource(value: p.client_secret, file: p.client_secret_file,
                                                      command: p.client_secret_command, provider: name, prefix: "client")
@@ -176,7 +176,7 @@ public struct OAuth2Provider: Sendable {
             return
         }
         throw TokenVaultError.config("provider \(provider): \(key) must be an https:// URL (http:// only for loopback), not \(ServiceKey.quoted(url))",
-                                     hint: "fix \(key) in [providers.\(provider)] of \(configPath)")
+                                     hint: "fix \(key) in [providers.\(Config.tableKey(provider))] of \(configPath)")
     }
 
     static func isLoopback(_ host: String) -> Bool {

@@ -17,7 +17,7 @@ public enum Revocation {
         try provider.checkIssued(credential)
         guard let url = provider.revokeURL else {
             throw TokenVaultError.config("provider \(provider.name) has no revoke_url",
-                                         hint: "set revoke_url in [providers.\(provider.name)], or delete the local copy: tokenvault delete \(ShellWord.word(credential.service.description))")
+                                         hint: "set revoke_url in [providers.\(Config.tableKey(provider.name))], or delete the local copy: tokenvault delete \(ShellWord.word(credential.service.description))")
         }
         if url.contains("/oauth2/revokeoauth2") {
             return (.form(url, [("access_token", credential.accessToken)]), [credential.accessToken])
