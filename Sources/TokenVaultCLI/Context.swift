@@ -20,11 +20,15 @@ final class Context {
         self.clock = clock
     }
 
+    /// The config, loaded once; its warnings (a provider table with a
+    /// mistake, which breaks only that provider) are printed when the command
+    /// ends, unless the command's own error says the same.
     var config: Config {
         get throws {
             if let loadedConfig { return loadedConfig }
             let c = try Config.load(environment: environment)
             loadedConfig = c
+            Output.later(c.warnings)
             return c
         }
     }
@@ -38,7 +42,11 @@ final class Context {
         // A config file that cannot be read is reported (78), not taken for "no such provider".
         var configError: Error?
         let key = try ServiceKey(parsing: raw) { name in
-            do { return try self.providers.service(of: name) ?? ProviderPreset.named(name)?.service } catch {
+            do {
+                // A provider whose table has a mistake stands for no service: say what is wrong with it.
+                if let broken = try self.config.brokenProviders[name] { throw broken }
+                return try self.providers.service(of: name) ?? ProviderPreset.named(name)?.service
+            } catch {
                 configError = error
                 return nil
             }

@@ -24,16 +24,20 @@ public enum TokenVaultMain {
                 }
                 if let get = try? TokenVault.Get.parseAsRoot(Array(args.dropFirst())) as? TokenVault.Get {
                     try get.run()
+                    Output.flushLater()
                     exit(0)
                 }
             }
             var command = try TokenVault.parseAsRoot(args)
             try command.run()
+            Output.flushLater()
             exit(0)
         } catch let error as TokenVaultError {
-            Output.error(error.errorText, hint: error.hint)
+            Output.flushLater(except: error.errorText)
+            Output.error(error.errorText, hint: error.hint, excerpt: error.excerpt)
             exit(error.exitCode)
         } catch let code as ExitCode {
+            Output.flushLater()
             exit(code.rawValue)
         } catch {
             let code = TokenVault.exitCode(for: error)
@@ -95,8 +99,22 @@ enum Output {
         Posix.write(2, "tokenvault: warning: \(line)\n")
     }
 
-    static func error(_ message: String, hint: String?) {
+    nonisolated(unsafe) private static var pending: [String] = []
+
+    /// Warnings printed when the command ends (`flushLater`), each once.
+    static func later(_ lines: [String]) {
+        for l in lines where !pending.contains(l) { pending.append(l) }
+    }
+
+    /// Prints the pending warnings, but not one that says what `error` says.
+    static func flushLater(except error: String? = nil) {
+        for l in pending where error.map({ !l.hasPrefix($0) }) ?? true { warning(l) }
+        pending = []
+    }
+
+    static func error(_ message: String, hint: String?, excerpt: [String] = []) {
         var text = "tokenvault: error: \(oneLine(message))\n"
+        for line in excerpt { text += "    \(oneLine(line))\n" }
         if let hint { text += "hint: \(oneLine(hint))\n" }
         Posix.write(2, text)
     }

@@ -15,6 +15,13 @@ public struct Config: Sendable, Equatable {
     public var etcd: EtcdConfig?
     /// Names of providers that came from providers.toml (`login --issuer`).
     public var discoveredProviders: Set<String> = []
+    /// Provider tables with a mistake: the error each use of that provider
+    /// gets (78); every other command works.
+    public var brokenProviders: [String: TokenVaultError] = [:]
+    /// The `[etcd]` table's mistake, for the etcd backend (78).
+    public var etcdProblem: TokenVaultError?
+    /// One line per mistake that does not stop every command (`file:line: …`).
+    public var warnings: [String] = []
 
     public init() {}
 
@@ -49,10 +56,12 @@ public struct Config: Sendable, Equatable {
     private static func loadNow(environment env: [String: String]) throws -> Config {
         var config = try loadFile(path(environment: env))
         let discovered = try loadFile(discoveredPath(environment: env))
-        config.discoveredProviders = Set(discovered.providers.keys)
+        config.discoveredProviders = Set(discovered.providers.keys).union(discovered.brokenProviders.keys)
         for (name, table) in discovered.providers {
             config.providers[name] = table.overlaid(by: config.providers[name])
         }
+        config.brokenProviders.merge(discovered.brokenProviders) { own, _ in own }
+        config.warnings += discovered.warnings
         return config
     }
 
@@ -128,51 +137,142 @@ public struct Config: Sendable, Equatable {
         return text
     }
 
+    /// The top-level settings.
+    static let settings = ["backend", "min_valid", "timeout", "warn_before", "providers", "etcd"]
+
+    /// Reads a config file's text. A TOML syntax error, or a top-level setting
+    /// of the wrong type or value, makes the whole file unusable (78, naming
+    /// `file:line`). A `[providers.NAME]` or `[etcd]` table with a mistake (an
+    /// unknown key, a wrong type, a bad value) breaks only what uses it: the
+    /// error is kept for those, and a one-line warning for every other command
+    /// (`warnings`).
     public static func parse(_ text: String, path: String = "config.toml") throws -> Config {
+        let located = ConfigText(text, path: path)
+        let root: TOMLTable
         do {
-            let file = try TOMLDecoder(strictDecoding: true).decode(File.self, from: text)
-            var c = Config()
-            c.backend = file.backend
-            c.minValid = file.min_valid
-            c.timeout = file.timeout
-            c.warnBefore = file.warn_before
-            c.providers = file.providers ?? [:]
-            c.etcd = file.etcd
-            if let b = c.backend, BackendChoice(rawValue: b) == nil {
-                throw TokenVaultError.config("\(path): backend must be \(BackendChoice.spelled), not \(ServiceKey.quoted(b))")
-            }
-            try c.etcd?.check(path: path)
-            if let m = c.minValid, m < 0 { throw TokenVaultError.config("\(path): min_valid must not be negative") }
-            if let t = c.timeout, t <= 0 { throw TokenVaultError.config("\(path): timeout must be a positive number of seconds") }
-            if let w = c.warnBefore, w < 0 { throw TokenVaultError.config("\(path): warn_before must not be negative") }
-            for (name, p) in c.providers {
-                for (key, v) in [("refresh_token_lifetime", p.refresh_token_lifetime), ("refresh_token_idle", p.refresh_token_idle)] {
-                    if let v, v <= 0 { throw TokenVaultError.config("\(path): providers.\(name).\(key) must be a positive number of seconds") }
+            root = try TOMLTable(string: text)
+        } catch let e as TOMLParseError {
+            throw located.syntaxError(line: e.source.begin.line, column: e.source.begin.column, description: e.description)
+        }
+        var c = Config()
+        // The top level is the table every command reads: a key it does not
+        // know (a misspelt `backend` would send tokens elsewhere) stops it.
+        for (key, _) in root where !settings.contains(key) {
+            let close = Suggestion.closest(to: key, in: settings).map { "did you mean \($0)?" } ?? "settings: " + settings.joined(separator: ", ")
+            throw TokenVaultError.config("\(located.location(table: [], key: key)): unknown setting \(key) (\(close))")
+        }
+        func wrong(_ key: String, _ expected: String) -> TokenVaultError {
+            .config("\(located.location(table: [], key: key)): \(key) must be \(expected)")
+        }
+        func string(_ key: String) throws -> String? {
+            guard let v = root[key] else { return nil }
+            guard let s = v.string else { throw wrong(key, ConfigType.describe(String.self, key: key) + ", not " + kind(v.type)) }
+            return s
+        }
+        func integer(_ key: String, _ valid: (Int) -> Bool, _ expected: String) throws -> Int? {
+            guard let v = root[key] else { return nil }
+            guard v.type == .int, let i = v.int, valid(i) else { throw wrong(key, expected + (v.type == .int ? "" : ", not " + kind(v.type))) }
+            return i
+        }
+        c.backend = try string("backend")
+        if let b = c.backend, BackendChoice(rawValue: b) == nil {
+            let close = Suggestion.closest(to: b, in: BackendChoice.allCases.map(\.rawValue)).map { "did you mean \($0)? " } ?? ""
+            throw TokenVaultError.config("\(located.location(table: [], key: "backend")): backend must be \(BackendChoice.spelled), not \(ServiceKey.quoted(b))",
+                                         hint: close.isEmpty ? nil : close + "fix backend in \(path)")
+        }
+        c.minValid = try integer("min_valid", { $0 >= 0 }, "a whole number of seconds, 0 or more, e.g. min_valid = 60")
+        c.timeout = try integer("timeout", { $0 > 0 }, "a positive whole number of seconds, e.g. timeout = 30")
+        c.warnBefore = try integer("warn_before", { $0 >= 0 }, "a whole number of seconds, 0 or more, e.g. warn_before = 604800")
+        if let v = root["providers"] {
+            guard let providers = v.table else { throw wrong("providers", "a table of providers, e.g. [providers.NAME]") }
+            for (name, value) in providers {
+                let table = ["providers", name]
+                do {
+                    guard let t = value.table else {
+                        throw TokenVaultError.config("\(located.location(table: ["providers"], key: name)): providers.\(name) must be a table ([providers.\(tableKey(name))])")
+                    }
+                    let p = try decodeTable(ProviderConfig.self, t, table: table, located: located)
+                    for (key, v) in [("refresh_token_lifetime", p.refresh_token_lifetime), ("refresh_token_idle", p.refresh_token_idle)] {
+                        if let v, v <= 0 {
+                            throw TokenVaultError.config("\(located.location(table: table, key: key)): providers.\(name).\(key) must be a positive number of seconds")
+                        }
+                    }
+                    c.providers[name] = p
+                } catch let error as TokenVaultError {
+                    c.brokenProviders[name] = error
+                    c.warnings.append("\(error.errorText); provider \(name) cannot be used until it is fixed")
                 }
             }
-            return c
-        } catch let e as TokenVaultError {
-            throw e
-        } catch let e as TOMLParseError {
-            throw TokenVaultError.config("\(path): line \(e.source.begin.line): \(e.description)")
-        } catch let e as UnexpectedKeysError {
-            let keys = e.keys.map { $0.value.map(\.stringValue).joined(separator: ".") }.sorted()
-            throw TokenVaultError.config("\(path): unknown setting \(keys.joined(separator: ", "))")
-        } catch let DecodingError.typeMismatch(_, ctx) {
-            throw TokenVaultError.config("\(path): \(ctx.codingPath.map(\.stringValue).joined(separator: ".")) has the wrong type")
-        } catch {
-            throw TokenVaultError.config("\(path): \(error)")
+        }
+        if let v = root["etcd"] {
+            do {
+                guard let t = v.table else { throw wrong("etcd", "a table, e.g. [etcd]") }
+                let e = try decodeTable(EtcdConfig.self, t, table: ["etcd"], located: located)
+                try e.check(path: located.location(table: ["etcd"], key: nil))
+                c.etcd = e
+            } catch let error as TokenVaultError {
+                c.etcdProblem = error
+                c.warnings.append("\(error.errorText); the etcd backend cannot be used until it is fixed")
+            }
+        }
+        return c
+    }
+
+    /// Words for the kind of a TOML value.
+    static func kind(_ type: TOMLType) -> String {
+        switch type {
+        case .string: return "a string"
+        case .int: return "a whole number"
+        case .double: return "a fractional number"
+        case .bool: return "true or false"
+        case .array: return "an array"
+        case .table: return "a table"
+        default: return "a date or time"
         }
     }
 
-    private struct File: Decodable {
-        var backend: String?
-        var min_valid: Int?
-        var timeout: Int?
-        var warn_before: Int?
-        var providers: [String: ProviderConfig]?
-        var etcd: EtcdConfig?
+    /// One table decoded strictly; its mistake named with `file:line`, the
+    /// key, did-you-mean for an unknown key, and the type a value must have.
+    static func decodeTable<T: Decodable>(_ type: T.Type, _ table: TOMLTable, table path: [String], located: ConfigText) throws -> T {
+        let dotted = path.joined(separator: ".")
+        do {
+            return try TOMLDecoder(strictDecoding: true).decode(T.self, from: table)
+        } catch let e as UnexpectedKeysError {
+            let keys = e.keys.keys.sorted()
+            let key = keys.first ?? "?"
+            let known = knownKeys(of: T.self)
+            let close = Suggestion.closest(to: key, in: known).map { "did you mean \($0)?" } ?? "settings here: " + known.joined(separator: ", ")
+            throw TokenVaultError.config("\(located.location(table: path, key: key)): unknown setting \(dotted).\(key) (\(close))")
+        } catch let DecodingError.typeMismatch(expected, ctx) {
+            let key = ctx.codingPath.first?.stringValue ?? "?"
+            let found = table[key].map { ", not " + kind($0.type) } ?? ""
+            let wanted = ConfigType.describe(declaredType(of: key, in: T.self) ?? expected, key: key)
+            throw TokenVaultError.config("\(located.location(table: path, key: key)): \(dotted).\(key) must be \(wanted)\(found)")
+        } catch let DecodingError.valueNotFound(expected, ctx) {
+            let key = ctx.codingPath.first?.stringValue ?? "?"
+            let wanted = ConfigType.describe(declaredType(of: key, in: T.self) ?? expected, key: key)
+            throw TokenVaultError.config("\(located.location(table: path, key: key)): \(dotted).\(key) must be \(wanted)")
+        } catch {
+            throw TokenVaultError.config("\(located.location(table: path, key: nil)): \(dotted): \(error)")
+        }
     }
+
+    /// The stored properties of a config table type, each with its declared type.
+    static func fields<T>(of type: T.Type) -> [(key: String, type: Any.Type)] {
+        let mirror: Mirror
+        switch type {
+        case is ProviderConfig.Type: mirror = Mirror(reflecting: ProviderConfig())
+        case is EtcdConfig.Type: mirror = Mirror(reflecting: EtcdConfig())
+        default: return []
+        }
+        return mirror.children.compactMap { child in child.label.map { ($0, Swift.type(of: child.value)) } }
+    }
+
+    /// The keys a config table type knows.
+    static func knownKeys<T>(of type: T.Type) -> [String] { fields(of: type).map(\.key).sorted() }
+
+    /// The type `key` is declared with (`Optional<Array<String>>`), for the message.
+    static func declaredType<T>(of key: String, in type: T.Type) -> Any.Type? { fields(of: type).first { $0.key == key }?.type }
 }
 
 /// A `[providers.NAME]` table: every field optional, as it extends a preset.
@@ -240,6 +340,7 @@ public struct ProviderConfig: Codable, Sendable, Equatable {
     /// A provider's table: its preset, if any, overlaid by its `[providers.NAME]`
     /// table; an unknown name is a configuration error (78).
     public static func table(for name: String, config: Config, configPath: String) throws -> ProviderConfig {
+        if let broken = config.brokenProviders[name] { throw broken }
         let preset = ProviderPreset.named(name)
         let own = config.providers[name]
         guard preset != nil || own != nil else {

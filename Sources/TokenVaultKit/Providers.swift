@@ -88,7 +88,9 @@ public struct ProviderDirectory: Sendable {
 
     public init(config: Config) { self.config = config }
 
-    public var names: [String] { Array(Set(ProviderPreset.all.map(\.name)).union(config.providers.keys)).sorted() }
+    public var names: [String] {
+        Array(Set(ProviderPreset.all.map(\.name)).union(config.providers.keys).union(config.brokenProviders.keys)).sorted()
+    }
 
     /// The provider's `header` template ("x-auth-token: {token}"), checked;
     /// nil for the default `Authorization: Bearer {token}`.

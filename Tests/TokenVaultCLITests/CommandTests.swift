@@ -134,7 +134,9 @@ final class CommandTests: XCTestCase {
         XCTAssertEqual(r.status, 78, r.stderr)
         XCTAssertEqual(s.tv("get", "api.x.com", env: ["TOKENVAULT_BACKEND": "floppy"]).status, 78)
         try! s.writeConfig("bakend = \"file\"\n")
-        XCTAssertEqual(s.tv("list", env: ["TOKENVAULT_BACKEND": ""]).status, 78)
+        let misspelt = s.tv("list", env: ["TOKENVAULT_BACKEND": ""])
+        XCTAssertEqual(misspelt.status, 78)
+        XCTAssertTrue(misspelt.stderr.contains("config.toml:1: unknown setting bakend (did you mean backend?)"), misspelt.stderr)
     }
 
     func testHeaderFollowsTheProvidersTemplate() throws {

@@ -192,4 +192,77 @@ final class FirstHourTests: QuirkProviderTestCase {
             XCTAssertEqual(r.stderr.split(separator: "\n").count, 2, "one error line and one hint: \(r.stderr)")
         }
     }
+
+    // MARK: A config mistake stays local
+
+    func testAMistakeInOneProviderTableBreaksOnlyThatProvider() throws {
+        let s = Sandbox()
+        try s.writeConfig("""
+            # my settings
+            timeout = 3
+
+            [providers.local]
+            service = "api.local.example"
+            token_url = "\(base)/rotate"
+            client_id = "cid"
+            client_secert = "oops"
+
+            [providers.other]
+            token_url = "\(base)/rotate"
+            scopes = "read"
+            client_id = "cid"
+
+            [providers.good]
+            service = "api.good.example"
+            token_url = "\(base)/rotate"
+            grant = "client_credentials"
+            client_id = "cid"
+            """)
+        let path = s.env["XDG_CONFIG_HOME"]! + "/tokenvault/config.toml"
+        let localWarning = "warning: \(path):8: unknown setting providers.local.client_secert (did you mean client_secret?); provider local cannot be used until it is fixed"
+        let otherWarning = "warning: \(path):12: providers.other.scopes must be an array of strings, e.g. scopes = [\"a\", \"b\"], not a string; provider other cannot be used until it is fixed"
+        XCTAssertEqual(s.tv("set", "api.example.com", stdin: #"{"access_token":"unrelated","expires_in":3600}"#).status, 0)
+        let get = s.tv("get", "api.example.com")
+        XCTAssertEqual(get.status, 0, get.stderr)
+        XCTAssertEqual(get.out, "unrelated")
+        XCTAssertTrue(get.stderr.contains(localWarning) && get.stderr.contains(otherWarning), get.stderr)
+        for args in [["providers"], ["backend"], ["list"], ["login", "good"], ["get", "good"]] {
+            let r = s.run(args)
+            XCTAssertEqual(r.status, 0, "\(args): \(r.stderr)")
+        }
+        XCTAssertTrue(s.tv("providers").stdout.contains("broken"), "providers says which")
+        // What uses the broken table fails, once, with its line.
+        let login = s.tv("login", "local")
+        XCTAssertEqual(login.status, 78, login.stderr)
+        XCTAssertTrue(login.stderr.contains("error: \(path):8: unknown setting providers.local.client_secert (did you mean client_secret?)"), login.stderr)
+        XCTAssertFalse(login.stderr.contains(localWarning), "not said twice: \(login.stderr)")
+        XCTAssertEqual(s.tv("get", "local").status, 78)
+        let other = s.tv("login", "other")
+        XCTAssertEqual(other.status, 78)
+        XCTAssertTrue(other.stderr.contains("must be an array of strings"), other.stderr)
+    }
+
+    func testAFileTOMLCannotReadNamesLineAndColumnAndShowsTheLine() throws {
+        let s = Sandbox()
+        XCTAssertEqual(s.tv("set", "api.example.com", stdin: #"{"access_token":"t","expires_in":3600}"#).status, 0)
+        try s.writeConfig("min_valid = 60\nbackend = \"file\ntimeout = 3\n")
+        let path = s.env["XDG_CONFIG_HOME"]! + "/tokenvault/config.toml"
+        let r = s.tv("get", "api.example.com")
+        XCTAssertEqual(r.status, 78, r.stderr)
+        let lines = r.stderr.split(separator: "\n").map(String.init)
+        XCTAssertEqual(lines.count, 4, r.stderr)
+        XCTAssertTrue(lines[0].hasPrefix("tokenvault: error: \(path):2:16: a string is not closed on this line"), lines[0])
+        XCTAssertEqual(lines[1], "    backend = \"file")
+        XCTAssertEqual(lines[2], "                   ^")
+        XCTAssertTrue(lines[3].hasPrefix("hint: fix line 2 of \(path)"), lines[3])
+        // A top-level setting of the wrong type says which type, with an example.
+        try s.writeConfig("timeout = \"30\"\n")
+        let typed = s.tv("get", "api.example.com")
+        XCTAssertEqual(typed.status, 78)
+        XCTAssertTrue(typed.stderr.contains("\(path):1: timeout must be a positive whole number of seconds, e.g. timeout = 30, not a string"), typed.stderr)
+        try s.writeConfig("backend = \"fiel\"\n")
+        let backend = s.tv("list", env: ["TOKENVAULT_BACKEND": ""])
+        XCTAssertEqual(backend.status, 78)
+        XCTAssertTrue(backend.stderr.contains("did you mean file?"), backend.stderr)
+    }
 }

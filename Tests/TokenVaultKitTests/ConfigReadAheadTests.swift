@@ -35,7 +35,7 @@ final class ConfigReadAheadTests: XCTestCase {
         Config.readAhead(environment: env)
         XCTAssertThrowsError(try Config.load(environment: env)) { error in
             XCTAssertEqual((error as? TokenVaultError)?.exitCode, 78)
-            XCTAssertTrue(error.errorText.contains("min_valid must not be negative"), error.errorText)
+            XCTAssertTrue(error.errorText.contains("config.toml:1: min_valid must be a whole number of seconds, 0 or more"), error.errorText)
         }
     }
 

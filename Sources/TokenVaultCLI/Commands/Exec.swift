@@ -25,6 +25,7 @@ extension TokenVault {
         func run() throws {
             let context = Context()
             let c = try context.usable(try credential.id(in: context), minValid: nil)
+            Output.flushLater()  // before the process becomes CMD
             ChildEnvironment.scrubProcess()
             setenv("TOKENVAULT_ACCESS_TOKEN", c.accessToken, 1)
             if let secret = c.tokenSecret { setenv("TOKENVAULT_TOKEN_SECRET", secret, 1) } else { unsetenv("TOKENVAULT_TOKEN_SECRET") }

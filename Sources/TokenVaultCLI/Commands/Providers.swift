@@ -22,8 +22,9 @@ extension TokenVault {
                 let preset = ProviderPreset.named(name)
                 let configured = config.providers[name]
                 let type = configured?.type ?? preset?.type ?? "oauth2"
-                let origin = config.discoveredProviders.contains(name) ? "login --issuer"
+                var origin = config.discoveredProviders.contains(name) ? "login --issuer"
                     : preset == nil ? "configured" : (configured == nil ? "built-in" : "built-in, configured")
+                if config.brokenProviders[name] != nil { origin += ", broken (see the warning)" }
                 rows.append((name, type, directory.service(of: name) ?? "?", origin))
             }
             if json {

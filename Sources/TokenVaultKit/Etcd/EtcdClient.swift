@@ -16,6 +16,7 @@ public struct EtcdSettings: Sendable {
     public var leaseTTL: Int
 
     public static func resolve(environment env: [String: String], config: Config, configPath: String) throws -> EtcdSettings {
+        if let problem = config.etcdProblem { throw problem }
         let table = config.etcd ?? EtcdConfig()
         var endpoints = table.endpoints ?? []
         if let e = env["TOKENVAULT_ETCD_ENDPOINTS"], !e.isEmpty {

@@ -1,0 +1,110 @@
+import Dispatch
+import FoundationEssentials
+import Glibc
+
+/// Where things are in a config file's text, for messages that name
+/// `file:line`: TOMLKit reports positions only for syntax errors, so a
+/// table's header and a key's line are found in the text.
+struct ConfigText {
+    let path: String
+    let lines: [Substring]
+
+    init(_ text: String, path: String) {
+        self.path = path
+        lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+    }
+
+    /// `path:line` of `key` in the table `table` (dotted, e.g. `providers.local`;
+    /// empty for the top level); the table's header line when the key is not
+    /// found on a line of its own; the file alone when neither is.
+    func location(table: [String], key: String?) -> String {
+        line(table: table, key: key).map { "\(path):\($0)" } ?? path
+    }
+
+    func line(table: [String], key: String?) -> Int? {
+        var start = 0
+        var header: Int?
+        if !table.isEmpty {
+            guard let h = lines.firstIndex(where: { Self.header(of: $0) == table }) else { return nil }
+            header = h
+            start = h + 1
+        }
+        guard let key else { return header.map { $0 + 1 } }
+        var i = start
+        while i < lines.count, Self.header(of: lines[i]) == nil {
+            if Self.key(of: lines[i]) == key { return i + 1 }
+            i += 1
+        }
+        return header.map { $0 + 1 }
+    }
+
+    /// The key path of a `[table]` header line, unquoted; nil for any other line.
+    static func header(of line: Substring) -> [String]? {
+        let t = line.trimmedSpaces()
+        guard t.hasPrefix("["), !t.hasPrefix("[["), let close = t.lastIndex(of: "]") else { return nil }
+        return splitKey(String(t[t.index(after: t.startIndex)..<close]))
+    }
+
+    /// The (first part of the) key a `key = value` line sets; nil for any other line.
+    static func key(of line: Substring) -> String? {
+        let t = line.trimmedSpaces()
+        guard !t.hasPrefix("#"), !t.hasPrefix("["), let eq = t.firstIndex(of: "=") else { return nil }
+        return splitKey(String(t[..<eq])).first
+    }
+
+    /// A dotted TOML key, split outside quotes, each part unquoted and trimmed.
+    static func splitKey(_ s: String) -> [String] {
+        var parts: [String] = []
+        var current = ""
+        var quote: Character?
+        for c in s {
+            if let q = quote {
+                if c == q { quote = nil } else { current.append(c) }
+            } else if c == "\"" || c == "'" {
+                quote = c
+            } else if c == "." {
+                parts.append(current.trimmedSpaces())
+                current = ""
+            } else {
+                current.append(c)
+            }
+        }
+        parts.append(current.trimmedSpaces())
+        return parts
+    }
+
+    /// A TOML syntax error: `file:line:column: what`, the line itself and a
+    /// caret under the column, and a hint.
+    func syntaxError(line: Int, column: Int, description: String) -> TokenVaultError {
+        let source = line >= 1 && line <= lines.count ? String(lines[line - 1]) : ""
+        var what = description
+        if description.contains("control character"), source.filter({ $0 == "\"" }).count % 2 == 1 {
+            what = "a string is not closed on this line (\(description))"
+        }
+        let shown = OutsideText.line(source, limit: 120)
+        let caret = String(repeating: " ", count: max(0, min(column - 1, shown.count))) + "^"
+        return .configSyntax("\(path):\(line):\(column): \(what)", excerpt: [shown, caret],
+                             hint: "fix line \(line) of \(path); every command that reads the config stops until it is fixed")
+    }
+}
+
+/// Words for a setting's type in messages, with an example of a right value.
+enum ConfigType {
+    static func describe(_ type: Any.Type, key: String) -> String {
+        let name = String(describing: type)
+        switch name {
+        case _ where name.contains("Array<String>") || name.contains("[String]"):
+            return "an array of strings, e.g. \(key) = [\"a\", \"b\"]"
+        case _ where name.contains("Dictionary<String, String>") || name.contains("[String : String]"):
+            return "a table of strings, e.g. \(key) = { name = \"value\" }"
+        case _ where name.contains("Int"):
+            return "a whole number, e.g. \(key) = 30"
+        case _ where name.contains("Bool"):
+            return "true or false, e.g. \(key) = true"
+        case _ where name.contains("String"):
+            return "a string, e.g. \(key) = \"value\""
+        default:
+            return "a \(name)"
+        }
+    }
+}
