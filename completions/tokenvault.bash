@@ -173,13 +173,13 @@ _tokenvault() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    login|set|get|list|status|refresh|revoke|header|exec|delete|logout|backend|migrate|lock|providers|git-credential|help)
+    login|set|get|list|status|refresh|revoke|header|exec|delete|logout|backend|migrate|lock|providers|git-credential|doctor|help)
         # Offer subcommand argument completions
         "_tokenvault_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'login set get list status refresh revoke header exec delete logout backend migrate lock providers git-credential help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'login set get list status refresh revoke header exec delete logout backend migrate lock providers git-credential doctor help' -- "${cur}"))
         ;;
     esac
 }
@@ -540,6 +540,14 @@ _tokenvault_git-credential() {
         return
         ;;
     esac
+}
+
+_tokenvault_doctor() {
+    repeating_flags=()
+    non_repeating_flags=(--network --json --version -h --help)
+    repeating_options=()
+    non_repeating_options=()
+    __tokenvault_offer_flags_options 0
 }
 
 _tokenvault_help() {

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 _Static_assert(CURL_ERROR_SIZE == sizeof(((tv_http_response *)0)->error), "the error buffer is CURL_ERROR_SIZE");
 
@@ -39,6 +40,21 @@ static size_t tv_http_collect(char *data, size_t size, size_t n, void *userdata)
     return len;
 }
 
+/* Keeps the Date header (for `doctor --network`'s clock check); every other header is ignored. */
+static size_t tv_http_header(char *line, size_t size, size_t count, void *userdata) {
+    tv_http_response *out = userdata;
+    size_t n = size * count;
+    if (n > 5 && strncasecmp(line, "date:", 5) == 0) {
+        size_t start = 5, end = n;
+        while (start < end && (line[start] == ' ' || line[start] == '\t')) start++;
+        while (end > start && (line[end - 1] == '\r' || line[end - 1] == '\n' || line[end - 1] == ' ')) end--;
+        size_t len = end - start < sizeof out->date - 1 ? end - start : sizeof out->date - 1;
+        memcpy(out->date, line + start, len);
+        out->date[len] = 0;
+    }
+    return n;
+}
+
 /* One request. `headers` is a NULL-terminated list of "Name: value" lines.
    Redirects are not followed; TLS peers and host names are always verified. */
 int tv_http_request(const char *method, const char *url, const char *const *headers,
@@ -70,6 +86,8 @@ int tv_http_request(const char *method, const char *url, const char *const *head
     c->curl_easy_setopt(h, CURLOPT_ERRORBUFFER, out->error);
     c->curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, tv_http_collect);
     c->curl_easy_setopt(h, CURLOPT_WRITEDATA, out);
+    c->curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, tv_http_header);
+    c->curl_easy_setopt(h, CURLOPT_HEADERDATA, out);
     if (strcmp(method, "GET") == 0) {
         c->curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
     } else {

@@ -46,7 +46,7 @@ public struct Backends {
         environment["TOKENVAULT_DBUS_TIMEOUT"].flatMap(Double.init).map { min(max($0, 0.1), 60) } ?? 3
     }
 
-    static func keyTTL(_ env: [String: String]) -> Int {
+    public static func keyTTL(_ env: [String: String]) -> Int {
         env["TOKENVAULT_KEY_TTL"].flatMap { Int($0) }.map { max($0, 0) } ?? 900
     }
 

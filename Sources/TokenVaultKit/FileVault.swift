@@ -38,6 +38,28 @@ public final class FileVault: CredentialStore {
         return lstat(path, &st) == 0
     }
 
+    /// What `doctor` says of the vault file, without asking for a passphrase.
+    public struct Health: Sendable {
+        public var exists: Bool
+        /// Why it cannot be used (permissions, owner, damage); nil when it can.
+        public var problem: TokenVaultError?
+        public var formatVersion: Int?
+        public var keyCached: Bool
+    }
+
+    public func health() -> Health {
+        guard exists else { return Health(exists: false, problem: nil, formatVersion: nil, keyCached: false) }
+        do {
+            let header = try readHeaderOnly()
+            return Health(exists: true, problem: nil, formatVersion: Int(VaultFormat.version),
+                          keyCached: (try? cachedKey(for: header)) != nil)
+        } catch let error as TokenVaultError {
+            return Health(exists: true, problem: error, formatVersion: nil, keyCached: false)
+        } catch {
+            return Health(exists: true, problem: .vault("\(error)"), formatVersion: nil, keyCached: false)
+        }
+    }
+
     /// True when opening needs nobody to type anything.
     public var canOpenQuietly: Bool {
         passphrase.isNonInteractive || (try? cachedKey(for: readHeaderOnly())) != nil

@@ -28,6 +28,26 @@ public struct HTTPResponse: Sendable {
     public var status: Int
     public var contentType: String?
     public var body: Data
+    /// The `Date` header, as sent (for the clock check of `doctor --network`).
+    public var date: String?
+
+    /// The `Date` header as unix seconds (RFC 9110's IMF-fixdate); nil when absent or unreadable.
+    public var dateSeconds: Int64? {
+        // "Sun, 06 Nov 1994 08:49:37 GMT"
+        let parts = (date ?? "").split(separator: " ")
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        guard parts.count == 6, parts[5] == "GMT", let day = Int32(parts[1]), let month = months.firstIndex(of: String(parts[2])),
+              let year = Int32(parts[3]), (1970...9999).contains(year), (1...31).contains(day)
+        else { return nil }
+        let clock = parts[4].split(separator: ":").compactMap { Int32($0) }
+        guard clock.count == 3, (0...23).contains(clock[0]), (0...59).contains(clock[1]), (0...60).contains(clock[2]) else { return nil }
+        var t = tm()
+        t.tm_year = year - 1900
+        t.tm_mon = Int32(month)
+        t.tm_mday = day
+        (t.tm_hour, t.tm_min, t.tm_sec) = (clock[0], clock[1], clock[2])
+        return Int64(timegm(&t))
+    }
 
     public init(status: Int, contentType: String? = nil, body: Data) {
         self.status = status
@@ -101,7 +121,10 @@ public struct CurlTransport: HTTPTransport {
         switch Int(rc) {
         case TV_HTTP_OK:
             let body = response.body.map { Data(bytes: $0, count: response.body_len) } ?? Data()
-            return HTTPResponse(status: response.status, contentType: response.content_type.map { String(cString: $0) }, body: body)
+            var r = HTTPResponse(status: response.status, contentType: response.content_type.map { String(cString: $0) }, body: body)
+            let date = withUnsafeBytes(of: response.date) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            r.date = date.isEmpty ? nil : OutsideText.line(date, limit: 64)
+            return r
         case TV_HTTP_TIMEOUT:
             throw TokenVaultError.temporary("\(host) did not answer within \(seconds)")
         case TV_HTTP_UNREACHABLE:

@@ -18,6 +18,17 @@ public enum PrivateDirectory {
         }
     }
 
+    /// Why `path` is not a private directory of this user's, without creating
+    /// it: nil when it is, or when it does not exist yet (it is made so when needed).
+    public static func problem(_ path: String) -> String? {
+        var st = stat()
+        guard lstat(path, &st) == 0 else { return nil }
+        if st.st_mode & S_IFMT != S_IFDIR { return "\(path) is not a directory" }
+        if st.st_uid != geteuid() { return "\(path) belongs to another user (uid \(st.st_uid))" }
+        if st.st_mode & 0o077 != 0 { return "\(path) is open to others (mode \(String(st.st_mode & 0o777, radix: 8)))" }
+        return nil
+    }
+
     /// `mkdir -p` where every directory made is 0700 whatever the umask: a
     /// missing `~/.local` must not appear world-writable under `umask 000`.
     /// Directories already there are left as they are.

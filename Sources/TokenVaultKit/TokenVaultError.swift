@@ -35,6 +35,7 @@ public enum TokenVaultError: Error, Equatable, LocalizedError, Sendable {
     public static let exitCodes: [(code: Int32, meaning: String)] = [
         (0, "success"),
         (1, "unexpected internal failure (a bug)"),
+        (2, "doctor: a check failed (its line says what to fix)"),
         (3, "no credential stored for that service/account"),
         (4, "login required: expired and cannot be refreshed (no refresh token, or the provider answered invalid_grant, access_denied or expired_token)"),
         (64, "usage error (bad arguments, invalid service name)"),

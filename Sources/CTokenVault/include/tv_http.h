@@ -12,6 +12,7 @@ typedef struct {
     size_t max_body;
     int too_large;
     char error[256];         /* CURL_ERROR_SIZE */
+    char date[64];           /* the Date header's value, or "" */
 } tv_http_response;
 
 enum {

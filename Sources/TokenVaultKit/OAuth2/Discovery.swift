@@ -95,7 +95,7 @@ public struct Discovery {
     }
 
     /// The two well-known addresses, OpenID Connect first.
-    static func urls(_ issuer: String) -> [String] {
+    public static func urls(_ issuer: String) -> [String] {
         let trimmed = issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer
         var urls = [trimmed + "/.well-known/openid-configuration"]
         if let scheme = trimmed.firstRange(of: "://") {
