@@ -84,6 +84,18 @@ public enum ManualText {
             session, else waited for up to TOKENVAULT_UNLOCK_TIMEOUT seconds, then 77; auto never \
             stores in the file because the keyring is locked.
             """),
+        ("WHEN SOMETHING IS NOT RIGHT", """
+            Every error names the next step: nothing stored for a service a provider owns \
+            suggests tokenvault login NAME; another account than the stored ones lists them; a \
+            misspelt command, provider, stored service or account, config key or option value \
+            gets the closest valid one and the whole list. Values in hints are shell words, safe \
+            to paste. A [providers.NAME] or [etcd] table with a mistake breaks only what uses it: \
+            every other command works and warns once, naming file:line; a file TOML cannot read \
+            names line and column and shows the line. A login or set --provider that would \
+            replace a credential another provider stored under the same service and account \
+            refuses (64): keep both with --account NAME, or replace it with --force. tokenvault \
+            doctor checks the whole setup and says what to fix.
+            """),
         ("REFRESH ON READ", """
             get, header and exec refresh an OAuth 2.0 access token that has fewer than \
             min_valid seconds left (default 60) when a refresh token or client credentials \
