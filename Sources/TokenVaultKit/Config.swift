@@ -326,7 +326,7 @@ public struct ProviderConfig: Codable, Sendable, Equatable {
 
     public init() {}
 
-    /// Who issues this provider's tokens (docs/SECURITY.md): its `issuer`, else
+    /// Who issues this provider's tokens (docs/security.md): its `issuer`, else
     /// the origin of its token endpoint. A credential keeps it, and its refresh
     /// token is sent to no provider that names another.
     public var issuedBy: String? { issuer ?? token_url.flatMap(Self.origin(of:)) }

@@ -67,7 +67,7 @@ public struct Credential: Equatable, Sendable {
     /// Counts the writes of this record, and never repeats for a service and
     /// account: a new record starts at its creation time in microseconds, so a
     /// record made after a delete never takes an old record's number
-    /// (docs/SECURITY.md).
+    /// (docs/security.md).
     public var generation: Int64 = 0
     /// Where the credential was obtained: its provider's `issuer`, else the
     /// origin of its token endpoint. A refresh token goes nowhere else.
@@ -249,8 +249,8 @@ extension Credential {
 }
 
 extension Credential {
-    /// One owner per service (docs/SECURITY.md is silent; README, "One service,
-    /// one owner"): a `login` or `set --provider` for `provider` that would
+    /// One owner per service (README, "Exit status"): a `login` or
+    /// `set --provider` for `provider` that would
     /// replace this record, which another provider stored, is a usage error
     /// (64) naming both and the ways out; nil when it may go ahead. `command`
     /// is how the user asked, for the hints (`login NAME`, `set SERVICE --provider NAME`).

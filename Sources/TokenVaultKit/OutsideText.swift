@@ -4,7 +4,7 @@ import Glibc
 
 /// Text that came from outside — a provider's answer, a discovery document,
 /// an etcd member — made fit for a terminal where it enters, so no printing
-/// path has to remember (docs/SECURITY.md, "Text from outside").
+/// path has to remember (docs/security.md, "Text from outside").
 public enum OutsideText {
     /// One line: every secret that was sent replaced (as sent, and
     /// form-encoded); C0, DEL, C1, format characters (bidi overrides,

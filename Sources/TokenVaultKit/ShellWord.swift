@@ -3,7 +3,7 @@ import FoundationEssentials
 import Glibc
 
 /// Values written as shell words, for `get --format env` and for every value
-/// a hint puts in a command to copy (docs/SECURITY.md): a name from a config,
+/// a hint puts in a command to copy (docs/security.md): a name from a config,
 /// an account from the environment, never run by the paste.
 public enum ShellWord {
     /// A word that sh, dash, bash, zsh and fish all read back as `s`, safe to

@@ -474,7 +474,7 @@ final class FleetTests: XCTestCase {
 
     /// Host A's renewal is spooled while the cluster has no quorum; host B then
     /// deletes the credential and logs in as someone else. A's next run must not
-    /// bring the old session back for the fleet (docs/SECURITY.md).
+    /// bring the old session back for the fleet (docs/security.md).
     func testASpooledRenewalNeverUndoesANewerLoginOnAnotherHost() throws {
         let (a, b, r) = try renewalSpooledWithoutQuorum("newer")
         XCTAssertEqual(cluster.command("start 0"), "started")

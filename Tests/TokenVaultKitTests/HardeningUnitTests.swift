@@ -3,7 +3,7 @@ import TokenVaultTestSupport
 import XCTest
 @testable import TokenVaultKit
 
-/// The library's side of the second hardening round (docs/SECURITY.md).
+/// The library's side of the second hardening round (docs/security.md).
 final class HardeningUnitTests: XCTestCase {
     var dir: String!
     override func setUp() { dir = NSTemporaryDirectory() + "tv-hard-" + UUID().uuidString.prefix(8) }

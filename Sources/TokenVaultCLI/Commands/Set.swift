@@ -40,7 +40,7 @@ extension TokenVault {
             let input = try StandardInput.read(prompt: "Token for \(id.service): ")
             var c = try TokenInput.parse(input, id: id, now: context.clock.now)
             c.provider = provider
-            // Its refresh token goes to this provider's issuer only (docs/SECURITY.md).
+            // Its refresh token goes to this provider's issuer only (docs/security.md).
             c.issuer = try provider.flatMap { try context.providers.table($0)?.issuedBy }
             let store = try context.store()
             // A new record: any refusal mark on the old one goes with it (SPEC §10).

@@ -317,7 +317,7 @@ final class EtcdClient: @unchecked Sendable {
                     continue
                 case 16, 7:
                     throw TokenVaultError.permission("etcd refused \(settings.username.map { "user \($0)" } ?? "the request"): \(message)",
-                                                     hint: "grant the user read and write on the prefix \(settings.prefix) (see the README, Fleet)")
+                                                     hint: "grant the user read and write on the prefix \(settings.prefix) (see docs/fleet.md)")
                 case _ where [14, 4, 10].contains(code) || EtcdClient.transient.contains(where: message.contains):
                     last = "\(endpoint): \(message)"
                     if !idempotent, !ambiguousIsFailure, !message.contains("no leader") { throw EtcdAmbiguous(detail: last) }

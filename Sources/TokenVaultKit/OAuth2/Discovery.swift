@@ -191,7 +191,7 @@ extension Discovery {
 /// `providers.toml`: the providers `login --issuer` added, one table each.
 /// A login adds its table under a lock, appending to the file as it is (every
 /// key and comment a user added stays); it never rewrites a table of another
-/// issuer (docs/SECURITY.md).
+/// issuer (docs/security.md).
 public enum DiscoveredProviders {
     /// A provider name for an issuer: its host's labels, its port, and its path
     /// segments, joined by "-" (https://idp.example.com:8443/realms/ops →

@@ -1,0 +1,48 @@
+import Foundation
+import XCTest
+
+/// The README and docs/ link to each other: every relative link names a file
+/// that exists, and every #anchor a heading of that file.
+final class DocsTests: XCTestCase {
+    /// GitHub's anchor for a heading: lower case, punctuation dropped, spaces as '-'.
+    func anchor(_ heading: String) -> String {
+        String(heading.lowercased().compactMap { c -> Character? in
+            if c == " " { return "-" }
+            return c.isLetter || c.isNumber || c == "-" || c == "_" ? c : nil
+        })
+    }
+
+    func testEveryRelativeLinkResolves() throws {
+        let root = Paths.root
+        let docs = try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("docs").path)
+            .filter { $0.hasSuffix(".md") }.map { "docs/" + $0 }
+        var checked = 0
+        for file in ["README.md"] + docs {
+            let url = root.appendingPathComponent(file)
+            let text = try String(contentsOf: url, encoding: .utf8)
+            let link = try NSRegularExpression(pattern: #"\]\(([^)\s]+)\)"#)
+            for m in link.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
+                let target = String(text[Range(m.range(at: 1), in: text)!])
+                if target.hasPrefix("http://") || target.hasPrefix("https://") || target.hasPrefix("mailto:") { continue }
+                let parts = target.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+                let path = parts[0].isEmpty ? url : url.deletingLastPathComponent().appendingPathComponent(parts[0])
+                XCTAssertTrue(FileManager.default.fileExists(atPath: path.path), "\(file): \(target) names no file")
+                if parts.count == 2, let linked = try? String(contentsOf: path, encoding: .utf8) {
+                    let headings = linked.split(separator: "\n").filter { $0.hasPrefix("#") }
+                        .map { anchor($0.drop(while: { $0 == "#" }).trimmingCharacters(in: .whitespaces)) }
+                    XCTAssertTrue(headings.contains(parts[1]), "\(file): \(target): no heading \(parts[1])")
+                }
+                checked += 1
+            }
+        }
+        XCTAssertGreaterThan(checked, 10)
+    }
+
+    func testTheReadmeIsForUsersAndShort() throws {
+        let readme = try String(contentsOf: Paths.root.appendingPathComponent("README.md"), encoding: .utf8)
+        XCTAssertLessThan(readme.split(separator: "\n", omittingEmptySubsequences: false).count, 300)
+        for first in ["make demo", "make test", "make install", "tokenvault set", "tokenvault get", "tokenvault login"] {
+            XCTAssertTrue(readme.contains(first), first)
+        }
+    }
+}
