@@ -173,13 +173,13 @@ _tokenvault() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    login|set|get|list|status|refresh|revoke|header|exec|delete|logout|backend|migrate|lock|providers|git-credential|doctor|help)
+    login|set|get|list|status|refresh|revoke|header|exec|delete|logout|backend|migrate|lock|providers|git-credential|doctor|setup|help)
         # Offer subcommand argument completions
         "_tokenvault_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'login set get list status refresh revoke header exec delete logout backend migrate lock providers git-credential doctor help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'login set get list status refresh revoke header exec delete logout backend migrate lock providers git-credential doctor setup help' -- "${cur}"))
         ;;
     esac
 }
@@ -548,6 +548,65 @@ _tokenvault_doctor() {
     repeating_options=()
     non_repeating_options=()
     __tokenvault_offer_flags_options 0
+}
+
+_tokenvault_setup() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=()
+    __tokenvault_offer_flags_options 0
+
+    # Offer subcommand / subcommand argument completions
+    local -r subcommand="${unparsed_words[0]}"
+    unset 'unparsed_words[0]'
+    unparsed_words=("${unparsed_words[@]}")
+    case "${subcommand}" in
+    git|kubectl)
+        # Offer subcommand argument completions
+        "_tokenvault_setup_${subcommand}"
+        ;;
+    *)
+        # Offer subcommand completions
+        COMPREPLY+=($(compgen -W 'git kubectl' -- "${cur}"))
+        ;;
+    esac
+}
+
+_tokenvault_setup_git() {
+    repeating_flags=()
+    non_repeating_flags=(--global --dry-run --undo --version -h --help)
+    repeating_options=()
+    non_repeating_options=()
+    __tokenvault_offer_flags_options 1
+
+    # Offer positional completions
+    case "${positional_number}" in
+    1)
+        __tokenvault_add_completions -W "$(__tokenvault_custom_complete ---completion setup git -- positional@0 "${COMP_CWORD}" "$(__tokenvault_cursor_index_in_current_word)")"
+        return
+        ;;
+    esac
+}
+
+_tokenvault_setup_kubectl() {
+    repeating_flags=()
+    non_repeating_flags=(--dry-run --undo --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--service --account)
+    __tokenvault_offer_flags_options 1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--service')
+        __tokenvault_add_completions -W "$(__tokenvault_custom_complete ---completion setup kubectl -- --service "${COMP_CWORD}" "$(__tokenvault_cursor_index_in_current_word)")"
+        return
+        ;;
+    '--account')
+        __tokenvault_add_completions -W "$(__tokenvault_custom_complete ---completion setup kubectl -- --account "${COMP_CWORD}" "$(__tokenvault_cursor_index_in_current_word)")"
+        return
+        ;;
+    esac
 }
 
 _tokenvault_help() {

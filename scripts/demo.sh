@@ -37,6 +37,9 @@ tokenvault header api.weibo.com
 
 step "echo ghp_example | tokenvault set api.github.com --account work"
 echo ghp_example | tokenvault set api.github.com --account work
+step "tokenvault setup git github --global; git config --global --get-regexp credential   # git asks tokenvault for github.com's token"
+tokenvault setup git github --global
+git config --global --get-regexp credential
 step "echo '{\"access_token\":\"old\",\"expires_at\":\"2020-01-01T00:00:00Z\"}' | tokenvault set 127.0.0.1:9000 --provider google"
 echo '{"access_token":"old","expires_at":"2020-01-01T00:00:00Z"}' | tokenvault set 127.0.0.1:9000 --provider google
 

@@ -1,0 +1,213 @@
+import ArgumentParser
+import Dispatch
+import FoundationEssentials
+import Glibc
+import TokenVaultKit
+
+extension TokenVault {
+    struct Setup: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "setup",
+            abstract: "Set up git or kubectl to take their tokens from tokenvault, in one command.",
+            subcommands: [Git.self, Kubectl.self])
+    }
+}
+
+/// A program of the PATH, run without a shell; what it printed, and its status.
+enum Tool {
+    static func path(_ name: String, environment env: [String: String]) throws -> String {
+        for dir in (env["PATH"] ?? "/usr/bin:/bin").split(separator: ":") where !dir.isEmpty {
+            let candidate = "\(dir)/\(name)"
+            if access(candidate, X_OK) == 0 { return candidate }
+        }
+        throw TokenVaultError.usage("\(name) is not on the PATH", hint: "install \(name), or set it up by hand (see docs/adapters.md)")
+    }
+
+    @discardableResult
+    static func run(_ argv: [String], environment env: [String: String]) throws -> (status: Int32, output: String) {
+        let (status, out) = try Posix.spawn([try path(argv[0], environment: env)] + argv.dropFirst(), env: env, capture: true,
+                                            showErrors: true, wait: true)
+        return (status, String(decoding: out, as: UTF8.self))
+    }
+
+    /// `argv` as one shell line, for --dry-run.
+    static func shown(_ argv: [String]) -> String { argv.map(ShellWord.word).joined(separator: " ") }
+
+    /// This executable's absolute path: what git and kubectl are told to run.
+    static var selfPath: String {
+        guard let real = realpath("/proc/self/exe", nil) else { return "tokenvault" }
+        defer { free(real) }
+        return String(cString: real)
+    }
+}
+
+extension TokenVault.Setup {
+    struct Git: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "git",
+            abstract: "Make tokenvault git's credential helper for a provider's git hosts.",
+            discussion: """
+                For each host a provider's git_hosts claims (github.com for github, gitlab.com for \
+                gitlab, or your own): credential.https://HOST.helper is set to an empty value \
+                first, so no helper set elsewhere (store, cache) ever receives the token, then to \
+                tokenvault git-credential. Running it again changes nothing. Without HOST or \
+                PROVIDER: the hosts of every provider that has a stored credential.
+
+                  tokenvault setup git github --global
+                  tokenvault setup git git.example.com --dry-run
+                """)
+
+        @Argument(help: ArgumentHelp("A provider (github) or one of its git hosts (github.com).", valueName: "host-or-provider"),
+                  completion: .custom(Completions.providers))
+        var target: String?
+
+        @Flag(help: "Write the user's global git config, not the current repository's.")
+        var global = false
+
+        @Flag(name: .customLong("dry-run"), help: "Print the git commands instead of running them.")
+        var dryRun = false
+
+        @Flag(help: "Remove what setup git wrote.")
+        var undo = false
+
+        func run() throws {
+            let context = Context()
+            let env = context.environment
+            let urls = try remotes(context)
+            if !global, !dryRun {
+                guard try Tool.run(["git", "rev-parse", "--git-dir"], environment: env).status == 0 else {
+                    throw TokenVaultError.usage("not in a git repository", hint: "run it in one, or add --global")
+                }
+            }
+            let scope = global ? "--global" : "--local"
+            let helper = "!'\(Tool.selfPath)' git-credential"
+            for (url, provider) in urls {
+                let key = "credential.\(url).helper"
+                let current = try Tool.run(["git", "config", scope, "--get-all", key], environment: env).output
+                    .split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init)
+                let ours = current == ["", helper]
+                var commands: [[String]] = []
+                if undo {
+                    if current.contains(helper) { commands.append(["git", "config", scope, "--unset-all", key]) }
+                } else if !ours {
+                    if !current.isEmpty { commands.append(["git", "config", scope, "--unset-all", key]) }
+                    commands.append(["git", "config", scope, "--add", key, ""])
+                    commands.append(["git", "config", scope, "--add", key, helper])
+                }
+                if commands.isEmpty {
+                    Output.notice("\(url): \(undo ? "not set up by tokenvault; nothing to remove" : "already set up (provider \(provider))")")
+                    continue
+                }
+                for argv in commands {
+                    if dryRun {
+                        Output.value(Tool.shown(argv))
+                    } else if try Tool.run(argv, environment: env).status != 0 {
+                        throw TokenVaultError.config("\(Tool.shown(argv)) failed")
+                    }
+                }
+                if !dryRun {
+                    Output.notice(undo ? "\(url): git no longer asks tokenvault" : "\(url): git asks tokenvault (provider \(provider)) for its token")
+                }
+            }
+        }
+
+        /// `scheme://host[:port]` of each remote to set up, with the provider that claims it.
+        func remotes(_ context: Context) throws -> [(String, String)] {
+            let directory = try context.providers
+            let configPath = Config.path(environment: context.environment)
+            var claims: [(rule: GitHostRule, provider: String)] = []
+            for name in directory.names {
+                guard let hosts = directory.table(name)?.git_hosts else { continue }
+                for h in hosts { claims.append((try GitHostRule(parsing: h, provider: name, configPath: configPath), name)) }
+            }
+            let chosen: [(rule: GitHostRule, provider: String)]
+            if let target {
+                let name = target.lowercased()
+                if directory.names.contains(name) {
+                    chosen = claims.filter { $0.provider == name }
+                    guard !chosen.isEmpty else {
+                        throw TokenVaultError.usage("provider \(name) claims no git host",
+                                                    hint: "add git_hosts = [\"HOST\"] to [providers.\(Config.tableKey(name))] in \(configPath)")
+                    }
+                } else {
+                    let rule = try GitHostRule(parsing: target, provider: "?", configPath: configPath)
+                    chosen = claims.filter { $0.rule == rule }
+                    guard !chosen.isEmpty else {
+                        throw TokenVaultError.usage("no provider claims the git host \(ServiceKey.quoted(target))",
+                                                    hint: "add it to git_hosts of its provider in \(configPath), then run this again")
+                    }
+                }
+            } else {
+                let stored = Set(try context.vault().listIDs().map(\.service))
+                chosen = claims.filter { c in directory.service(of: c.provider).map { s in stored.contains { $0.description == s } } ?? false }
+                guard !chosen.isEmpty else {
+                    throw TokenVaultError.usage("no stored credential belongs to a provider with git hosts",
+                                                hint: "name one: tokenvault setup git github (or log in first: tokenvault login github)")
+                }
+            }
+            var seen = Set<String>()
+            return chosen.compactMap { c in
+                let url = "\(c.rule.scheme)://\(c.rule.key)"
+                return seen.insert(url).inserted ? (url, c.provider) : nil
+            }
+        }
+    }
+
+    struct Kubectl: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "kubectl",
+            abstract: "Write a kubeconfig user that takes its token from tokenvault.",
+            discussion: """
+                Runs kubectl config set-credentials USER with an exec plugin: tokenvault get \
+                SERVICE --format kubectl, never interactive. Point a context at USER with kubectl \
+                config set-context.
+
+                  tokenvault setup kubectl dev --service k8s.example.com
+                """)
+
+        @Argument(help: ArgumentHelp("The kubeconfig user to write.", valueName: "user"))
+        var user: String
+
+        @Option(help: ArgumentHelp("The service whose token the user gets.", valueName: "service"),
+                completion: .custom(Completions.services))
+        var service: String?
+
+        @Option(help: "Which of several logins to the service.", completion: .custom(Completions.accounts))
+        var account: String?
+
+        @Flag(name: .customLong("dry-run"), help: "Print the kubectl command instead of running it.")
+        var dryRun = false
+
+        @Flag(help: "Remove the user from the kubeconfig.")
+        var undo = false
+
+        func validate() throws {
+            if !undo, service == nil { throw ValidationError("--service names the credential the user takes its token from") }
+            if user.isEmpty || user.contains(where: { $0.isWhitespace || $0.isNewline }) {
+                throw ValidationError("a kubeconfig user is one word")
+            }
+        }
+
+        func run() throws {
+            let context = Context()
+            var argv: [String]
+            if undo {
+                argv = ["kubectl", "config", "unset", "users.\(user)"]
+            } else {
+                let key = try context.serviceKey(service ?? "")
+                if let account { try CredentialID.validateAccount(account) }
+                argv = ["kubectl", "config", "set-credentials", user, "--exec-api-version=client.authentication.k8s.io/v1",
+                        "--exec-command=\(Tool.selfPath)", "--exec-arg=get", "--exec-arg=\(key)",
+                        "--exec-arg=--format", "--exec-arg=kubectl", "--exec-interactive-mode=Never"]
+                if let account { argv += ["--exec-arg=--account", "--exec-arg=\(account)"] }
+            }
+            if dryRun {
+                Output.value(Tool.shown(argv))
+                return
+            }
+            let r = try Tool.run(argv, environment: context.environment)
+            guard r.status == 0 else { throw TokenVaultError.config("\(Tool.shown(argv)) failed (exit \(r.status))") }
+            Output.notice(undo ? "removed the kubeconfig user \(user)" : "kubeconfig user \(user) takes its token from tokenvault (\(service ?? ""))")
+        }
+    }
+}
