@@ -186,7 +186,7 @@ _tokenvault() {
 
 _tokenvault_login() {
     repeating_flags=()
-    non_repeating_flags=(--no-browser --device --browser --no-qr --force --version -h --help)
+    non_repeating_flags=(--no-browser --device --browser --no-qr --force --json --version -h --help)
     repeating_options=(--scope)
     non_repeating_options=(--issuer --client-id --name --account --port --timeout)
     __tokenvault_offer_flags_options 1
@@ -227,7 +227,7 @@ _tokenvault_login() {
 
 _tokenvault_set() {
     repeating_flags=()
-    non_repeating_flags=(--verbose --force --version -h --help)
+    non_repeating_flags=(--verbose --force --json --version -h --help)
     repeating_options=()
     non_repeating_options=(--account --provider)
     __tokenvault_offer_flags_options 1
@@ -299,21 +299,33 @@ _tokenvault_list() {
     repeating_flags=()
     non_repeating_flags=(--json --version -h --help)
     repeating_options=()
-    non_repeating_options=()
+    non_repeating_options=(--color)
     __tokenvault_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--color')
+        __tokenvault_add_completions -W 'auto'$'\n''always'$'\n''never'
+        return
+        ;;
+    esac
 }
 
 _tokenvault_status() {
     repeating_flags=()
     non_repeating_flags=(--json --version -h --help)
     repeating_options=()
-    non_repeating_options=(--account)
+    non_repeating_options=(--account --color)
     __tokenvault_offer_flags_options 1
 
     # Offer option value completions
     case "${prev}" in
     '--account')
         __tokenvault_add_completions -W "$(__tokenvault_custom_complete ---completion status -- --account "${COMP_CWORD}" "$(__tokenvault_cursor_index_in_current_word)")"
+        return
+        ;;
+    '--color')
+        __tokenvault_add_completions -W 'auto'$'\n''always'$'\n''never'
         return
         ;;
     esac
@@ -329,7 +341,7 @@ _tokenvault_status() {
 
 _tokenvault_refresh() {
     repeating_flags=()
-    non_repeating_flags=(--verbose --version -h --help)
+    non_repeating_flags=(--verbose --json --version -h --help)
     repeating_options=()
     non_repeating_options=(--account)
     __tokenvault_offer_flags_options 1
@@ -436,7 +448,7 @@ _tokenvault_exec() {
 
 _tokenvault_delete() {
     repeating_flags=()
-    non_repeating_flags=(--verbose --version -h --help)
+    non_repeating_flags=(--verbose --json --version -h --help)
     repeating_options=()
     non_repeating_options=(--account)
     __tokenvault_offer_flags_options 1
@@ -460,7 +472,7 @@ _tokenvault_delete() {
 
 _tokenvault_logout() {
     repeating_flags=()
-    non_repeating_flags=(--verbose --version -h --help)
+    non_repeating_flags=(--verbose --json --version -h --help)
     repeating_options=()
     non_repeating_options=(--account)
     __tokenvault_offer_flags_options 1
@@ -492,7 +504,7 @@ _tokenvault_backend() {
 
 _tokenvault_migrate() {
     repeating_flags=()
-    non_repeating_flags=(--keep-backend --version -h --help)
+    non_repeating_flags=(--keep-backend --json --version -h --help)
     repeating_options=()
     non_repeating_options=(--to --from)
     __tokenvault_offer_flags_options 0
@@ -546,8 +558,16 @@ _tokenvault_doctor() {
     repeating_flags=()
     non_repeating_flags=(--network --json --version -h --help)
     repeating_options=()
-    non_repeating_options=()
+    non_repeating_options=(--color)
     __tokenvault_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--color')
+        __tokenvault_add_completions -W 'auto'$'\n''always'$'\n''never'
+        return
+        ;;
+    esac
 }
 
 _tokenvault_setup() {

@@ -123,7 +123,18 @@ enum Output {
         String(s.map { $0.isNewline ? " " : $0 })
     }
 
+    /// What a command did: a notice on stderr, or with --json the object on
+    /// stdout (the notice then stays unsaid).
+    static func result(_ notice: String, json: Bool, _ object: @autoclosure () -> [String: JSONValue]) {
+        if json { Output.json(.object(object())) } else { Output.notice(notice) }
+    }
+
+    /// Compact in a pipe; indented (keys sorted) on a terminal.
     static func json(_ json: JSONValue) {
-        value(json.text)
+        if isatty(1) == 1, let pretty = try? JSONValue.prettyEncoder.encode(json) {
+            value(String(decoding: pretty, as: UTF8.self))
+        } else {
+            value(json.text)
+        }
     }
 }

@@ -73,3 +73,12 @@ extension JSONEncoder {
         return e
     }
 }
+
+extension JSONValue {
+    /// Indented, keys sorted: JSON for a person at a terminal.
+    public static var prettyEncoder: JSONEncoder {
+        let e = JSONEncoder()
+        e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes, .prettyPrinted]
+        return e
+    }
+}

@@ -3,7 +3,7 @@
 would, with this process's environment; prints everything it wrote (CR
 removed) and exits with its exit status.
 
-Usage: on_pty.py COMMAND [ARGS…]     (PTY_TIMEOUT: seconds, default 60)
+Usage: on_pty.py COMMAND [ARGS…]     (PTY_TIMEOUT: seconds, default 60; PTY_COLUMNS: width, default 200)
 """
 import os
 import sys
@@ -11,7 +11,8 @@ import sys
 import pexpect
 
 c = pexpect.spawn(sys.argv[1], sys.argv[2:], env=dict(os.environ), encoding="utf-8",
-                  timeout=int(os.environ.get("PTY_TIMEOUT", "60")), dimensions=(80, 200))
+                  timeout=int(os.environ.get("PTY_TIMEOUT", "60")),
+                  dimensions=(80, int(os.environ.get("PTY_COLUMNS", "200"))))
 c.expect(pexpect.EOF)
 c.close()
 sys.stdout.write(c.before.replace("\r", ""))

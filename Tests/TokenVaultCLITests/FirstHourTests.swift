@@ -265,4 +265,68 @@ final class FirstHourTests: QuirkProviderTestCase {
         XCTAssertEqual(backend.status, 78)
         XCTAssertTrue(backend.stderr.contains("did you mean file?"), backend.stderr)
     }
+
+    // MARK: Terminal manners
+
+    /// `tokenvault ARGS` on a pseudo-terminal of `columns`; what it wrote (stdout and stderr together).
+    func onTerminal(_ s: Sandbox, _ args: [String], columns: Int = 200, env extra: [String: String] = [:]) -> Run {
+        var env = s.env.merging(extra) { $1 }
+        env["PTY_COLUMNS"] = String(columns)
+        return runProcess("/usr/bin/python3", [Paths.fixtures.appendingPathComponent("on_pty.py").path, Paths.binary] + args, env: env, limit: 60)
+    }
+
+    func testStatesAreColouredOnATerminalOnly() throws {
+        let s = Sandbox()
+        XCTAssertEqual(s.tv("set", "valid.example", stdin: "static").status, 0)
+        XCTAssertEqual(s.tv("set", "gone.example", stdin: #"{"access_token":"a","expires_at":1}"#).status, 0)
+        let coloured = onTerminal(s, ["list"])
+        XCTAssertEqual(coloured.status, 0, coloured.stdout)
+        XCTAssertTrue(coloured.stdout.contains("\u{1B}[32mvalid"), coloured.stdout.debugDescription)
+        XCTAssertTrue(coloured.stdout.contains("\u{1B}[31mlogin required"), coloured.stdout.debugDescription)
+        XCTAssertTrue(onTerminal(s, ["status", "gone.example"]).stdout.contains("\u{1B}[31mlogin required"))
+        for (what, run) in [("a pipe", s.tv("list")), ("NO_COLOR", onTerminal(s, ["list"], env: ["NO_COLOR": "1"])),
+                            ("TERM=dumb", onTerminal(s, ["list"], env: ["TERM": "dumb"])), ("--color never", onTerminal(s, ["list", "--color", "never"]))] {
+            XCTAssertFalse(run.stdout.contains("\u{1B}["), "\(what): \(run.stdout.debugDescription)")
+            XCTAssertTrue(run.stdout.contains("login required"), what)
+        }
+        XCTAssertTrue(s.tv("list", "--color", "always").stdout.contains("\u{1B}[32mvalid"), "--color always, even in a pipe")
+        let bad = s.tv("list", "--color", "blu")
+        XCTAssertEqual(bad.status, 64)
+        XCTAssertTrue(bad.stderr.contains("one of: auto, always, never"), bad.stderr)
+        XCTAssertTrue(onTerminal(s, ["doctor"]).stdout.contains("\u{1B}[32m✓"), "doctor's marks")
+    }
+
+    func testTablesFitTheTerminalAndJSONIsIndentedOnIt() throws {
+        let s = Sandbox()
+        XCTAssertEqual(s.tv("set", "api.example.com", stdin: #"{"access_token":"a","refresh_token":"r","expires_in":3600}"#).status, 0)
+        let wide = onTerminal(s, ["list"])
+        XCTAssertTrue(wide.stdout.contains("BACKEND") && wide.stdout.contains("RT EXPIRES"), wide.stdout)
+        let narrow = onTerminal(s, ["list", "--color", "never"], columns: 60)
+        let lines = narrow.stdout.split(separator: "\n")
+        XCTAssertFalse(narrow.stdout.contains("BACKEND"), narrow.stdout)
+        XCTAssertTrue(narrow.stdout.contains("SERVICE") && narrow.stdout.contains("STATE"), narrow.stdout)
+        for line in lines { XCTAssertLessThanOrEqual(line.count, 60, String(line)) }
+        XCTAssertTrue(onTerminal(s, ["list", "--json"]).stdout.contains("[\n  {\n    \""), "indented on a terminal")
+        XCTAssertTrue(s.tv("list", "--json").stdout.hasPrefix("[{\""), "compact in a pipe")
+    }
+
+    func testCommandsThatDoSomethingSayItInJSON() throws {
+        let s = try twoOwners()
+        func object(_ r: Run) throws -> [String: Any] {
+            XCTAssertEqual(r.status, 0, r.stderr)
+            return try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any], r.stdout)
+        }
+        let login = try object(s.tv("login", "local", "--json"))
+        XCTAssertEqual(login["provider"] as? String, "local")
+        XCTAssertEqual(login["service"] as? String, "api.quirk.example")
+        XCTAssertNotNil(login["expires_at"] as? Int)
+        let set = try object(s.tv("set", "j.example", "--json", stdin: "tok"))
+        XCTAssertEqual(set["stored_in"] as? String, "file")
+        XCTAssertTrue(set["expires_at"] is NSNull)
+        XCTAssertEqual(try object(s.tv("refresh", "j.example", "--json"))["refreshed"] as? Bool, false)
+        XCTAssertEqual(try object(s.tv("refresh", "local", "--json"))["refreshed"] as? Bool, true)
+        XCTAssertEqual(try object(s.tv("delete", "j.example", "--json"))["deleted"] as? Bool, true)
+        let doctor = s.tv("doctor", "--json")
+        XCTAssertNotNil(try JSONSerialization.jsonObject(with: Data(doctor.stdout.utf8)) as? [String: Any])
+    }
 }

@@ -7,6 +7,7 @@ import TokenVaultKit
 /// `delete` and `logout`: delete a credential locally.
 protocol DeletesCredential: ParsableCommand {
     var credential: CredentialOptions { get }
+    var json: Bool { get }
 }
 
 extension DeletesCredential {
@@ -16,7 +17,8 @@ extension DeletesCredential {
         let removed = try context.vault().delete(id)
         context.flushWarnings()
         guard removed else { throw try context.notFound(id) }
-        Output.notice("deleted \(id)")
+        Output.result("deleted \(id)", json: json,
+                      ["service": .string(id.service.description), "account": .string(id.account), "deleted": .bool(true)])
     }
 }
 
@@ -27,6 +29,9 @@ extension TokenVault {
             abstract: "Delete a credential locally (the provider is not told; see revoke).")
 
         @OptionGroup var credential: CredentialOptions
+
+        @Flag(help: "Print what was done as JSON: service, account, deleted.")
+        var json = false
     }
 
     /// `delete` under the name other tools use. A command of its own rather
@@ -38,5 +43,8 @@ extension TokenVault {
             abstract: "The same as delete: delete a credential locally.")
 
         @OptionGroup var credential: CredentialOptions
+
+        @Flag(help: "Print what was done as JSON: service, account, deleted.")
+        var json = false
     }
 }

@@ -27,6 +27,8 @@ extension TokenVault {
         @Flag(help: "Print JSON.")
         var json = false
 
+        @OptionGroup var colour: ColorOptions
+
         enum Status: String { case ok, failed, info }
 
         struct Check {
@@ -178,7 +180,8 @@ extension TokenVault {
                 ]))
             } else {
                 for c in checks {
-                    let mark = c.status == .ok ? "✓" : c.status == .failed ? "✗" : "-"
+                    let mark = Terminal.paint(c.status == .ok ? "✓" : c.status == .failed ? "✗" : "-",
+                                              c.status == .ok ? .green : c.status == .failed ? .red : nil, on: colour.enabled)
                     Output.value("\(mark) \(c.name): \(c.detail)" + (c.fix.map { " — fix: \($0)" } ?? ""))
                 }
                 Output.value(failed == 0 ? "all is well" : "\(failed) check\(failed == 1 ? "" : "s") failed")

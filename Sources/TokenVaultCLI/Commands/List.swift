@@ -14,6 +14,8 @@ extension TokenVault {
         @Flag(help: "Print a JSON array.")
         var json = false
 
+        @OptionGroup var colour: ColorOptions
+
         func run() throws {
             let context = Context()
             let rows = try context.vault().listLocated()
@@ -29,13 +31,19 @@ extension TokenVault {
             }
             // RT EXPIRES: when the refresh token dies; "unknown" when there is one and nobody said.
             var table = [["SERVICE", "ACCOUNT", "PROVIDER", "TYPE", "STATE", "EXPIRES", "RT EXPIRES", "BACKEND"]]
+            var states: [CredentialState] = []
             for r in rows {
                 let c = r.credential
                 let rt = c.refreshToken == nil ? "-" : Format.refreshExpiry(c, now: now) ?? "unknown"
-                table.append([c.service.description, c.account, c.provider ?? "-", c.type.rawValue, context.status(of: c).state.rawValue,
+                let state = context.status(of: c).state
+                states.append(state)
+                table.append([c.service.description, c.account, c.provider ?? "-", c.type.rawValue, state.rawValue,
                               Format.expiry(c, now: now), rt, r.backend])
             }
-            Summary.printTable(table)
+            // Narrow terminals lose BACKEND, then RT EXPIRES, TYPE and PROVIDER.
+            Summary.printTable(table, dropping: [7, 6, 3, 2], painted: colour.enabled) { row, column in
+                column == 4 ? Terminal.paint(for: states[row - 1]) : nil
+            }
         }
     }
 }
@@ -86,11 +94,21 @@ enum Summary {
         return .object(o)
     }
 
-    static func printTable(_ rows: [[String]]) {
+    /// A table on stdout: the first row is the header. On a terminal narrower
+    /// than the table, the columns of `dropping` go first, in that order; with
+    /// `colour`, a cell's paint (rows after the header) when `painted`.
+    static func printTable(_ rows: [[String]], dropping: [Int] = [], painted: Bool = false,
+                           colour: (_ row: Int, _ column: Int) -> Terminal.Paint? = { _, _ in nil }) {
         let widths = rows[0].indices.map { i in rows.map { $0[i].count }.max() ?? 0 }
-        for row in rows {
-            let line = row.enumerated().map { i, cell in
-                i == row.count - 1 ? cell : cell.padded(to: widths[i])
+        var columns = Array(rows[0].indices)
+        func total() -> Int { columns.map { widths[$0] }.reduce(0, +) + 2 * (columns.count - 1) }
+        if let available = Terminal.width {
+            for d in dropping where total() > available && columns.count > 1 { columns.removeAll { $0 == d } }
+        }
+        for (r, row) in rows.enumerated() {
+            let line = columns.enumerated().map { k, i in
+                let cell = k == columns.count - 1 ? row[i] : row[i].padded(to: widths[i])
+                return Terminal.paint(cell, r == 0 ? nil : colour(r, i), on: painted)
             }.joined(separator: "  ")
             Output.value(line)
         }

@@ -64,6 +64,9 @@ extension TokenVault {
         @Flag(help: "Replace a credential another provider stored under the same service and account.")
         var force = false
 
+        @Flag(help: "Print the result as JSON: service, account, provider, user, expires_at.")
+        var json = false
+
         @Option(help: ArgumentHelp("Listen for the redirect on this port of 127.0.0.1.", valueName: "port"))
         var port: Int?
 
@@ -161,8 +164,13 @@ extension TokenVault {
 
         /// "logged in to PROVIDER as NAME; stored under ID" on stderr.
         func announce(_ credential: Credential, provider: String, prefix: String = "") {
-            let who = Summary.displayName(credential).map { " as \($0)" } ?? ""
-            Output.notice("\(prefix)logged in to \(provider)\(who); stored under \(credential.id)")
+            let name = Summary.displayName(credential)
+            let who = name.map { " as \($0)" } ?? ""
+            Output.result("\(prefix)logged in to \(provider)\(who); stored under \(credential.id)", json: json, [
+                "service": .string(credential.service.description), "account": .string(credential.account),
+                "provider": .string(provider), "user": name.map { .string($0) } ?? .null,
+                "expires_at": credential.expiresAt.map { .integer($0) } ?? .null,
+            ])
         }
 
         enum Flow { case browser, paste, device, clientCredentials }

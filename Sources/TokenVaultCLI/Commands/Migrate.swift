@@ -34,6 +34,9 @@ extension TokenVault {
         @Flag(name: .customLong("keep-backend"), help: "Leave the backend setting of config.toml as it is.")
         var keepBackend = false
 
+        @Flag(help: "Print what was done as JSON: moved, from, to, backend_set.")
+        var json = false
+
         func validate() throws {
             if from == to { throw ValidationError("--from and --to name the same backend") }
         }
@@ -94,14 +97,17 @@ extension TokenVault {
                 }
             }
             let moved = movedCount
-            Output.notice("moved \(moved) credential\(moved == 1 ? "" : "s") from \(source.name) to \(target.name)")
-            useTarget(context)
+            let set = useTarget(context)
+            Output.result("moved \(moved) credential\(moved == 1 ? "" : "s") from \(source.name) to \(target.name)", json: json, [
+                "moved": .integer(Int64(moved)), "from": .string(source.name), "to": .string(target.name), "backend_set": .bool(set),
+            ])
         }
 
         /// New logins go where the credentials went: `backend` in config.toml
         /// becomes the target (unless --keep-backend), or the line to add is printed.
-        func useTarget(_ context: Context) {
-            guard !keepBackend else { return }
+        @discardableResult
+        func useTarget(_ context: Context) -> Bool {
+            guard !keepBackend else { return false }
             let path = Config.path(environment: context.environment)
             do {
                 try Config.setBackend(to.rawValue, environment: context.environment)
@@ -109,8 +115,10 @@ extension TokenVault {
                 if let forced = context.environment["TOKENVAULT_BACKEND"], !forced.isEmpty, forced != to.rawValue {
                     Output.warning("TOKENVAULT_BACKEND=\(forced) still overrides it in this environment")
                 }
+                return true
             } catch {
                 Output.warning("could not set the backend in \(path) (\(error.errorText)); add this line at its top: backend = \"\(to.rawValue)\"")
+                return false
             }
         }
     }

@@ -17,6 +17,9 @@ extension TokenVault {
 
         @OptionGroup var credential: CredentialOptions
 
+        @Flag(help: "Print what was done as JSON: service, account, refreshed, expires_at.")
+        var json = false
+
         func run() throws {
             let context = Context()
             let id = try credential.id(in: context)
@@ -24,11 +27,15 @@ extension TokenVault {
             let stored = try context.locate(id).credential
             if stored.expiresAt == nil, !context.status(of: stored).renewal.isPossible {
                 context.flushWarnings()
-                Output.notice("\(id) never expires: nothing to renew")
+                Output.result("\(id) never expires: nothing to renew", json: json,
+                              ["service": .string(id.service.description), "account": .string(id.account), "refreshed": .bool(false), "expires_at": .null])
                 return
             }
             let c = try context.usable(id, minValid: nil, force: true)
-            Output.notice("refreshed \(c.id); expires \(c.expiresAt.map { Format.date($0) } ?? "never")")
+            Output.result("refreshed \(c.id); expires \(c.expiresAt.map { Format.date($0) } ?? "never")", json: json, [
+                "service": .string(id.service.description), "account": .string(id.account), "refreshed": .bool(true),
+                "expires_at": c.expiresAt.map { .integer($0) } ?? .null,
+            ])
         }
     }
 }

@@ -27,6 +27,9 @@ extension TokenVault {
         @Flag(help: "With --provider: replace a credential another provider stored under the same service and account.")
         var force = false
 
+        @Flag(help: "Print what was stored as JSON: service, account, provider, stored_in, expires_at.")
+        var json = false
+
         func run() throws {
             let context = Context()
             let id = try credential.id(in: context)
@@ -47,7 +50,11 @@ extension TokenVault {
             try context.vault().write(c)
             context.flushWarnings()
             let backend = (store as? AutoStore)?.primary.name ?? store.name
-            Output.notice("stored \(id) in \(backend)")
+            Output.result("stored \(id) in \(backend)", json: json, [
+                "service": .string(id.service.description), "account": .string(id.account),
+                "provider": c.provider.map { .string($0) } ?? .null, "stored_in": .string(backend),
+                "expires_at": c.expiresAt.map { .integer($0) } ?? .null,
+            ])
         }
     }
 }

@@ -29,6 +29,8 @@ extension TokenVault {
         @Flag(help: "Print JSON.")
         var json = false
 
+        @OptionGroup var colour: ColorOptions
+
         func run() throws {
             let context = Context()
             let now = context.clock.now
@@ -44,7 +46,8 @@ extension TokenVault {
                     Output.value("backend: \(try context.backendChoice.rawValue)")
                     Output.value("credentials: \(rows.count)")
                     for r in rows {
-                        Output.value("  \(r.credential.id): \(r.credential.type.rawValue), \(context.status(of: r.credential).state.rawValue), expires \(Format.expiry(r.credential, now: now)), in \(r.backend)")
+                        let state = context.status(of: r.credential).state
+                        Output.value("  \(r.credential.id): \(r.credential.type.rawValue), \(Terminal.paint(state.rawValue, Terminal.paint(for: state), on: colour.enabled)), expires \(Format.expiry(r.credential, now: now)), in \(r.backend)")
                     }
                 }
                 return
@@ -78,7 +81,7 @@ extension TokenVault {
                 if let refusal = status.refusal {
                     lines.append(("refused", "\(Format.date(refusal.at)): \(refusal.reason)"))
                 }
-                lines.append(("state", status.state.rawValue))
+                lines.append(("state", Terminal.paint(status.state.rawValue, Terminal.paint(for: status.state), on: colour.enabled)))
                 let width = lines.map(\.0.count).max() ?? 0
                 for (k, v) in lines { Output.value("\((k + ":").padded(to: width + 2))\(v)") }
             }

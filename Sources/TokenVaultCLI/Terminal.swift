@@ -1,0 +1,60 @@
+import ArgumentParser
+import Dispatch
+import FoundationEssentials
+import Glibc
+import TokenVaultKit
+
+/// `--color auto|always|never`.
+enum ColorChoice: String, Choice {
+    case auto, always, never
+}
+
+/// `--color` for the commands that print states (`list`, `status`, `doctor`).
+struct ColorOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Colour the states: auto (on a terminal, unless NO_COLOR or TERM=dumb), always or never.", valueName: "when"),
+            completion: .list(ColorChoice.names), transform: ColorChoice.parse)
+    var color: ColorChoice = .auto
+
+    /// Whether stdout gets colour.
+    var enabled: Bool { Terminal.colour(color, environment: ProcessInfo.processInfo.environment) }
+}
+
+/// What stdout is: a terminal (colour, its width, indented JSON) or a pipe.
+enum Terminal {
+    static var stdoutIsTerminal: Bool { isatty(1) == 1 }
+
+    static func colour(_ choice: ColorChoice, environment env: [String: String]) -> Bool {
+        switch choice {
+        case .always: return true
+        case .never: return false
+        case .auto: return stdoutIsTerminal && (env["NO_COLOR"] ?? "").isEmpty && env["TERM"] != "dumb"
+        }
+    }
+
+    /// Columns of the terminal on stdout; nil in a pipe.
+    static var width: Int? {
+        guard stdoutIsTerminal else { return nil }
+        var size = winsize()
+        if ioctl(1, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 { return Int(size.ws_col) }
+        return ProcessInfo.processInfo.environment["COLUMNS"].flatMap(Int.init)
+    }
+
+    enum Paint: String {
+        case green = "32", yellow = "33", cyan = "36", red = "31", bold = "1"
+    }
+
+    static func paint(_ text: String, _ paint: Paint?, on: Bool) -> String {
+        guard on, let paint else { return text }
+        return "\u{1B}[\(paint.rawValue)m\(text)\u{1B}[0m"
+    }
+
+    /// The colour of a credential state.
+    static func paint(for state: CredentialState) -> Paint {
+        switch state {
+        case .valid: return .green
+        case .expiring: return .yellow
+        case .refreshable: return .cyan
+        case .loginRequired: return .red
+        }
+    }
+}
