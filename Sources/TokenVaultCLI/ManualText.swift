@@ -94,7 +94,12 @@ public enum ManualText {
             names line and column and shows the line. A login or set --provider that would \
             replace a credential another provider stored under the same service and account \
             refuses (64): keep both with --account NAME, or replace it with --force. tokenvault \
-            doctor checks the whole setup and says what to fix.
+            doctor checks the whole setup and says what to fix. On a terminal, a wait longer \
+            than a second says what it waits for (the Secret Service, a lock and the process \
+            holding it, the browser, device-flow approval) on one line that counts down and is \
+            cleared; a browser that fails to start is said at once. States are coloured in \
+            list, status and doctor (--color, NO_COLOR), tables fit the terminal, and JSON is \
+            indented on it.
             """),
         ("REFRESH ON READ", """
             get, header and exec refresh an OAuth 2.0 access token that has fewer than \

@@ -8,9 +8,25 @@ import Glibc
 struct FileLock {
     let fd: Int32
 
+    /// Takes the lock, waiting as long as another process holds it; on a
+    /// terminal the wait names that process (`WaitLine`).
     init(path: String) throws {
-        guard let lock = try FileLock(path: path, wait: true) else { throw TokenVaultError.internal("a blocking flock returned without the lock") }
+        if let lock = try FileLock(path: path, wait: false) {
+            self = lock
+            return
+        }
+        let holder = FileLock.holder(path).map { "process \($0)" } ?? "another tokenvault process"
+        let what = Posix.basename(path).split(separator: "-").first.map(String.init) ?? "a"
+        guard let lock = try WaitLine.during({ "waiting for \(holder), which holds the \(what) lock (\($0) s)" }, {
+            try FileLock(path: path, wait: true)
+        }) else { throw TokenVaultError.internal("a blocking flock returned without the lock") }
         self = lock
+    }
+
+    /// The process that wrote the lock file last (each holder writes its pid).
+    static func holder(_ path: String) -> Int32? {
+        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else { return nil }
+        return Int32(text.trimmedWhitespace())
     }
 
     /// Takes the lock; without `wait`, nil when another holder has it.
@@ -26,6 +42,9 @@ struct FileLock {
             if failure == EWOULDBLOCK { return nil }
             throw TokenVaultError.vault("cannot lock \(path): \(String(cString: strerror(failure)))")
         }
+        // Who holds it, for a waiter to name.
+        let pid = Array("\(getpid())\n".utf8)
+        if ftruncate(fd, 0) == 0 { _ = pid.withUnsafeBytes { pwrite(fd, $0.baseAddress!, $0.count, 0) } }
         self.fd = fd
     }
 

@@ -5,7 +5,7 @@ import Glibc
 /// One interactive login per credential at a time, across processes (SPEC §14):
 /// a flock in the runtime directory, which the kernel drops when its holder
 /// exits or is killed, so Ctrl-C frees the way at once. The holder's pid is
-/// written into the file, for the message the others print.
+/// in the file (`FileLock`), for the message the others print.
 public final class LoginLock {
     private let lock: FileLock
 
@@ -15,9 +15,6 @@ public final class LoginLock {
     public static func attempt(_ vault: CredentialVault, _ id: CredentialID) throws -> LoginLock? {
         try PrivateDirectory.ensure(vault.runtimeDirectory)
         guard let lock = try FileLock(path: vault.lockPath("login", id), wait: false) else { return nil }
-        let pid = Array("\(getpid())\n".utf8)
-        _ = ftruncate(lock.fd, 0)
-        _ = pwrite(lock.fd, pid, pid.count, 0)
         return LoginLock(lock)
     }
 
@@ -32,8 +29,7 @@ public final class LoginLock {
 
     /// The pid the current holder wrote, when there is one.
     public static func holder(_ vault: CredentialVault, _ id: CredentialID) -> Int32? {
-        guard let data = FileManager.default.contents(atPath: vault.lockPath("login", id)) else { return nil }
-        return Int32(String(decoding: data, as: UTF8.self).trimmedWhitespace())
+        FileLock.holder(vault.lockPath("login", id))
     }
 
     public func release() { lock.release() }

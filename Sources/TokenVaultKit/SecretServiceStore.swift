@@ -83,7 +83,12 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
     }
 
     private func call<T: Sendable>(_ what: String, _ body: @escaping @Sendable () -> Result<T, TokenVaultError>) throws -> T {
-        guard let result = withDeadline(timeout, { SecretServiceHeadStart.wait(); return body() }) else {
+        let bus = ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"] ?? "the session bus"
+        let bound = timeout
+        let answer = WaitLine.during({ "waiting for the Secret Service (\(bus)) to \(what): \(WaitLine.left(bound, $0)) of \(bound.shortText) s" }) {
+            withDeadline(timeout, { SecretServiceHeadStart.wait(); return body() })
+        }
+        guard let result = answer else {
             throw TokenVaultError.backendUnavailable(
                 "the Secret Service did not answer within \(timeout.shortText) s while trying to \(what)",
                 hint: "is the keyring locked or the session bus stuck? unlock it, or use TOKENVAULT_BACKEND=file")

@@ -7,6 +7,13 @@ import XCTest
 final class FirstHourTests: QuirkProviderTestCase {
     var base: String { "http://127.0.0.1:\(Self.port)" }
 
+    /// Provider q of the quirk provider, with `extra` lines in its table.
+    func sandbox(extra: String = "") throws -> Sandbox {
+        let s = Sandbox()
+        try s.writeConfig("[providers.q]\nservice = \"api.quirk.example\"\ntoken_url = \"\(base)/rotate\"\nclient_id = \"cid\"\n\(extra)\n")
+        return s
+    }
+
     /// Two client-credentials providers that store under one service.
     func twoOwners() throws -> Sandbox {
         let s = Sandbox()
@@ -328,5 +335,34 @@ final class FirstHourTests: QuirkProviderTestCase {
         XCTAssertEqual(try object(s.tv("delete", "j.example", "--json"))["deleted"] as? Bool, true)
         let doctor = s.tv("doctor", "--json")
         XCTAssertNotNil(try JSONSerialization.jsonObject(with: Data(doctor.stdout.utf8)) as? [String: Any])
+    }
+
+    // MARK: Waiting is visible
+
+    func testALockHeldByAnotherProcessIsNamedOnATerminalOnly() throws {
+        let s = Sandbox()
+        XCTAssertEqual(s.tv("set", "x.example", stdin: "t").status, 0)
+        let holder = #"import fcntl,hashlib,os,sys,time; h=hashlib.blake2b(b"x.example\ndefault",digest_size=16).hexdigest(); f=open(os.environ["HOME"]+"/run/tokenvault/record-"+h+".lock","a+"); fcntl.flock(f,fcntl.LOCK_EX); f.truncate(0); f.write(str(os.getpid())+"\n"); f.flush(); time.sleep(2.5)"#
+        let onPty = Paths.fixtures.appendingPathComponent("on_pty.py").path
+        let seen = s.shell("python3 -c '\(holder)' & holder=$!; sleep 0.5; python3 '\(onPty)' \"$TV\" delete x.example 2>&1; echo; echo holder=$holder; wait")
+        XCTAssertTrue(seen.stdout.contains("waiting for process "), seen.stdout)
+        let pid = seen.stdout.split(separator: "\n").first { $0.hasPrefix("holder=") }?.dropFirst("holder=".count) ?? "?"
+        XCTAssertTrue(seen.stdout.contains("waiting for process \(pid), which holds the record lock"), seen.stdout)
+        XCTAssertEqual(s.tv("set", "x.example", stdin: "t").status, 0)
+        let quiet = s.shell(#"python3 -c '\#(holder)' & sleep 0.5; "$TV" delete x.example; wait"#)
+        XCTAssertEqual(quiet.status, 0, quiet.stderr)
+        XCTAssertFalse(quiet.stderr.contains("waiting for process"), "nothing of it in a pipe: \(quiet.stderr)")
+    }
+
+    func testABrowserThatCannotStartIsSaidAtOnceAndTheWaitCountsDown() throws {
+        let s = try sandbox(extra: "authorize_url = \"\(base)/authorize\"")
+        let onPty = onTerminal(s, ["login", "q", "--timeout", "3"], env: ["BROWSER": "/nonexistent/browser"])
+        XCTAssertNotEqual(onPty.status, 0)
+        XCTAssertTrue(onPty.stdout.contains("the browser (/nonexistent/browser) failed (exit 127: not found): open the URL above yourself"), onPty.stdout)
+        XCTAssertTrue(onPty.stdout.contains("waiting for the browser login: 2 s left") || onPty.stdout.contains("waiting for the browser login: 1 s left"),
+                      onPty.stdout)
+        let piped = s.tv("login", "q", "--timeout", "2", env: ["BROWSER": "/nonexistent/browser"])
+        XCTAssertTrue(piped.stderr.contains("failed (exit 127: not found)"), piped.stderr)
+        XCTAssertFalse(piped.stderr.contains("s left"), "no counting down in a pipe: \(piped.stderr)")
     }
 }

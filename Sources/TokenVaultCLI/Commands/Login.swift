@@ -225,7 +225,10 @@ extension TokenVault {
                 throw TokenVaultError.temporary("a login to \(provider) for \(id) is already pending\(pid); finish it there, then try again")
             }
             Output.notice("a login to \(provider) for \(id) is already pending\(pid); waiting for it (Ctrl-C to stop)")
-            guard let held = try LoginLock.wait(vault, id, until: Date().timeIntervalSince1970 + Double(timeout)) else {
+            let bound = Double(timeout)
+            guard let held = try WaitLine.during({ "waiting for the other login\(pid): \(WaitLine.left(bound, $0)) (Ctrl-C to stop)" }, {
+                try LoginLock.wait(vault, id, until: Date().timeIntervalSince1970 + bound)
+            }) else {
                 throw TokenVaultError.temporary("the login to \(provider) for \(id) was still pending after \(timeout) s")
             }
             if let after = try vault.load(id), after != before {
@@ -276,20 +279,31 @@ enum Browser {
         return nil
     }
 
+    /// Starts the browser; one that cannot start, or exits with a failure
+    /// within its first half second, is reported at once (the URL is on the
+    /// terminal already), so nobody waits out the login's timeout for nothing.
     static func open(_ url: String, environment env: [String: String]) {
-        let argv: [String]
+        let command: String
         if let browser = env["BROWSER"], !browser.isEmpty {
-            // $BROWSER may carry arguments ("firefox --new-window"): the shell splits it.
-            argv = ["/bin/sh", "-c", "exec $BROWSER \"$1\"", "sh", url]
+            command = browser
         } else if let xdg = ["/usr/bin/xdg-open", "/usr/local/bin/xdg-open"].first(where: { (path: String) in access(path, X_OK) == 0 }) {
-            argv = [xdg, url]
+            command = xdg
         } else {
             Output.notice("no browser to open (set BROWSER, or install xdg-utils): open the URL above yourself")
             return
         }
-        // Not waited for: the browser lives on; the login waits for the redirect.
-        do { try Posix.spawn(argv, env: ChildEnvironment.scrubbed(env), capture: false, wait: false) } catch {
-            Output.warning("cannot start the browser: \(error.errorText)")
+        // $BROWSER may carry arguments ("firefox --new-window"): the shell splits it. The
+        // browser lives on in the background; the shell reports how it ended if that was
+        // within half a second, else 0.
+        let watch = #"$1 "$2" & b=$!; for i in 1 2 3 4 5; do kill -0 "$b" 2>/dev/null || { wait "$b"; exit $?; }; sleep 0.1; done; exit 0"#
+        do {
+            let (status, _) = try Posix.spawn(["/bin/sh", "-c", watch, "sh", command, url], env: ChildEnvironment.scrubbed(env),
+                                              capture: false, wait: true)
+            if status != 0 {
+                Output.warning("the browser (\(OutsideText.line(command, limit: 80))) failed (exit \(status)\(status == 127 ? ": not found" : "")): open the URL above yourself")
+            }
+        } catch {
+            Output.warning("cannot start the browser: \(error.errorText); open the URL above yourself")
         }
     }
 }

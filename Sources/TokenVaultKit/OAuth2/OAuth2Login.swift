@@ -52,12 +52,14 @@ public struct OAuth2Login {
         notify("open this URL to log in to \(provider.name):\n\n    \(url)\n")
         openBrowser(url)
         notify("waiting for the browser to come back to \(redirectURI) (up to \(Int(timeout)) s; Ctrl-C to stop)…")
-        let params = try listener.waitForRedirect(path: path, timeout: timeout, belongs: { $0["state"] == state }) { params in
+        let params = try WaitLine.during({ "waiting for the browser login: \(WaitLine.left(timeout, $0)) (Ctrl-C to stop)" }) {
+            try listener.waitForRedirect(path: path, timeout: timeout, belongs: { $0["state"] == state }) { params in
             let ok = params["error"] == nil && params["state"] == state
             return """
                 <!doctype html><meta charset="utf-8"><title>tokenvault</title>
                 <p>\(ok ? "You are logged in to \(Self.html(provider.name)). You may close this window." : "Login failed: \(Self.html(params["error"] ?? "unexpected answer")). You may close this window and see the terminal.")</p>
                 """
+            }
         }
         let code = try checkedCode(params, state: state)
         return try exchange(code: code, redirectURI: redirectURI, pkce: pkce, id: id)
@@ -132,10 +134,14 @@ public struct OAuth2Login {
         }
         show(drawn)
         notify("waiting for approval (up to \(Int(min(lifetime, timeout))) s; Ctrl-C to stop)…")
-        let deadline = Date().addingTimeInterval(min(lifetime, timeout))
+        let bound = min(lifetime, timeout)
+        let deadline = Date().addingTimeInterval(bound)
         let tokenHost = (try? ServiceKey(parsing: provider.tokenURL).description) ?? provider.tokenURL
+        let reminder = "enter \(OutsideText.line(userCode)) at \(shownURL)"
         while true {
-            sleep(interval)
+            WaitLine.during({ _ in "\(reminder): waiting for approval, \(max(0, Int(deadline.timeIntervalSinceNow))) s left (Ctrl-C to stop)" }) {
+                sleep(interval)
+            }
             guard Date() < deadline else {
                 throw TokenVaultError.loginRequired("the device code expired before it was approved; nothing was stored",
                                                     hint: "run: tokenvault login \(ShellWord.word(provider.name)) --device")

@@ -1,0 +1,46 @@
+import Dispatch
+import FoundationEssentials
+import Glibc
+
+/// A wait a person can see (README, "Exit status"): on a terminal (stderr a
+/// tty), a wait longer than a second says what it waits for on one line of
+/// stderr, updated every second and cleared when the wait ends. Nothing of it
+/// when stderr is not a terminal.
+public final class WaitLine: @unchecked Sendable {
+    /// Whether waits are shown: stderr is a terminal.
+    public static let enabled = isatty(2) == 1
+
+    private let describe: @Sendable (_ elapsed: Int) -> String
+    private let done = DispatchSemaphore(value: 0)
+    private let cleared = DispatchSemaphore(value: 0)
+
+    private init(_ describe: @escaping @Sendable (Int) -> String) { self.describe = describe }
+
+    /// Runs `body`; when it takes longer than a second, `describe(seconds
+    /// waited)` is shown until it returns.
+    public static func during<T>(_ describe: @escaping @Sendable (_ elapsed: Int) -> String, _ body: () throws -> T) rethrows -> T {
+        guard enabled else { return try body() }
+        let line = WaitLine(describe)
+        Posix.spawnThread { [line] in line.show() }
+        defer {
+            line.done.signal()
+            line.cleared.wait()
+        }
+        return try body()
+    }
+
+    private func show() {
+        var elapsed = 0
+        var shown = false
+        while done.wait(timeout: .now() + 1) == .timedOut {
+            elapsed += 1
+            Posix.write(2, "\r\u{1B}[K" + OutsideText.line("tokenvault: " + describe(elapsed), limit: 160))
+            shown = true
+        }
+        if shown { Posix.write(2, "\r\u{1B}[K") }
+        cleared.signal()
+    }
+
+    /// "N s left" of a wait bounded by `bound` seconds, after `elapsed`.
+    public static func left(_ bound: Double, _ elapsed: Int) -> String { "\(max(0, Int(bound) - elapsed)) s left" }
+}
