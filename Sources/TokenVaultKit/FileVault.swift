@@ -192,11 +192,9 @@ public final class FileVault: CredentialStore {
             unlocked = (key, header.salt, header.params)
             return key
         }
-        let secret = try passphrase.obtain(creating: false)
-        let key = try Sodium.deriveKey(passphrase: secret, salt: header.salt, ops: header.params.opsLimit, mem: header.params.memLimit)
-        guard VaultFormat.keyMatches(key, header: header) else {
-            throw TokenVaultError.permission("wrong passphrase for the vault \(path)",
-                                             hint: "check TOKENVAULT_PASSPHRASE_FILE, TOKENVAULT_PASSPHRASE_COMMAND or TOKENVAULT_PASSPHRASE")
+        let key = try passphrase.unlock("the vault \(path)") { secret -> SecureBytes? in
+            let key = try Sodium.deriveKey(passphrase: secret, salt: header.salt, ops: header.params.opsLimit, mem: header.params.memLimit)
+            return VaultFormat.keyMatches(key, header: header) ? key : nil
         }
         keyCache.store(name: cacheName(), key: key, ttl: keyTTL)
         unlocked = (key, header.salt, header.params)

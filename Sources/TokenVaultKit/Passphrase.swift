@@ -25,8 +25,8 @@ public struct PassphraseSource: Sendable {
             .contains { environment[$0] != nil }
     }
 
-    /// Gets the passphrase; `creating` asks twice on a terminal.
-    public func obtain(creating: Bool) throws -> SecureBytes {
+    /// A passphrase from the environment, a file or a command; nil when none is set.
+    private func fromEnvironment() throws -> SecureBytes? {
         if let path = environment["TOKENVAULT_PASSPHRASE_FILE"] {
             try TrustedFile.check(path, what: "the passphrase file")
             guard var bytes = FileManager.default.contents(atPath: path).map(Array.init) else {
@@ -41,19 +41,50 @@ public struct PassphraseSource: Sendable {
         if let value = environment["TOKENVAULT_PASSPHRASE"] {
             return try nonEmpty(Array(value.utf8)[...], source: "TOKENVAULT_PASSPHRASE")
         }
+        return nil
+    }
+
+    private func terminal() throws -> Terminal {
         guard let terminalPath, let tty = Terminal(path: terminalPath) else {
             throw TokenVaultError.permission("the vault is locked and there is no passphrase source and no terminal",
                                              hint: PassphraseSource.noSourceHint)
         }
-        let first = try nonEmpty(tty.readSecret(prompt: creating ? "New vault passphrase: " : "Vault passphrase: ")[...],
-                                 source: "the passphrase")
-        if creating {
+        return tty
+    }
+
+    /// The passphrase for a new vault. At a terminal it is typed twice; a
+    /// confirmation that does not match asks again (three rounds at most).
+    public func obtain(creating: Bool) throws -> SecureBytes {
+        if let given = try fromEnvironment() { return given }
+        let tty = try terminal()
+        guard creating else { return try nonEmpty(tty.readSecret(prompt: "Vault passphrase: ")[...], source: "the passphrase") }
+        for round in 1...3 {
+            let first = try nonEmpty(tty.readSecret(prompt: "New vault passphrase: ")[...], source: "the passphrase")
             let again = try tty.readSecret(prompt: "Repeat passphrase: ")
-            guard Sodium.equal(first.bytes, again) else {
-                throw TokenVaultError.permission("the passphrases do not match; nothing was stored")
-            }
+            if Sodium.equal(first.bytes, again) { return first }
+            if round < 3 { tty.say("the passphrases do not match; again\n") }
         }
-        return first
+        throw TokenVaultError.permission("the passphrases did not match three times; nothing was stored")
+    }
+
+    /// Opens something locked with the passphrase: `check` returns what the
+    /// passphrase opens, or nil when it is the wrong one. A passphrase from the
+    /// environment, a file or a command is tried once; at a terminal, a wrong
+    /// one may be typed again (three tries).
+    public func unlock<T>(_ what: String, check: (SecureBytes) throws -> T?) throws -> T {
+        if let given = try fromEnvironment() {
+            if let opened = try check(given) { return opened }
+            throw TokenVaultError.permission("wrong passphrase for \(what)",
+                                             hint: "check TOKENVAULT_PASSPHRASE_FILE, TOKENVAULT_PASSPHRASE_COMMAND or TOKENVAULT_PASSPHRASE")
+        }
+        let tty = try terminal()
+        for attempt in 1...3 {
+            let secret = try nonEmpty(tty.readSecret(prompt: "Vault passphrase: ")[...], source: "the passphrase")
+            if let opened = try check(secret) { return opened }
+            if attempt < 3 { tty.say("wrong passphrase; try again (\(3 - attempt) left)\n") }
+        }
+        throw TokenVaultError.permission("wrong passphrase for \(what) (three tries)",
+                                         hint: "it is the passphrase the vault was created with; nothing else opens it")
     }
 
     private func chompNewline(_ b: [UInt8]) -> ArraySlice<UInt8> {
@@ -83,6 +114,8 @@ public struct PassphraseSource: Sendable {
 /// The controlling terminal, for prompts with echo off; closed when released.
 final class Terminal {
     let fd: Int32
+    /// The terminal and its settings while a secret is read, for the Ctrl-C handler.
+    nonisolated(unsafe) static var interrupted: (Int32, termios)?
 
     init?(path: String) {
         let fd = open(path, O_RDWR | O_NOCTTY | O_CLOEXEC)
@@ -93,15 +126,35 @@ final class Terminal {
 
     deinit { close(fd) }
 
+    func say(_ text: String) {
+        _ = text.withCString { write(fd, $0, strlen($0)) }
+    }
+
+    /// One line typed with echo off. Ctrl-C meanwhile puts echo back, says in
+    /// one line that nothing was stored, and ends the process (130).
     func readSecret(prompt: String) throws -> [UInt8] {
-        _ = prompt.withCString { write(fd, $0, strlen($0)) }
+        say(prompt)
         var saved = termios()
         tcgetattr(fd, &saved)
         var quiet = saved
         quiet.c_lflag &= ~tcflag_t(ECHO)
         quiet.c_lflag |= tcflag_t(ECHONL)
+        Terminal.interrupted = (fd, saved)
+        let previous = signal(SIGINT) { _ in
+            if let (fd, saved) = Terminal.interrupted {
+                var t = saved
+                tcsetattr(fd, TCSANOW, &t)
+            }
+            let line = "\ntokenvault: interrupted; nothing was stored\n"
+            _ = line.withCString { write(2, $0, strlen($0)) }
+            _exit(130)
+        }
         tcsetattr(fd, TCSAFLUSH, &quiet)
-        defer { tcsetattr(fd, TCSAFLUSH, &saved) }
+        defer {
+            tcsetattr(fd, TCSAFLUSH, &saved)
+            signal(SIGINT, previous)
+            Terminal.interrupted = nil
+        }
         var line = [UInt8]()
         var byte: UInt8 = 0
         while read(fd, &byte, 1) == 1, byte != 0x0A {

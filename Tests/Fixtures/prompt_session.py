@@ -2,8 +2,8 @@
 """Drives tokenvault on a real pseudo-terminal (pexpect): the no-echo prompts.
 
 Usage: prompt_session.py TOKENVAULT HOME
-Prints one line per step: name, exit status, what it printed, and whether the
-typed secret was echoed.
+Prints one line per step: name, exit status, what it printed last, and whether
+a typed secret was echoed.
 """
 import os
 import sys
@@ -15,14 +15,20 @@ env = {"HOME": home, "PATH": "/usr/bin:/bin", "XDG_DATA_HOME": home + "/d", "TOK
        "TOKENVAULT_KDF_PROFILE": "interactive", "TOKENVAULT_KEY_TTL": "0", "LANG": "C.UTF-8"}
 
 
+INTERRUPT = object()  # Ctrl-C instead of an answer; None: only wait for the text
+
+
 def run(name, args, answers, data_home=None):
     e = dict(env, XDG_DATA_HOME=data_home) if data_home else env
     c = pexpect.spawn(tv, args, env=e, encoding="utf-8", timeout=30)
     typed = []
     for prompt, answer in answers:
         c.expect_exact(prompt)
-        c.sendline(answer)
-        typed.append(answer)
+        if answer is INTERRUPT:
+            c.sendintr()
+        elif answer is not None:
+            c.sendline(answer)
+            typed.append(answer)
     c.expect(pexpect.EOF)
     c.close()
     out = c.before.replace("\r", "").strip()
@@ -33,7 +39,14 @@ def run(name, args, answers, data_home=None):
 run("create", ["set", "api.x.com"], [("Token for api.x.com: ", "tok-from-tty"),
     ("New vault passphrase: ", "pass-one"), ("Repeat passphrase: ", "pass-one")])
 run("get", ["get", "api.x.com"], [("Vault passphrase: ", "pass-one")])
-run("wrong", ["get", "api.x.com"], [("Vault passphrase: ", "pass-two")])
+run("retry", ["get", "api.x.com"], [("Vault passphrase: ", "pass-two"), ("try again (2 left)", None), ("Vault passphrase: ", "pass-one")])
+run("wrong", ["get", "api.x.com"], [("Vault passphrase: ", "pass-two"), ("Vault passphrase: ", "pass-three"),
+    ("Vault passphrase: ", "pass-four")])
 run("mismatch", ["set", "api.y.com"], [("Token for api.y.com: ", "t"), ("New vault passphrase: ", "pass-aaa"),
-    ("Repeat passphrase: ", "pass-bbb")], data_home=home + "/e")
+    ("Repeat passphrase: ", "pass-bbb"), ("do not match; again", None), ("New vault passphrase: ", "pass-ccc"),
+    ("Repeat passphrase: ", "pass-ccc")], data_home=home + "/e")
 print("mismatch-vault-exists|" + str(os.path.exists(home + "/e/tokenvault/vault")))
+run("mismatch3", ["set", "api.z.com"], [("Token for api.z.com: ", "t")] +
+    [p for i in range(3) for p in (("New vault passphrase: ", "pass-aaa"), ("Repeat passphrase: ", "pass-bbb"))], data_home=home + "/f")
+print("mismatch3-vault-exists|" + str(os.path.exists(home + "/f/tokenvault/vault")))
+run("ctrl-c", ["get", "api.x.com"], [("Vault passphrase: ", INTERRUPT)])

@@ -213,13 +213,17 @@ final class FileVaultTests: XCTestCase {
         let r = runProcess("/usr/bin/python3", [script, Paths.binary, s.home], env: ["PATH": "/usr/bin:/bin"])
         XCTAssertEqual(r.status, 0, r.stderr)
         let lines = r.stdout.split(separator: "\n").map(String.init)
-        XCTAssertEqual(lines.count, 5, r.stdout + r.stderr)
-        guard lines.count == 5 else { return }
+        XCTAssertEqual(lines.count, 9, r.stdout + r.stderr)
+        guard lines.count == 9 else { return }
         XCTAssertTrue(lines[0].hasPrefix("create|0|tokenvault: stored api.x.com (default) in file|echoed=False"), lines[0])
         XCTAssertEqual(lines[1], "get|0|tok-from-tty|echoed=False")
-        XCTAssertTrue(lines[2].hasPrefix("wrong|77|"), lines[2])
-        XCTAssertTrue(lines[3].hasPrefix("mismatch|77|tokenvault: error: the passphrases do not match"), lines[3])
-        XCTAssertEqual(lines[4], "mismatch-vault-exists|False")
+        XCTAssertEqual(lines[2], "retry|0|tok-from-tty|echoed=False", "a wrong passphrase may be typed again")
+        XCTAssertTrue(lines[3].hasPrefix("wrong|77|hint: it is the passphrase the vault was created with"), lines[3])
+        XCTAssertTrue(lines[4].hasPrefix("mismatch|0|tokenvault: stored api.y.com (default) in file"), "a mismatch asks again: \(lines[4])")
+        XCTAssertEqual(lines[5], "mismatch-vault-exists|True")
+        XCTAssertTrue(lines[6].hasPrefix("mismatch3|77|tokenvault: error: the passphrases did not match three times; nothing was stored"), lines[6])
+        XCTAssertEqual(lines[7], "mismatch3-vault-exists|False")
+        XCTAssertEqual(lines[8], "ctrl-c|130|tokenvault: interrupted; nothing was stored|echoed=False")
     }
 
     func testAnotherLibsodiumBindingDecryptsTheVault() throws {

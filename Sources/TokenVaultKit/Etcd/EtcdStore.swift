@@ -398,11 +398,9 @@ public final class EtcdStore: SharedStore {
                 unlocked = Unlocked(key: cached.key, names: cached.names, kdfValue: kdf.value)
                 return cached.key
             }
-            let secret = try passphrase.obtain(creating: false)
-            let key = try Sodium.deriveKey(passphrase: secret, salt: record.salt, ops: record.params.opsLimit, mem: record.params.memLimit)
-            guard Sodium.equal(VaultFormat.keyCheck(key), record.check) else {
-                throw TokenVaultError.permission("wrong passphrase for the fleet vault in etcd (prefix \(settings.prefix))",
-                                                 hint: "check TOKENVAULT_PASSPHRASE_FILE, TOKENVAULT_PASSPHRASE_COMMAND or TOKENVAULT_PASSPHRASE")
+            let key = try passphrase.unlock("the fleet vault in etcd (prefix \(settings.prefix))") { secret -> SecureBytes? in
+                let key = try Sodium.deriveKey(passphrase: secret, salt: record.salt, ops: record.params.opsLimit, mem: record.params.memLimit)
+                return Sodium.equal(VaultFormat.keyCheck(key), record.check) ? key : nil
             }
             let u = Unlocked(key: key, names: namingKey(key), kdfValue: kdf.value)
             unlocked = u
