@@ -365,7 +365,7 @@ _tokenvault_refresh() {
 
 _tokenvault_revoke() {
     repeating_flags=()
-    non_repeating_flags=(--verbose --version -h --help)
+    non_repeating_flags=(--verbose --json --version -h --help)
     repeating_options=()
     non_repeating_options=(--account)
     __tokenvault_offer_flags_options 1
@@ -524,7 +524,7 @@ _tokenvault_migrate() {
 
 _tokenvault_lock() {
     repeating_flags=()
-    non_repeating_flags=(--all --version -h --help)
+    non_repeating_flags=(--all --json --version -h --help)
     repeating_options=()
     non_repeating_options=()
     __tokenvault_offer_flags_options 0

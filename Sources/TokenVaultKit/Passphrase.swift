@@ -1,6 +1,7 @@
 import Dispatch
 import FoundationEssentials
 import Glibc
+internal import CTokenVault
 
 /// Where the vault passphrase comes from, first found wins (SPEC §5):
 /// `TOKENVAULT_PASSPHRASE_FILE`, `TOKENVAULT_PASSPHRASE_COMMAND` (its stdout),
@@ -53,18 +54,44 @@ public struct PassphraseSource: Sendable {
     }
 
     /// The passphrase for a new vault. At a terminal it is typed twice; a
-    /// confirmation that does not match asks again (three rounds at most).
+    /// confirmation that does not match asks again, and one libpwquality
+    /// judges weak is shown with the reason and kept only when confirmed
+    /// (three rounds at most). From the environment, a file or a command it
+    /// is taken as it is, never judged.
     public func obtain(creating: Bool) throws -> SecureBytes {
         if let given = try fromEnvironment() { return given }
         let tty = try terminal()
         guard creating else { return try nonEmpty(tty.readSecret(prompt: "Vault passphrase: ")[...], source: "the passphrase") }
+        var failure = "no passphrase was chosen"
         for round in 1...3 {
             let first = try nonEmpty(tty.readSecret(prompt: "New vault passphrase: ")[...], source: "the passphrase")
+            if let weakness = Self.weakness(first) {
+                tty.say("weak passphrase: \(weakness)\n")
+                guard tty.readAnswer(prompt: "keep it anyway? [y/N] ").lowercased().hasPrefix("y") else {
+                    failure = "no strong enough passphrase was chosen three times"
+                    if round < 3 { tty.say("choose another one\n") }
+                    continue
+                }
+            }
             let again = try tty.readSecret(prompt: "Repeat passphrase: ")
             if Sodium.equal(first.bytes, again) { return first }
+            failure = "the passphrases did not match three times"
             if round < 3 { tty.say("the passphrases do not match; again\n") }
         }
-        throw TokenVaultError.permission("the passphrases did not match three times; nothing was stored")
+        throw TokenVaultError.permission("\(failure); nothing was stored")
+    }
+
+    /// Why libpwquality judges `secret` weak; nil when it does not, or when
+    /// libpwquality is not installed (a judge is help, not a requirement).
+    static func weakness(_ secret: SecureBytes) -> String? {
+        var bytes = secret.bytes + [0]
+        defer { Sodium.wipe(&bytes) }
+        var reason = [CChar](repeating: 0, count: 256)
+        let score = bytes.withUnsafeBufferPointer { b in
+            b.baseAddress!.withMemoryRebound(to: CChar.self, capacity: b.count) { tv_pwquality_check($0, &reason, reason.count) }
+        }
+        guard score == -1 else { return nil }
+        return OutsideText.line(String(cString: reason), limit: 160)
     }
 
     /// Opens something locked with the passphrase: `check` returns what the
@@ -128,6 +155,17 @@ final class Terminal {
 
     func say(_ text: String) {
         _ = text.withCString { write(fd, $0, strlen($0)) }
+    }
+
+    /// One line typed with echo on (a yes or no).
+    func readAnswer(prompt: String) -> String {
+        say(prompt)
+        var line = [UInt8]()
+        var byte: UInt8 = 0
+        while read(fd, &byte, 1) == 1, byte != 0x0A {
+            if line.count < 256 { line.append(byte) }
+        }
+        return String(decoding: line, as: UTF8.self).trimmedWhitespace()
     }
 
     /// One line typed with echo off. Ctrl-C meanwhile puts echo back, says in

@@ -333,6 +333,7 @@ final class FirstHourTests: QuirkProviderTestCase {
         XCTAssertEqual(try object(s.tv("refresh", "j.example", "--json"))["refreshed"] as? Bool, false)
         XCTAssertEqual(try object(s.tv("refresh", "local", "--json"))["refreshed"] as? Bool, true)
         XCTAssertEqual(try object(s.tv("delete", "j.example", "--json"))["deleted"] as? Bool, true)
+        XCTAssertNotNil(try object(s.tv("lock", "--json"))["forgotten"] as? Int)
         let doctor = s.tv("doctor", "--json")
         XCTAssertNotNil(try JSONSerialization.jsonObject(with: Data(doctor.stdout.utf8)) as? [String: Any])
     }

@@ -13,23 +13,31 @@ extension TokenVault {
         @Flag(help: "Forget the cached keys of every vault, not only the one in use.")
         var all = false
 
+        @Flag(help: "Print what was done as JSON: forgotten (the number of keys).")
+        var json = false
+
         func run() throws {
             let context = Context()
             if all {
                 let n = KernelKeyring().forgetAll()
-                Output.notice(n == 0 ? "no cached vault key" : "forgot \(n) cached vault key\(n == 1 ? "" : "s")")
+                Output.result(n == 0 ? "no cached vault key" : "forgot \(n) cached vault key\(n == 1 ? "" : "s")", json: json,
+                              ["forgotten": .integer(Int64(n))])
                 return
             }
             var backends = Backends(environment: context.environment, keyCache: KernelKeyring())
             backends.config = { try context.config }
             if try context.backendChoice == .etcd {
                 let etcd = try backends.etcdStore()
-                Output.notice(etcd.forgetCachedKey() ? "forgot the cached key of the fleet vault (prefix \(etcd.settings.prefix))"
-                                                     : "no cached key for the fleet vault (prefix \(etcd.settings.prefix))")
+                let forgot = etcd.forgetCachedKey()
+                Output.result(forgot ? "forgot the cached key of the fleet vault (prefix \(etcd.settings.prefix))"
+                                     : "no cached key for the fleet vault (prefix \(etcd.settings.prefix))", json: json,
+                              ["forgotten": .integer(forgot ? 1 : 0), "vault": .string("etcd " + etcd.settings.prefix)])
                 return
             }
             let vault = try backends.fileVault()
-            Output.notice(vault.forgetCachedKey() ? "forgot the cached key of \(vault.path)" : "no cached key for \(vault.path)")
+            let forgot = vault.forgetCachedKey()
+            Output.result(forgot ? "forgot the cached key of \(vault.path)" : "no cached key for \(vault.path)", json: json,
+                          ["forgotten": .integer(forgot ? 1 : 0), "vault": .string(vault.path)])
         }
     }
 }

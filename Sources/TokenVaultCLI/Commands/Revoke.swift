@@ -17,6 +17,9 @@ extension TokenVault {
 
         @OptionGroup var credential: CredentialOptions
 
+        @Flag(help: "Print what was done as JSON: service, account, provider, revoked.")
+        var json = false
+
         func run() throws {
             let context = Context()
             let id = try credential.id(in: context)
@@ -31,7 +34,9 @@ extension TokenVault {
             // Deleted only if it is still the record that was revoked (not a new login made meanwhile).
             try context.vault().delete(id, if: .computed(from: c))
             context.flushWarnings()
-            Output.notice("revoked \(id) at \(name) and deleted it locally")
+            Output.result("revoked \(id) at \(name) and deleted it locally", json: json, [
+                "service": .string(id.service.description), "account": .string(id.account), "provider": .string(name), "revoked": .bool(true),
+            ])
         }
     }
 }
