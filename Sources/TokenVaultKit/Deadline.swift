@@ -4,14 +4,28 @@ import Glibc
 
 /// Runs `body` on its own thread and gives up waiting after `seconds`:
 /// a D-Bus peer that never answers must not hang the command. An abandoned
-/// call is left to finish or die with the process.
-func withDeadline<T: Sendable>(_ seconds: Double, _ body: @escaping @Sendable () -> T) -> T? {
+/// call is left to finish or die with the process. With `waiting`, a wait
+/// over a second is shown on a terminal (`WaitLine`) by the waiting thread
+/// itself, in one-second slices: no thread more than the call's own.
+func withDeadline<T: Sendable>(_ seconds: Double, waiting describe: ((_ elapsed: Int) -> String)? = nil,
+                               _ body: @escaping @Sendable () -> T) -> T? {
     let box = DeadlineBox<T>()
     Posix.spawnThread(stackSize: 1 << 20) {
         box.value = body()
         box.done.signal()
     }
-    guard box.done.wait(timeout: .now() + seconds) == .success else { return nil }
+    guard let describe, WaitLine.enabled else {
+        guard box.done.wait(timeout: .now() + seconds) == .success else { return nil }
+        return box.value
+    }
+    let deadline = DispatchTime.now() + seconds
+    var elapsed = 0
+    defer { if elapsed > 0 { WaitLine.clear() } }
+    while box.done.wait(timeout: min(.now() + 1, deadline)) == .timedOut {
+        guard DispatchTime.now() < deadline else { return nil }
+        elapsed += 1
+        WaitLine.draw(describe(elapsed))
+    }
     return box.value
 }
 

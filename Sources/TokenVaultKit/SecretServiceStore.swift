@@ -85,8 +85,9 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
     private func call<T: Sendable>(_ what: String, _ body: @escaping @Sendable () -> Result<T, TokenVaultError>) throws -> T {
         let bus = ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"] ?? "the session bus"
         let bound = timeout
-        let answer = WaitLine.during({ "waiting for the Secret Service (\(bus)) to \(what): \(WaitLine.left(bound, $0)) of \(bound.shortText) s" }) {
-            withDeadline(timeout, { SecretServiceHeadStart.wait(); return body() })
+        let answer = withDeadline(timeout, waiting: { "waiting for the Secret Service (\(bus)) to \(what): \(WaitLine.left(bound, $0)) of \(bound.shortText) s" }) {
+            SecretServiceHeadStart.wait()
+            return body()
         }
         guard let result = answer else {
             throw TokenVaultError.backendUnavailable(

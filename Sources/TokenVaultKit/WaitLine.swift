@@ -31,15 +31,21 @@ public final class WaitLine: @unchecked Sendable {
 
     private func show() {
         var elapsed = 0
-        var shown = false
         while done.wait(timeout: .now() + 1) == .timedOut {
             elapsed += 1
-            Posix.write(2, "\r\u{1B}[K" + OutsideText.line("tokenvault: " + describe(elapsed), limit: 160))
-            shown = true
+            Self.draw(describe(elapsed))
         }
-        if shown { Posix.write(2, "\r\u{1B}[K") }
+        if elapsed > 0 { Self.clear() }
         cleared.signal()
     }
+
+    /// The wait's line, drawn over the one before.
+    static func draw(_ text: String) {
+        Posix.write(2, "\r\u{1B}[K" + OutsideText.line("tokenvault: " + text, limit: 160))
+    }
+
+    /// Clears the line once the wait is over.
+    static func clear() { Posix.write(2, "\r\u{1B}[K") }
 
     /// "N s left" of a wait bounded by `bound` seconds, after `elapsed`.
     public static func left(_ bound: Double, _ elapsed: Int) -> String { "\(max(0, Int(bound) - elapsed)) s left" }
