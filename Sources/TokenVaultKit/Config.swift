@@ -95,9 +95,13 @@ public struct Config: Sendable, Equatable {
         let bare = !name.isEmpty && name.unicodeScalars.allSatisfy {
             ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) || $0 == "-" || $0 == "_"
         }
-        if bare { return name }
+        return bare ? name : tomlString(name)
+    }
+
+    /// `s` as a TOML basic string: quoted, `"` and `\\` escaped, control characters as \\u escapes.
+    static func tomlString(_ s: String) -> String {
         var out = "\""
-        for c in name.unicodeScalars {
+        for c in s.unicodeScalars {
             switch c {
             case "\"": out += "\\\""
             case "\\": out += "\\\\"

@@ -271,11 +271,11 @@ public enum DiscoveredProviders {
         }
     }
 
-    /// A TOML basic string.
+    /// A TOML basic string; a value with a control character is refused, not escaped.
     private static func quoted(_ s: String) throws -> String {
         guard !s.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
             throw TokenVaultError.usage("\(ServiceKey.quoted(s)) contains a control character")
         }
-        return "\"" + s.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"") + "\""
+        return Config.tomlString(s)
     }
 }
