@@ -210,15 +210,7 @@ final class AdapterTests: XCTestCase {
     // MARK: kubectl
 
     func kubeconfig(_ s: Sandbox, apiVersion: String, interactive: String = "Never", service: String = "local") throws -> String {
-        let path = s.home + "/kubeconfig-" + apiVersion.split(separator: "/").last!
-        let yaml = """
-            apiVersion: v1
-            kind: Config
-            clusters:
-            - name: local
-              cluster:
-                server: https://127.0.0.1:\(Self.kubePort)
-                certificate-authority: \(Self.work)/kube/ca.pem
+        try kubeconfig(s, file: "kubeconfig-" + apiVersion.split(separator: "/").last!, user: "vault", users: """
             users:
             - name: vault
               user:
@@ -227,9 +219,25 @@ final class AdapterTests: XCTestCase {
                   command: \(Paths.binary)
                   args: [get, \(service), --format, kubectl]
                   interactiveMode: \(interactive)
-            contexts:
+
+            """)
+    }
+
+    /// A kubeconfig whose one context uses the test API endpoint as `user`,
+    /// with `users` (a YAML `users:` block, or nothing) between.
+    func kubeconfig(_ s: Sandbox, file: String, user: String, users: String) throws -> String {
+        let path = s.home + "/" + file
+        let yaml = """
+            apiVersion: v1
+            kind: Config
+            clusters:
             - name: local
-              context: {cluster: local, user: vault}
+              cluster:
+                server: https://127.0.0.1:\(Self.kubePort)
+                certificate-authority: \(Self.work)/kube/ca.pem
+            \(users)contexts:
+            - name: local
+              context: {cluster: local, user: \(user)}
             current-context: local
 
             """

@@ -51,20 +51,7 @@ extension AdapterTests {
     func testSetupKubectlWritesAnExecUserKubectlUses() throws {
         let s = try sandbox()
         try provider.storeExpired(in: s)
-        let config = s.home + "/kubeconfig"
-        try """
-            apiVersion: v1
-            kind: Config
-            clusters:
-            - name: local
-              cluster:
-                server: https://127.0.0.1:\(Self.kubePort)
-                certificate-authority: \(Self.work)/kube/ca.pem
-            contexts:
-            - name: local
-              context: {cluster: local, user: dev}
-            current-context: local
-            """.write(toFile: config, atomically: true, encoding: .utf8)
+        let config = try kubeconfig(s, file: "kubeconfig", user: "dev", users: "")
         let env = ["KUBECONFIG": config]
         let dry = s.tv("setup", "kubectl", "dev", "--service", "local", "--dry-run", env: env)
         XCTAssertTrue(dry.stdout.hasPrefix("kubectl config set-credentials dev --exec-api-version=client.authentication.k8s.io/v1"), dry.stdout)
