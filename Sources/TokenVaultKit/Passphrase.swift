@@ -141,8 +141,6 @@ public struct PassphraseSource: Sendable {
 /// The controlling terminal, for prompts with echo off; closed when released.
 final class Terminal {
     let fd: Int32
-    /// The terminal and its settings while a secret is read, for the Ctrl-C handler.
-    nonisolated(unsafe) static var interrupted: (Int32, termios)?
 
     init?(path: String) {
         let fd = open(path, O_RDWR | O_NOCTTY | O_CLOEXEC)
@@ -160,16 +158,14 @@ final class Terminal {
     /// One line typed with echo on (a yes or no).
     func readAnswer(prompt: String) -> String {
         say(prompt)
-        var line = [UInt8]()
-        var byte: UInt8 = 0
-        while read(fd, &byte, 1) == 1, byte != 0x0A {
-            if line.count < 256 { line.append(byte) }
-        }
+        var saved = termios()
+        tcgetattr(fd, &saved)
+        let line = Interruption.prompting(fd, saved) { readLine(limit: 256) }
         return String(decoding: line, as: UTF8.self).trimmedWhitespace()
     }
 
-    /// One line typed with echo off. Ctrl-C meanwhile puts echo back, says in
-    /// one line that nothing was stored, and ends the process (130).
+    /// One line typed with echo off. Ctrl-C meanwhile puts echo back and
+    /// ends the process (`Interruption`).
     func readSecret(prompt: String) throws -> [UInt8] {
         say(prompt)
         var saved = termios()
@@ -177,26 +173,19 @@ final class Terminal {
         var quiet = saved
         quiet.c_lflag &= ~tcflag_t(ECHO)
         quiet.c_lflag |= tcflag_t(ECHONL)
-        Terminal.interrupted = (fd, saved)
-        let previous = signal(SIGINT) { _ in
-            if let (fd, saved) = Terminal.interrupted {
-                var t = saved
-                tcsetattr(fd, TCSANOW, &t)
-            }
-            let line = "\ntokenvault: interrupted; nothing was stored\n"
-            _ = line.withCString { write(2, $0, strlen($0)) }
-            _exit(130)
+        return Interruption.prompting(fd, saved) {
+            tcsetattr(fd, TCSAFLUSH, &quiet)
+            defer { tcsetattr(fd, TCSAFLUSH, &saved) }
+            return readLine(limit: 4096)
         }
-        tcsetattr(fd, TCSAFLUSH, &quiet)
-        defer {
-            tcsetattr(fd, TCSAFLUSH, &saved)
-            signal(SIGINT, previous)
-            Terminal.interrupted = nil
-        }
+    }
+
+    /// One line from the terminal, without its end, at most `limit` bytes kept.
+    private func readLine(limit: Int) -> [UInt8] {
         var line = [UInt8]()
         var byte: UInt8 = 0
         while read(fd, &byte, 1) == 1, byte != 0x0A {
-            if line.count < 4096 { line.append(byte) }
+            if line.count < limit { line.append(byte) }
         }
         if line.last == 0x0D { line.removeLast() }
         return line

@@ -54,7 +54,8 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
         if let missing = missingBus(environment: env) {
             return Status(available: false, detail: missing, sessionBusConfigured: false)
         }
-        let answer = withDeadline(timeout) { () -> Status in
+        let bus = shownBus(env)
+        let answer = withDeadline(timeout, waiting: { "waiting for the Secret Service: \(WaitLine.left(timeout, $0)) of \(timeout.shortText) s (bus \(bus))" }) { () -> Status in
             var message: UnsafeMutablePointer<CChar>?
             guard tv_service_open(&message) != 0 else {
                 return Status(available: false, detail: describe(takeMessage(&message)))
@@ -72,6 +73,16 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
         return answer ?? Status(available: false, detail: "the session bus did not answer within \(timeout.shortText) s")
     }
 
+    /// The session bus as a wait line names it: its first address without the
+    /// guid and other parameters ("unix:path=/run/user/1000/bus").
+    static func shownBus(_ env: [String: String]) -> String {
+        guard let address = env["DBUS_SESSION_BUS_ADDRESS"], !address.isEmpty else {
+            return (env["XDG_RUNTIME_DIR"] ?? "/run/user/\(getuid())") + "/bus"
+        }
+        let first = address.split(separator: ";").first.map(String.init) ?? address
+        return first.split(separator: ",").first.map(String.init) ?? first
+    }
+
     private static func describe(_ glibMessage: String) -> String {
         if tv_secret_library_available() == 0 {
             return "libsecret cannot be loaded (\(glibMessage)); install it (Debian: apt-get install libsecret-1-0)"
@@ -83,9 +94,9 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
     }
 
     private func call<T: Sendable>(_ what: String, _ body: @escaping @Sendable () -> Result<T, TokenVaultError>) throws -> T {
-        let bus = ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"] ?? "the session bus"
+        let bus = Self.shownBus(ProcessInfo.processInfo.environment)
         let bound = timeout
-        let answer = withDeadline(timeout, waiting: { "waiting for the Secret Service (\(bus)) to \(what): \(WaitLine.left(bound, $0)) of \(bound.shortText) s" }) {
+        let answer = withDeadline(timeout, waiting: { "waiting for the Secret Service: \(WaitLine.left(bound, $0)) of \(bound.shortText) s to \(what) (bus \(bus))" }) {
             SecretServiceHeadStart.wait()
             return body()
         }

@@ -46,6 +46,7 @@ public enum TokenVaultError: Error, Equatable, LocalizedError, Sendable {
         (76, "provider refused: invalid_client, unauthorized_client, invalid_scope, invalid_request, unsupported_grant_type"),
         (77, "no permission: vault locked and no passphrase source, wrong passphrase, unsafe file permissions"),
         (78, "configuration error: unknown provider, missing client id, invalid config file"),
+        (130, "interrupted (Ctrl-C): one line says what was and was not stored"),
     ]
 
     /// The exit code documented in SPEC §4 and the man page.

@@ -39,9 +39,12 @@ public final class WaitLine: @unchecked Sendable {
         cleared.signal()
     }
 
-    /// The wait's line, drawn over the one before.
+    /// The wait's line, drawn over the one before; cut to the terminal's
+    /// width, since a line that wraps cannot be drawn over.
     static func draw(_ text: String) {
-        Posix.write(2, "\r\u{1B}[K" + OutsideText.line("tokenvault: " + text, limit: 160))
+        var size = winsize()
+        let columns = ioctl(2, UInt(TIOCGWINSZ), &size) == 0 && size.ws_col > 1 ? Int(size.ws_col) : 80
+        Posix.write(2, "\r\u{1B}[K" + OutsideText.line("tokenvault: " + text, limit: min(160, columns - 2)))
     }
 
     /// Clears the line once the wait is over.

@@ -276,23 +276,17 @@ final class FirstHourTests: QuirkProviderTestCase {
     // MARK: Terminal manners
 
     /// `tokenvault ARGS` on a pseudo-terminal of `columns`; what it wrote (stdout and stderr together).
-    func onTerminal(_ s: Sandbox, _ args: [String], columns: Int = 200, env extra: [String: String] = [:]) -> Run {
-        var env = s.env.merging(extra) { $1 }
-        env["PTY_COLUMNS"] = String(columns)
-        return runProcess("/usr/bin/python3", [Paths.fixtures.appendingPathComponent("on_pty.py").path, Paths.binary] + args, env: env, limit: 60)
-    }
-
     func testStatesAreColouredOnATerminalOnly() throws {
         let s = Sandbox()
         XCTAssertEqual(s.tv("set", "valid.example", stdin: "static").status, 0)
         XCTAssertEqual(s.tv("set", "gone.example", stdin: #"{"access_token":"a","expires_at":1}"#).status, 0)
-        let coloured = onTerminal(s, ["list"])
+        let coloured = s.onTerminal(["list"])
         XCTAssertEqual(coloured.status, 0, coloured.stdout)
         XCTAssertTrue(coloured.stdout.contains("\u{1B}[32mvalid"), coloured.stdout.debugDescription)
         XCTAssertTrue(coloured.stdout.contains("\u{1B}[31mlogin required"), coloured.stdout.debugDescription)
-        XCTAssertTrue(onTerminal(s, ["status", "gone.example"]).stdout.contains("\u{1B}[31mlogin required"))
-        for (what, run) in [("a pipe", s.tv("list")), ("NO_COLOR", onTerminal(s, ["list"], env: ["NO_COLOR": "1"])),
-                            ("TERM=dumb", onTerminal(s, ["list"], env: ["TERM": "dumb"])), ("--color never", onTerminal(s, ["list", "--color", "never"]))] {
+        XCTAssertTrue(s.onTerminal(["status", "gone.example"]).stdout.contains("\u{1B}[31mlogin required"))
+        for (what, run) in [("a pipe", s.tv("list")), ("NO_COLOR", s.onTerminal(["list"], env: ["NO_COLOR": "1"])),
+                            ("TERM=dumb", s.onTerminal(["list"], env: ["TERM": "dumb"])), ("--color never", s.onTerminal(["list", "--color", "never"]))] {
             XCTAssertFalse(run.stdout.contains("\u{1B}["), "\(what): \(run.stdout.debugDescription)")
             XCTAssertTrue(run.stdout.contains("login required"), what)
         }
@@ -300,20 +294,20 @@ final class FirstHourTests: QuirkProviderTestCase {
         let bad = s.tv("list", "--color", "blu")
         XCTAssertEqual(bad.status, 64)
         XCTAssertTrue(bad.stderr.contains("one of: auto, always, never"), bad.stderr)
-        XCTAssertTrue(onTerminal(s, ["doctor"]).stdout.contains("\u{1B}[32m✓"), "doctor's marks")
+        XCTAssertTrue(s.onTerminal(["doctor"]).stdout.contains("\u{1B}[32m✓"), "doctor's marks")
     }
 
     func testTablesFitTheTerminalAndJSONIsIndentedOnIt() throws {
         let s = Sandbox()
         XCTAssertEqual(s.tv("set", "api.example.com", stdin: #"{"access_token":"a","refresh_token":"r","expires_in":3600}"#).status, 0)
-        let wide = onTerminal(s, ["list"])
+        let wide = s.onTerminal(["list"])
         XCTAssertTrue(wide.stdout.contains("BACKEND") && wide.stdout.contains("RT EXPIRES"), wide.stdout)
-        let narrow = onTerminal(s, ["list", "--color", "never"], columns: 60)
+        let narrow = s.onTerminal(["list", "--color", "never"], columns: 60)
         let lines = narrow.stdout.split(separator: "\n")
         XCTAssertFalse(narrow.stdout.contains("BACKEND"), narrow.stdout)
         XCTAssertTrue(narrow.stdout.contains("SERVICE") && narrow.stdout.contains("STATE"), narrow.stdout)
         for line in lines { XCTAssertLessThanOrEqual(line.count, 60, String(line)) }
-        XCTAssertTrue(onTerminal(s, ["list", "--json"]).stdout.contains("[\n  {\n    \""), "indented on a terminal")
+        XCTAssertTrue(s.onTerminal(["list", "--json"]).stdout.contains("[\n  {\n    \""), "indented on a terminal")
         XCTAssertTrue(s.tv("list", "--json").stdout.hasPrefix("[{\""), "compact in a pipe")
     }
 
@@ -357,7 +351,7 @@ final class FirstHourTests: QuirkProviderTestCase {
 
     func testABrowserThatCannotStartIsSaidAtOnceAndTheWaitCountsDown() throws {
         let s = try sandbox(extra: "authorize_url = \"\(base)/authorize\"")
-        let onPty = onTerminal(s, ["login", "q", "--timeout", "3"], env: ["BROWSER": "/nonexistent/browser"])
+        let onPty = s.onTerminal(["login", "q", "--timeout", "3"], env: ["BROWSER": "/nonexistent/browser"])
         XCTAssertNotEqual(onPty.status, 0)
         XCTAssertTrue(onPty.stdout.contains("the browser (/nonexistent/browser) failed (exit 127: not found): open the URL above yourself"), onPty.stdout)
         XCTAssertTrue(onPty.stdout.contains("waiting for the browser login: 2 s left") || onPty.stdout.contains("waiting for the browser login: 1 s left"),

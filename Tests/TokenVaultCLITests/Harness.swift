@@ -151,6 +151,16 @@ final class Sandbox: @unchecked Sendable {
         return runProcess(Paths.binary, args, stdin: stdin, env: e, limit: limit)
     }
 
+    /// Runs `tokenvault ARGS` on a pseudo-terminal `columns` wide (on_pty.py);
+    /// its stdout is everything the terminal showed. With `interruptAfter`,
+    /// Ctrl-C is typed once that text has been shown.
+    func onTerminal(_ args: [String], columns: Int = 200, interruptAfter: String? = nil, env extra: [String: String] = [:]) -> Run {
+        var e = env.merging(extra) { $1 }
+        e["PTY_COLUMNS"] = String(columns)
+        e["PTY_INTERRUPT_AFTER"] = interruptAfter
+        return runProcess("/usr/bin/python3", [Paths.fixtures.appendingPathComponent("on_pty.py").path, Paths.binary] + args, env: e, limit: 90)
+    }
+
     /// Marks the stored credential of `service` expired, its tokens and
     /// provider kept; returns its access token.
     @discardableResult

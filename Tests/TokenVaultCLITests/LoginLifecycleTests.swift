@@ -108,6 +108,46 @@ final class LoginLifecycleTests: XCTestCase {
         }
     }
 
+    // MARK: Ctrl-C says what was and was not stored
+
+    func testCtrlCDuringALoginSaysWhatWasAndWasNotStored() throws {
+        let s = try sandbox()
+        XCTAssertEqual(s.tv("login", "local", limit: 60).status, 0)
+        let before = s.tv("get", "local").out
+        // During the browser wait, with a credential already stored.
+        let browser = s.onTerminal(["login", "local", "--timeout", "60"], interruptAfter: "waiting for the browser login: ",
+                                   env: ["BROWSER_MODE": "ignore"])
+        XCTAssertEqual(browser.status, 130, browser.stdout)
+        XCTAssertTrue(browser.stdout.hasSuffix("s left (Ctrl-C to stop)^C\u{1B}[Ktokenvault: interrupted; nothing was stored: the login to local did not finish, and the credential stored under 127.0.0.1:\(provider.port) (default) is unchanged\n"),
+                      "the wait line is cleared and one line says it: \(browser.stdout.debugDescription)")
+        XCTAssertEqual(s.tv("get", "local").out, before)
+        // During device-flow polling, with nothing stored: the wait line repeats the code and counts down.
+        let fresh = try sandbox()
+        let device = fresh.onTerminal(["login", "local", "--device", "--no-qr", "--timeout", "60"], interruptAfter: "(Ctrl-C to stop)")
+        XCTAssertEqual(device.status, 130, device.stdout)
+        let code = try XCTUnwrap(device.stdout.range(of: #"enter the code: (\S+)"#, options: .regularExpression).map { String(device.stdout[$0].split(separator: " ").last!) })
+        XCTAssertTrue(device.stdout.range(of: "tokenvault: waiting for approval: [0-9]+ s left; enter \(code) at \(provider.base)/device \\(Ctrl-C to stop\\)",
+                                              options: .regularExpression) != nil, device.stdout)
+        XCTAssertTrue(device.stdout.hasSuffix("tokenvault: interrupted; nothing was stored: the login to local did not finish, and 127.0.0.1:\(provider.port) (default) still has no credential\n"),
+                      device.stdout)
+        XCTAssertEqual(fresh.tv("get", "local").status, 3)
+        // Without a terminal the line is the same, and nothing is drawn.
+        try FileManager.default.removeItem(atPath: s.home + "/browser.log")
+        let piped = runProcess("/bin/bash", ["-c", """
+            set -m
+            BROWSER_MODE=ignore "$TV" login local --timeout 60 2>"$HOME/err" &
+            pid=$!
+            while [ ! -s "$BROWSER_LOG" ]; do sleep 0.05; done
+            kill -INT $pid; wait $pid
+            echo "status=$?"
+            """], env: s.env.merging(["TV": Paths.binary]) { $1 }, limit: 60)
+        XCTAssertTrue(piped.stdout.contains("status=130"), piped.stdout + piped.stderr)
+        let err = try String(contentsOfFile: s.home + "/err", encoding: .utf8)
+        XCTAssertTrue(err.hasSuffix("\ntokenvault: interrupted; nothing was stored: the login to local did not finish, and the credential stored under 127.0.0.1:\(provider.port) (default) is unchanged\n"), err)
+        XCTAssertFalse(err.contains("\u{1B}"), err)
+        XCTAssertEqual(s.tv("get", "local").out, before)
+    }
+
     // MARK: The flow that can work here
 
     func testOverSSHWithoutADisplayTheDeviceFlowIsChosenAndSaidSo() throws {

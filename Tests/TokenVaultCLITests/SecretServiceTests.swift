@@ -110,6 +110,36 @@ final class SecretServiceTests: XCTestCase {
         let json = s.tv("backend", "--json", env: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent/bus"])
         XCTAssertTrue(json.stdout.contains(#""in_use":"file""#), json.stdout)
     }
+
+    func testAKeyringThatDoesNotAnswerIsWaitedForVisiblyOnATerminalOnly() throws {
+        let s = sandbox("secret-service")
+        XCTAssertEqual(s.tv("set", "api.x.com", stdin: "tok\n").status, 0)
+        let bus = String(keyring.address.prefix { $0 != "," })
+        // The real gnome-keyring, stopped: the bus is up, the Secret Service does not answer.
+        let owner = runProcess("/usr/bin/dbus-send", ["--session", "--print-reply", "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                                      "org.freedesktop.DBus.GetConnectionUnixProcessID", "string:org.freedesktop.secrets"],
+                               env: keyring.env.merging(["PATH": "/usr/bin:/bin"]) { $1 })
+        let pid = try XCTUnwrap(owner.stdout.split(separator: " ").last.flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }, owner.stderr)
+        XCTAssertEqual(kill(pid, SIGSTOP), 0)
+        defer { kill(pid, SIGCONT) }
+        let env = ["TOKENVAULT_DBUS_TIMEOUT": "3"]
+        let seen = s.onTerminal(["get", "api.x.com"], env: env)
+        XCTAssertEqual(seen.status, 69, seen.stdout)
+        XCTAssertTrue(seen.stdout.contains("\u{1B}[Ktokenvault: waiting for the Secret Service: 2 s left of 3 s to look up api.x.com (default) (bus \(bus))"),
+                      seen.stdout)
+        XCTAssertTrue(seen.stdout.contains("\u{1B}[Ktokenvault: waiting for the Secret Service: 1 s left of 3 s"), seen.stdout)
+        XCTAssertTrue(seen.stdout.contains("\u{1B}[Ktokenvault: error: the Secret Service did not answer within 3 s"), "the line is cleared first: \(seen.stdout)")
+        // A narrow terminal gets the line cut to fit, the time left kept.
+        let doctor = s.onTerminal(["doctor", "--color", "never"], columns: 64, env: env)
+        let drawn = doctor.stdout.components(separatedBy: "\u{1B}[K").filter { $0.hasPrefix("tokenvault: waiting for") }
+        XCTAssertTrue(drawn.contains { $0.hasPrefix("tokenvault: waiting for the Secret Service: 2 s left of 3 s") && $0.hasSuffix("…") }, doctor.stdout)
+        XCTAssertTrue(drawn.allSatisfy { $0.count < 64 }, doctor.stdout)
+        let piped = s.tv("get", "api.x.com", env: env)
+        XCTAssertEqual(piped.status, 69)
+        XCTAssertFalse(piped.stderr.contains("waiting for") || piped.stderr.contains("\u{1B}"), "nothing of it in a pipe: \(piped.stderr)")
+        kill(pid, SIGCONT)
+        XCTAssertEqual(s.tv("get", "api.x.com", env: env).out, "tok")
+    }
 }
 
 /// D-Bus that is missing or silent must not hang anything.

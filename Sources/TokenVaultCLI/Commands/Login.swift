@@ -109,7 +109,7 @@ extension TokenVault {
             let p = try context.oauth2Provider(providerName)
             let id = CredentialID(service: p.service, account: account)
             let flow = chooseFlow(grant: p.grant, hasDevice: p.deviceAuthorizationURL != nil, environment: context.environment)
-            try checkOwner(id, provider: p.name, context: context)
+            sayNothingStored(id, provider: p.name, before: try checkOwner(id, provider: p.name, context: context))
             // Client credentials involve nobody: no login lock.
             var held: LoginLock?
             if flow != .clientCredentials {
@@ -136,11 +136,14 @@ extension TokenVault {
                 }
             }
             credential = login.withUserInfo(credential)
-            if let issuer, let clientID {
-                // Kept once the login worked, so `providers`, `get NAME` and refresh find it.
-                try DiscoveredProviders.add(name: providerName, issuer: issuer, clientID: clientID, environment: context.environment)
+            try Interruption.holding {
+                if let issuer, let clientID {
+                    // Kept once the login worked, so `providers`, `get NAME` and refresh find it.
+                    try DiscoveredProviders.add(name: providerName, issuer: issuer, clientID: clientID, environment: context.environment)
+                    Interruption.say("the provider \(providerName) was kept in providers.toml, but no credential was stored under \(id)")
+                }
+                try store(credential, provider: p.name, context: context)
             }
-            try context.vault().write(credential)
             context.flushWarnings()
             announce(credential, provider: p.name)
         }
@@ -206,10 +209,28 @@ extension TokenVault {
 
         /// One owner per service: a credential another provider stored under
         /// `id` is not replaced without --force (64, before anyone is asked).
-        func checkOwner(_ id: CredentialID, provider: String, context: Context) throws {
-            guard !force else { return }
-            if let conflict = try context.vault().load(id)?.ownerConflict(with: provider, command: "login \(ShellWord.word(provider))") {
+        /// Returns what is stored under `id` now.
+        func checkOwner(_ id: CredentialID, provider: String, context: Context) throws -> Credential? {
+            let stored = try context.vault().load(id)
+            if !force, let conflict = stored?.ownerConflict(with: provider, command: "login \(ShellWord.word(provider))") {
                 throw conflict
+            }
+            return stored
+        }
+
+        /// Ctrl-C from here until the store says that nothing was stored, and
+        /// what `id` holds meanwhile (docs/security.md, "Interrupted").
+        func sayNothingStored(_ id: CredentialID, provider: String, before: Credential?) {
+            let kept = before == nil ? "\(id) still has no credential" : "the credential stored under \(id) is unchanged"
+            Interruption.say("nothing was stored: the login to \(provider) did not finish, and \(kept)")
+        }
+
+        /// Writes the new credential with Ctrl-C held back, so what Ctrl-C
+        /// says afterwards is known: it is stored.
+        func store(_ credential: Credential, provider: String, context: Context) throws {
+            try Interruption.holding {
+                try context.vault().write(credential)
+                Interruption.say("the login to \(provider) had finished: its credential is stored under \(credential.id)")
             }
         }
 
@@ -225,6 +246,7 @@ extension TokenVault {
                 throw TokenVaultError.temporary("a login to \(provider) for \(id) is already pending\(pid); finish it there, then try again")
             }
             Output.notice("a login to \(provider) for \(id) is already pending\(pid); waiting for it (Ctrl-C to stop)")
+            Interruption.say("this command stored nothing; the other login\(pid) goes on")
             let bound = Double(timeout)
             guard let held = try WaitLine.during({ "waiting for the other login\(pid): \(WaitLine.left(bound, $0)) (Ctrl-C to stop)" }, {
                 try LoginLock.wait(vault, id, until: Date().timeIntervalSince1970 + bound)
@@ -254,13 +276,13 @@ extension TokenVault {
                 Output.notice("no browser can open here (\(why)): type the PIN the provider shows instead (--browser opens one anyway)")
                 pin = true
             }
-            try checkOwner(id, provider: p.name, context: context)
+            sayNothingStored(id, provider: p.name, before: try checkOwner(id, provider: p.name, context: context))
             guard let held = try pendingLogin(id, provider: p.name, context: context) else { return }
             defer { held.release() }
             let credential = pin
                 ? try login.pin(id: id) { Swift.readLine() }
                 : try login.loopback(id: id, port: port, timeout: Double(timeout)) { Browser.open($0, environment: context.environment) }
-            try context.vault().write(credential)
+            try store(credential, provider: p.name, context: context)
             context.flushWarnings()
             announce(credential, provider: p.name)
         }

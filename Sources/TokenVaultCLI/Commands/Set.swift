@@ -68,12 +68,14 @@ enum StandardInput {
             let saved = t
             t.c_lflag &= ~tcflag_t(ECHO)
             Posix.write(2, prompt)
-            tcsetattr(0, TCSAFLUSH, &t)
-            defer {
-                tcsetattr(0, TCSAFLUSH, [saved])
-                Posix.write(2, "\n")
+            return Interruption.prompting(0, saved) {
+                tcsetattr(0, TCSAFLUSH, &t)
+                defer {
+                    tcsetattr(0, TCSAFLUSH, [saved])
+                    Posix.write(2, "\n")
+                }
+                return Data((Swift.readLine() ?? "").utf8)
             }
-            return Data((Swift.readLine() ?? "").utf8)
         }
         return Data(bytes(limit: maxTokenInputBytes))
     }

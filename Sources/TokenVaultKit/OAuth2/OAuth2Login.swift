@@ -138,30 +138,31 @@ public struct OAuth2Login {
         let deadline = Date().addingTimeInterval(bound)
         let tokenHost = (try? ServiceKey(parsing: provider.tokenURL).description) ?? provider.tokenURL
         let reminder = "enter \(OutsideText.line(userCode)) at \(shownURL)"
-        while true {
-            WaitLine.during({ _ in "\(reminder): waiting for approval, \(max(0, Int(deadline.timeIntervalSinceNow))) s left (Ctrl-C to stop)" }) {
+        // One line for the whole polling, so a 1 s interval shows it too.
+        return try WaitLine.during({ _ in "waiting for approval: \(max(0, Int(deadline.timeIntervalSinceNow))) s left; \(reminder) (Ctrl-C to stop)" }) {
+            while true {
                 sleep(interval)
-            }
-            guard Date() < deadline else {
-                throw TokenVaultError.loginRequired("the device code expired before it was approved; nothing was stored",
-                                                    hint: "run: tokenvault login \(ShellWord.word(provider.name)) --device")
-            }
-            let poll = [("grant_type", "urn:ietf:params:oauth:grant-type:device_code"), ("device_code", deviceCode)]
-            let response = try transport.send(.form(provider.tokenURL, poll + client.fields, headers: client.headers))
-            if let fields = TokenResponse.fields(response.body), let code = fields["error"]?.string {
-                switch code {
-                case "authorization_pending": continue
-                case "slow_down":
-                    interval += 5
-                    continue
-                default:
-                    throw TokenResponse.error(code: code, description: fields["error_description"]?.text, provider: provider.name,
-                                              sentSecrets: [deviceCode] + (client.secret.map { [$0] } ?? []))
+                guard Date() < deadline else {
+                    throw TokenVaultError.loginRequired("the device code expired before it was approved; nothing was stored",
+                                                        hint: "run: tokenvault login \(ShellWord.word(provider.name)) --device")
                 }
+                let poll = [("grant_type", "urn:ietf:params:oauth:grant-type:device_code"), ("device_code", deviceCode)]
+                let response = try transport.send(.form(provider.tokenURL, poll + client.fields, headers: client.headers))
+                if let fields = TokenResponse.fields(response.body), let code = fields["error"]?.string {
+                    switch code {
+                    case "authorization_pending": continue
+                    case "slow_down":
+                        interval += 5
+                        continue
+                    default:
+                        throw TokenResponse.error(code: code, description: fields["error_description"]?.text, provider: provider.name,
+                                                  sentSecrets: [deviceCode] + (client.secret.map { [$0] } ?? []))
+                    }
+                }
+                let c = try TokenResponse.credential(from: response, id: id, provider: provider.name, host: tokenHost, now: clock.now,
+                                                     sentSecrets: [deviceCode] + (client.secret.map { [$0] } ?? []))
+                return provider.issued(c, previous: nil, now: clock.now)
             }
-            let c = try TokenResponse.credential(from: response, id: id, provider: provider.name, host: tokenHost, now: clock.now,
-                                                 sentSecrets: [deviceCode] + (client.secret.map { [$0] } ?? []))
-            return provider.issued(c, previous: nil, now: clock.now)
         }
     }
 
