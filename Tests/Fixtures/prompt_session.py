@@ -50,6 +50,7 @@ run("mismatch3", ["set", "api.z.com"], [("Token for api.z.com: ", "t")] +
     [p for i in range(3) for p in (("New vault passphrase: ", "pass-aaa"), ("Repeat passphrase: ", "pass-bbb"))], data_home=home + "/f")
 print("mismatch3-vault-exists|" + str(os.path.exists(home + "/f/tokenvault/vault")))
 run("ctrl-c", ["get", "api.x.com"], [("Vault passphrase: ", INTERRUPT)])
+run("ctrl-c-token", ["set", "api.v.com"], [("Token for api.v.com: ", INTERRUPT)])
 run("weak-declined", ["set", "api.w.com"], [("Token for api.w.com: ", "t"), ("New vault passphrase: ", "abc"),
     ("weak passphrase: ", None), ("keep it anyway? [y/N] ", "n"), ("choose another one", None),
     ("New vault passphrase: ", "river-lantern-97-quartz"), ("Repeat passphrase: ", "river-lantern-97-quartz")], data_home=home + "/g")

@@ -213,8 +213,8 @@ final class FileVaultTests: XCTestCase {
         let r = runProcess("/usr/bin/python3", [script, Paths.binary, s.home], env: ["PATH": "/usr/bin:/bin"])
         XCTAssertEqual(r.status, 0, r.stderr)
         let lines = r.stdout.split(separator: "\n").map(String.init)
-        XCTAssertEqual(lines.count, 11, r.stdout + r.stderr)
-        guard lines.count == 11 else { return }
+        XCTAssertEqual(lines.count, 12, r.stdout + r.stderr)
+        guard lines.count == 12 else { return }
         XCTAssertTrue(lines[0].hasPrefix("create|0|tokenvault: stored api.x.com (default) in file|echoed=False"), lines[0])
         XCTAssertEqual(lines[1], "get|0|tok-from-tty|echoed=False")
         XCTAssertEqual(lines[2], "retry|0|tok-from-tty|echoed=False", "a wrong passphrase may be typed again")
@@ -224,9 +224,10 @@ final class FileVaultTests: XCTestCase {
         XCTAssertTrue(lines[6].hasPrefix("mismatch3|77|tokenvault: error: the passphrases did not match three times; nothing was stored"), lines[6])
         XCTAssertEqual(lines[7], "mismatch3-vault-exists|False")
         XCTAssertEqual(lines[8], "ctrl-c|130|tokenvault: interrupted; nothing was stored|echoed=False")
+        XCTAssertEqual(lines[9], "ctrl-c-token|130|tokenvault: interrupted; nothing was stored|echoed=False")
         // libpwquality judges a passphrase typed at the prompt: a weak one is kept only when confirmed.
-        XCTAssertTrue(lines[9].hasPrefix("weak-declined|0|tokenvault: stored api.w.com (default) in file"), lines[9])
-        XCTAssertTrue(lines[10].hasPrefix("weak-kept|0|tokenvault: stored api.w.com (default) in file"), lines[10])
+        XCTAssertTrue(lines[10].hasPrefix("weak-declined|0|tokenvault: stored api.w.com (default) in file"), lines[10])
+        XCTAssertTrue(lines[11].hasPrefix("weak-kept|0|tokenvault: stored api.w.com (default) in file"), lines[11])
         // One from the environment is never judged.
         let quiet = Sandbox()
         let set = quiet.tv("set", "api.q.com", stdin: "t", env: ["TOKENVAULT_PASSPHRASE": "abc"])
