@@ -88,12 +88,10 @@ enum Completions {
     }
 
     static func storedIDs() -> [CredentialID] {
-        var env = ProcessInfo.processInfo.environment
-        for key in ["TOKENVAULT_PASSPHRASE", "TOKENVAULT_PASSPHRASE_FILE", "TOKENVAULT_PASSPHRASE_COMMAND"] {
-            env[key] = nil
-        }
-        env["TOKENVAULT_DBUS_TIMEOUT"] = "0.5"
-        let context = Context(environment: env)
+        // Never a prompt, never the passphrase, and a short wait for D-Bus.
+        var settings = Settings().with(.dbusTimeout, "0.5")
+        for source in EnvironmentVariable.passphraseSources { settings = settings.with(source, nil) }
+        let context = Context(settings: settings)
         var backends = context.backends
         backends.interactive = false
         guard let choice = try? context.backendChoice, let store = try? backends.open(choice) else { return [] }

@@ -1,12 +1,29 @@
+import ArgumentParser
 import Dispatch
 import FoundationEssentials
 import Glibc
 import TokenVaultKit
 
+/// A command that runs the one way every command runs (docs/design.md, "One
+/// run path"): its `Context` is built once, and what the stores and the
+/// vault noticed on the way is printed once, when it ends (an error's line
+/// comes after it).
+protocol ContextCommand: ParsableCommand {
+    func run(in context: Context) throws
+}
+
+extension ContextCommand {
+    func run() throws {
+        let context = Context()
+        defer { context.flushWarnings() }
+        try run(in: context)
+    }
+}
+
 /// What every command needs, built once per run. The config file and the
 /// backends are opened only when a command asks for them.
 final class Context {
-    let environment: [String: String]
+    let settings: Settings
     let clock: Clock
     private var loadedConfig: Config?
     private var openedStore: CredentialStore?
@@ -15,8 +32,8 @@ final class Context {
     /// False: never prompt on the terminal (kubectl said no one answers).
     var interactive = true
 
-    init(environment: [String: String] = ProcessInfo.processInfo.environment, clock: Clock = SystemClock()) {
-        self.environment = environment
+    init(settings: Settings = Settings(), clock: Clock = SystemClock()) {
+        self.settings = settings
         self.clock = clock
     }
 
@@ -26,7 +43,7 @@ final class Context {
     var config: Config {
         get throws {
             if let loadedConfig { return loadedConfig }
-            let c = try Config.load(environment: environment)
+            let c = try Config.load(settings)
             loadedConfig = c
             Output.later(c.warnings)
             return c
@@ -56,14 +73,19 @@ final class Context {
     }
 
     var backends: Backends {
-        var b = Backends(environment: environment)
+        var b = Backends(settings: settings)
         b.interactive = interactive
         b.config = { try self.config }
         return b
     }
 
+    /// The backend and who chose it.
+    var backend: (choice: BackendChoice, chosenBy: Settings.ChosenBy) {
+        get throws { try settings.backend { try self.config } }
+    }
+
     var backendChoice: BackendChoice {
-        get throws { try BackendChoice.resolve(environment: environment) { try self.config } }
+        get throws { try backend.choice }
     }
 
     /// The store the configured backend names.
@@ -77,18 +99,19 @@ final class Context {
     /// Every read and write of credentials goes through this (SPEC §10).
     func vault() throws -> CredentialVault {
         if let openedVault { return openedVault }
-        let v = CredentialVault(store: try store(), runtimeDirectory: PrivateDirectory.runtime(environment: environment))
+        let v = CredentialVault(store: try store(), runtimeDirectory: settings.runtimeDirectory)
         openedVault = v
         return v
     }
 
-    /// Prints what the auto backend and the vault noticed on the way.
+    /// Prints what the store and the vault noticed on the way, each once:
+    /// called when the command ends, and before a result that should follow them.
     func flushWarnings() {
-        if let auto = openedStore as? AutoStore {
-            for w in Set(auto.warnings).sorted() { Output.warning(w) }
-        }
-        if let etcd = openedStore as? EtcdStore {
-            for w in Set(etcd.warnings).sorted() { Output.warning(w) }
+        if let openedStore {
+            for w in Set(openedStore.warnings).sorted() where !printedNotices.contains(w) {
+                printedNotices.append(w)
+                Output.warning(w)
+            }
         }
         if let openedVault {
             for n in openedVault.notices where !printedNotices.contains(n) {
@@ -96,6 +119,12 @@ final class Context {
                 Output.notice(n)
             }
         }
+    }
+
+    /// What the command did (`Output.result`), after what was noticed on the way.
+    func result(_ notice: String, json: Bool, _ object: @autoclosure () -> [String: JSONValue]) {
+        flushWarnings()
+        Output.result(notice, json: json, object())
     }
 
     /// The stored credential, or exit 3 saying what could not be checked.
@@ -116,19 +145,19 @@ final class Context {
     /// `min_valid`: the option, else the config, else 60 seconds.
     func minValid(_ option: Int?) throws -> Int64 {
         if let option { return Int64(option) }
-        return Int64(try config.minValid ?? 60)
+        return try config.minValidSeconds
     }
 
     /// Resolves an OAuth 2.0 provider from the presets and the config; an
     /// `issuer` is discovered through the on-disk cache (SPEC §13).
     func oauth2Provider(_ name: String) throws -> OAuth2Provider {
-        try OAuth2Provider.resolve(name, config: try config, configPath: Config.path(environment: environment)) { issuer, provider in
+        try OAuth2Provider.resolve(name, config: try config, configPath: settings.configPath) { issuer, provider in
             try self.discovery().endpoints(issuer: issuer, provider: provider)
         }
     }
 
     func discovery() throws -> Discovery {
-        Discovery(cacheDirectory: Discovery.defaultDirectory(environment: environment),
+        Discovery(cacheDirectory: Discovery.defaultDirectory(settings),
                   transport: CurlTransport(timeout: try httpTimeout), now: clock.now, warn: { Output.warning($0) })
     }
 
@@ -144,11 +173,11 @@ final class Context {
 
     /// Resolves an OAuth 1.0a provider from the presets and the config.
     func oauth1Provider(_ name: String) throws -> OAuth1Provider {
-        try OAuth1Provider.resolve(name, config: try config, configPath: Config.path(environment: environment))
+        try OAuth1Provider.resolve(name, config: try config, configPath: settings.configPath)
     }
 
     var httpTimeout: Int {
-        get throws { try config.timeout ?? 30 }
+        get throws { try config.httpTimeout }
     }
 
     func refresher() throws -> Refresher {
@@ -187,7 +216,7 @@ final class Context {
     /// directory), when its refresh token dies within `warn_before` (SPEC §14).
     func warnIfRefreshTokenDying(_ c: Credential) {
         guard c.refreshToken != nil, let at = c.refreshExpiresAt, let vault = openedVault else { return }
-        let warnBefore = Int64((try? config.warnBefore) ?? nil ?? 7 * 86400)
+        let warnBefore = (try? config.warnBeforeSeconds) ?? Config().warnBeforeSeconds
         let now = clock.now
         guard warnBefore > 0, at - now < warnBefore else { return }
         let mark = vault.lockPath("warned", c.id)
@@ -204,11 +233,7 @@ final class Context {
     }
 
     private func renewedIfNeeded(_ id: CredentialID, minValid option: Int?, refresh: Bool, force: Bool) throws -> Credential {
-        guard let first = try vault().load(id) else {
-            flushWarnings()
-            throw try notFound(id)
-        }
-        defer { flushWarnings() }
+        guard let first = try vault().load(id) else { throw try notFound(id) }
         if first.expiresAt == nil, first.refusal == nil, !force { return first }
         let refresher = try refresher()
         let minValid = try minValid(option)
@@ -232,7 +257,6 @@ final class Context {
     /// when it cannot, the stored record is printed all the same.
     func stored(_ id: CredentialID, minValid option: Int?, refresh: Bool) throws -> Credential {
         let found = try locate(id).credential
-        defer { flushWarnings() }
         guard refresh, found.expiresAt != nil, found.refusal == nil else { return found }
         let refresher = try refresher()
         let minValid = try minValid(option)

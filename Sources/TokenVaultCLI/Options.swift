@@ -11,7 +11,7 @@ struct CredentialOptions: ParsableArguments {
         valueName: "service"), completion: .custom(Completions.services))
     var service: String
 
-    @Option(help: "Which of several logins to the service (default: $TOKENVAULT_ACCOUNT, else default).",
+    @Option(help: "Which of several logins to the service (default: $\(EnvironmentVariable.account.name), else default).",
             completion: .custom(Completions.accounts))
     var account: String?
 
@@ -20,7 +20,7 @@ struct CredentialOptions: ParsableArguments {
 
     func id(in context: Context) throws -> CredentialID {
         let key = try context.serviceKey(service)
-        let chosen = try AccountChoice(option: account, environment: context.environment)
+        let chosen = try AccountChoice(option: account, settings: context.settings)
         if verbose { Output.notice("account \(chosen.name) (\(chosen.reason))") }
         return CredentialID(service: key, account: chosen.name)
     }
@@ -32,18 +32,19 @@ struct AccountChoice {
     var name: String
     var reason: String
 
-    init(option: String?, environment: [String: String]) throws {
+    init(option: String?, settings: Settings) throws {
+        let variable = EnvironmentVariable.account.name
         if let option {
             (name, reason) = (option, "--account")
-        } else if let env = environment["TOKENVAULT_ACCOUNT"], !env.isEmpty {
-            (name, reason) = (env, "from TOKENVAULT_ACCOUNT")
+        } else if let given = settings.account {
+            (name, reason) = (given, "from \(variable)")
         } else {
             (name, reason) = (Credential.defaultAccount, "the default")
         }
         do {
             try CredentialID.validateAccount(name)
-        } catch let error as TokenVaultError where reason == "from TOKENVAULT_ACCOUNT" {
-            throw TokenVaultError.usage("TOKENVAULT_ACCOUNT: \(error.errorText)")
+        } catch let error as TokenVaultError where option == nil {
+            throw TokenVaultError.usage("\(variable): \(error.errorText)")
         }
     }
 }

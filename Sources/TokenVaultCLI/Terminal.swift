@@ -16,18 +16,18 @@ struct ColorOptions: ParsableArguments {
     var color: ColorChoice = .auto
 
     /// Whether stdout gets colour.
-    var enabled: Bool { Terminal.colour(color, environment: ProcessInfo.processInfo.environment) }
+    var enabled: Bool { Terminal.colour(color, settings: Settings()) }
 }
 
 /// What stdout is: a terminal (colour, its width, indented JSON) or a pipe.
 enum Terminal {
     static var stdoutIsTerminal: Bool { isatty(1) == 1 }
 
-    static func colour(_ choice: ColorChoice, environment env: [String: String]) -> Bool {
+    static func colour(_ choice: ColorChoice, settings: Settings) -> Bool {
         switch choice {
         case .always: return true
         case .never: return false
-        case .auto: return stdoutIsTerminal && (env["NO_COLOR"] ?? "").isEmpty && env["TERM"] != "dumb"
+        case .auto: return stdoutIsTerminal && settings[.noColor] == nil && settings[.term] != "dumb"
         }
     }
 
@@ -36,7 +36,7 @@ enum Terminal {
         guard stdoutIsTerminal else { return nil }
         var size = winsize()
         if ioctl(1, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 { return Int(size.ws_col) }
-        return ProcessInfo.processInfo.environment["COLUMNS"].flatMap(Int.init)
+        return Settings()[.columns].flatMap(Int.init)
     }
 
     enum Paint: String {

@@ -18,9 +18,9 @@ public enum TokenVaultMain {
             // it does not parse as a plain `get` -- help, an error -- goes
             // through the whole parser, so what the user sees is unchanged.
             if args.first == "get" {
-                let environment = ProcessInfo.processInfo.environment
-                if !SecretServiceHeadStart.start(environment: environment) {
-                    Config.readAhead(environment: environment)
+                let settings = Settings()
+                if !SecretServiceHeadStart.start(settings) {
+                    Config.readAhead(settings)
                 }
                 if let get = try? TokenVault.Get.parseAsRoot(Array(args.dropFirst())) as? TokenVault.Get {
                     try get.run()
@@ -46,7 +46,7 @@ public enum TokenVaultMain {
             }
             let args = arguments ?? Array(CommandLine.arguments.dropFirst())
             if let first = args.first, !first.hasPrefix("-"), !TokenVault.commandNames.contains(first) {
-                Output.error("unknown command \(ServiceKey.quoted(first))",
+                Output.error("unknown command \(Quoted.text(first))",
                              hint: Suggestion.text(for: first, in: TokenVault.commandNames, listName: "commands"))
                 exit(ExitCode.validationFailure.rawValue)
             }

@@ -74,13 +74,13 @@ final class PresetAndAdapterUnitTests: XCTestCase {
     }
 
     func testExecCredentialFollowsKubectlsRequest() throws {
-        let none = try ExecCredentialRequest.from(environment: [:])
+        let none = try ExecCredentialRequest.from(Settings(environment: [:]))
         XCTAssertEqual(none.apiVersion, ExecCredentialRequest.v1beta1)
         XCTAssertTrue(none.interactive)
-        let v1 = try ExecCredentialRequest.from(environment: ["KUBERNETES_EXEC_INFO": #"{"apiVersion":"client.authentication.k8s.io/v1","spec":{"interactive":true}}"#])
+        let v1 = try ExecCredentialRequest.from(Settings(environment: ["KUBERNETES_EXEC_INFO": #"{"apiVersion":"client.authentication.k8s.io/v1","spec":{"interactive":true}}"#]))
         XCTAssertEqual(v1.apiVersion, ExecCredentialRequest.v1)
         XCTAssertTrue(v1.interactive)
-        XCTAssertFalse(try ExecCredentialRequest.from(environment: ["KUBERNETES_EXEC_INFO": #"{"apiVersion":"client.authentication.k8s.io/v1"}"#]).interactive)
+        XCTAssertFalse(try ExecCredentialRequest.from(Settings(environment: ["KUBERNETES_EXEC_INFO": #"{"apiVersion":"client.authentication.k8s.io/v1"}"#])).interactive)
         XCTAssertEqual(v1.response(token: "t", expiresAt: 1_800_000_000),
                        .object(["apiVersion": .string(ExecCredentialRequest.v1), "kind": .string("ExecCredential"),
                                 "status": .object(["token": .string("t"), "expirationTimestamp": .string("2027-01-15T08:00:00Z")])]))

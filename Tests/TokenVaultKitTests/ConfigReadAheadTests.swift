@@ -24,16 +24,16 @@ final class ConfigReadAheadTests: XCTestCase {
 
     func testTheFirstLoadTakesTheReadAndALaterOneReadsAgain() throws {
         try write("min_valid = 120\n")
-        Config.readAhead(environment: env)
-        XCTAssertEqual(try Config.load(environment: env).minValid, 120)
+        Config.readAhead(Settings(environment: env))
+        XCTAssertEqual(try Config.load(Settings(environment: env)).minValid, 120)
         try write("min_valid = 30\n")
-        XCTAssertEqual(try Config.load(environment: env).minValid, 30, "a second load reads the file again")
+        XCTAssertEqual(try Config.load(Settings(environment: env)).minValid, 30, "a second load reads the file again")
     }
 
     func testAnErrorReadAheadIsTheErrorTheLoadReports() throws {
         try write("min_valid = -1\n")
-        Config.readAhead(environment: env)
-        XCTAssertThrowsError(try Config.load(environment: env)) { error in
+        Config.readAhead(Settings(environment: env))
+        XCTAssertThrowsError(try Config.load(Settings(environment: env))) { error in
             XCTAssertEqual((error as? TokenVaultError)?.exitCode, 78)
             XCTAssertTrue(error.errorText.contains("config.toml:1: min_valid must be a whole number of seconds, 0 or more"), error.errorText)
         }
@@ -41,18 +41,18 @@ final class ConfigReadAheadTests: XCTestCase {
 
     func testAReadAheadOfAnotherFileIsNotTaken() throws {
         try write("min_valid = 120\n")
-        Config.readAhead(environment: ["TOKENVAULT_CONFIG": dir + "/other.toml", "HOME": dir])
-        XCTAssertEqual(try Config.load(environment: env).minValid, 120)
+        Config.readAhead(Settings(environment: ["TOKENVAULT_CONFIG": dir + "/other.toml", "HOME": dir]))
+        XCTAssertEqual(try Config.load(Settings(environment: env)).minValid, 120)
     }
 
     func testTheBackendSettingAloneIsReadWithoutDecodingTheRest() throws {
         try write("backend = \"file\"\n[providers.x]\nclient_id = \"a\"\n")
-        XCTAssertEqual(try Config.backendSetting(environment: env), "file")
+        XCTAssertEqual(try Config.backendSetting(Settings(environment: env)), "file")
         try write("min_valid = 60\n")
-        XCTAssertNil(try Config.backendSetting(environment: env))
+        XCTAssertNil(try Config.backendSetting(Settings(environment: env)))
         try FileManager.default.removeItem(atPath: dir + "/config.toml")
-        XCTAssertNil(try Config.backendSetting(environment: env), "no file: not set")
+        XCTAssertNil(try Config.backendSetting(Settings(environment: env)), "no file: not set")
         try write("backend = \n")
-        XCTAssertThrowsError(try Config.backendSetting(environment: env), "not TOML")
+        XCTAssertThrowsError(try Config.backendSetting(Settings(environment: env)), "not TOML")
     }
 }

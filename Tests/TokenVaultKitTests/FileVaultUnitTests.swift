@@ -23,7 +23,7 @@ final class FileVaultUnitTests: XCTestCase {
     }
 
     func vault(pass: String?, cache: KeyCache = NoKeyCache(), ttl: Int = 0) -> FileVault {
-        FileVault(path: dir + "/v/vault", passphrase: PassphraseSource(environment: pass.map { ["TOKENVAULT_PASSPHRASE": $0] } ?? [:], terminalPath: nil),
+        FileVault(path: dir + "/v/vault", passphrase: PassphraseSource(settings: Settings(environment: pass.map { ["TOKENVAULT_PASSPHRASE": $0] } ?? [:]), terminalPath: nil),
                   keyCache: cache, keyTTL: ttl, newVaultParams: .minimum)
     }
 

@@ -92,10 +92,10 @@ final class VaultFormatTests: XCTestCase {
     }
 
     func testProfiles() throws {
-        XCTAssertEqual(try KDFParams.profile(nil), .moderate)
-        XCTAssertEqual(try KDFParams.profile("interactive"), .interactive)
-        XCTAssertEqual(try KDFParams.profile("SENSITIVE"), .sensitive)
-        XCTAssertThrowsError(try KDFParams.profile("fast"))
+        XCTAssertEqual(KDFParams.named("moderate"), .moderate)
+        XCTAssertEqual(KDFParams.named("interactive"), .interactive)
+        XCTAssertEqual(KDFParams.named("SENSITIVE"), .sensitive)
+        XCTAssertNil(KDFParams.named("fast"))
         XCTAssertGreaterThanOrEqual(KDFParams.moderate.memLimit, 256 << 20)
         XCTAssertTrue(KDFParams.sensitive.isSane, "every profile must be readable again")
     }

@@ -5,7 +5,7 @@ import Glibc
 import TokenVaultKit
 
 extension TokenVault {
-    struct Backend: ParsableCommand {
+    struct Backend: ContextCommand {
         static let configuration = CommandConfiguration(
             commandName: "backend",
             abstract: "Show which backend is in use and why.")
@@ -13,20 +13,14 @@ extension TokenVault {
         @Flag(help: "Print JSON.")
         var json = false
 
-        func run() throws {
-            let context = Context()
-            let choice = try context.backendChoice
-            let source = context.environment["TOKENVAULT_BACKEND"].map { _ in "TOKENVAULT_BACKEND" } ?? "config"
+        func run(in context: Context) throws {
+            let (choice, chosenBy) = try context.backend
+            let source = chosenBy.rawValue
             let backends = context.backends
             if choice == .etcd { return try reportEtcd(try backends.etcdStore(), source: source) }
-            let probe = SecretServiceStore.probe(environment: context.environment, timeout: backends.dbusTimeout, detailed: true)
+            let probe = SecretServiceStore.probe(context.settings, timeout: try context.settings.dbusTimeout, detailed: true)
             let vault = try backends.fileVault()
-            let inUse: String
-            switch choice {
-            case .secretService: inUse = "secret-service"
-            case .file, .etcd: inUse = "file"
-            case .auto: inUse = probe.available ? "secret-service" : "file"
-            }
+            let inUse = choice == .secretService || (choice == .auto && probe.available) ? "secret-service" : "file"
             var ss = probe.available ? "available (\(probe.detail) via D-Bus)" : "unavailable: \(probe.detail)"
             if let locked = probe.locked { ss += locked ? ", default collection locked" : ", default collection unlocked" }
             let fileState = vault.exists ? "exists" : "not created yet"
@@ -39,7 +33,7 @@ extension TokenVault {
                     ]),
                     "file": .object(["path": .string(vault.path), "exists": .bool(vault.exists)]),
                 ]
-                o["key_ttl"] = .integer(Int64(context.environment["TOKENVAULT_KEY_TTL"].flatMap { Int($0) } ?? 900))
+                o["key_ttl"] = .integer(Int64(try context.settings.keyTTL))
                 Output.json(.object(o))
             } else {
                 let why: String

@@ -5,19 +5,17 @@ import Glibc
 import TokenVaultKit
 
 /// `delete` and `logout`: delete a credential locally.
-protocol DeletesCredential: ParsableCommand {
+protocol DeletesCredential: ContextCommand {
     var credential: CredentialOptions { get }
     var json: Bool { get }
 }
 
 extension DeletesCredential {
-    func run() throws {
-        let context = Context()
+    func run(in context: Context) throws {
         let id = try credential.id(in: context)
         let removed = try context.vault().delete(id)
-        context.flushWarnings()
         guard removed else { throw try context.notFound(id) }
-        Output.result("deleted \(id)", json: json,
+        context.result("deleted \(id)", json: json,
                       ["service": .string(id.service.description), "account": .string(id.account), "deleted": .bool(true)])
     }
 }

@@ -5,7 +5,7 @@ import Glibc
 import TokenVaultKit
 
 extension TokenVault {
-    struct Doctor: ParsableCommand {
+    struct Doctor: ContextCommand {
         static let configuration = CommandConfiguration(
             commandName: "doctor",
             abstract: "Check the setup, one line per check, each with what to fix.",
@@ -38,18 +38,18 @@ extension TokenVault {
             var fix: String?
         }
 
-        func run() throws {
-            let env = ProcessInfo.processInfo.environment
+        func run(in context: Context) throws {
+            let settings = context.settings
             var checks: [Check] = []
             func add(_ name: String, _ status: Status, _ detail: String, fix: String? = nil) {
                 checks.append(Check(name: name, status: status, detail: detail, fix: fix))
             }
 
             // The config: read here, not through a context, so a broken one is a line, not the end.
-            let configPath = Config.path(environment: env)
+            let configPath = settings.configPath
             var config: Config?
             do {
-                let c = try Config.load(environment: env)
+                let c = try Config.load(settings)
                 config = c
                 let exists = FileManager.default.fileExists(atPath: configPath)
                 add("config", .ok, exists ? "\(configPath), \(c.providers.count) provider table\(c.providers.count == 1 ? "" : "s")"
@@ -61,18 +61,16 @@ extension TokenVault {
             } catch {
                 add("config", .failed, error.errorText, fix: (error as? TokenVaultError)?.hint ?? "edit \(configPath)")
             }
-            var backends = Backends(environment: env)
+            var backends = Backends(settings: settings)
             backends.interactive = false
             backends.config = { config ?? Config() }
 
             // The backend choice.
-            let forced = env["TOKENVAULT_BACKEND"].flatMap { $0.isEmpty ? nil : $0 }
-            let source = forced != nil ? "TOKENVAULT_BACKEND" : config?.backend != nil ? "config" : "the default"
             let choice: BackendChoice?
             do {
-                let c = try BackendChoice.resolve(environment: env) { config ?? Config() }
+                let (c, chosenBy) = try settings.backend { config ?? Config() }
                 choice = c
-                add("backend", .ok, "\(c.rawValue) (set by \(source))")
+                add("backend", .ok, "\(c.rawValue) (set by \(chosenBy.rawValue))")
             } catch {
                 choice = nil
                 add("backend", .failed, error.errorText, fix: (error as? TokenVaultError)?.hint)
@@ -80,13 +78,13 @@ extension TokenVault {
             let usesSecretService = choice == .auto || choice == .secretService
 
             // D-Bus and the Secret Service.
-            if let missing = SecretServiceStore.missingBus(environment: env) {
+            if let missing = SecretServiceStore.missingBus(settings) {
                 add("d-bus", usesSecretService && choice == .secretService ? .failed : .info, missing,
                     fix: usesSecretService ? "the file vault is used; for the Secret Service, run in a desktop session (or dbus-run-session)" : nil)
             } else {
-                add("d-bus", .ok, "session bus \(env["DBUS_SESSION_BUS_ADDRESS"] ?? "at $XDG_RUNTIME_DIR/bus")")
+                add("d-bus", .ok, "session bus \(settings.sessionBus ?? "at \(settings.runtimeBus)")")
                 let started = DispatchTime.now()
-                let probe = SecretServiceStore.probe(environment: env, timeout: backends.dbusTimeout, detailed: true)
+                let probe = SecretServiceStore.probe(settings, timeout: (try? settings.dbusTimeout) ?? 3, detailed: true)
                 let ms = (DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1_000_000
                 if !probe.available {
                     add("secret service", choice == .secretService ? .failed : .info, "\(probe.detail) (\(ms) ms)",
@@ -108,8 +106,8 @@ extension TokenVault {
                 } else if !health.exists {
                     add("file vault", .info, "\(vault.path): not created yet")
                 } else {
-                    let ttl = Backends.keyTTL(env)
-                    let key = ttl == 0 ? "key not cached (TOKENVAULT_KEY_TTL=0)" : health.keyCached ? "key cached" : "key not cached"
+                    let ttl = try settings.keyTTL
+                    let key = ttl == 0 ? "key not cached (\(EnvironmentVariable.keyTTL.name)=0)" : health.keyCached ? "key cached" : "key not cached"
                     add("file vault", .ok, "\(vault.path), format \(health.formatVersion ?? 0), private, \(key)")
                 }
             } catch {
@@ -117,8 +115,8 @@ extension TokenVault {
             }
 
             // Directories tokenvault keeps locks, the spool and the discovery cache in.
-            for (name, path) in [("runtime directory", PrivateDirectory.runtime(environment: env)),
-                                 ("discovery cache", Discovery.defaultDirectory(environment: env))] {
+            for (name, path) in [("runtime directory", settings.runtimeDirectory),
+                                 ("discovery cache", Discovery.defaultDirectory(settings))] {
                 if let problem = PrivateDirectory.problem(path) {
                     add(name, .failed, problem, fix: "run: chmod 700 \(ShellWord.word(path)) (and make it yours), or remove it")
                 } else {
@@ -142,7 +140,7 @@ extension TokenVault {
             }
 
             // Shell completions (information: a missing one breaks nothing).
-            let home = Posix.homeDirectory(env)
+            let home = settings.home
             let completions: [(String, [String])] = [
                 ("bash", ["/usr/local/share/bash-completion/completions/tokenvault", "/usr/share/bash-completion/completions/tokenvault",
                           home + "/.local/share/bash-completion/completions/tokenvault"]),
@@ -201,8 +199,8 @@ extension TokenVault {
             }
             let directory = ProviderDirectory(config: config)
             let now = SystemClock().now
-            let minValid = Int64(config.minValid ?? 60)
-            let warnBefore = Int64(config.warnBefore ?? 7 * 86400)
+            let minValid = config.minValidSeconds
+            let warnBefore = config.warnBeforeSeconds
             var bad = 0
             for r in rows {
                 let c = r.credential
@@ -222,7 +220,7 @@ extension TokenVault {
 
         /// Each configured provider's token endpoint (or issuer) reached, and its clock compared.
         func checkProviders(_ config: Config, add: (String, Status, String, String?) -> Void) {
-            let transport = CurlTransport(timeout: config.timeout ?? 10)
+            let transport = CurlTransport(timeout: config.httpTimeout)
             for (name, table) in config.providers.sorted(by: { $0.key < $1.key }) {
                 guard let url = table.issuer.map({ Discovery.urls($0)[0] }) ?? table.token_url ?? table.access_token_url else { continue }
                 let started = DispatchTime.now()
@@ -240,7 +238,7 @@ extension TokenVault {
                         add("provider \(name)", .ok, "\(url) answered HTTP \(r.status) in \(ms) ms; clocks agree within \(abs(skew)) s", nil)
                     }
                 } catch {
-                    add("provider \(name)", .failed, error.errorText, "check the network and the provider's URLs in \(Config.path(environment: ProcessInfo.processInfo.environment))")
+                    add("provider \(name)", .failed, error.errorText, "check the network and the provider's URLs in \(Settings().configPath)")
                 }
             }
         }

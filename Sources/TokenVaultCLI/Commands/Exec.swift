@@ -5,13 +5,13 @@ import Glibc
 import TokenVaultKit
 
 extension TokenVault {
-    struct Exec: ParsableCommand {
+    struct Exec: ContextCommand {
         static let configuration = CommandConfiguration(
             commandName: "exec",
             abstract: "Run a command with the access token in its environment.",
             discussion: """
-                Sets TOKENVAULT_ACCESS_TOKEN (and TOKENVAULT_TOKEN_SECRET for OAuth 1.0a), removes \
-                every TOKENVAULT_PASSPHRASE* variable, and replaces itself with CMD, so it exits with CMD's status (127 when CMD cannot be run).
+                Sets \(EnvironmentVariable.accessToken.name) (and \(EnvironmentVariable.tokenSecret.name) for OAuth 1.0a), removes \
+                every \(EnvironmentVariable.passphrase.name)* variable, and replaces itself with CMD, so it exits with CMD's status (127 when CMD cannot be run).
 
                   tokenvault exec api.weibo.com -- ./upload.sh
                 """)
@@ -22,13 +22,16 @@ extension TokenVault {
                   completion: .shellCommand(Completions.commandThenFiles))
         var command: [String]
 
-        func run() throws {
-            let context = Context()
+        func run(in context: Context) throws {
             let c = try context.usable(try credential.id(in: context), minValid: nil)
             Output.flushLater()  // before the process becomes CMD
             ChildEnvironment.scrubProcess()
-            setenv("TOKENVAULT_ACCESS_TOKEN", c.accessToken, 1)
-            if let secret = c.tokenSecret { setenv("TOKENVAULT_TOKEN_SECRET", secret, 1) } else { unsetenv("TOKENVAULT_TOKEN_SECRET") }
+            setenv(EnvironmentVariable.accessToken.name, c.accessToken, 1)
+            if let secret = c.tokenSecret {
+                setenv(EnvironmentVariable.tokenSecret.name, secret, 1)
+            } else {
+                unsetenv(EnvironmentVariable.tokenSecret.name)
+            }
             var argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) }
             argv.append(nil)
             execvp(command[0], &argv)

@@ -11,7 +11,7 @@ enum GetFormat: String, Choice {
 extension SASLMechanism: Choice {}
 
 extension TokenVault {
-    struct Get: ParsableCommand {
+    struct Get: ContextCommand {
         static let configuration = CommandConfiguration(
             commandName: "get",
             _superCommandName: "tokenvault",
@@ -65,9 +65,8 @@ extension TokenVault {
             if format != .sasl, user != nil || sasl != nil { throw ValidationError("--user and --sasl go with --format sasl") }
         }
 
-        func run() throws {
-            let context = Context()
-            let exec = format == .kubectl ? try ExecCredentialRequest.from(environment: context.environment) : nil
+        func run(in context: Context) throws {
+            let exec = format == .kubectl ? try ExecCredentialRequest.from(context.settings) : nil
             if let exec { context.interactive = exec.interactive }
             let id = try credential.id(in: context)
             // Only the access token itself demands a usable credential (SPEC §10);
@@ -94,9 +93,9 @@ extension TokenVault {
                     let name = "TOKENVAULT_" + field.uppercased().map { $0.isLetter || $0.isNumber ? $0 : "_" }
                     Output.value("export \(String(name))=\(ShellWord.quoted(try value(of: c)))")
                 } else {
-                    Output.value("export TOKENVAULT_ACCESS_TOKEN=\(ShellWord.quoted(c.accessToken))")
+                    Output.value("export \(EnvironmentVariable.accessToken.name)=\(ShellWord.quoted(c.accessToken))")
                     if let secret = c.tokenSecret {
-                        Output.value("export TOKENVAULT_TOKEN_SECRET=\(ShellWord.quoted(secret))")
+                        Output.value("export \(EnvironmentVariable.tokenSecret.name)=\(ShellWord.quoted(secret))")
                     }
                 }
             }

@@ -5,7 +5,7 @@ import Glibc
 import TokenVaultKit
 
 extension TokenVault {
-    struct GitCredential: ParsableCommand {
+    struct GitCredential: ContextCommand {
         static let configuration = CommandConfiguration(
             commandName: "git-credential",
             abstract: "Answer git's credential requests from the vault (a git credential helper).",
@@ -19,7 +19,7 @@ extension TokenVault {
                 claims github.com, gitlab claims gitlab.com), whose stored token is refreshed first when \
                 needed and answered as username, password and password_expiry_utc. The account is \
                 --account, else the username git sends when a credential is stored under it, else \
-                $TOKENVAULT_ACCOUNT, else "default". An unknown host, nothing stored, or a login required: no answer and exit 0, \
+                $\(EnvironmentVariable.account.name), else "default". An unknown host, nothing stored, or a login required: no answer and exit 0, \
                 so git asks its next helper (the last two say why on stderr). \
                 erase (git saw the token rejected): the next get renews it; nothing is deleted. \
                 store: nothing is kept; tokens come from tokenvault login. Other actions are ignored.
@@ -36,15 +36,12 @@ extension TokenVault {
             if let account { try CredentialID.validateAccount(account) }
         }
 
-        func run() throws {
+        func run(in context: Context) throws {
             // Read everything git writes before anything else, so git never blocks on a pipe.
             let request = try GitCredentialRequest.parse(Self.readInput())
             guard ["get", "erase", "store"].contains(action) else { return }  // git: ignore unknown actions
             guard action != "store", let proto = request.proto, let host = request.host else { return }
-            let context = Context()
-            defer { context.flushWarnings() }
-            let matches = try context.providers.gitProviders(protocol: proto, host: host,
-                                                              configPath: Config.path(environment: context.environment))
+            let matches = try context.providers.gitProviders(protocol: proto, host: host, configPath: context.settings.configPath)
             guard let (match, stored) = try find(matches, request: request, context: context) else {
                 if let first = matches.first {
                     Output.notice("no credential stored for \(host) (provider \(first.provider)); log in with: tokenvault login \(first.provider)")
@@ -63,7 +60,7 @@ extension TokenVault {
                           context: Context) throws -> (GitProviderMatch, Credential)? {
             let vault = try context.vault()
             for match in matches {
-                var accounts = [try AccountChoice(option: account, environment: context.environment).name]
+                var accounts = [try AccountChoice(option: account, settings: context.settings).name]
                 if account == nil, let user = request.username, (try? CredentialID.validateAccount(user)) != nil {
                     accounts.insert(user, at: 0)
                 }

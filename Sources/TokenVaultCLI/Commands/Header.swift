@@ -5,7 +5,7 @@ import Glibc
 import TokenVaultKit
 
 extension TokenVault {
-    struct Header: ParsableCommand {
+    struct Header: ContextCommand {
         static let configuration = CommandConfiguration(
             commandName: "header",
             abstract: "Print one HTTP header line that authorizes a request.",
@@ -31,8 +31,7 @@ extension TokenVault {
         @Flag(help: "Read the request's form-encoded body from stdin and sign its parameters (OAuth 1.0a).")
         var data = false
 
-        func run() throws {
-            let context = Context()
+        func run(in context: Context) throws {
             let c = try context.usable(try credential.id(in: context), minValid: nil)
             guard c.type == .oauth1 else {
                 Output.value(try HeaderLine.line(for: c, context: context))

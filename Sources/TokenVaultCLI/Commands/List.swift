@@ -5,7 +5,7 @@ import Glibc
 import TokenVaultKit
 
 extension TokenVault {
-    struct List: ParsableCommand {
+    struct List: ContextCommand {
         static let configuration = CommandConfiguration(
             commandName: "list",
             abstract: "List stored credentials: service, account, provider, type, state, expiry. Never a secret.",
@@ -16,10 +16,8 @@ extension TokenVault {
 
         @OptionGroup var colour: ColorOptions
 
-        func run() throws {
-            let context = Context()
+        func run(in context: Context) throws {
             let rows = try context.vault().listLocated()
-            context.flushWarnings()
             let now = context.clock.now
             if json {
                 Output.json(.array(rows.map { Summary.json($0, status: context.status(of: $0.credential)) }))

@@ -5,7 +5,7 @@ import Glibc
 import TokenVaultKit
 
 extension TokenVault {
-    struct Lock: ParsableCommand {
+    struct Lock: ContextCommand {
         static let configuration = CommandConfiguration(
             commandName: "lock",
             abstract: "Forget the cached vault key (file or etcd); the next use asks for the passphrase again.")
@@ -16,27 +16,26 @@ extension TokenVault {
         @Flag(help: "Print what was done as JSON: forgotten (the number of keys).")
         var json = false
 
-        func run() throws {
-            let context = Context()
+        func run(in context: Context) throws {
             if all {
                 let n = KernelKeyring().forgetAll()
-                Output.result(n == 0 ? "no cached vault key" : "forgot \(n) cached vault key\(n == 1 ? "" : "s")", json: json,
+                context.result(n == 0 ? "no cached vault key" : "forgot \(n) cached vault key\(n == 1 ? "" : "s")", json: json,
                               ["forgotten": .integer(Int64(n))])
                 return
             }
-            var backends = Backends(environment: context.environment, keyCache: KernelKeyring())
+            var backends = Backends(settings: context.settings, keyCache: KernelKeyring())
             backends.config = { try context.config }
             if try context.backendChoice == .etcd {
                 let etcd = try backends.etcdStore()
                 let forgot = etcd.forgetCachedKey()
-                Output.result(forgot ? "forgot the cached key of the fleet vault (prefix \(etcd.settings.prefix))"
+                context.result(forgot ? "forgot the cached key of the fleet vault (prefix \(etcd.settings.prefix))"
                                      : "no cached key for the fleet vault (prefix \(etcd.settings.prefix))", json: json,
                               ["forgotten": .integer(forgot ? 1 : 0), "vault": .string("etcd " + etcd.settings.prefix)])
                 return
             }
             let vault = try backends.fileVault()
             let forgot = vault.forgetCachedKey()
-            Output.result(forgot ? "forgot the cached key of \(vault.path)" : "no cached key for \(vault.path)", json: json,
+            context.result(forgot ? "forgot the cached key of \(vault.path)" : "no cached key for \(vault.path)", json: json,
                           ["forgotten": .integer(forgot ? 1 : 0), "vault": .string(vault.path)])
         }
     }

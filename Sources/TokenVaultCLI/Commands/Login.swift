@@ -5,7 +5,7 @@ import Glibc
 import TokenVaultKit
 
 extension TokenVault {
-    struct Login: ParsableCommand {
+    struct Login: ContextCommand {
         static let configuration = CommandConfiguration(
             commandName: "login",
             abstract: "Log in to a provider and store the credential under its service.",
@@ -43,7 +43,7 @@ extension TokenVault {
         @Option(help: ArgumentHelp("With --issuer: the provider name to keep it under (default: one derived from the issuer's host, port and path).", valueName: "name"))
         var name: String?
 
-        @Option(help: "Which of several logins to the service (default: $TOKENVAULT_ACCOUNT, else default).")
+        @Option(help: "Which of several logins to the service (default: $\(EnvironmentVariable.account.name), else default).")
         var account: String?
 
         @Option(name: .customLong("scope"), help: ArgumentHelp("A scope to ask for besides the provider's (repeatable).", valueName: "scope"))
@@ -96,19 +96,18 @@ extension TokenVault {
             }
         }
 
-        func run() throws {
-            let context = Context()
-            let account = try AccountChoice(option: self.account, environment: context.environment).name
+        func run(in context: Context) throws {
+            let account = try AccountChoice(option: self.account, settings: context.settings).name
             let providerName = try issuerProvider(context) ?? (provider ?? "").lowercased()
             let table = try ProviderConfig.table(for: providerName, config: try context.config,
-                                                 configPath: Config.path(environment: context.environment))
+                                                 configPath: context.settings.configPath)
             if table.type == "oauth1" {
                 try loginOAuth1(providerName, account: account, context: context)
                 return
             }
             let p = try context.oauth2Provider(providerName)
             let id = CredentialID(service: p.service, account: account)
-            let flow = chooseFlow(grant: p.grant, hasDevice: p.deviceAuthorizationURL != nil, environment: context.environment)
+            let flow = chooseFlow(grant: p.grant, hasDevice: p.deviceAuthorizationURL != nil, settings: context.settings)
             sayNothingStored(id, provider: p.name, before: try checkOwner(id, provider: p.name, context: context))
             // Client credentials involve nobody: no login lock.
             var held: LoginLock?
@@ -132,20 +131,19 @@ extension TokenVault {
                 credential = try login.paste(id: id, scopes: wanted) { Swift.readLine() }
             case .browser:
                 credential = try login.loopback(id: id, scopes: wanted, port: port, timeout: Double(timeout)) { url in
-                    Browser.open(url, environment: context.environment)
+                    Browser.open(url, settings: context.settings)
                 }
             }
             credential = login.withUserInfo(credential)
             try Interruption.holding {
                 if let issuer, let clientID {
                     // Kept once the login worked, so `providers`, `get NAME` and refresh find it.
-                    try DiscoveredProviders.add(name: providerName, issuer: issuer, clientID: clientID, environment: context.environment)
+                    try DiscoveredProviders.add(name: providerName, issuer: issuer, clientID: clientID, settings: context.settings)
                     Interruption.say("the provider \(providerName) was kept in providers.toml, but no credential was stored under \(id)")
                 }
                 try store(credential, provider: p.name, context: context)
             }
-            context.flushWarnings()
-            announce(credential, provider: p.name)
+            announce(credential, provider: p.name, context: context)
         }
 
         /// `--issuer URL --client-id ID`: the provider it stands for, added to
@@ -166,10 +164,10 @@ extension TokenVault {
         }
 
         /// "logged in to PROVIDER as NAME; stored under ID" on stderr.
-        func announce(_ credential: Credential, provider: String, prefix: String = "") {
+        func announce(_ credential: Credential, provider: String, prefix: String = "", context: Context) {
             let name = Summary.displayName(credential)
             let who = name.map { " as \($0)" } ?? ""
-            Output.result("\(prefix)logged in to \(provider)\(who); stored under \(credential.id)", json: json, [
+            context.result("\(prefix)logged in to \(provider)\(who); stored under \(credential.id)", json: json, [
                 "service": .string(credential.service.description), "account": .string(credential.account),
                 "provider": .string(provider), "user": name.map { .string($0) } ?? .null,
                 "expires_at": credential.expiresAt.map { .integer($0) } ?? .null,
@@ -193,12 +191,12 @@ extension TokenVault {
         /// The flow asked for, else the one that can work here (SPEC §14): with no
         /// way to open a browser, the device flow when the provider has one, else
         /// paste mode, said on stderr.
-        func chooseFlow(grant: OAuth2Provider.Grant, hasDevice: Bool, environment: [String: String]) -> Flow {
+        func chooseFlow(grant: OAuth2Provider.Grant, hasDevice: Bool, settings: Settings) -> Flow {
             if device { return .device }
             if grant.fetchesAgain { return .clientCredentials }
             if noBrowser { return .paste }
             if browser { return .browser }
-            guard let why = Browser.unavailable(environment) else { return .browser }
+            guard let why = Browser.unavailable(settings) else { return .browser }
             if hasDevice {
                 Output.notice("no browser can open here (\(why)): using the device flow (--browser opens one anyway)")
                 return .device
@@ -255,8 +253,7 @@ extension TokenVault {
             }
             if let after = try vault.load(id), after != before {
                 held.release()
-                context.flushWarnings()
-                announce(after, provider: provider, prefix: "the other login finished: ")
+                announce(after, provider: provider, prefix: "the other login finished: ", context: context)
                 return nil
             }
             Output.notice("the other login did not store anything; starting this one")
@@ -272,7 +269,7 @@ extension TokenVault {
                                     clock: context.clock, notify: { Output.notice($0) })
             let id = CredentialID(service: p.service, account: account)
             var pin = noBrowser
-            if !noBrowser, !browser, let why = Browser.unavailable(context.environment) {
+            if !noBrowser, !browser, let why = Browser.unavailable(context.settings) {
                 Output.notice("no browser can open here (\(why)): type the PIN the provider shows instead (--browser opens one anyway)")
                 pin = true
             }
@@ -281,10 +278,9 @@ extension TokenVault {
             defer { held.release() }
             let credential = pin
                 ? try login.pin(id: id) { Swift.readLine() }
-                : try login.loopback(id: id, port: port, timeout: Double(timeout)) { Browser.open($0, environment: context.environment) }
+                : try login.loopback(id: id, port: port, timeout: Double(timeout)) { Browser.open($0, settings: context.settings) }
             try store(credential, provider: p.name, context: context)
-            context.flushWarnings()
-            announce(credential, provider: p.name)
+            announce(credential, provider: p.name, context: context)
         }
     }
 }
@@ -293,25 +289,25 @@ extension TokenVault {
 enum Browser {
     /// Why no browser can open here, or nil when one can: over SSH without a
     /// forwarded display, or with neither `$BROWSER` nor a display.
-    static func unavailable(_ env: [String: String]) -> String? {
-        func set(_ name: String) -> Bool { !(env[name] ?? "").isEmpty }
-        let display = DesktopSession.present(env)
-        if set("SSH_CONNECTION"), !display { return "an SSH session without a display" }
-        if !set("BROWSER"), !display { return "no $BROWSER, DISPLAY or WAYLAND_DISPLAY" }
+    static func unavailable(_ settings: Settings) -> String? {
+        if settings[.sshConnection] != nil, !settings.desktop { return "an SSH session without a display" }
+        if settings[.browser] == nil, !settings.desktop {
+            return "no $\(EnvironmentVariable.browser.name), \(EnvironmentVariable.display.name) or \(EnvironmentVariable.waylandDisplay.name)"
+        }
         return nil
     }
 
     /// Starts the browser; one that cannot start, or exits with a failure
     /// within its first half second, is reported at once (the URL is on the
     /// terminal already), so nobody waits out the login's timeout for nothing.
-    static func open(_ url: String, environment env: [String: String]) {
+    static func open(_ url: String, settings: Settings) {
         let command: String
-        if let browser = env["BROWSER"], !browser.isEmpty {
+        if let browser = settings[.browser] {
             command = browser
         } else if let xdg = ["/usr/bin/xdg-open", "/usr/local/bin/xdg-open"].first(where: { (path: String) in access(path, X_OK) == 0 }) {
             command = xdg
         } else {
-            Output.notice("no browser to open (set BROWSER, or install xdg-utils): open the URL above yourself")
+            Output.notice("no browser to open (set \(EnvironmentVariable.browser.name), or install xdg-utils): open the URL above yourself")
             return
         }
         // $BROWSER may carry arguments ("firefox --new-window"): the shell splits it. The
@@ -319,7 +315,7 @@ enum Browser {
         // within half a second, else 0.
         let watch = #"$1 "$2" & b=$!; for i in 1 2 3 4 5; do kill -0 "$b" 2>/dev/null || { wait "$b"; exit $?; }; sleep 0.1; done; exit 0"#
         do {
-            let (status, _) = try Posix.spawn(["/bin/sh", "-c", watch, "sh", command, url], env: ChildEnvironment.scrubbed(env),
+            let (status, _) = try Posix.spawn(["/bin/sh", "-c", watch, "sh", command, url], env: ChildEnvironment.scrubbed(settings.environment),
                                               capture: false, wait: true)
             if status != 0 {
                 Output.warning("the browser (\(OutsideText.line(command, limit: 80))) failed (exit \(status)\(status == 127 ? ": not found" : "")): open the URL above yourself")

@@ -11,7 +11,7 @@ enum MigrationTarget: String, Choice {
 }
 
 extension TokenVault {
-    struct Migrate: ParsableCommand {
+    struct Migrate: ContextCommand {
         static let configuration = CommandConfiguration(
             commandName: "migrate",
             abstract: "Move every credential to another backend.",
@@ -41,8 +41,7 @@ extension TokenVault {
             if from == to { throw ValidationError("--from and --to name the same backend") }
         }
 
-        func run() throws {
-            let context = Context()
+        func run(in context: Context) throws {
             let backends = context.backends
             let file = try backends.fileVault()
             func open(_ b: MigrationTarget) throws -> CredentialStore {
@@ -67,7 +66,7 @@ extension TokenVault {
             // lock, so each credential moves in one step: none is lost to a `set`,
             // `refresh` or `delete` running meanwhile. A record the target got
             // during the migration is newer than anything to copy: it stays.
-            let vault = CredentialVault(store: source, runtimeDirectory: PrivateDirectory.runtime(environment: context.environment))
+            let vault = CredentialVault(store: source, runtimeDirectory: context.settings.runtimeDirectory)
             var targetBefore: [CredentialID: Credential] = [:]
             for c in try target.list() { targetBefore[c.id] = c }
             var movedCount = 0
@@ -98,7 +97,7 @@ extension TokenVault {
             }
             let moved = movedCount
             let set = useTarget(context)
-            Output.result("moved \(moved) credential\(moved == 1 ? "" : "s") from \(source.name) to \(target.name)", json: json, [
+            context.result("moved \(moved) credential\(moved == 1 ? "" : "s") from \(source.name) to \(target.name)", json: json, [
                 "moved": .integer(Int64(moved)), "from": .string(source.name), "to": .string(target.name), "backend_set": .bool(set),
             ])
         }
@@ -108,12 +107,12 @@ extension TokenVault {
         @discardableResult
         func useTarget(_ context: Context) -> Bool {
             guard !keepBackend else { return false }
-            let path = Config.path(environment: context.environment)
+            let path = context.settings.configPath
             do {
-                try Config.setBackend(to.rawValue, environment: context.environment)
+                try Config.setBackend(to.rawValue, context.settings)
                 Output.notice("set backend = \"\(to.rawValue)\" in \(path), so new logins go there too (--keep-backend: not)")
-                if let forced = context.environment["TOKENVAULT_BACKEND"], !forced.isEmpty, forced != to.rawValue {
-                    Output.warning("TOKENVAULT_BACKEND=\(forced) still overrides it in this environment")
+                if let forced = context.settings[.backend], forced != to.rawValue {
+                    Output.warning("\(EnvironmentVariable.backend.name)=\(forced) still overrides it in this environment")
                 }
                 return true
             } catch {

@@ -5,7 +5,7 @@ import Glibc
 import TokenVaultKit
 
 extension TokenVault {
-    struct Providers: ParsableCommand {
+    struct Providers: ContextCommand {
         static let configuration = CommandConfiguration(
             commandName: "providers",
             abstract: "List built-in and configured providers.")
@@ -13,8 +13,7 @@ extension TokenVault {
         @Flag(help: "Print a JSON array.")
         var json = false
 
-        func run() throws {
-            let context = Context()
+        func run(in context: Context) throws {
             let config = try context.config
             let directory = ProviderDirectory(config: config)
             var rows: [(String, String, String, String)] = []

@@ -5,7 +5,7 @@ import Glibc
 import TokenVaultKit
 
 extension TokenVault {
-    struct Refresh: ParsableCommand {
+    struct Refresh: ContextCommand {
         static let configuration = CommandConfiguration(
             commandName: "refresh",
             abstract: "Refresh a credential now, even if it is still valid.",
@@ -20,19 +20,17 @@ extension TokenVault {
         @Flag(help: "Print what was done as JSON: service, account, refreshed, expires_at.")
         var json = false
 
-        func run() throws {
-            let context = Context()
+        func run(in context: Context) throws {
             let id = try credential.id(in: context)
             // A token that never expires and has no way to renew: nothing to do, and nothing wrong.
             let stored = try context.locate(id).credential
             if stored.expiresAt == nil, !context.status(of: stored).renewal.isPossible {
-                context.flushWarnings()
-                Output.result("\(id) never expires: nothing to renew", json: json,
+                context.result("\(id) never expires: nothing to renew", json: json,
                               ["service": .string(id.service.description), "account": .string(id.account), "refreshed": .bool(false), "expires_at": .null])
                 return
             }
             let c = try context.usable(id, minValid: nil, force: true)
-            Output.result("refreshed \(c.id); expires \(c.expiresAt.map { Format.date($0) } ?? "never")", json: json, [
+            context.result("refreshed \(c.id); expires \(c.expiresAt.map { Format.date($0) } ?? "never")", json: json, [
                 "service": .string(id.service.description), "account": .string(id.account), "refreshed": .bool(true),
                 "expires_at": c.expiresAt.map { .integer($0) } ?? .null,
             ])

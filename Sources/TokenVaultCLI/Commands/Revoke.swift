@@ -5,7 +5,7 @@ import Glibc
 import TokenVaultKit
 
 extension TokenVault {
-    struct Revoke: ParsableCommand {
+    struct Revoke: ContextCommand {
         static let configuration = CommandConfiguration(
             commandName: "revoke",
             abstract: "Revoke a credential at the provider, then delete it locally.",
@@ -20,11 +20,9 @@ extension TokenVault {
         @Flag(help: "Print what was done as JSON: service, account, provider, revoked.")
         var json = false
 
-        func run() throws {
-            let context = Context()
+        func run(in context: Context) throws {
             let id = try credential.id(in: context)
             let c = try context.locate(id).credential
-            context.flushWarnings()
             guard c.type == .oauth2 || c.type == .token, let name = c.provider else {
                 throw TokenVaultError.usage("\(id) is not tied to an OAuth 2.0 provider, so it cannot be revoked here",
                                             hint: "delete the local copy with: tokenvault delete \(ShellWord.word(id.service.description))")
@@ -33,8 +31,7 @@ extension TokenVault {
             try Revocation.revoke(c, provider: provider, transport: CurlTransport(timeout: try context.httpTimeout))
             // Deleted only if it is still the record that was revoked (not a new login made meanwhile).
             try context.vault().delete(id, if: .computed(from: c))
-            context.flushWarnings()
-            Output.result("revoked \(id) at \(name) and deleted it locally", json: json, [
+            context.result("revoked \(id) at \(name) and deleted it locally", json: json, [
                 "service": .string(id.service.description), "account": .string(id.account), "provider": .string(name), "revoked": .bool(true),
             ])
         }

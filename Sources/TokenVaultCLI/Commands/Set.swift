@@ -5,7 +5,7 @@ import Glibc
 import TokenVaultKit
 
 extension TokenVault {
-    struct SetCredential: ParsableCommand {
+    struct SetCredential: ContextCommand {
         static let configuration = CommandConfiguration(
             commandName: "set",
             abstract: "Store a credential read from stdin.",
@@ -30,8 +30,7 @@ extension TokenVault {
         @Flag(help: "Print what was stored as JSON: service, account, provider, stored_in, expires_at.")
         var json = false
 
-        func run() throws {
-            let context = Context()
+        func run(in context: Context) throws {
             let id = try credential.id(in: context)
             if let provider, try context.providers.service(of: provider) == nil {
                 throw TokenVaultError.config("unknown provider \(provider)", hint: "see: tokenvault providers")
@@ -45,12 +44,10 @@ extension TokenVault {
             c.provider = provider
             // Its refresh token goes to this provider's issuer only (docs/security.md).
             c.issuer = try provider.flatMap { try context.providers.table($0)?.issuedBy }
-            let store = try context.store()
             // A new record: any refusal mark on the old one goes with it (SPEC §10).
             try context.vault().write(c)
-            context.flushWarnings()
-            let backend = (store as? AutoStore)?.primary.name ?? store.name
-            Output.result("stored \(id) in \(backend)", json: json, [
+            let backend = try context.store().writesTo
+            context.result("stored \(id) in \(backend)", json: json, [
                 "service": .string(id.service.description), "account": .string(id.account),
                 "provider": c.provider.map { .string($0) } ?? .null, "stored_in": .string(backend),
                 "expires_at": c.expiresAt.map { .integer($0) } ?? .null,

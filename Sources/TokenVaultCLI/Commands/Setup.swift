@@ -15,8 +15,8 @@ extension TokenVault {
 
 /// A program of the PATH, run without a shell; what it printed, and its status.
 enum Tool {
-    static func path(_ name: String, environment env: [String: String]) throws -> String {
-        for dir in (env["PATH"] ?? "/usr/bin:/bin").split(separator: ":") where !dir.isEmpty {
+    static func path(_ name: String, settings: Settings) throws -> String {
+        for dir in (settings[.path] ?? "/usr/bin:/bin").split(separator: ":") where !dir.isEmpty {
             let candidate = "\(dir)/\(name)"
             if access(candidate, X_OK) == 0 { return candidate }
         }
@@ -24,8 +24,8 @@ enum Tool {
     }
 
     @discardableResult
-    static func run(_ argv: [String], environment env: [String: String]) throws -> (status: Int32, output: String) {
-        let (status, out) = try Posix.spawn([try path(argv[0], environment: env)] + argv.dropFirst(), env: env, capture: true,
+    static func run(_ argv: [String], settings: Settings) throws -> (status: Int32, output: String) {
+        let (status, out) = try Posix.spawn([try path(argv[0], settings: settings)] + argv.dropFirst(), env: settings.environment, capture: true,
                                             showErrors: true, wait: true)
         return (status, String(decoding: out, as: UTF8.self))
     }
@@ -42,7 +42,7 @@ enum Tool {
 }
 
 extension TokenVault.Setup {
-    struct Git: ParsableCommand {
+    struct Git: ContextCommand {
         static let configuration = CommandConfiguration(
             commandName: "git",
             abstract: "Make tokenvault git's credential helper for a provider's git hosts.",
@@ -70,12 +70,11 @@ extension TokenVault.Setup {
         @Flag(help: "Remove what setup git wrote.")
         var undo = false
 
-        func run() throws {
-            let context = Context()
-            let env = context.environment
+        func run(in context: Context) throws {
+            let env = context.settings
             let urls = try remotes(context)
             if !global, !dryRun {
-                guard try Tool.run(["git", "rev-parse", "--git-dir"], environment: env).status == 0 else {
+                guard try Tool.run(["git", "rev-parse", "--git-dir"], settings: env).status == 0 else {
                     throw TokenVaultError.usage("not in a git repository", hint: "run it in one, or add --global")
                 }
             }
@@ -83,7 +82,7 @@ extension TokenVault.Setup {
             let helper = "!'\(Tool.selfPath)' git-credential"
             for (url, provider) in urls {
                 let key = "credential.\(url).helper"
-                let current = try Tool.run(["git", "config", scope, "--get-all", key], environment: env).output
+                let current = try Tool.run(["git", "config", scope, "--get-all", key], settings: env).output
                     .split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init)
                 let ours = current == ["", helper]
                 var commands: [[String]] = []
@@ -101,7 +100,7 @@ extension TokenVault.Setup {
                 for argv in commands {
                     if dryRun {
                         Output.value(Tool.shown(argv))
-                    } else if try Tool.run(argv, environment: env).status != 0 {
+                    } else if try Tool.run(argv, settings: env).status != 0 {
                         throw TokenVaultError.config("\(Tool.shown(argv)) failed")
                     }
                 }
@@ -114,7 +113,7 @@ extension TokenVault.Setup {
         /// `scheme://host[:port]` of each remote to set up, with the provider that claims it.
         func remotes(_ context: Context) throws -> [(String, String)] {
             let directory = try context.providers
-            let configPath = Config.path(environment: context.environment)
+            let configPath = context.settings.configPath
             var claims: [(rule: GitHostRule, provider: String)] = []
             for name in directory.names {
                 guard let hosts = directory.table(name)?.git_hosts else { continue }
@@ -133,7 +132,7 @@ extension TokenVault.Setup {
                     let rule = try GitHostRule(parsing: target, provider: "?", configPath: configPath)
                     chosen = claims.filter { $0.rule == rule }
                     guard !chosen.isEmpty else {
-                        throw TokenVaultError.usage("no provider claims the git host \(ServiceKey.quoted(target))",
+                        throw TokenVaultError.usage("no provider claims the git host \(Quoted.text(target))",
                                                     hint: "add it to git_hosts of its provider in \(configPath), then run this again")
                     }
                 }
@@ -153,7 +152,7 @@ extension TokenVault.Setup {
         }
     }
 
-    struct Kubectl: ParsableCommand {
+    struct Kubectl: ContextCommand {
         static let configuration = CommandConfiguration(
             commandName: "kubectl",
             abstract: "Write a kubeconfig user that takes its token from tokenvault.",
@@ -188,8 +187,7 @@ extension TokenVault.Setup {
             }
         }
 
-        func run() throws {
-            let context = Context()
+        func run(in context: Context) throws {
             var argv: [String]
             if undo {
                 argv = ["kubectl", "config", "unset", "users.\(user)"]
@@ -205,7 +203,7 @@ extension TokenVault.Setup {
                 Output.value(Tool.shown(argv))
                 return
             }
-            let r = try Tool.run(argv, environment: context.environment)
+            let r = try Tool.run(argv, settings: context.settings)
             guard r.status == 0 else { throw TokenVaultError.config("\(Tool.shown(argv)) failed (exit \(r.status))") }
             Output.notice(undo ? "removed the kubeconfig user \(user)" : "kubeconfig user \(user) takes its token from tokenvault (\(service ?? ""))")
         }

@@ -5,7 +5,7 @@ import Glibc
 import TokenVaultKit
 
 extension TokenVault {
-    struct Status: ParsableCommand {
+    struct Status: ContextCommand {
         static let configuration = CommandConfiguration(
             commandName: "status",
             abstract: "Show what is stored, where, for whom, and until when.",
@@ -22,7 +22,7 @@ extension TokenVault {
                   completion: .custom(Completions.services))
         var service: String?
 
-        @Option(help: "Which of several logins to the service (default: $TOKENVAULT_ACCOUNT, else default).",
+        @Option(help: "Which of several logins to the service (default: $\(EnvironmentVariable.account.name), else default).",
                 completion: .custom(Completions.accounts))
         var account: String?
 
@@ -31,12 +31,10 @@ extension TokenVault {
 
         @OptionGroup var colour: ColorOptions
 
-        func run() throws {
-            let context = Context()
+        func run(in context: Context) throws {
             let now = context.clock.now
             guard let service else {
                 let rows = try context.vault().listLocated()
-                context.flushWarnings()
                 if json {
                     Output.json(.object([
                         "backend": .string(try context.backendChoice.rawValue),
@@ -52,10 +50,9 @@ extension TokenVault {
                 }
                 return
             }
-            let chosen = try AccountChoice(option: account, environment: context.environment)
+            let chosen = try AccountChoice(option: account, settings: context.settings)
             let id = CredentialID(service: try context.serviceKey(service), account: chosen.name)
             let found = try context.locate(id)
-            context.flushWarnings()
             let c = found.credential
             let status = context.status(of: c)
             if json {

@@ -14,18 +14,19 @@ public struct ExecCredentialRequest: Sendable, Equatable {
 
     /// What `KUBERNETES_EXEC_INFO` asks for; without it, v1beta1 and no prompt
     /// unless there is a terminal.
-    public static func from(environment env: [String: String]) throws -> ExecCredentialRequest {
-        guard let info = env["KUBERNETES_EXEC_INFO"], !info.isEmpty else {
+    public static func from(_ settings: Settings) throws -> ExecCredentialRequest {
+        let variable = EnvironmentVariable.kubernetesExecInfo.name
+        guard let info = settings[.kubernetesExecInfo] else {
             return ExecCredentialRequest(apiVersion: v1beta1, interactive: true)
         }
         guard case .object(let object)? = try? JSONDecoder().decode(JSONValue.self, from: Data(info.utf8)) else {
-            throw TokenVaultError.badInput("KUBERNETES_EXEC_INFO is not a JSON object")
+            throw TokenVaultError.badInput("\(variable) is not a JSON object")
         }
         guard let version = object["apiVersion"]?.string else {
-            throw TokenVaultError.badInput("KUBERNETES_EXEC_INFO has no apiVersion")
+            throw TokenVaultError.badInput("\(variable) has no apiVersion")
         }
         guard version == v1beta1 || version == v1 else {
-            throw TokenVaultError.badInput("kubectl asked for an ExecCredential of \(ServiceKey.quoted(version)); tokenvault writes \(v1beta1) and \(v1)")
+            throw TokenVaultError.badInput("kubectl asked for an ExecCredential of \(Quoted.text(version)); tokenvault writes \(v1beta1) and \(v1)")
         }
         var interactive = false
         if case .object(let spec)? = object["spec"], case .bool(let b)? = spec["interactive"] { interactive = b }

@@ -62,7 +62,7 @@ public struct GitCredentialRequest: Sendable, Equatable {
     /// (`https://evil.example?@github.com/x` is host evil.example).
     static func fields(ofURL url: String) throws -> [String: String] {
         guard let scheme = url.firstRange(of: "://") else {
-            throw TokenVaultError.badInput("malformed credential request: url \(ServiceKey.quoted(url)) has no scheme")
+            throw TokenVaultError.badInput("malformed credential request: url \(Quoted.text(url)) has no scheme")
         }
         var out = ["protocol": String(url[..<scheme.lowerBound])]
         let afterScheme = url[scheme.upperBound...]
@@ -92,7 +92,7 @@ public struct GitHostRule: Sendable, Equatable {
 
     public init(parsing entry: String, provider: String, configPath: String) throws {
         func bad(_ why: String) -> TokenVaultError {
-            .config("provider \(provider): git_hosts entry \(ServiceKey.quoted(entry)) \(why)",
+            .config("provider \(provider): git_hosts entry \(Quoted.text(entry)) \(why)",
                     hint: "fix git_hosts in [providers.\(Config.tableKey(provider))] of \(configPath)")
         }
         var rest = Substring(entry.lowercased())

@@ -25,37 +25,36 @@ public struct Config: Sendable, Equatable {
 
     public init() {}
 
-    /// `TOKENVAULT_CONFIG`, else `$XDG_CONFIG_HOME/tokenvault/config.toml`.
-    public static func path(environment env: [String: String]) -> String {
-        if let p = env["TOKENVAULT_CONFIG"], !p.isEmpty { return p }
-        let base = env["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
-            ?? (Posix.homeDirectory(env) + "/.config")
-        return base + "/tokenvault/config.toml"
-    }
+    /// `backend`, when set (its value was checked when the file was read).
+    public var backendChoice: BackendChoice? { backend.flatMap(BackendChoice.init(rawValue:)) }
 
-    /// Providers that `login --issuer` added: `providers.toml` beside the config
-    /// file, written by tokenvault; config.toml's tables overlay them.
-    public static func discoveredPath(environment env: [String: String]) -> String {
-        Posix.dirname(path(environment: env)) + "/providers.toml"
-    }
+    /// `timeout`: seconds for one exchange with a provider (default 30).
+    public var httpTimeout: Int { timeout ?? 30 }
+
+    /// `min_valid`: seconds an access token must still be valid to be handed out (default 60).
+    public var minValidSeconds: Int64 { Int64(minValid ?? 60) }
+
+    /// `warn_before`: seconds before a refresh token dies that `get` starts
+    /// warning (default 7 days; 0: never).
+    public var warnBeforeSeconds: Int64 { Int64(warnBefore ?? 7 * 86400) }
 
     /// Loads the config file; a missing file is an empty config. The first
     /// load of a file that `readAhead` is reading takes that result.
-    public static func load(environment env: [String: String]) throws -> Config {
-        if let ahead = ReadAhead.take(path: path(environment: env)) { return try ahead.get() }
-        return try loadNow(environment: env)
+    public static func load(_ settings: Settings) throws -> Config {
+        if let ahead = ReadAhead.take(path: settings.configPath) { return try ahead.get() }
+        return try loadNow(settings)
     }
 
     /// Starts reading (and checking) the config on a thread of its own while
     /// the command line is parsed: the `get` hot path. Call on the main
     /// thread, before the command loads the config.
-    public static func readAhead(environment env: [String: String]) {
-        ReadAhead.start(path: path(environment: env)) { try loadNow(environment: env) }
+    public static func readAhead(_ settings: Settings) {
+        ReadAhead.start(path: settings.configPath) { try loadNow(settings) }
     }
 
-    private static func loadNow(environment env: [String: String]) throws -> Config {
-        var config = try loadFile(path(environment: env))
-        let discovered = try loadFile(discoveredPath(environment: env))
+    private static func loadNow(_ settings: Settings) throws -> Config {
+        var config = try loadFile(settings.configPath)
+        let discovered = try loadFile(settings.discoveredProvidersPath)
         config.discoveredProviders = Set(discovered.providers.keys).union(discovered.brokenProviders.keys)
         for (name, table) in discovered.providers {
             config.providers[name] = table.overlaid(by: config.providers[name])
@@ -70,8 +69,8 @@ public struct Config: Sendable, Equatable {
     /// or one is put before the first table; a missing file is created (0600).
     /// Throws (the caller prints the line to add) when the file cannot be
     /// read or written, or the edit would not read back as that setting.
-    public static func setBackend(_ value: String, environment env: [String: String]) throws {
-        let path = path(environment: env)
+    public static func setBackend(_ value: String, _ settings: Settings) throws {
+        let path = settings.configPath
         let line = "backend = \"\(value)\""
         var lines = (try text(of: path)).map { $0.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) } ?? []
         if lines.last == "" { lines.removeLast() }
@@ -116,8 +115,8 @@ public struct Config: Sendable, Equatable {
     /// rest: the `get` head start decides with it while the command loads
     /// the whole config. nil when not set or not a string (the command's own
     /// load reports a bad file).
-    public static func backendSetting(environment env: [String: String]) throws -> String? {
-        guard let text = try text(of: path(environment: env)) else { return nil }
+    public static func backendSetting(_ settings: Settings) throws -> String? {
+        guard let text = try text(of: settings.configPath) else { return nil }
         return try TOMLTable(string: text)["backend"]?.string
     }
 
@@ -181,7 +180,7 @@ public struct Config: Sendable, Equatable {
         c.backend = try string("backend")
         if let b = c.backend, BackendChoice(rawValue: b) == nil {
             let close = Suggestion.closest(to: b, in: BackendChoice.allCases.map(\.rawValue)).map { "did you mean \($0)? " } ?? ""
-            throw TokenVaultError.config("\(located.location(table: [], key: "backend")): backend must be \(BackendChoice.spelled), not \(ServiceKey.quoted(b))",
+            throw TokenVaultError.config("\(located.location(table: [], key: "backend")): backend must be \(BackendChoice.spelled), not \(Quoted.text(b))",
                                          hint: close.isEmpty ? nil : close + "fix backend in \(path)")
         }
         c.minValid = try integer("min_valid", { $0 >= 0 }, "a whole number of seconds, 0 or more, e.g. min_valid = 60")
@@ -350,7 +349,7 @@ public struct ProviderConfig: Codable, Sendable, Equatable {
         guard preset != nil || own != nil else {
             let names = ProviderDirectory(config: config).names
             let define = "or define [providers.\(Config.tableKey(name))] in \(configPath)"
-            throw TokenVaultError.config("unknown provider \(ServiceKey.quoted(name))",
+            throw TokenVaultError.config("unknown provider \(Quoted.text(name))",
                                          hint: Suggestion.text(for: name, in: names, listName: "providers") + "; " + define)
         }
         return try (preset?.config ?? ProviderConfig()).overlaid(by: own).withTenant(provider: name, configPath: configPath)
@@ -371,7 +370,7 @@ public struct ProviderConfig: Codable, Sendable, Equatable {
         guard !tenant.isEmpty, tenant.utf8.count <= 64,
               tenant.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)) || $0 == "-" || $0 == "." })
         else {
-            throw TokenVaultError.config("provider \(name): tenant must be a tenant id or domain (letters, digits, '-', '.'), not \(ServiceKey.quoted(tenant))",
+            throw TokenVaultError.config("provider \(name): tenant must be a tenant id or domain (letters, digits, '-', '.'), not \(Quoted.text(tenant))",
                                          hint: "fix tenant in [providers.\(Config.tableKey(name))] of \(configPath)")
         }
         var m = self

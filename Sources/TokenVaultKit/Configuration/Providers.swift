@@ -136,7 +136,7 @@ extension ProviderConfig {
             throw TokenVaultError.config("provider \(name) has no service and no token endpoint to take it from")
         }
         guard let key = try? ServiceKey(parsing: text) else {
-            throw TokenVaultError.config("provider \(name): service \(ServiceKey.quoted(text)) is not a valid service")
+            throw TokenVaultError.config("provider \(name): service \(Quoted.text(text)) is not a valid service")
         }
         return key
     }

@@ -34,7 +34,7 @@ public struct CredentialID: Hashable, Sendable, Comparable, CustomStringConverti
             || account != account.trimmedSpaces()
         {
             throw TokenVaultError.usage(
-                "invalid account \(ServiceKey.quoted(account)): use 1 to \(maxAccountBytes) bytes of printable characters")
+                "invalid account \(Quoted.text(account)): use 1 to \(maxAccountBytes) bytes of printable characters")
         }
     }
 }

@@ -23,7 +23,7 @@ public struct ServiceKey: Hashable, Sendable, CustomStringConvertible, Comparabl
     /// turns into the service that provider stores under.
     public init(parsing raw: String, providerService: (String) -> String? = { _ in nil }) throws {
         func refuse(_ why: String) -> TokenVaultError {
-            .usage("invalid service \(ServiceKey.quoted(raw)): \(why)",
+            .usage("invalid service \(Quoted.text(raw)): \(why)",
                    hint: "give a host (api.example.com), a URL (https://api.example.com/v1/) or a provider name")
         }
         if raw.isEmpty { throw refuse("it is empty") }
@@ -93,18 +93,4 @@ public struct ServiceKey: Hashable, Sendable, CustomStringConvertible, Comparabl
         if description.utf8.count > ServiceKey.maxLength + 8 { throw refuse("it is too long") }
     }
 
-    /// Quotes user input for an error message, escaping what a terminal would act on.
-    public static func quoted(_ s: String) -> String {
-        var out = "'"
-        for scalar in s.unicodeScalars.prefix(80) {
-            switch scalar {
-            case "'": out += "\\'"
-            case _ where scalar.value < 0x20 || scalar.value == 0x7F:
-                out += "\\x" + Hex.encode([UInt8(truncatingIfNeeded: scalar.value)]).uppercased()
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        if s.unicodeScalars.count > 80 { out += "…" }
-        return out + "'"
-    }
 }

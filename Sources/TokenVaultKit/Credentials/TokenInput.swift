@@ -163,6 +163,6 @@ public enum TokenInput {
 
     /// A value quoted for a message: short, and never a control character.
     static func safe(_ s: String) -> String {
-        ServiceKey.quoted(s)
+        Quoted.text(s)
     }
 }

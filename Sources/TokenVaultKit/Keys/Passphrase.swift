@@ -3,46 +3,48 @@ import FoundationEssentials
 import Glibc
 internal import CTokenVault
 
-/// Where the vault passphrase comes from, first found wins (SPEC §5):
+/// Where the vault passphrase comes from, first found wins (docs/security.md):
 /// `TOKENVAULT_PASSPHRASE_FILE`, `TOKENVAULT_PASSPHRASE_COMMAND` (its stdout),
 /// `TOKENVAULT_PASSPHRASE`, then a no-echo prompt on the terminal.
 public struct PassphraseSource: Sendable {
-    public var environment: [String: String]
+    /// The first passphrase variable set (an empty one is unset), and what it holds.
+    let given: (variable: EnvironmentVariable, source: SecretSource)?
     /// The terminal to prompt on; nil: none.
     public var terminalPath: String?
 
-    public init(environment: [String: String], terminalPath: String? = "/dev/tty") {
-        // An empty variable is an unset one (`TOKENVAULT_PASSPHRASE_FILE= tokenvault get …`).
-        self.environment = environment.filter { !$0.value.isEmpty }
+    public init(settings: Settings, terminalPath: String? = "/dev/tty") {
+        given = EnvironmentVariable.passphraseSources.lazy.compactMap { v -> (EnvironmentVariable, SecretSource)? in
+            guard let value = settings[v] else { return nil }
+            switch v {
+            case .passphraseFile: return (v, .file(value))
+            case .passphraseCommand: return (v, .command(value))
+            default: return (v, .value(value))
+            }
+        }.first
         self.terminalPath = terminalPath
     }
 
-    static let noSourceHint =
-        "set TOKENVAULT_PASSPHRASE_FILE, TOKENVAULT_PASSPHRASE_COMMAND or TOKENVAULT_PASSPHRASE, or run it on a terminal"
+    /// "TOKENVAULT_PASSPHRASE_FILE, TOKENVAULT_PASSPHRASE_COMMAND or TOKENVAULT_PASSPHRASE".
+    static let sourceNames: String = {
+        let names = EnvironmentVariable.passphraseSources.map(\.name)
+        return names.dropLast().joined(separator: ", ") + " or " + names.last!
+    }()
+
+    static let noSourceHint = "set \(sourceNames), or run it on a terminal"
+
+    /// The hint for a wrong passphrase from a source.
+    static let checkSourcesHint = "check \(sourceNames)"
 
     /// True when a passphrase can be had without asking anyone.
-    public var isNonInteractive: Bool {
-        ["TOKENVAULT_PASSPHRASE_FILE", "TOKENVAULT_PASSPHRASE_COMMAND", "TOKENVAULT_PASSPHRASE"]
-            .contains { environment[$0] != nil }
-    }
+    public var isNonInteractive: Bool { given != nil }
 
-    /// A passphrase from the environment, a file or a command; nil when none is set.
+    /// A passphrase from the environment, a file or a command; nil when none is set (77 when it cannot be read).
     private func fromEnvironment() throws -> SecureBytes? {
-        if let path = environment["TOKENVAULT_PASSPHRASE_FILE"] {
-            try TrustedFile.check(path, what: "the passphrase file")
-            guard var bytes = FileManager.default.contents(atPath: path).map(Array.init) else {
-                throw TokenVaultError.permission("cannot read the passphrase file named by TOKENVAULT_PASSPHRASE_FILE (\(path))")
-            }
-            defer { Sodium.wipe(&bytes) }
-            return try nonEmpty(chompNewline(bytes), source: "the passphrase file")
-        }
-        if let command = environment["TOKENVAULT_PASSPHRASE_COMMAND"] {
-            return try run(command)
-        }
-        if let value = environment["TOKENVAULT_PASSPHRASE"] {
-            return try nonEmpty(Array(value.utf8)[...], source: "TOKENVAULT_PASSPHRASE")
-        }
-        return nil
+        guard let (variable, source) = given else { return nil }
+        let what = variable == .passphrase ? variable.name : "the passphrase (\(variable.name))"
+        var bytes = try source.bytes(what: what) { TokenVaultError.permission($0) }
+        defer { Sodium.wipe(&bytes) }
+        return try nonEmpty(bytes[...], source: what)
     }
 
     private func terminal() throws -> Terminal {
@@ -101,8 +103,7 @@ public struct PassphraseSource: Sendable {
     public func unlock<T>(_ what: String, check: (SecureBytes) throws -> T?) throws -> T {
         if let given = try fromEnvironment() {
             if let opened = try check(given) { return opened }
-            throw TokenVaultError.permission("wrong passphrase for \(what)",
-                                             hint: "check TOKENVAULT_PASSPHRASE_FILE, TOKENVAULT_PASSPHRASE_COMMAND or TOKENVAULT_PASSPHRASE")
+            throw TokenVaultError.permission("wrong passphrase for \(what)", hint: PassphraseSource.checkSourcesHint)
         }
         let tty = try terminal()
         for attempt in 1...3 {
@@ -114,27 +115,9 @@ public struct PassphraseSource: Sendable {
                                          hint: "it is the passphrase the vault was created with; nothing else opens it")
     }
 
-    private func chompNewline(_ b: [UInt8]) -> ArraySlice<UInt8> {
-        var s = b[...]
-        if s.last == 0x0A { s = s.dropLast() }
-        if s.last == 0x0D { s = s.dropLast() }
-        return s
-    }
-
     private func nonEmpty(_ b: ArraySlice<UInt8>, source: String) throws -> SecureBytes {
         guard !b.isEmpty else { throw TokenVaultError.permission("\(source) is empty") }
         return SecureBytes(b)
-    }
-
-    private func run(_ command: String) throws -> SecureBytes {
-        guard var (status, bytes) = try? ShellCommand.run(command) else {
-            throw TokenVaultError.permission("cannot run TOKENVAULT_PASSPHRASE_COMMAND")
-        }
-        defer { Sodium.wipe(&bytes) }
-        guard status == 0 else {
-            throw TokenVaultError.permission("TOKENVAULT_PASSPHRASE_COMMAND failed (exit \(status))")
-        }
-        return try nonEmpty(chompNewline(bytes), source: "the output of TOKENVAULT_PASSPHRASE_COMMAND")
     }
 }
 

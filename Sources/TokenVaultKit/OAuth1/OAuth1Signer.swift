@@ -81,11 +81,11 @@ public struct OAuth1Signer: Sendable {
     /// and the query's parameters (§3.4.1.3.1).
     static func baseURI(_ url: String) throws -> (String, [(String, String)]) {
         guard let schemeEnd = url.firstRange(of: "://") else {
-            throw TokenVaultError.usage("--url must be an absolute http(s) URL, not \(ServiceKey.quoted(url))")
+            throw TokenVaultError.usage("--url must be an absolute http(s) URL, not \(Quoted.text(url))")
         }
         let scheme = url[..<schemeEnd.lowerBound].lowercased()
         guard scheme == "http" || scheme == "https" else {
-            throw TokenVaultError.usage("--url must be an http or https URL, not \(ServiceKey.quoted(url))")
+            throw TokenVaultError.usage("--url must be an http or https URL, not \(Quoted.text(url))")
         }
         var rest = url[schemeEnd.upperBound...]
         if let hash = rest.firstIndex(of: "#") { rest = rest[..<hash] }
@@ -101,7 +101,7 @@ public struct OAuth1Signer: Sendable {
         if (scheme == "http" && authority.hasSuffix(":80")) || (scheme == "https" && authority.hasSuffix(":443")) {
             authority = String(authority[..<authority.lastIndex(of: ":")!])
         }
-        guard !authority.isEmpty else { throw TokenVaultError.usage("--url has no host: \(ServiceKey.quoted(url))") }
+        guard !authority.isEmpty else { throw TokenVaultError.usage("--url has no host: \(Quoted.text(url))") }
         return ("\(scheme)://\(authority)\(path)", parseQuery(query))
     }
 

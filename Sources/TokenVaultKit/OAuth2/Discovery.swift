@@ -25,10 +25,7 @@ public struct Discovery {
     }
 
     /// `$XDG_CACHE_HOME/tokenvault/discovery`.
-    public static func defaultDirectory(environment env: [String: String]) -> String {
-        let cache = env["XDG_CACHE_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? (Posix.homeDirectory(env) + "/.cache")
-        return cache + "/tokenvault/discovery"
-    }
+    public static func defaultDirectory(_ settings: Settings) -> String { settings.cacheDirectory + "/discovery" }
 
     /// The endpoints of `issuer`'s document, checked: its `issuer` is the one
     /// configured (Microsoft's `{tenantid}` placeholder standing for one path
@@ -60,7 +57,7 @@ public struct Discovery {
             throw TokenVaultError.badInput("the discovery document of \(name) names no issuer")
         }
         guard issuerMatches(stated, configured: issuer) else {
-            throw TokenVaultError.config("the discovery document of \(name) is for issuer \(ServiceKey.quoted(stated)), not \(ServiceKey.quoted(issuer)); refusing its endpoints",
+            throw TokenVaultError.config("the discovery document of \(name) is for issuer \(Quoted.text(stated)), not \(Quoted.text(issuer)); refusing its endpoints",
                                          hint: "check issuer in [providers.\(Config.tableKey(name))]")
         }
         var out: [String: String] = [:]
@@ -231,11 +228,11 @@ public enum DiscoveredProviders {
         }
         guard let existing = config.providers[name] else { return nil }
         if existing.issuer != issuer {
-            return .usage("provider \(name) already logs in to \(ServiceKey.quoted(existing.issuer ?? "?")); this login is for \(ServiceKey.quoted(issuer)), and an existing name is never pointed at another issuer",
+            return .usage("provider \(name) already logs in to \(Quoted.text(existing.issuer ?? "?")); this login is for \(Quoted.text(issuer)), and an existing name is never pointed at another issuer",
                           hint: "keep it under another name: \(again)")
         }
         if existing.client_id != clientID {
-            return .usage("provider \(name) logs in to \(ServiceKey.quoted(issuer)) with client id \(ServiceKey.quoted(existing.client_id ?? "")), not \(ServiceKey.quoted(clientID))",
+            return .usage("provider \(name) logs in to \(Quoted.text(issuer)) with client id \(Quoted.text(existing.client_id ?? "")), not \(Quoted.text(clientID))",
                           hint: "log in with: tokenvault login \(ShellWord.word(name)); or keep the other client under another name: \(again)")
         }
         return nil
@@ -246,8 +243,8 @@ public enum DiscoveredProviders {
     /// choice checked again (a concurrent login may have taken the name), and
     /// the table appended; a table already there for the same issuer and
     /// client is left as it is.
-    public static func add(name: String, issuer: String, clientID: String, environment env: [String: String]) throws {
-        let path = Config.discoveredPath(environment: env)
+    public static func add(name: String, issuer: String, clientID: String, settings: Settings) throws {
+        let path = settings.discoveredProvidersPath
         let directory = Posix.dirname(path)
         try PrivateDirectory.createWithParents(directory)
         try FileLock.holding(directory + "/.providers.toml.lock") {
@@ -274,7 +271,7 @@ public enum DiscoveredProviders {
     /// A TOML basic string; a value with a control character is refused, not escaped.
     private static func quoted(_ s: String) throws -> String {
         guard !s.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
-            throw TokenVaultError.usage("\(ServiceKey.quoted(s)) contains a control character")
+            throw TokenVaultError.usage("\(Quoted.text(s)) contains a control character")
         }
         return Config.tomlString(s)
     }

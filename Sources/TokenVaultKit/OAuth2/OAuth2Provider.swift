@@ -175,7 +175,7 @@ public struct OAuth2Provider: Sendable {
         if lower.hasPrefix("http://"), let host = try? ServiceKey(parsing: url).host, isLoopback(host) {
             return
         }
-        throw TokenVaultError.config("provider \(provider): \(key) must be an https:// URL (http:// only for loopback), not \(ServiceKey.quoted(url))",
+        throw TokenVaultError.config("provider \(provider): \(key) must be an https:// URL (http:// only for loopback), not \(Quoted.text(url))",
                                      hint: "fix \(key) in [providers.\(Config.tableKey(provider))] of \(configPath)")
     }
 
@@ -256,42 +256,5 @@ public struct OAuth2Provider: Sendable {
         var fields = [("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"), ("assertion", assertion)]
         if !scopes.isEmpty { fields.append(("scope", scopes.joined(separator: " "))) }
         return (fields, assertion)
-    }
-}
-
-/// A secret from config: the value itself, a file's first line, or a command's stdout.
-enum SecretSource: Sendable {
-    case value(String)
-    case file(String)
-    case command(String)
-
-    func read(what: String) throws -> String {
-        switch self {
-        case .value(let v):
-            return v
-        case .file(let path):
-            let expanded = TrustedFile.expandingHome(path)
-            try TrustedFile.check(expanded, what: "the file holding \(what)")
-            guard let data = FileManager.default.contents(atPath: expanded), let text = String(data: data, encoding: .utf8) else {
-                throw TokenVaultError.config("cannot read \(what) from \(path)")
-            }
-            return text.split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
-        case .command(let command):
-            let (status, out) = try ShellCommand.run(command)
-            guard status == 0 else { throw TokenVaultError.config("the command giving \(what) failed (exit \(status))") }
-            return String(decoding: out, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
-        }
-    }
-}
-
-/// `/bin/sh -c COMMAND`, its stdout captured, stdin from /dev/null.
-enum ShellCommand {
-    static func run(_ command: String) throws -> (Int32, [UInt8]) {
-        do {
-            return try Posix.spawn(["/bin/sh", "-c", command], env: ChildEnvironment.scrubbed(ProcessInfo.processInfo.environment),
-                                   capture: true, showErrors: true, wait: true)
-        } catch {
-            throw TokenVaultError.config("cannot run /bin/sh")
-        }
     }
 }

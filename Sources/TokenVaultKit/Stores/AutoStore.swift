@@ -43,6 +43,8 @@ public final class AutoStore: CredentialStore {
     /// Where new credentials go.
     public var primary: CredentialStore { secretService ?? file }
 
+    public var writesTo: String { primary.name }
+
     public func load(_ id: CredentialID) throws -> Credential? { try locate(id)?.credential }
 
     public func locate(_ id: CredentialID) throws -> StoredCredential? {

@@ -14,56 +14,42 @@ public enum BackendChoice: String, Sendable, CaseIterable {
         let names = allCases.map(\.rawValue)
         return names.dropLast().joined(separator: ", ") + " or " + names.last!
     }
-
-    /// `TOKENVAULT_BACKEND` wins over the config file; the config is read only when needed.
-    public static func resolve(environment env: [String: String], config: () throws -> Config) throws -> BackendChoice {
-        if let v = env["TOKENVAULT_BACKEND"], !v.isEmpty {
-            guard let c = BackendChoice(rawValue: v) else {
-                throw TokenVaultError.config("TOKENVAULT_BACKEND must be \(spelled), not \(ServiceKey.quoted(v))")
-            }
-            return c
-        }
-        return try config().backend.flatMap(BackendChoice.init(rawValue:)) ?? .auto
-    }
 }
 
-/// Builds the stores from the environment.
+/// Builds the stores from the settings.
 public struct Backends {
-    public var environment: [String: String]
+    public var settings: Settings
     public var keyCache: KeyCache
     /// False: never prompt on the terminal (shell completion).
     public var interactive = true
     /// The config file, read only when a backend needs it (etcd).
     public var config: () throws -> Config = { Config() }
 
-    public init(environment: [String: String], keyCache: KeyCache? = nil) {
-        self.environment = environment
-        self.keyCache = keyCache ?? (Backends.keyTTL(environment) > 0 ? KernelKeyring() : NoKeyCache())
-    }
-
-    /// Seconds to wait for D-Bus (`TOKENVAULT_DBUS_TIMEOUT`, default 3).
-    public var dbusTimeout: Double {
-        environment["TOKENVAULT_DBUS_TIMEOUT"].flatMap(Double.init).map { min(max($0, 0.1), 60) } ?? 3
-    }
-
-    public static func keyTTL(_ env: [String: String]) -> Int {
-        env["TOKENVAULT_KEY_TTL"].flatMap { Int($0) }.map { max($0, 0) } ?? 900
+    /// The kernel keyring caches the vault key unless the key TTL is 0 (or
+    /// invalid: the store that needs it reports that).
+    public init(settings: Settings, keyCache: KeyCache? = nil) {
+        self.settings = settings
+        self.keyCache = keyCache ?? (((try? settings.keyTTL) ?? 0) > 0 ? KernelKeyring() : NoKeyCache())
     }
 
     public func fileVault() throws -> FileVault {
         FileVault(
-            path: FileVault.defaultPath(environment: environment),
-            passphrase: PassphraseSource(environment: environment, terminalPath: interactive ? "/dev/tty" : nil),
-            keyCache: keyCache, keyTTL: Backends.keyTTL(environment),
-            newVaultParams: try KDFParams.profile(environment["TOKENVAULT_KDF_PROFILE"]))
+            path: settings.vaultPath,
+            passphrase: PassphraseSource(settings: settings, terminalPath: interactive ? "/dev/tty" : nil),
+            keyCache: keyCache, keyTTL: try settings.keyTTL,
+            newVaultParams: try settings.kdfProfile)
     }
 
     public func etcdStore() throws -> EtcdStore {
         EtcdStore(
-            settings: try EtcdSettings.resolve(environment: environment, config: try config(), configPath: Config.path(environment: environment)),
-            passphrase: PassphraseSource(environment: environment, terminalPath: interactive ? "/dev/tty" : nil),
-            keyCache: keyCache, keyTTL: Backends.keyTTL(environment),
-            newParams: try KDFParams.profile(environment["TOKENVAULT_KDF_PROFILE"]))
+            settings: try EtcdSettings.resolve(settings, config: try config()),
+            passphrase: PassphraseSource(settings: settings, terminalPath: interactive ? "/dev/tty" : nil),
+            keyCache: keyCache, keyTTL: try settings.keyTTL,
+            newParams: try settings.kdfProfile)
+    }
+
+    func secretService() throws -> SecretServiceStore {
+        SecretServiceStore(timeout: try settings.dbusTimeout, unlock: try .init(settings: settings), bus: settings.sessionBusShown)
     }
 
     public func open(_ choice: BackendChoice) throws -> CredentialStore {
@@ -71,18 +57,18 @@ public struct Backends {
         case .etcd: return try etcdStore()
         case .file: return try fileVault()
         case .secretService:
-            if let missing = SecretServiceStore.missingBus(environment: environment) {
+            if let missing = SecretServiceStore.missingBus(settings) {
                 throw TokenVaultError.backendUnavailable("the Secret Service is not available: \(missing)",
-                                                         hint: "start a Secret Service (e.g. gnome-keyring) or use TOKENVAULT_BACKEND=file")
+                                                         hint: "start a Secret Service (e.g. gnome-keyring) or use \(EnvironmentVariable.backend.name)=file")
             }
-            return SecretServiceStore(timeout: dbusTimeout, unlock: .init(environment: environment))
+            return try secretService()
         case .auto:
             // No separate probe: the first real call is the probe (a probe costs a
             // second D-Bus session), and its failure is what auto falls back on.
-            if let missing = SecretServiceStore.missingBus(environment: environment) {
+            if let missing = SecretServiceStore.missingBus(settings) {
                 return AutoStore(secretService: nil, unavailableReason: missing, quiet: true, file: try fileVault())
             }
-            return AutoStore(secretService: SecretServiceStore(timeout: dbusTimeout, unlock: .init(environment: environment)), unavailableReason: nil, quiet: false, file: try fileVault())
+            return AutoStore(secretService: try secretService(), unavailableReason: nil, quiet: false, file: try fileVault())
         }
     }
 }

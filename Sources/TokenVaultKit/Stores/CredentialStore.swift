@@ -31,10 +31,17 @@ public protocol CredentialStore: AnyObject {
     /// True when something was deleted.
     @discardableResult func delete(_ id: CredentialID) throws -> Bool
     func list() throws -> [Credential]
+    /// What the store noticed on the way (auto fell back to the file vault,
+    /// an etcd member did not answer), for the command to print once.
+    var warnings: [String] { get }
+    /// The store new credentials are written to ("secret-service", "file").
+    var writesTo: String { get }
 }
 
 extension CredentialStore {
     public var uncheckedNote: String? { nil }
+    public var warnings: [String] { [] }
+    public var writesTo: String { name }
 
     public func locate(_ id: CredentialID) throws -> StoredCredential? {
         try load(id).map { StoredCredential(credential: $0, backend: name) }

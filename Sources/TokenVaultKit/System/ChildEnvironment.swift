@@ -6,7 +6,7 @@ import Glibc
 /// passphrase commands) inherit: the environment minus every
 /// `TOKENVAULT_PASSPHRASE*` variable, the key to the whole vault.
 public enum ChildEnvironment {
-    static func isPrivate(_ name: String) -> Bool { name.hasPrefix("TOKENVAULT_PASSPHRASE") }
+    static func isPrivate(_ name: String) -> Bool { name.hasPrefix(EnvironmentVariable.passphrase.name) }
 
     /// `environment` without the variables no child may see.
     public static func scrubbed(_ environment: [String: String]) -> [String: String] {
@@ -16,13 +16,5 @@ public enum ChildEnvironment {
     /// Removes them from this process's own environment, before it execs.
     public static func scrubProcess() {
         for name in ProcessInfo.processInfo.environment.keys where isPrivate(name) { unsetenv(name) }
-    }
-}
-
-/// Whether this process runs in a desktop session (X11 or Wayland), where a
-/// browser or the keyring's unlock prompt can be shown.
-public enum DesktopSession {
-    public static func present(_ env: [String: String]) -> Bool {
-        !(env["DISPLAY"] ?? "").isEmpty || !(env["WAYLAND_DISPLAY"] ?? "").isEmpty
     }
 }

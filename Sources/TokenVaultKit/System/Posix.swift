@@ -23,13 +23,6 @@ public enum Posix {
         return p.count == 1 ? "/" : String(p[p.index(after: slash)...])
     }
 
-    /// `$HOME`, else the password database's home of this user.
-    public static func homeDirectory(_ env: [String: String]) -> String {
-        if let home = env["HOME"], !home.isEmpty { return home }
-        if let pw = getpwuid(geteuid()), let dir = pw.pointee.pw_dir { return String(decoding: UnsafeRawBufferPointer(start: dir, count: strlen(dir)), as: UTF8.self) }
-        return "/"
-    }
-
     public static func sleep(_ seconds: Double) {
         guard seconds > 0 else { return }
         var t = timespec(tv_sec: Int(seconds), tv_nsec: Int((seconds - Double(Int(seconds))) * 1e9))

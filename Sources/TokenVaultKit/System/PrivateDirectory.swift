@@ -47,15 +47,4 @@ public enum PrivateDirectory {
             _ = chmod(dir, 0o700)
         }
     }
-
-    /// Where tokenvault keeps its locks and its spool: `$XDG_RUNTIME_DIR/tokenvault`
-    /// (a tmpfs of the user's own), else `$XDG_CACHE_HOME/tokenvault/run` (by
-    /// default `~/.cache/tokenvault/run`) — never a predictable name in a shared
-    /// directory such as /tmp, which another user could create first.
-    public static func runtime(environment env: [String: String]) -> String {
-        if let r = env["XDG_RUNTIME_DIR"], r.hasPrefix("/"), access(r, W_OK) == 0 { return r + "/tokenvault" }
-        let cache = env["XDG_CACHE_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
-            ?? (Posix.homeDirectory(env) + "/.cache")
-        return cache + "/tokenvault/run"
-    }
 }

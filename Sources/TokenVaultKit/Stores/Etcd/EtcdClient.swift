@@ -15,29 +15,28 @@ public struct EtcdSettings: Sendable {
     /// Seconds a dead refresher can hold the fleet lock.
     public var leaseTTL: Int
 
-    public static func resolve(environment env: [String: String], config: Config, configPath: String) throws -> EtcdSettings {
+    public static func resolve(_ settings: Settings, config: Config) throws -> EtcdSettings {
+        let configPath = settings.configPath
         if let problem = config.etcdProblem { throw problem }
         let table = config.etcd ?? EtcdConfig()
         var endpoints = table.endpoints ?? []
-        if let e = env["TOKENVAULT_ETCD_ENDPOINTS"], !e.isEmpty {
-            endpoints = e.split(separator: ",").map { $0.trimmedSpaces() }.filter { !$0.isEmpty }
-        }
+        if let given = settings.etcdEndpoints { endpoints = given }
         guard !endpoints.isEmpty else {
             throw TokenVaultError.config("the etcd backend has no endpoints",
-                                         hint: "set endpoints in the [etcd] table of \(configPath), or TOKENVAULT_ETCD_ENDPOINTS")
+                                         hint: "set endpoints in the [etcd] table of \(configPath), or \(EnvironmentVariable.etcdEndpoints.name)")
         }
         for e in endpoints {
             guard let url = URL(string: e), let scheme = url.scheme, ["http", "https"].contains(scheme), url.host != nil,
                   url.path.isEmpty || url.path == "/", url.query == nil
             else {
-                throw TokenVaultError.config("etcd endpoint \(ServiceKey.quoted(e)) is not an http(s)://HOST:PORT address")
+                throw TokenVaultError.config("etcd endpoint \(Quoted.text(e)) is not an http(s)://HOST:PORT address")
             }
             if scheme == "http", !OAuth2Provider.isLoopback(url.host ?? "") {
                 throw TokenVaultError.config("etcd endpoint \(e) is plain http to another host; use https with ca_file",
                                              hint: "tokens are encrypted, but the etcd password and lock traffic are not")
             }
         }
-        let prefix = env["TOKENVAULT_ETCD_PREFIX"].flatMap { $0.isEmpty ? nil : $0 } ?? table.prefix ?? "tokenvault/"
+        let prefix = settings.etcdPrefix ?? table.prefix ?? "tokenvault/"
         guard prefix.utf8.count <= 512, !prefix.contains("\0") else {
             throw TokenVaultError.config("etcd prefix must be at most 512 bytes, without NUL")
         }
@@ -338,7 +337,7 @@ final class EtcdClient: @unchecked Sendable {
         if only != nil { throw TokenVaultError.temporary(last) }
         if !EtcdReachMark.seen(settings) {
             throw TokenVaultError.backendUnavailable("no etcd endpoint has ever answered (\(endpoints.joined(separator: ", "))): \(last)",
-                                                     hint: "check endpoints and ca_file in the [etcd] table, or TOKENVAULT_ETCD_ENDPOINTS")
+                                                     hint: "check endpoints and ca_file in the [etcd] table, or \(EnvironmentVariable.etcdEndpoints.name)")
         }
         throw TokenVaultError.temporary("the etcd cluster did not answer within \(Int(total)) s: \(last)")
     }
@@ -379,8 +378,7 @@ final class EtcdClient: @unchecked Sendable {
 /// (the configuration is likely wrong).
 enum EtcdReachMark {
     static func path(_ s: EtcdSettings) -> String {
-        let env = ProcessInfo.processInfo.environment
-        return PrivateDirectory.runtime(environment: env) + "/etcd-" +
+        Settings().runtimeDirectory + "/etcd-" +
             Hex.encode(Sodium.hash(Array(s.endpoints.sorted().joined(separator: ",").utf8))) + ".reached"
     }
 

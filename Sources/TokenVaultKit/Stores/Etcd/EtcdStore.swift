@@ -206,7 +206,7 @@ public final class EtcdStore: SharedStore {
 
     private func tampered(_ kv: EtcdKeyValue, _ why: String) -> TokenVaultError {
         let shown = String(decoding: kv.key, as: UTF8.self)
-        return TokenVaultError.vault("the etcd value \(ServiceKey.quoted(shown)) \(why); refused",
+        return TokenVaultError.vault("the etcd value \(Quoted.text(shown)) \(why); refused",
                                      hint: "restore it from a backup, or delete it and log in again")
     }
 
@@ -312,7 +312,7 @@ public final class EtcdStore: SharedStore {
                 _ = ambiguous // not applied: send it again
             }
         }
-        throw TokenVaultError.temporary("etcd did not settle a write of \(ServiceKey.quoted(String(decoding: key, as: UTF8.self))); nothing was lost, try again")
+        throw TokenVaultError.temporary("etcd did not settle a write of \(Quoted.text(String(decoding: key, as: UTF8.self))); nothing was lost, try again")
     }
 
     // MARK: The fleet key

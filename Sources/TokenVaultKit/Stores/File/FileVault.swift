@@ -25,14 +25,6 @@ public final class FileVault: CredentialStore {
         self.newVaultParams = newVaultParams
     }
 
-    /// `TOKENVAULT_VAULT`, else `$XDG_DATA_HOME/tokenvault/vault`.
-    public static func defaultPath(environment env: [String: String]) -> String {
-        if let p = env["TOKENVAULT_VAULT"], !p.isEmpty { return p }
-        let data = env["XDG_DATA_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
-            ?? (Posix.homeDirectory(env) + "/.local/share")
-        return data + "/tokenvault/vault"
-    }
-
     public var exists: Bool {
         var st = stat()
         return lstat(path, &st) == 0
@@ -142,7 +134,7 @@ public final class FileVault: CredentialStore {
             case ENOENT: return nil
             case ELOOP:
                 throw TokenVaultError.permission("the vault \(path) is a symbolic link; refusing to follow it",
-                                                 hint: "replace the link by the file itself, or point TOKENVAULT_VAULT at the file")
+                                                 hint: "replace the link by the file itself, or point \(EnvironmentVariable.vault.name) at the file")
             default:
                 throw TokenVaultError.vault("cannot open the vault \(path): \(String(cString: strerror(errno)))")
             }
@@ -270,7 +262,7 @@ public final class FileVault: CredentialStore {
         guard stat(directory, &st) == 0 else { throw ioError("cannot read the vault directory") }
         guard st.st_uid == geteuid() else {
             throw TokenVaultError.permission("the vault directory \(directory) belongs to another user",
-                                             hint: "use a directory of your own (TOKENVAULT_VAULT)")
+                                             hint: "use a directory of your own (\(EnvironmentVariable.vault.name))")
         }
         guard st.st_mode & 0o077 == 0 else {
             throw TokenVaultError.permission(

@@ -18,15 +18,14 @@ public struct KDFParams: Equatable, Sendable {
     /// libsodium's minimum: only for tests, which make many vaults.
     public static var minimum: KDFParams { .init(opsLimit: Sodium.opsLimitMin, memLimit: Sodium.memLimitMin) }
 
-    /// `TOKENVAULT_KDF_PROFILE`: interactive, moderate (default) or sensitive.
-    public static func profile(_ name: String?) throws -> KDFParams {
-        switch name?.lowercased() {
-        case nil, "", "moderate": return .moderate
-        case "interactive": return .interactive
-        case "sensitive": return .sensitive
-        case let other?:
-            throw TokenVaultError.config(
-                "TOKENVAULT_KDF_PROFILE must be interactive, moderate or sensitive, not \(ServiceKey.quoted(other))")
+    /// A cost by name (`TOKENVAULT_KDF_PROFILE`): interactive, moderate or
+    /// sensitive, in any case; nil for another name.
+    public static func named(_ name: String) -> KDFParams? {
+        switch name.lowercased() {
+        case "moderate": .moderate
+        case "interactive": .interactive
+        case "sensitive": .sensitive
+        default: nil
         }
     }
 
@@ -124,7 +123,7 @@ public enum VaultFormat {
     /// Decrypts the vault in `buffer` in place (no second copy of a large vault).
     static func open(_ buffer: SensitiveBuffer, header: Header, key: SecureBytes) throws -> VaultPlaintext {
         guard keyMatches(key, header: header) else {
-            throw TokenVaultError.permission("wrong passphrase for the vault", hint: "check TOKENVAULT_PASSPHRASE_FILE, TOKENVAULT_PASSPHRASE_COMMAND or TOKENVAULT_PASSPHRASE")
+            throw TokenVaultError.permission("wrong passphrase for the vault", hint: PassphraseSource.checkSourcesHint)
         }
         let all = buffer.bytes
         guard all.count >= headerBytes + Sodium.tagBytes else { throw corrupt("it is too short") }

@@ -18,9 +18,9 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
         public var timeout: Double
         public var desktop: Bool
 
-        public init(environment env: [String: String]) {
-            desktop = DesktopSession.present(env)
-            timeout = env["TOKENVAULT_UNLOCK_TIMEOUT"].flatMap(Double.init).map { min(max($0, 0), 3600) } ?? (desktop ? 60 : 0)
+        public init(settings: Settings) throws {
+            desktop = settings.desktop
+            timeout = try settings.unlockTimeout
         }
     }
 
@@ -35,26 +35,29 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
         public var sessionBusConfigured = true
     }
 
-    init(timeout: Double, unlock: UnlockPolicy) {
+    /// The session bus as wait lines name it.
+    let bus: String
+
+    init(timeout: Double, unlock: UnlockPolicy, bus: String) {
         self.timeout = timeout
         self.unlock = unlock
+        self.bus = bus
     }
 
     /// Why there is no session bus to ask, or nil when there is one. GLib would
     /// otherwise try to autolaunch a bus (dbus-launch, X11).
-    public static func missingBus(environment env: [String: String]) -> String? {
-        if let address = env["DBUS_SESSION_BUS_ADDRESS"], !address.isEmpty { return nil }
-        let runtimeBus = (env["XDG_RUNTIME_DIR"] ?? "/run/user/\(getuid())") + "/bus"
-        return access(runtimeBus, F_OK) == 0 ? nil : "no D-Bus session bus: DBUS_SESSION_BUS_ADDRESS is not set"
+    public static func missingBus(_ settings: Settings) -> String? {
+        if settings.sessionBus != nil { return nil }
+        return access(settings.runtimeBus, F_OK) == 0 ? nil : "no D-Bus session bus: \(EnvironmentVariable.dbusSessionBusAddress.name) is not set"
     }
 
     /// Probes the session bus. `detailed` also asks who provides the service and
     /// whether the default collection is locked (for `tokenvault backend`).
-    public static func probe(environment env: [String: String], timeout: Double, detailed: Bool) -> Status {
-        if let missing = missingBus(environment: env) {
+    public static func probe(_ settings: Settings, timeout: Double, detailed: Bool) -> Status {
+        if let missing = missingBus(settings) {
             return Status(available: false, detail: missing, sessionBusConfigured: false)
         }
-        let bus = shownBus(env)
+        let bus = settings.sessionBusShown
         let answer = withDeadline(timeout, waiting: { "waiting for the Secret Service: \(WaitLine.left(timeout, $0)) of \(timeout.shortText) s (bus \(bus))" }) { () -> Status in
             var message: UnsafeMutablePointer<CChar>?
             guard tv_service_open(&message) != 0 else {
@@ -73,16 +76,6 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
         return answer ?? Status(available: false, detail: "the session bus did not answer within \(timeout.shortText) s")
     }
 
-    /// The session bus as a wait line names it: its first address without the
-    /// guid and other parameters ("unix:path=/run/user/1000/bus").
-    static func shownBus(_ env: [String: String]) -> String {
-        guard let address = env["DBUS_SESSION_BUS_ADDRESS"], !address.isEmpty else {
-            return (env["XDG_RUNTIME_DIR"] ?? "/run/user/\(getuid())") + "/bus"
-        }
-        let first = address.split(separator: ";").first.map(String.init) ?? address
-        return first.split(separator: ",").first.map(String.init) ?? first
-    }
-
     private static func describe(_ glibMessage: String) -> String {
         if tv_secret_library_available() == 0 {
             return "libsecret cannot be loaded (\(glibMessage)); install it (Debian: apt-get install libsecret-1-0)"
@@ -94,8 +87,7 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
     }
 
     private func call<T: Sendable>(_ what: String, _ body: @escaping @Sendable () -> Result<T, TokenVaultError>) throws -> T {
-        let bus = Self.shownBus(ProcessInfo.processInfo.environment)
-        let bound = timeout
+        let (bound, bus) = (timeout, self.bus)
         let answer = withDeadline(timeout, waiting: { "waiting for the Secret Service: \(WaitLine.left(bound, $0)) of \(bound.shortText) s to \(what) (bus \(bus))" }) {
             SecretServiceHeadStart.wait()
             return body()
@@ -103,7 +95,7 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
         guard let result = answer else {
             throw TokenVaultError.backendUnavailable(
                 "the Secret Service did not answer within \(timeout.shortText) s while trying to \(what)",
-                hint: "is the keyring locked or the session bus stuck? unlock it, or use TOKENVAULT_BACKEND=file")
+                hint: "is the keyring locked or the session bus stuck? unlock it, or use \(EnvironmentVariable.backend.name)=file")
         }
         return try result.get()
     }
@@ -143,7 +135,7 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
         guard locked else { return false }
         let name = label.map { "\u{201C}\($0)\u{201D}" } ?? "(the default one)"
         let deadline = Date().addingTimeInterval(unlock.timeout)
-        var why = unlock.timeout > 0 ? "it was not unlocked within \(unlock.timeout.shortText) s" : "TOKENVAULT_UNLOCK_TIMEOUT is 0 (the default without a desktop session)"
+        var why = unlock.timeout > 0 ? "it was not unlocked within \(unlock.timeout.shortText) s" : "\(EnvironmentVariable.unlockTimeout.name) is 0 (the default without a desktop session)"
         if unlock.timeout > 0, unlock.desktop {
             let answer = withDeadline(unlock.timeout) { () -> Int32 in
                 var message: UnsafeMutablePointer<CChar>?
@@ -162,7 +154,7 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
         }
         throw TokenVaultError.permission(
             "the Secret Service collection \(name) is locked and \(why); cannot \(what); nothing was changed",
-            hint: "unlock the keyring (log in to the desktop, or use seahorse), then try again; TOKENVAULT_UNLOCK_TIMEOUT=SECONDS waits for it")
+            hint: "unlock the keyring (log in to the desktop, or use seahorse), then try again; \(EnvironmentVariable.unlockTimeout.name)=SECONDS waits for it")
     }
 
     private func lookup(_ id: CredentialID) throws -> Credential? {
@@ -283,19 +275,18 @@ public enum SecretServiceHeadStart {
     /// Call once, on the main thread, before any store is opened. False when
     /// the Secret Service will not be asked (as far as the environment says).
     @discardableResult
-    public static func start(environment env: [String: String]) -> Bool {
-        guard !started, SecretServiceStore.missingBus(environment: env) == nil else { return false }
-        let named = env["TOKENVAULT_BACKEND"] ?? ""
+    public static func start(_ settings: Settings) -> Bool {
+        guard !started, SecretServiceStore.missingBus(settings) == nil else { return false }
         // One that is not a backend is the command's error to report.
-        guard named.isEmpty || named == BackendChoice.auto.rawValue || named == BackendChoice.secretService.rawValue else { return false }
+        guard let forced = try? settings.backendOverride.map({ $0 == .auto || $0 == .secretService }) ?? true, forced else { return false }
         started = true
         Posix.spawnThread(stackSize: 1 << 22) {
             // A config that cannot be read is reported by the command itself.
-            let choice = try? BackendChoice.resolve(environment: env) {
+            let choice = try? settings.backend {
                 var c = Config()
-                c.backend = try Config.backendSetting(environment: env)
+                c.backend = try Config.backendSetting(settings)
                 return c
-            }
+            }.choice
             if choice == .auto || choice == .secretService { _ = tv_secret_prepare() }
             ready.signal()
         }

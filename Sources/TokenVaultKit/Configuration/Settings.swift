@@ -1,0 +1,216 @@
+import FoundationEssentials
+import Glibc
+
+/// The environment variables tokenvault reads or sets (docs/config.md,
+/// "Environment"). Their names are spelled here and nowhere else.
+public enum EnvironmentVariable: String, CaseIterable, Sendable {
+    case backend = "TOKENVAULT_BACKEND"
+    case config = "TOKENVAULT_CONFIG"
+    case vault = "TOKENVAULT_VAULT"
+    case passphraseFile = "TOKENVAULT_PASSPHRASE_FILE"
+    case passphraseCommand = "TOKENVAULT_PASSPHRASE_COMMAND"
+    case passphrase = "TOKENVAULT_PASSPHRASE"
+    case keyTTL = "TOKENVAULT_KEY_TTL"
+    case kdfProfile = "TOKENVAULT_KDF_PROFILE"
+    case dbusTimeout = "TOKENVAULT_DBUS_TIMEOUT"
+    case unlockTimeout = "TOKENVAULT_UNLOCK_TIMEOUT"
+    case account = "TOKENVAULT_ACCOUNT"
+    case etcdEndpoints = "TOKENVAULT_ETCD_ENDPOINTS"
+    case etcdPrefix = "TOKENVAULT_ETCD_PREFIX"
+    /// Set by `exec` for the command it runs.
+    case accessToken = "TOKENVAULT_ACCESS_TOKEN"
+    case tokenSecret = "TOKENVAULT_TOKEN_SECRET"
+    case home = "HOME"
+    case path = "PATH"
+    case xdgConfigHome = "XDG_CONFIG_HOME"
+    case xdgDataHome = "XDG_DATA_HOME"
+    case xdgCacheHome = "XDG_CACHE_HOME"
+    case xdgRuntimeDir = "XDG_RUNTIME_DIR"
+    case dbusSessionBusAddress = "DBUS_SESSION_BUS_ADDRESS"
+    case display = "DISPLAY"
+    case waylandDisplay = "WAYLAND_DISPLAY"
+    case sshConnection = "SSH_CONNECTION"
+    case browser = "BROWSER"
+    case noColor = "NO_COLOR"
+    case term = "TERM"
+    case columns = "COLUMNS"
+    case kubernetesExecInfo = "KUBERNETES_EXEC_INFO"
+
+    public var name: String { rawValue }
+
+    /// The passphrase sources, in the order they are asked: never passed on to a child.
+    public static let passphraseSources: [EnvironmentVariable] = [.passphraseFile, .passphraseCommand, .passphrase]
+}
+
+/// Everything tokenvault takes from its environment, resolved in this one
+/// place (docs/config.md, "Environment"): each variable has one default and
+/// one check, and an empty variable is an unset one. A value that fails its
+/// check is a configuration error (78) naming the variable, raised by the
+/// first use of that setting, so one bad variable stops only what needs it.
+public struct Settings: Sendable {
+    /// The environment as given, for what passes it on (children, `exec`).
+    public let environment: [String: String]
+
+    public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+        self.environment = environment
+    }
+
+    /// These settings with `variable` set to `value` (nil: unset).
+    public func with(_ variable: EnvironmentVariable, _ value: String?) -> Settings {
+        var e = environment
+        e[variable.name] = value
+        return Settings(environment: e)
+    }
+
+    /// The variable's value; nil when unset or empty.
+    public subscript(_ variable: EnvironmentVariable) -> String? {
+        guard let v = environment[variable.name], !v.isEmpty else { return nil }
+        return v
+    }
+
+    // MARK: The backend
+
+    /// Who chose the backend in use.
+    public enum ChosenBy: String, Sendable {
+        case environment = "TOKENVAULT_BACKEND"
+        case config
+        case defaultValue = "the default"
+    }
+
+    /// `TOKENVAULT_BACKEND`; nil when unset or empty.
+    public var backendOverride: BackendChoice? {
+        get throws {
+            guard let v = self[.backend] else { return nil }
+            guard let c = BackendChoice(rawValue: v) else {
+                throw invalid(.backend, v, "must be \(BackendChoice.spelled)")
+            }
+            return c
+        }
+    }
+
+    /// The backend: `TOKENVAULT_BACKEND`, else `backend` in the config (read
+    /// only when needed), else auto.
+    public func backend(config: () throws -> Config) throws -> (choice: BackendChoice, chosenBy: ChosenBy) {
+        if let forced = try backendOverride { return (forced, .environment) }
+        if let set = try config().backendChoice { return (set, .config) }
+        return (.auto, .defaultValue)
+    }
+
+    // MARK: Numbers
+
+    /// Seconds the derived vault key stays in the kernel keyring: 0 (not
+    /// cached) to 30 days; default 900.
+    public var keyTTL: Int {
+        get throws { try whole(.keyTTL, in: 0...2_592_000, default: 900) }
+    }
+
+    /// Seconds to wait for the Secret Service: 0.1 to 60; default 3.
+    public var dbusTimeout: Double {
+        get throws { try seconds(.dbusTimeout, in: 0.1...60, default: 3) }
+    }
+
+    /// Seconds to wait for a locked collection to be unlocked: 0 to 3600;
+    /// default 60 in a desktop session, else 0.
+    public var unlockTimeout: Double {
+        get throws { try seconds(.unlockTimeout, in: 0...3600, default: desktop ? 60 : 0) }
+    }
+
+    /// The Argon2id cost of a new vault: interactive, moderate (default) or sensitive.
+    public var kdfProfile: KDFParams {
+        get throws {
+            guard let name = self[.kdfProfile] else { return .moderate }
+            guard let params = KDFParams.named(name.trimmedSpaces()) else {
+                throw invalid(.kdfProfile, name, "must be interactive, moderate or sensitive")
+            }
+            return params
+        }
+    }
+
+    private func whole(_ v: EnvironmentVariable, in range: ClosedRange<Int>, default value: Int) throws -> Int {
+        guard let text = self[v] else { return value }
+        guard let n = Int(text.trimmedSpaces()), range.contains(n) else {
+            throw invalid(v, text, "must be a whole number of seconds from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return n
+    }
+
+    private func seconds(_ v: EnvironmentVariable, in range: ClosedRange<Double>, default value: Double) throws -> Double {
+        guard let text = self[v] else { return value }
+        guard let n = Double(text.trimmedSpaces()), n.isFinite, range.contains(n) else {
+            throw invalid(v, text, "must be a number of seconds from \(range.lowerBound.shortText) to \(range.upperBound.shortText)")
+        }
+        return n
+    }
+
+    private func invalid(_ v: EnvironmentVariable, _ value: String, _ rule: String) -> TokenVaultError {
+        .config("\(v.name) \(rule), not \(Quoted.text(value))", hint: "fix or unset \(v.name)")
+    }
+
+    // MARK: Who and where
+
+    /// `TOKENVAULT_ACCOUNT`; nil when unset or empty.
+    public var account: String? { self[.account] }
+
+    /// Whether this process runs in a desktop session (X11 or Wayland), where a
+    /// browser or the keyring's unlock prompt can be shown.
+    public var desktop: Bool { self[.display] != nil || self[.waylandDisplay] != nil }
+
+    /// `$HOME`, else the password database's home of this user.
+    public var home: String {
+        if let home = self[.home] { return home }
+        if let pw = getpwuid(geteuid()), let dir = pw.pointee.pw_dir {
+            return String(decoding: UnsafeRawBufferPointer(start: dir, count: strlen(dir)), as: UTF8.self)
+        }
+        return "/"
+    }
+
+    /// An XDG base directory: the variable when it is an absolute path, else `fallback` under `$HOME`.
+    private func base(_ v: EnvironmentVariable, _ fallback: String) -> String {
+        self[v].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? (home + "/" + fallback)
+    }
+
+    /// `TOKENVAULT_CONFIG`, else `$XDG_CONFIG_HOME/tokenvault/config.toml`.
+    public var configPath: String { self[.config] ?? base(.xdgConfigHome, ".config") + "/tokenvault/config.toml" }
+
+    /// Providers that `login --issuer` added: `providers.toml` beside the config file.
+    public var discoveredProvidersPath: String { Posix.dirname(configPath) + "/providers.toml" }
+
+    /// `TOKENVAULT_VAULT`, else `$XDG_DATA_HOME/tokenvault/vault`.
+    public var vaultPath: String { self[.vault] ?? base(.xdgDataHome, ".local/share") + "/tokenvault/vault" }
+
+    /// `$XDG_CACHE_HOME/tokenvault` (by default `~/.cache/tokenvault`).
+    public var cacheDirectory: String { base(.xdgCacheHome, ".cache") + "/tokenvault" }
+
+    /// Where tokenvault keeps its locks and its spool: `$XDG_RUNTIME_DIR/tokenvault`
+    /// (a tmpfs of the user's own), else `$XDG_CACHE_HOME/tokenvault/run` —
+    /// never a predictable name in a shared directory such as /tmp, which
+    /// another user could create first.
+    public var runtimeDirectory: String {
+        if let r = self[.xdgRuntimeDir], r.hasPrefix("/"), access(r, W_OK) == 0 { return r + "/tokenvault" }
+        return cacheDirectory + "/run"
+    }
+
+    /// The session bus address; nil when not set.
+    public var sessionBus: String? { self[.dbusSessionBusAddress] }
+
+    /// The session bus as a message names it: its first address without the
+    /// guid and other parameters ("unix:path=/run/user/1000/bus").
+    public var sessionBusShown: String {
+        guard let address = sessionBus else { return runtimeBus }
+        let first = address.split(separator: ";").first.map(String.init) ?? address
+        return first.split(separator: ",").first.map(String.init) ?? first
+    }
+
+    /// The bus a systemd user session keeps in the runtime directory.
+    public var runtimeBus: String { (self[.xdgRuntimeDir] ?? "/run/user/\(getuid())") + "/bus" }
+
+    // MARK: etcd
+
+    /// `TOKENVAULT_ETCD_ENDPOINTS`, split at commas; nil when unset or empty.
+    public var etcdEndpoints: [String]? {
+        self[.etcdEndpoints].map { $0.split(separator: ",").map { $0.trimmedSpaces() }.filter { !$0.isEmpty } }
+    }
+
+    /// `TOKENVAULT_ETCD_PREFIX`; nil when unset or empty.
+    public var etcdPrefix: String? { self[.etcdPrefix] }
+}

@@ -1,0 +1,59 @@
+import FoundationEssentials
+import Glibc
+
+/// Where a secret comes from: a value, a file of the user's own
+/// (`TrustedFile`; `~/` is `$HOME`), or a command's stdout. Client secrets,
+/// the etcd password and the vault passphrase are all read through it.
+enum SecretSource: Sendable {
+    case value(String)
+    case file(String)
+    case command(String)
+
+    /// What the source holds, with one trailing newline (LF or CR LF)
+    /// removed; the caller wipes it. `failure` words the error for a file
+    /// that cannot be read or a command that fails.
+    func bytes(what: String, failure: (String) -> TokenVaultError) throws -> [UInt8] {
+        var bytes: [UInt8]
+        switch self {
+        case .value(let v):
+            bytes = Array(v.utf8)
+        case .file(let path):
+            let expanded = TrustedFile.expandingHome(path)
+            try TrustedFile.check(expanded, what: "the file holding \(what)")
+            guard let data = FileManager.default.contents(atPath: expanded) else {
+                throw failure("cannot read \(what) from \(path)")
+            }
+            bytes = Array(data)
+        case .command(let command):
+            let status: Int32
+            (status, bytes) = try ShellCommand.run(command, failure: failure)
+            guard status == 0 else {
+                Sodium.wipe(&bytes)
+                throw failure("the command giving \(what) failed (exit \(status))")
+            }
+        }
+        if bytes.last == 0x0A { bytes.removeLast() }
+        if bytes.last == 0x0D { bytes.removeLast() }
+        return bytes
+    }
+
+    /// The first line of what the source holds (a config secret: 78 when it cannot be read).
+    func read(what: String) throws -> String {
+        var bytes = try self.bytes(what: what) { TokenVaultError.config($0) }
+        defer { Sodium.wipe(&bytes) }
+        return String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
+    }
+}
+
+/// `/bin/sh -c COMMAND`, its stdout captured, stdin from /dev/null, in the
+/// environment without the passphrase variables (`ChildEnvironment`).
+enum ShellCommand {
+    static func run(_ command: String, failure: (String) -> TokenVaultError = { .config($0) }) throws -> (Int32, [UInt8]) {
+        do {
+            return try Posix.spawn(["/bin/sh", "-c", command], env: ChildEnvironment.scrubbed(ProcessInfo.processInfo.environment),
+                                   capture: true, showErrors: true, wait: true)
+        } catch {
+            throw failure("cannot run /bin/sh")
+        }
+    }
+}
