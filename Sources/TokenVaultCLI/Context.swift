@@ -96,7 +96,7 @@ final class Context {
         return s
     }
 
-    /// Every read and write of credentials goes through this (SPEC §10).
+    /// Every read and write of credentials goes through this (docs/reference.md).
     func vault() throws -> CredentialVault {
         if let openedVault { return openedVault }
         let v = CredentialVault(store: try store(), runtimeDirectory: settings.runtimeDirectory)
@@ -149,7 +149,7 @@ final class Context {
     }
 
     /// Resolves an OAuth 2.0 provider from the presets and the config; an
-    /// `issuer` is discovered through the on-disk cache (SPEC §13).
+    /// `issuer` is discovered through the on-disk cache (docs/providers.md).
     func oauth2Provider(_ name: String) throws -> OAuth2Provider {
         try OAuth2Provider.resolve(name, config: try config, configPath: settings.configPath) { issuer, provider in
             try self.discovery().endpoints(issuer: issuer, provider: provider)
@@ -196,7 +196,7 @@ final class Context {
         try? discovery().forget(issuer: issuer)
     }
 
-    /// The state of a credential now (SPEC §10), for `status` and `list`.
+    /// The state of a credential now (docs/reference.md), for `status` and `list`.
     func status(of c: Credential) -> CredentialStatus {
         CredentialStatus(of: c, now: clock.now, minValid: (try? minValid(nil)) ?? 60,
                          grant: { self.grant(of: $0) })
@@ -213,7 +213,7 @@ final class Context {
     }
 
     /// Warns on stderr, once a day per credential (a mark in the runtime
-    /// directory), when its refresh token dies within `warn_before` (SPEC §14).
+    /// directory), when its refresh token dies within `warn_before` (docs/providers.md).
     func warnIfRefreshTokenDying(_ c: Credential) {
         guard c.refreshToken != nil, let at = c.refreshExpiresAt, let vault = openedVault else { return }
         let warnBefore = (try? config.warnBeforeSeconds) ?? Config().warnBeforeSeconds
@@ -252,7 +252,7 @@ final class Context {
     }
 
     /// The stored record as it is, for `get --format json` and `--field`:
-    /// printed whatever the access token's state (SPEC §10). Without
+    /// printed whatever the access token's state (docs/reference.md). Without
     /// `--no-refresh` a refreshable credential is renewed first when it can be;
     /// when it cannot, the stored record is printed all the same.
     func stored(_ id: CredentialID, minValid option: Int?, refresh: Bool) throws -> Credential {

@@ -215,30 +215,7 @@ public enum ManualText {
     ]
 
     /// ENVIRONMENT: every variable tokenvault reads or sets.
-    public static let environment: [(name: String, meaning: String)] = [
-        ("TOKENVAULT_BACKEND", "auto, secret-service, file or etcd; overrides backend in the config file."),
-        ("TOKENVAULT_ETCD_ENDPOINTS", "Comma-separated etcd endpoints; override endpoints of [etcd]."),
-        ("TOKENVAULT_ETCD_PREFIX", "The etcd key prefix; overrides prefix of [etcd]."),
-        ("TOKENVAULT_CONFIG", "The config file (default: $XDG_CONFIG_HOME/tokenvault/config.toml)."),
-        ("TOKENVAULT_VAULT", "The file vault (default: $XDG_DATA_HOME/tokenvault/vault)."),
-        ("TOKENVAULT_PASSPHRASE_FILE", "A file holding the vault passphrase; the first passphrase source asked."),
-        ("TOKENVAULT_PASSPHRASE_COMMAND", "A shell command printing the vault passphrase; asked second."),
-        ("TOKENVAULT_PASSPHRASE", "The vault passphrase itself; asked third, before the terminal."),
-        ("TOKENVAULT_KEY_TTL", "Seconds the derived vault key stays cached in the kernel user keyring (default: 900; 0: not cached)."),
-        ("TOKENVAULT_KDF_PROFILE", "interactive, moderate (default) or sensitive: the Argon2id cost of a new vault."),
-        ("TOKENVAULT_DBUS_TIMEOUT", "Seconds to wait for the Secret Service (default: 3)."),
-        ("TOKENVAULT_ACCESS_TOKEN", "Set by exec for the command it runs: the access token (OAuth 1.0a: the token)."),
-        ("TOKENVAULT_TOKEN_SECRET", "Set by exec for the command it runs: the OAuth 1.0a token secret."),
-        ("TOKENVAULT_ACCOUNT", "The account when --account is not given (per shell, or per directory with direnv); default: default."),
-        ("TOKENVAULT_UNLOCK_TIMEOUT", "Seconds to wait for a locked Secret Service collection to be unlocked (default: 60 with DISPLAY or WAYLAND_DISPLAY, else 0); then 77."),
-        ("SSH_CONNECTION", "With no DISPLAY or WAYLAND_DISPLAY: login picks the device flow or paste mode, as no browser can open."),
-        ("KUBERNETES_EXEC_INFO", "Set by kubectl for get --format kubectl: the ExecCredential apiVersion it wants, and whether anyone can answer a prompt."),
-        ("BROWSER", "The browser login opens, with the URL as last argument (default: xdg-open)."),
-        ("DBUS_SESSION_BUS_ADDRESS", "The session bus the Secret Service is looked for on; without one, auto uses the file vault."),
-        ("XDG_CONFIG_HOME, XDG_DATA_HOME", "Where the config file and the vault live (default: ~/.config, ~/.local/share)."),
-        ("XDG_RUNTIME_DIR", "Holds the per-credential locks and the spool in tokenvault/, created 0700."),
-        ("XDG_CACHE_HOME", "Without XDG_RUNTIME_DIR, the locks and the spool go to $XDG_CACHE_HOME/tokenvault/run (default: ~/.cache/tokenvault/run), never to a shared directory."),
-    ]
+    public static let environment: [(name: String, meaning: String)] = EnvironmentVariable.allCases.map { ($0.name, $0.meaning) }
 
     /// After the EXIT STATUS table.
     public static let exitStatusNote = """

@@ -26,7 +26,7 @@ struct CredentialOptions: ParsableArguments {
     }
 }
 
-/// The account a command acts on (SPEC §14): `--account`, else
+/// The account a command acts on (docs/providers.md): `--account`, else
 /// `TOKENVAULT_ACCOUNT`, else `default`; with the reason, for `status` and `--verbose`.
 struct AccountChoice {
     var name: String

@@ -11,7 +11,7 @@ public enum TokenVaultMain {
         ProcessHardening.disableCoreDumps()
         do {
             let args = arguments ?? completionArguments(Array(CommandLine.arguments.dropFirst()))
-            // The hot path (SPEC §3, `get` in every line of a script): the
+            // The hot path (docs/reference.md, `get` in every line of a script): the
             // Secret Service is readied -- or, when it will not be asked, the
             // config read -- while `get` alone is parsed (as the root command:
             // no tree of every command, no completion-script check). Anything

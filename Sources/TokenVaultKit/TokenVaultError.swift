@@ -30,7 +30,7 @@ public enum TokenVaultError: Error, Equatable, LocalizedError, Sendable {
     /// A bug (1).
     case `internal`(String)
 
-    /// SPEC §4: every exit code tokenvault itself sets, and what it means.
+    /// docs/reference.md: every exit code tokenvault itself sets, and what it means.
     /// `tokenvault --help` and the man page's EXIT STATUS both print this table.
     public static let exitCodes: [(code: Int32, meaning: String)] = [
         (0, "success"),
@@ -49,7 +49,7 @@ public enum TokenVaultError: Error, Equatable, LocalizedError, Sendable {
         (130, "interrupted (Ctrl-C): one line says what was and was not stored"),
     ]
 
-    /// The exit code documented in SPEC §4 and the man page.
+    /// The exit code documented in docs/reference.md and the man page.
     public var exitCode: Int32 {
         switch self {
         case .usage: 64

@@ -1,7 +1,7 @@
 import Foundation
 import XCTest
 
-/// The adapters (SPEC §12) driven by the real clients: git (with git
+/// The adapters (docs/adapters.md) driven by the real clients: git (with git
 /// http-backend behind a server that introspects each token at the authlib
 /// provider), kubectl (an exec user against a small HTTPS API endpoint that
 /// does the same) and dovecot's IMAP (its oauth2 passdb, same check). The

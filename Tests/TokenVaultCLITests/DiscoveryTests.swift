@@ -1,7 +1,7 @@
 import Foundation
 import XCTest
 
-/// SPEC §13 against the authlib provider: OpenID Connect / RFC 8414 discovery
+/// docs/providers.md against the authlib provider: OpenID Connect / RFC 8414 discovery
 /// with its issuer check, id_token claims, the RFC 7523 jwt-bearer grant
 /// (authlib's JWTBearerGrant) and client assertions (authlib's
 /// JWTBearerClientAssertion) signed with RS256, ES256 and HS256 keys made by

@@ -107,7 +107,7 @@ final class EtcdCluster {
     }
 }
 
-/// SPEC §11 against a real cluster: hosts are sandboxes with their own homes
+/// docs/fleet.md against a real cluster: hosts are sandboxes with their own homes
 /// and runtime directories, so no local file lock can order them; only etcd.
 final class FleetTests: XCTestCase {
     nonisolated(unsafe) static var cluster: EtcdCluster!
@@ -470,7 +470,7 @@ final class FleetTests: XCTestCase {
         XCTAssertEqual(s.tv("get", "api.x.example").out, "x")
     }
 
-    // MARK: Hardening, round two
+    // MARK: A spool never undoes a newer write
 
     /// Host A's renewal is spooled while the cluster has no quorum; host B then
     /// deletes the credential and logs in as someone else. A's next run must not

@@ -1,7 +1,7 @@
 import Foundation
 import XCTest
 
-/// The structure of the hot path (issue "Cold start"), checked by what the
+/// The structure of the hot path (docs/benchmarks.md), checked by what the
 /// dynamic loader reports, never by a timing: a `get` of a valid token from
 /// the file vault loads none of the libraries only other paths need
 /// (libsecret and GLib, libcurl, libqrencode, libcrypto), which are opened

@@ -1,7 +1,7 @@
 import Foundation
 import XCTest
 
-/// SPEC §14 against the authlib provider (started once for the class): one
+/// docs/providers.md against the authlib provider (started once for the class): one
 /// pending login at a time, the flow that can work where no browser opens,
 /// and TOKENVAULT_ACCOUNT.
 final class LoginLifecycleTests: XCTestCase {
@@ -322,7 +322,7 @@ final class LoginLifecycleTests: XCTestCase {
     }
 }
 
-/// A real gnome-keyring whose login collection gets locked (SPEC §14): the
+/// A real gnome-keyring whose login collection gets locked (docs/providers.md): the
 /// keyring's own prompt, or a wait for someone to unlock it, and never the
 /// file in its place.
 final class LockedKeyringTests: XCTestCase {

@@ -52,7 +52,7 @@ final class ManualPageTests: XCTestCase {
         for title in ["NAME", "SYNOPSIS", "DESCRIPTION", "COMMANDS", "ENVIRONMENT", "FILES", "EXIT STATUS", "EXAMPLES", "SEE ALSO"] {
             XCTAssertFalse(section(title).isEmpty, "no \(title) section")
         }
-        // SPEC §4, written out here rather than taken from the table the page is made from.
+        // docs/reference.md, written out here rather than taken from the table the page is made from.
         let spec: [Int: String] = [0: "success", 1: "bug", 3: "no credential stored", 4: "login required", 64: "usage error",
                                    65: "bad input", 69: "backend is unavailable", 74: "tampered", 75: "temporary failure",
                                    76: "provider refused", 77: "no permission", 78: "configuration error"]

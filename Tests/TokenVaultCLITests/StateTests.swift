@@ -1,9 +1,9 @@
 import Foundation
 import XCTest
 
-/// SPEC §10: every command agrees about a credential, on every backend, and
+/// docs/reference.md: every command agrees about a credential, on every backend, and
 /// no read fails because someone writes. Each test is one of the
-/// contradictions issue "One truth about a credential" found.
+/// contradictions between commands that were once found.
 final class StateTests: QuirkProviderTestCase {
 
     func sandbox(_ backend: String, path: String, grant: String = "authorization_code") throws -> Sandbox {
@@ -99,7 +99,7 @@ final class StateTests: QuirkProviderTestCase {
         XCTAssertEqual(s.tv("status", "weibo").status, 0)
     }
 
-    /// Readers never fail while writers write (SPEC §10), on every backend.
+    /// Readers never fail while writers write (docs/reference.md), on every backend.
     func checkSoak(_ backend: String, writes: Int) throws {
         let s = Sandbox(backend: backend)
         s.env.merge(Self.keyring.env) { $1 }

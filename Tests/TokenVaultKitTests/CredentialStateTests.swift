@@ -2,7 +2,7 @@ import TokenVaultTestSupport
 import XCTest
 @testable import TokenVaultKit
 
-/// SPEC §10's table, the refusal mark, and writes that race a refresh.
+/// docs/reference.md's table, the refusal mark, and writes that race a refresh.
 final class CredentialStateTests: XCTestCase {
     let id = CredentialID(service: try! ServiceKey(parsing: "127.0.0.1:9000"))
     var runtime: String!

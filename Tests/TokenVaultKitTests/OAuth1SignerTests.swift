@@ -1,3 +1,4 @@
+import TokenVaultTestSupport
 import XCTest
 @testable import TokenVaultKit
 

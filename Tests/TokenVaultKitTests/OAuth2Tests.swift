@@ -105,22 +105,6 @@ final class OAuth2ProviderTests: XCTestCase {
 }
 
 /// A token endpoint double: answers from a script and records what it was asked.
-final class ScriptedTransport: HTTPTransport, @unchecked Sendable {
-    var answers: [Result<HTTPResponse, TokenVaultError>]
-    var requests: [HTTPRequest] = []
-    /// Runs while the request is "on the wire": what other processes do meanwhile.
-    var meanwhile: () throws -> Void = {}
-    init(_ answers: [Result<HTTPResponse, TokenVaultError>]) { self.answers = answers }
-    func send(_ request: HTTPRequest) throws -> HTTPResponse {
-        requests.append(request)
-        try meanwhile()
-        return try answers.removeFirst().get()
-    }
-    static func json(_ s: String, status: Int = 200) -> Result<HTTPResponse, TokenVaultError> {
-        .success(HTTPResponse(status: status, contentType: "application/json", body: Data(s.utf8)))
-    }
-}
-
 final class RefresherTests: XCTestCase {
     let id = CredentialID(service: try! ServiceKey(parsing: "127.0.0.1:9000"))
     var lockDir: String!

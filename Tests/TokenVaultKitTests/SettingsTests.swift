@@ -81,4 +81,14 @@ final class SettingsTests: XCTestCase {
         }
         XCTAssertEqual(found, [])
     }
+
+    /// docs/reference.md's environment table names every variable there is.
+    func testTheReferenceListsEveryVariable() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let reference = try String(contentsOf: root.appendingPathComponent("docs/reference.md"), encoding: .utf8)
+        let table = try XCTUnwrap(reference.components(separatedBy: "## Environment").last)
+        for variable in EnvironmentVariable.allCases {
+            XCTAssertTrue(table.contains("`\(variable.name)`"), "docs/reference.md does not list \(variable.name)")
+        }
+    }
 }

@@ -81,7 +81,7 @@ extension TokenVault {
                 Output.value("  lease ttl: \(s.leaseTTL) s, call timeout \(s.timeout) s")
                 Output.value("  fleet key: \(key)")
             }
-            if !endpoints.contains(where: { !$0.state.hasPrefix("unreachable") }) {
+            if !endpoints.contains(where: \.reached) {
                 throw TokenVaultError.temporary("no etcd endpoint answers")
             }
         }

@@ -129,9 +129,8 @@ extension TokenVault {
                 do {
                     let store = try backends.etcdStore()
                     for e in store.endpointReport() {
-                        let reached = !e.state.hasPrefix("unreachable")
-                        add("etcd \(e.endpoint)", reached ? .ok : .failed, e.state,
-                            fix: reached ? nil : "check the endpoint, the network and ca_file in [etcd]")
+                        add("etcd \(e.endpoint)", e.reached ? .ok : .failed, e.state,
+                            fix: e.reached ? nil : "check the endpoint, the network and ca_file in [etcd]")
                     }
                     add("etcd auth", .info, store.settings.username.map { "user \($0)" } ?? "none")
                 } catch {

@@ -6,6 +6,23 @@ import TokenVaultKit
 
 enum GetFormat: String, Choice {
     case raw, json, header, env, kubectl, sasl
+
+    /// Whether it hands out the access token itself, which must then be
+    /// usable (docs/reference.md, "Credential state"); the record and its
+    /// other fields are printed whatever the state.
+    func handsOutAccessToken(field: String?) -> Bool {
+        switch self {
+        case .header, .kubectl, .sasl: true
+        case .json: false
+        case .raw, .env: field.map(Credential.accessTokenFields.contains) ?? true
+        }
+    }
+
+    /// Whether `--field` goes with it.
+    var takesField: Bool { self == .raw || self == .env }
+
+    /// Whether `--user` and `--sasl` go with it (and `--user` must be given).
+    var isSASL: Bool { self == .sasl }
 }
 
 extension SASLMechanism: Choice {}
@@ -58,21 +75,18 @@ extension TokenVault {
 
         func validate() throws {
             if let minValid, minValid < 0 { throw ValidationError("--min-valid must not be negative") }
-            if field != nil, format != .raw, format != .env {
+            if field != nil, !format.takesField {
                 throw ValidationError("--field goes with --format raw or env")
             }
-            if format == .sasl, user == nil { throw ValidationError("--format sasl needs --user EMAIL") }
-            if format != .sasl, user != nil || sasl != nil { throw ValidationError("--user and --sasl go with --format sasl") }
+            if format.isSASL, user == nil { throw ValidationError("--format sasl needs --user EMAIL") }
+            if !format.isSASL, user != nil || sasl != nil { throw ValidationError("--user and --sasl go with --format sasl") }
         }
 
         func run(in context: Context) throws {
             let exec = format == .kubectl ? try ExecCredentialRequest.from(context.settings) : nil
             if let exec { context.interactive = exec.interactive }
             let id = try credential.id(in: context)
-            // Only the access token itself demands a usable credential (SPEC §10);
-            // the record and its other fields are printed whatever its state.
-            let accessToken = format == .header || format == .kubectl || format == .sasl || (format != .json && (field.map(Credential.accessTokenFields.contains) ?? true))
-            let c = accessToken
+            let c = format.handsOutAccessToken(field: field)
                 ? try context.usable(id, minValid: minValid, refresh: !noRefresh)
                 : try context.stored(id, minValid: minValid, refresh: !noRefresh)
             switch format {

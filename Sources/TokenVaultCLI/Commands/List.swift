@@ -60,7 +60,7 @@ enum Summary {
     }
 
     /// `sub`, `email` and `name` of the id_token, decoded and not verified:
-    /// shown, never trusted for anything else (SPEC §13).
+    /// shown, never trusted for anything else (docs/providers.md).
     static func idTokenClaims(_ c: Credential) -> [String: String] {
         guard let token = c.extra["id_token"]?.string, let claims = JWT.claims(of: token) else { return [:] }
         var out: [String: String] = [:]

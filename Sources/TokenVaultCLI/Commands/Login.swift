@@ -49,14 +49,25 @@ extension TokenVault {
         @Option(name: .customLong("scope"), help: ArgumentHelp("A scope to ask for besides the provider's (repeatable).", valueName: "scope"))
         var scopes: [String] = []
 
-        @Flag(name: .customLong("no-browser"), help: "Print the URL and read the redirected URL or code from stdin.")
-        var noBrowser = false
+        /// How the user takes part, when they say; else the one that can work here.
+        enum Mode: String, EnumerableFlag {
+            case browser, noBrowser, device
 
-        @Flag(help: "Use the device flow (RFC 8628): show a code to enter on another device, and poll.")
-        var device = false
+            static func name(for value: Mode) -> NameSpecification {
+                value == .noBrowser ? .customLong("no-browser") : .long
+            }
 
-        @Flag(help: "Open a browser even where none seems able to open (over SSH, no display).")
-        var browser = false
+            static func help(for value: Mode) -> ArgumentHelp? {
+                switch value {
+                case .browser: "Open a browser even where none seems able to open (over SSH, no display)."
+                case .noBrowser: "Print the URL and read the redirected URL or code from stdin."
+                case .device: "Use the device flow (RFC 8628): show a code to enter on another device, and poll."
+                }
+            }
+        }
+
+        @Flag(exclusivity: .exclusive)
+        var mode: Mode?
 
         @Flag(name: .customLong("no-qr"), help: "Do not draw the device flow's URL as a QR code.")
         var noQR = false
@@ -88,9 +99,6 @@ extension TokenVault {
             {
                 throw ValidationError("a provider name is 1 to 63 letters, digits, '.', '_' or '-'")
             }
-            if [noBrowser, device, browser].filter({ $0 }).count > 1 {
-                throw ValidationError("choose one of --browser, --no-browser and --device")
-            }
             if let bad = scopes.first(where: { $0.isEmpty || $0.contains(where: { $0.isWhitespace || $0.isNewline }) }) {
                 throw ValidationError("invalid scope \("\"\(bad)\""): one scope per --scope, without spaces")
             }
@@ -116,7 +124,7 @@ extension TokenVault {
                 held = h
             }
             defer { held?.release() }
-            let login = OAuth2Login(provider: p, transport: CurlTransport(timeout: try context.config.timeout ?? 30),
+            let login = OAuth2Login(provider: p, transport: CurlTransport(timeout: try context.httpTimeout),
                                     clock: context.clock, notify: { Output.notice($0) })
             let wanted = login.scopes(adding: scopes)
             var credential: Credential
@@ -188,14 +196,14 @@ extension TokenVault {
             } catch {}
         }
 
-        /// The flow asked for, else the one that can work here (SPEC §14): with no
+        /// The flow asked for, else the one that can work here (docs/providers.md): with no
         /// way to open a browser, the device flow when the provider has one, else
         /// paste mode, said on stderr.
         func chooseFlow(grant: OAuth2Provider.Grant, hasDevice: Bool, settings: Settings) -> Flow {
-            if device { return .device }
+            if mode == .device { return .device }
             if grant.fetchesAgain { return .clientCredentials }
-            if noBrowser { return .paste }
-            if browser { return .browser }
+            if mode == .noBrowser { return .paste }
+            if mode == .browser { return .browser }
             guard let why = Browser.unavailable(settings) else { return .browser }
             if hasDevice {
                 Output.notice("no browser can open here (\(why)): using the device flow (--browser opens one anyway)")
@@ -262,14 +270,14 @@ extension TokenVault {
 
         /// OAuth 1.0a: loopback callback, or `oob` and a PIN with --no-browser.
         private func loginOAuth1(_ name: String, account: String, context: Context) throws {
-            if device { throw TokenVaultError.usage("OAuth 1.0a has no device flow; use --no-browser for the PIN") }
+            if mode == .device { throw TokenVaultError.usage("OAuth 1.0a has no device flow; use --no-browser for the PIN") }
             if !scopes.isEmpty { throw TokenVaultError.usage("OAuth 1.0a has no scopes (Flickr: set perms in the config)") }
             let p = try context.oauth1Provider(name)
-            let login = OAuth1Login(provider: p, transport: CurlTransport(timeout: try context.config.timeout ?? 30),
+            let login = OAuth1Login(provider: p, transport: CurlTransport(timeout: try context.httpTimeout),
                                     clock: context.clock, notify: { Output.notice($0) })
             let id = CredentialID(service: p.service, account: account)
-            var pin = noBrowser
-            if !noBrowser, !browser, let why = Browser.unavailable(context.settings) {
+            var pin = mode == .noBrowser
+            if mode == nil, let why = Browser.unavailable(context.settings) {
                 Output.notice("no browser can open here (\(why)): type the PIN the provider shows instead (--browser opens one anyway)")
                 pin = true
             }

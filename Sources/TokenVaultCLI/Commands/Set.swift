@@ -44,7 +44,7 @@ extension TokenVault {
             c.provider = provider
             // Its refresh token goes to this provider's issuer only (docs/security.md).
             c.issuer = try provider.flatMap { try context.providers.table($0)?.issuedBy }
-            // A new record: any refusal mark on the old one goes with it (SPEC §10).
+            // A new record: any refusal mark on the old one goes with it (docs/reference.md).
             try context.vault().write(c)
             let backend = try context.store().writesTo
             context.result("stored \(id) in \(backend)", json: json, [
@@ -59,20 +59,8 @@ extension TokenVault {
 enum StandardInput {
     /// Everything on stdin, at most 1 MiB (+1 byte to notice more); a terminal gets a no-echo prompt.
     static func read(prompt: String) throws -> Data {
-        if isatty(0) == 1 {
-            var t = termios()
-            tcgetattr(0, &t)
-            let saved = t
-            t.c_lflag &= ~tcflag_t(ECHO)
-            Posix.write(2, prompt)
-            return Interruption.prompting(0, saved) {
-                tcsetattr(0, TCSAFLUSH, &t)
-                defer {
-                    tcsetattr(0, TCSAFLUSH, [saved])
-                    Posix.write(2, "\n")
-                }
-                return Data((Swift.readLine() ?? "").utf8)
-            }
+        if let terminal = TerminalInput.standardInput() {
+            return Data(terminal.readSecret(prompt: prompt, limit: maxTokenInputBytes))
         }
         return Data(bytes(limit: maxTokenInputBytes))
     }

@@ -3,15 +3,15 @@ import FoundationEssentials
 import Glibc
 internal import TOMLKit
 
-/// `config.toml` (SPEC §6). Read only by commands that need it.
+/// `config.toml` (docs/config.md). Read only by commands that need it.
 public struct Config: Sendable, Equatable {
     public var backend: String?
     public var minValid: Int?
     public var timeout: Int?
-    /// Seconds before a refresh token dies that `get` starts warning (SPEC §14; default 7 days, 0: never).
+    /// Seconds before a refresh token dies that `get` starts warning (docs/providers.md; default 7 days, 0: never).
     public var warnBefore: Int?
     public var providers: [String: ProviderConfig] = [:]
-    /// The `[etcd]` table (SPEC §11).
+    /// The `[etcd]` table (docs/fleet.md).
     public var etcd: EtcdConfig?
     /// Names of providers that came from providers.toml (`login --issuer`).
     public var discoveredProviders: Set<String> = []
@@ -305,7 +305,7 @@ public struct ProviderConfig: Codable, Sendable, Equatable {
     public var consumer_secret_file: String?
     public var consumer_secret_command: String?
     public var perms: String?
-    /// Hosts whose git remotes use this provider's token (SPEC §12): `github.com`,
+    /// Hosts whose git remotes use this provider's token (docs/adapters.md): `github.com`,
     /// `git.example.com:8443`, or `http://127.0.0.1:PORT` (plain http: loopback only).
     public var git_hosts: [String]?
     /// The username `git-credential` answers when git sends none.
@@ -313,7 +313,7 @@ public struct ProviderConfig: Codable, Sendable, Equatable {
     /// Fills `{tenant}` in the endpoints (the microsoft preset: `common` by default).
     public var tenant: String?
     /// An OpenID Connect issuer (or RFC 8414 authorization server): the
-    /// endpoints not set here come from its discovery document (SPEC §13).
+    /// endpoints not set here come from its discovery document (docs/providers.md).
     public var issuer: String?
     /// A PEM private key (RS256 or ES256) for jwt_bearer and private_key_jwt.
     public var private_key_file: String?

@@ -91,20 +91,13 @@ struct ConfigText {
 /// Words for a setting's type in messages, with an example of a right value.
 enum ConfigType {
     static func describe(_ type: Any.Type, key: String) -> String {
-        let name = String(describing: type)
-        switch name {
-        case _ where name.contains("Array<String>") || name.contains("[String]"):
-            return "an array of strings, e.g. \(key) = [\"a\", \"b\"]"
-        case _ where name.contains("Dictionary<String, String>") || name.contains("[String : String]"):
-            return "a table of strings, e.g. \(key) = { name = \"value\" }"
-        case _ where name.contains("Int"):
-            return "a whole number, e.g. \(key) = 30"
-        case _ where name.contains("Bool"):
-            return "true or false, e.g. \(key) = true"
-        case _ where name.contains("String"):
-            return "a string, e.g. \(key) = \"value\""
-        default:
-            return "a \(name)"
+        switch type {
+        case is [String].Type, is [String]?.Type: "an array of strings, e.g. \(key) = [\"a\", \"b\"]"
+        case is [String: String].Type, is [String: String]?.Type: "a table of strings, e.g. \(key) = { name = \"value\" }"
+        case is Int.Type, is Int?.Type, is Int64.Type, is Int64?.Type: "a whole number, e.g. \(key) = 30"
+        case is Bool.Type, is Bool?.Type: "true or false, e.g. \(key) = true"
+        case is String.Type, is String?.Type: "a string, e.g. \(key) = \"value\""
+        default: "a \(type)"
         }
     }
 }

@@ -128,7 +128,7 @@ public struct ProviderDirectory: Sendable {
 }
 
 extension ProviderConfig {
-    /// The one rule for a provider's service key (SPEC §2, §10): `service` when
+    /// The one rule for a provider's service key (docs/reference.md): `service` when
     /// set (a preset sets it), else the host of its token endpoint as written,
     /// else the host of its issuer (never a discovered endpoint's).
     func serviceKey(provider name: String) throws -> ServiceKey {

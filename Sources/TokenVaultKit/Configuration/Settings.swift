@@ -38,6 +38,44 @@ public enum EnvironmentVariable: String, CaseIterable, Sendable {
 
     public var name: String { rawValue }
 
+    /// What it does, for the man page and docs/reference.md.
+    public var meaning: String {
+        switch self {
+        case .backend: "auto, secret-service, file or etcd; overrides backend in the config file."
+        case .config: "The config file (default: $XDG_CONFIG_HOME/tokenvault/config.toml)."
+        case .vault: "The file vault (default: $XDG_DATA_HOME/tokenvault/vault)."
+        case .passphraseFile: "A file holding the vault passphrase; the first passphrase source asked."
+        case .passphraseCommand: "A shell command printing the vault passphrase; asked second."
+        case .passphrase: "The vault passphrase itself; asked third, before the terminal."
+        case .keyTTL: "Seconds the derived vault key stays cached in the kernel user keyring, 0 to 2592000 (default: 900; 0: not cached)."
+        case .kdfProfile: "interactive, moderate (default) or sensitive: the Argon2id cost of a new vault."
+        case .dbusTimeout: "Seconds to wait for the Secret Service, 0.1 to 60 (default: 3)."
+        case .unlockTimeout:
+            "Seconds to wait for a locked Secret Service collection to be unlocked, 0 to 3600 (default: 60 with DISPLAY or WAYLAND_DISPLAY, else 0); then 77."
+        case .account: "The account when --account is not given (per shell, or per directory with direnv); default: default."
+        case .etcdEndpoints: "Comma-separated etcd endpoints; override endpoints of [etcd]."
+        case .etcdPrefix: "The etcd key prefix; overrides prefix of [etcd]."
+        case .accessToken: "Set by exec for the command it runs: the access token (OAuth 1.0a: the token)."
+        case .tokenSecret: "Set by exec for the command it runs: the OAuth 1.0a token secret."
+        case .home: "The home directory the XDG defaults and ~/ in the config's *_file settings start from."
+        case .path: "Where setup finds git and kubectl."
+        case .xdgConfigHome: "Holds tokenvault/config.toml and providers.toml (default: ~/.config)."
+        case .xdgDataHome: "Holds the file vault, tokenvault/vault (default: ~/.local/share)."
+        case .xdgCacheHome:
+            "Holds the discovery cache, and without XDG_RUNTIME_DIR the locks and the spool in tokenvault/run (default: ~/.cache), never a shared directory."
+        case .xdgRuntimeDir: "Holds the per-credential locks and the spool in tokenvault/, created 0700."
+        case .dbusSessionBusAddress: "The session bus the Secret Service is looked for on; without one, auto uses the file vault."
+        case .display, .waylandDisplay: "A desktop session: a browser and the keyring's unlock prompt can be shown."
+        case .sshConnection: "With no DISPLAY or WAYLAND_DISPLAY: login picks the device flow or paste mode, as no browser can open."
+        case .browser: "The browser login opens, with the URL as last argument (default: xdg-open)."
+        case .noColor: "Set and not empty: no colour, whatever --color auto would choose."
+        case .term: "dumb: no colour."
+        case .columns: "The width tables fit when the terminal does not say."
+        case .kubernetesExecInfo:
+            "Set by kubectl for get --format kubectl: the ExecCredential apiVersion it wants, and whether anyone can answer a prompt."
+        }
+    }
+
     /// The passphrase sources, in the order they are asked: never passed on to a child.
     public static let passphraseSources: [EnvironmentVariable] = [.passphraseFile, .passphraseCommand, .passphrase]
 }

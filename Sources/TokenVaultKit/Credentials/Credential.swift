@@ -56,7 +56,7 @@ public struct Credential: Equatable, Sendable {
     public var scope: String?
     /// Unix seconds; nil when the token does not expire.
     public var expiresAt: Int64?
-    /// When the refresh token dies (SPEC §14): told by the provider
+    /// When the refresh token dies (docs/providers.md): told by the provider
     /// (`refresh_token_expires_in`) or estimated from its `refresh_token_lifetime`
     /// / `refresh_token_idle`; nil when unknown.
     public var refreshExpiresAt: Int64?
@@ -72,7 +72,7 @@ public struct Credential: Equatable, Sendable {
     /// Where the credential was obtained: its provider's `issuer`, else the
     /// origin of its token endpoint. A refresh token goes nowhere else.
     public var issuer: String?
-    /// The provider refused the last renewal (SPEC §10): remembered until a
+    /// The provider refused the last renewal (docs/reference.md): remembered until a
     /// login, a `set` or a successful `refresh` writes a new record.
     public var refusal: Refusal?
 

@@ -2,7 +2,7 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 
-/// Whether a credential can be used, and why not (SPEC §10). Every command
+/// Whether a credential can be used, and why not (docs/reference.md). Every command
 /// that says or acts on it (`get`, `header`, `exec`, `status`, `list`,
 /// `refresh`, completion) takes the answer from here.
 public enum CredentialState: String, Sendable, CaseIterable {

@@ -3,7 +3,7 @@ import FoundationEssentials
 import Glibc
 
 /// The key a credential is stored under: the lower-cased API host, plus
-/// `:port` when the port is not the scheme's default (SPEC §2).
+/// `:port` when the port is not the scheme's default (docs/reference.md).
 public struct ServiceKey: Hashable, Sendable, CustomStringConvertible, Comparable {
     public let host: String
     public let port: Int?

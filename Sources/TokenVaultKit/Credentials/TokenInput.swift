@@ -6,7 +6,7 @@ import Glibc
 public let maxTokenInputBytes = 1 << 20
 
 /// Parses what `set` reads from stdin (and, later, a token endpoint's answer):
-/// a token-endpoint JSON object or one bare token line (SPEC §3 `set`).
+/// a token-endpoint JSON object or one bare token line (docs/reference.md `set`).
 public enum TokenInput {
     /// Builds the credential for `id` from `data`, received at `now`.
     public static func parse(_ data: Data, id: CredentialID, now: Int64) throws -> Credential {

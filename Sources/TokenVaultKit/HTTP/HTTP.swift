@@ -74,8 +74,14 @@ public struct CurlTransport: HTTPTransport {
         self.maxBody = maxBody
     }
 
+    /// One exchange with a provider; a failure is worded for a provider's user (75, 65, 69).
     public func send(_ request: HTTPRequest) throws -> HTTPResponse {
-        try CurlTransport.perform(request, timeoutMilliseconds: timeout * 1000, maxBody: maxBody)
+        let host = (try? ServiceKey(parsing: request.url).description) ?? "the provider"
+        do {
+            return try CurlTransport.exchange(request, timeoutMilliseconds: timeout * 1000, maxBody: maxBody)
+        } catch let failure as HTTPFailure {
+            throw failure.error(peer: host, what: "a provider")
+        }
     }
 
     /// TLS files for one exchange (etcd's CA and client certificate).
@@ -91,13 +97,11 @@ public struct CurlTransport: HTTPTransport {
         }
     }
 
-    /// One exchange through libcurl. `connectMilliseconds` bounds connecting
-    /// alone, so a dead endpoint is left quickly for the next.
-    /// With `tlsRefusalIsConfig`, a refused certificate is 69 (the CA or
-    /// client certificate configured is wrong), not a retryable 75.
-    static func perform(_ request: HTTPRequest, timeoutMilliseconds: Int, connectMilliseconds: Int = 0,
-                        maxBody: Int, tls: TLSFiles = TLSFiles(), peer: String? = nil, tlsRefusalIsConfig: Bool = false) throws -> HTTPResponse {
-        let host = peer ?? (try? ServiceKey(parsing: request.url).description) ?? "the provider"
+    /// One exchange through libcurl, or the `HTTPFailure` that says why there
+    /// is no response. `connectMilliseconds` bounds connecting alone, so a dead
+    /// endpoint is left quickly for the next.
+    static func exchange(_ request: HTTPRequest, timeoutMilliseconds: Int, connectMilliseconds: Int = 0,
+                         maxBody: Int, tls: TLSFiles = TLSFiles()) throws -> HTTPResponse {
         var response = tv_http_response()
         let headers = request.headers.map { strdup($0) } + [nil]
         let files = [tls.caFile, tls.certFile, tls.keyFile].map { $0.map { strdup($0) } ?? nil }
@@ -117,7 +121,7 @@ public struct CurlTransport: HTTPTransport {
         }
         defer { tv_http_response_free(&response) }
         let detail = withUnsafeBytes(of: response.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-        let seconds = timeoutMilliseconds % 1000 == 0 ? "\(timeoutMilliseconds / 1000) s" : "\(timeoutMilliseconds) ms"
+        let kind: HTTPFailure.Kind
         switch Int(rc) {
         case TV_HTTP_OK:
             let body = response.body.map { Data(bytes: $0, count: response.body_len) } ?? Data()
@@ -125,21 +129,65 @@ public struct CurlTransport: HTTPTransport {
             let date = withUnsafeBytes(of: response.date) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
             r.date = date.isEmpty ? nil : OutsideText.line(date, limit: 64)
             return r
-        case TV_HTTP_TIMEOUT:
-            throw TokenVaultError.temporary("\(host) did not answer within \(seconds)")
-        case TV_HTTP_UNREACHABLE:
-            throw TokenVaultError.temporary("cannot reach \(host): \(detail)")
-        case TV_HTTP_TOO_LARGE:
-            throw TokenVaultError.badInput("\(host) sent a response larger than \(maxBody >> 20) MiB; refused")
-        case TV_HTTP_NO_LIBRARY:
+        case TV_HTTP_TIMEOUT: kind = .timedOut(milliseconds: timeoutMilliseconds)
+        case TV_HTTP_UNREACHABLE: kind = .unreachable
+        case TV_HTTP_TOO_LARGE: kind = .tooLarge(limit: maxBody)
+        case TV_HTTP_NO_LIBRARY: kind = .noLibrary
+        case TV_HTTP_TLS: kind = .tls
+        default: kind = .failed
+        }
+        throw HTTPFailure(kind: kind, detail: detail)
+    }
+}
+
+/// Why an exchange brought no response, as a type: whether the request may
+/// have reached the server decides whether it can be sent elsewhere (docs/design.md).
+public struct HTTPFailure: Error, Sendable {
+    public enum Kind: Sendable, Equatable {
+        /// Refused, unresolvable: nothing was sent.
+        case unreachable
+        /// No answer in time: the request may have been applied.
+        case timedOut(milliseconds: Int)
+        /// A certificate was refused: nothing was sent.
+        case tls
+        /// The answer was larger than allowed.
+        case tooLarge(limit: Int)
+        /// libcurl cannot be loaded: nothing was sent, and retrying will not help.
+        case noLibrary
+        /// The exchange broke off: the request may have been applied.
+        case failed
+    }
+
+    public var kind: Kind
+    /// libcurl's words.
+    public var detail: String
+
+    /// False when the server cannot have seen the request.
+    public var maybeSent: Bool {
+        switch kind {
+        case .unreachable, .tls, .noLibrary: false
+        case .timedOut, .tooLarge, .failed: true
+        }
+    }
+
+    /// The error a user of `peer` sees: 75 for what may pass, 65 for an
+    /// oversized answer, 69 when libcurl is missing (`what`: "a provider",
+    /// "etcd", for its message).
+    public func error(peer: String, what: String) -> TokenVaultError {
+        switch kind {
+        case .timedOut(let ms):
+            let seconds = ms % 1000 == 0 ? "\(ms / 1000) s" : "\(ms) ms"
+            return .temporary("\(peer) did not answer within \(seconds)")
+        case .unreachable:
+            return .temporary("cannot reach \(peer): \(detail)")
+        case .tooLarge(let limit):
+            return .badInput("\(peer) sent a response larger than \(limit >> 20) MiB; refused")
+        case .noLibrary:
             // Not a network failure: retrying will not help (69, not 75).
-            throw TokenVaultError.backendUnavailable("libcurl cannot be loaded, so no provider can be reached: \(detail)",
-                                                     hint: "install libcurl (Debian: apt-get install libcurl4)")
-        case TV_HTTP_TLS where tlsRefusalIsConfig:
-            throw TokenVaultError.backendUnavailable("TLS with \(host) failed: \(detail)",
-                                                     hint: "check ca_file, cert_file and key_file in the [etcd] table")
-        default:
-            throw TokenVaultError.temporary("the exchange with \(host) failed: \(detail)")
+            return .backendUnavailable("libcurl cannot be loaded, so \(what) cannot be reached: \(detail)",
+                                       hint: "install libcurl (Debian: apt-get install libcurl4)")
+        case .tls, .failed:
+            return .temporary("the exchange with \(peer) failed: \(detail)")
         }
     }
 }

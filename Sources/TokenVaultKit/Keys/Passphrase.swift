@@ -47,8 +47,8 @@ public struct PassphraseSource: Sendable {
         return try nonEmpty(bytes[...], source: what)
     }
 
-    private func terminal() throws -> Terminal {
-        guard let terminalPath, let tty = Terminal(path: terminalPath) else {
+    private func terminal() throws -> TerminalInput {
+        guard let terminalPath, let tty = TerminalInput(path: terminalPath) else {
             throw TokenVaultError.permission("the vault is locked and there is no passphrase source and no terminal",
                                              hint: PassphraseSource.noSourceHint)
         }
@@ -75,7 +75,7 @@ public struct PassphraseSource: Sendable {
                     continue
                 }
             }
-            let again = try tty.readSecret(prompt: "Repeat passphrase: ")
+            let again = tty.readSecret(prompt: "Repeat passphrase: ")
             if Sodium.equal(first.bytes, again) { return first }
             failure = "the passphrases did not match three times"
             if round < 3 { tty.say("the passphrases do not match; again\n") }
@@ -118,59 +118,5 @@ public struct PassphraseSource: Sendable {
     private func nonEmpty(_ b: ArraySlice<UInt8>, source: String) throws -> SecureBytes {
         guard !b.isEmpty else { throw TokenVaultError.permission("\(source) is empty") }
         return SecureBytes(b)
-    }
-}
-
-/// The controlling terminal, for prompts with echo off; closed when released.
-final class Terminal {
-    let fd: Int32
-
-    init?(path: String) {
-        let fd = open(path, O_RDWR | O_NOCTTY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        guard isatty(fd) == 1 else { close(fd); return nil }
-        self.fd = fd
-    }
-
-    deinit { close(fd) }
-
-    func say(_ text: String) {
-        _ = text.withCString { write(fd, $0, strlen($0)) }
-    }
-
-    /// One line typed with echo on (a yes or no).
-    func readAnswer(prompt: String) -> String {
-        say(prompt)
-        var saved = termios()
-        tcgetattr(fd, &saved)
-        let line = Interruption.prompting(fd, saved) { readLine(limit: 256) }
-        return String(decoding: line, as: UTF8.self).trimmedWhitespace()
-    }
-
-    /// One line typed with echo off. Ctrl-C meanwhile puts echo back and
-    /// ends the process (`Interruption`).
-    func readSecret(prompt: String) throws -> [UInt8] {
-        say(prompt)
-        var saved = termios()
-        tcgetattr(fd, &saved)
-        var quiet = saved
-        quiet.c_lflag &= ~tcflag_t(ECHO)
-        quiet.c_lflag |= tcflag_t(ECHONL)
-        return Interruption.prompting(fd, saved) {
-            tcsetattr(fd, TCSAFLUSH, &quiet)
-            defer { tcsetattr(fd, TCSAFLUSH, &saved) }
-            return readLine(limit: 4096)
-        }
-    }
-
-    /// One line from the terminal, without its end, at most `limit` bytes kept.
-    private func readLine(limit: Int) -> [UInt8] {
-        var line = [UInt8]()
-        var byte: UInt8 = 0
-        while read(fd, &byte, 1) == 1, byte != 0x0A {
-            if line.count < limit { line.append(byte) }
-        }
-        if line.last == 0x0D { line.removeLast() }
-        return line
     }
 }

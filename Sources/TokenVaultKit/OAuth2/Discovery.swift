@@ -2,7 +2,7 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 
-/// A provider's endpoints from its `issuer` (SPEC §13): OpenID Connect
+/// A provider's endpoints from its `issuer` (docs/providers.md): OpenID Connect
 /// discovery (`ISSUER/.well-known/openid-configuration`), else RFC 8414
 /// (`https://HOST/.well-known/oauth-authorization-server/PATH`). The document
 /// is cached on disk for a day, so `get` never fetches it on its way; it is

@@ -2,7 +2,7 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 
-/// Logging in to an OAuth 2.0 provider (SPEC §7): authorization code with PKCE
+/// Logging in to an OAuth 2.0 provider (docs/providers.md): authorization code with PKCE
 /// through a loopback redirect or a pasted URL, and client credentials.
 public struct OAuth2Login {
     public var provider: OAuth2Provider

@@ -58,7 +58,7 @@ public struct OAuth2Provider: Sendable {
     ]
 
     /// Resolves `name` from the presets and the config. A provider with an
-    /// `issuer` gets the endpoints it does not set from `discover` (SPEC §13):
+    /// `issuer` gets the endpoints it does not set from `discover` (docs/providers.md):
     /// issuer and provider name in, endpoints by config key out.
     public static func resolve(_ name: String, config: Config, configPath: String,
                                discover: ((String, String) throws -> [String: String])? = nil) throws -> OAuth2Provider {
@@ -145,7 +145,7 @@ public struct OAuth2Provider: Sendable {
             hint: "run: tokenvault login \(ShellWord.word(name))\(c.account == Credential.defaultAccount ? "" : " --account \(ShellWord.word(c.account))")")
     }
 
-    /// When `fresh`'s refresh token dies (SPEC §14): what the provider said,
+    /// When `fresh`'s refresh token dies (docs/providers.md): what the provider said,
     /// else the earlier of issue + `refresh_token_lifetime` (a refresh token
     /// kept from `previous` keeps its estimate) and now + `refresh_token_idle`
     /// (each use restarts that clock).

@@ -2,7 +2,7 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 
-/// Refresh on read (SPEC §7, §10): hands out a credential whose access token
+/// Refresh on read (docs/providers.md, docs/reference.md): hands out a credential whose access token
 /// may be used, renewing it first when its state is `refreshable`. Across
 /// processes exactly one renews: each takes the credential's refresh lock,
 /// re-reads the stored record, and renews only if it is still stale; the
@@ -29,7 +29,7 @@ public struct Refresher {
         self.warn = warn
     }
 
-    /// The state of `c` now (SPEC §10).
+    /// The state of `c` now (docs/reference.md).
     public func status(of c: Credential, minValid: Int64) -> CredentialStatus {
         CredentialStatus(of: c, now: clock.now, minValid: minValid, grant: grant ?? { try? provider($0).grant })
     }
@@ -86,7 +86,7 @@ public struct Refresher {
                 if let again = try vault.load(id), again.refreshToken != current.refreshToken, !again.isExpired(at: clock.now) {
                     return again
                 }
-                // Remembered (SPEC §10): no command asks the provider again until a
+                // Remembered (docs/reference.md): no command asks the provider again until a
                 // login, a set or an explicit `tokenvault refresh`.
                 var marked = current
                 marked.refusal = Refusal(reason: error.errorText, at: clock.now)

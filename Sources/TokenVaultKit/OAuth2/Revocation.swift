@@ -2,7 +2,7 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 
-/// Revoking at the provider (SPEC §3 `revoke`): RFC 7009, or Weibo's endpoint.
+/// Revoking at the provider (docs/reference.md `revoke`): RFC 7009, or Weibo's endpoint.
 public enum Revocation {
     /// The request that revokes `credential`. RFC 7009 revokes the refresh token
     /// when there is one (a provider then drops its access tokens too); Weibo's

@@ -2,7 +2,7 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 
-/// Reads what a token endpoint answered, tolerantly (SPEC §7): JSON whatever
+/// Reads what a token endpoint answered, tolerantly (docs/providers.md): JSON whatever
 /// the Content-Type (Weibo sends text/plain), form-encoded (GitHub's default),
 /// numbers sent as strings, no `expires_in` (no expiry). Errors follow RFC 6749
 /// §5.2 and map to the documented exit codes.

@@ -54,6 +54,16 @@ extension CredentialStore {
     public func listIDs() throws -> [CredentialID] { try list().map(\.id) }
 }
 
+/// Rounds of compare-and-swap on one record: `attempt` reads it and writes
+/// on condition, and returns nil when the record changed in between. After
+/// 20 rounds that lost, a temporary failure (75): others write it too fast.
+func untilSettled<T>(_ id: CredentialID, while doing: String, _ attempt: () throws -> T?) throws -> T {
+    for _ in 0..<20 {
+        if let done = try attempt() { return done }
+    }
+    throw TokenVaultError.temporary("the record of \(id) kept changing while it was \(doing); try again")
+}
+
 /// A store several hosts write (etcd): no local lock orders its writers, so
 /// it orders them itself, with conditional writes and a fleet-wide lock.
 public protocol SharedStore: CredentialStore {

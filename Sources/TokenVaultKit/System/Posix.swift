@@ -4,7 +4,7 @@ import Glibc
 
 /// The few things tokenvault took from the whole of Foundation, on the C
 /// library instead: the binary links only FoundationEssentials, which keeps
-/// ICU and ~2,300 conformance records out of every start (issue "Cold start").
+/// ICU and ~2,300 conformance records out of every start.
 public enum Posix {
     /// `path` without its last component (NSString.deletingLastPathComponent).
     public static func dirname(_ path: String) -> String {
@@ -142,57 +142,8 @@ public final class PosixLock: @unchecked Sendable {
     }
 }
 
-/// RFC 3339 times (FoundationEssentials' ISO 8601 style, UTC).
-public enum RFC3339 {
-    public static func format(_ unix: Int64) -> String {
-        Date(timeIntervalSince1970: TimeInterval(unix)).formatted(Date.ISO8601FormatStyle())
-    }
-
-    /// Seconds since the epoch, with or without fractional seconds; nil when it is not one.
-    public static func parse(_ s: String) -> Double? {
-        for style in [Date.ISO8601FormatStyle(includingFractionalSeconds: true), Date.ISO8601FormatStyle()] {
-            if let d = try? style.parse(s) { return d.timeIntervalSince1970 }
-        }
-        return nil
-    }
-}
-
 extension Error {
     /// What `localizedDescription` gave with the whole of Foundation: a
     /// LocalizedError's description, else the error as text.
     public var errorText: String { (self as? LocalizedError)?.errorDescription ?? String(describing: self) }
-}
-
-extension StringProtocol {
-    /// Without leading and trailing white space and line breaks.
-    public func trimmedWhitespace() -> String {
-        let isSpace: (Character) -> Bool = { $0.isWhitespace || $0.isNewline }
-        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else { return "" }
-        return String(self[first...last])
-    }
-
-    /// Without leading and trailing spaces and tabs (line breaks kept).
-    public func trimmedSpaces() -> String {
-        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" }
-        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else { return "" }
-        return String(self[first...last])
-    }
-}
-
-extension Double {
-    /// "3", "0.5": seconds for messages, without Foundation's number formatting.
-    public var shortText: String { self == rounded() ? String(Int(self)) : String(self) }
-}
-
-extension String {
-    /// Padded with spaces to `width` characters (never cut): table columns.
-    public func padded(to width: Int) -> String {
-        count >= width ? self : self + String(repeating: " ", count: width - count)
-    }
-
-    /// Without leading and trailing line breaks.
-    public func trimmedNewlines() -> String {
-        guard let first = firstIndex(where: { !$0.isNewline }), let last = lastIndex(where: { !$0.isNewline }) else { return "" }
-        return String(self[first...last])
-    }
 }

@@ -47,9 +47,9 @@ public final class CredentialVault {
     /// The stored credential, after writing a spooled record left by an
     /// earlier run that could not store it.
     public func locate(_ id: CredentialID) throws -> StoredCredential? {
-        let found = try store.locate(id)
-        guard spool.exists(id) else { return found }
-        return try reconcileSpool(id) ?? found
+        guard spool.exists(id) else { return try store.locate(id) }
+        // Read after the spool is settled: another host may have written meanwhile.
+        return try reconcileSpool(id) ?? store.locate(id)
     }
 
     public func listLocated() throws -> [StoredCredential] { try store.listLocated() }
@@ -69,15 +69,13 @@ public final class CredentialVault {
     public func delete(_ id: CredentialID, if condition: WriteCondition = .always) throws -> Bool {
         try withRecordLock(id) {
             if let shared = store as? SharedStore {
-                for _ in 0..<20 {
+                return try untilSettled(id, while: "deleted") {
                     let current = try shared.load(id)
                     guard condition.holds(for: current), let current else { return false }
-                    if try shared.delete(id, ifUnchanged: current.fingerprint) {
-                        spool.remove(id)
-                        return true
-                    }
+                    guard try shared.delete(id, ifUnchanged: current.fingerprint) else { return nil }
+                    spool.remove(id)
+                    return true
                 }
-                throw TokenVaultError.temporary("the record of \(id) kept changing while it was deleted; try again")
             }
             guard condition.holds(for: try store.load(id: id)) else { return false }
             spool.remove(id)
@@ -112,16 +110,15 @@ public final class CredentialVault {
     private func writeHoldingLock(_ credential: Credential, if condition: WriteCondition) throws -> Credential? {
         if let shared = store as? SharedStore {
             // Other hosts write too: each attempt is a compare-and-swap on what it read.
-            for _ in 0..<20 {
+            // nil: the record changed since it was read (again); .some(nil): the condition failed.
+            return try untilSettled(credential.id, while: "written") { () -> Credential?? in
                 let current = try shared.load(credential.id)
-                guard condition.holds(for: current) else { return nil }
+                guard condition.holds(for: current) else { return .some(nil) }
                 let next = nextGeneration(credential, after: current)
-                if try shared.save(next, ifUnchanged: current?.fingerprint) {
-                    spool.remove(credential.id)
-                    return next
-                }
+                guard try shared.save(next, ifUnchanged: current?.fingerprint) else { return nil }
+                spool.remove(credential.id)
+                return .some(next)
             }
-            throw TokenVaultError.temporary("the record of \(credential.id) kept changing while it was written; try again")
         }
         let current = try store.load(id: credential.id)
         guard condition.holds(for: current) else { return nil }
@@ -178,13 +175,15 @@ public final class CredentialVault {
         try withRecordLock(id) {
             guard let entry = spool.get(id) else { return nil }
             let current = try store.load(id: id)
-            guard let read = entry.computedFrom, read.holds(for: current) else {
+            func drop() -> StoredCredential? {
                 spool.remove(id)
                 notices.append("dropped the renewed record of \(id) that an earlier run kept in the spool: the stored record was replaced since (a login, a set or a delete), and the newer one wins; the refresh token in the dropped record may still be valid at the provider")
                 return nil
             }
+            guard let read = entry.computedFrom, read.holds(for: current) else { return drop() }
             do {
-                guard let written = try writeHoldingLock(entry.credential, if: read) else { return nil }
+                // Another host may write between this read and the swap: then it wins too.
+                guard let written = try writeHoldingLock(entry.credential, if: read) else { return drop() }
                 notices.append("wrote the record of \(id) kept in the spool by an earlier run that could not store it")
                 return StoredCredential(credential: written, backend: store.name)
             } catch {

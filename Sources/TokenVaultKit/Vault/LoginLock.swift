@@ -2,7 +2,7 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 
-/// One interactive login per credential at a time, across processes (SPEC §14):
+/// One interactive login per credential at a time, across processes (docs/providers.md):
 /// a flock in the runtime directory, which the kernel drops when its holder
 /// exits or is killed, so Ctrl-C frees the way at once. The holder's pid is
 /// in the file (`FileLock`), for the message the others print.

@@ -2,7 +2,7 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 
-/// How to reach the etcd cluster (SPEC §11): `[etcd]` in the config, with
+/// How to reach the etcd cluster (docs/fleet.md): `[etcd]` in the config, with
 /// `TOKENVAULT_ETCD_ENDPOINTS` and `TOKENVAULT_ETCD_PREFIX` over it.
 public struct EtcdSettings: Sendable {
     public var endpoints: [String]
@@ -130,7 +130,9 @@ final class EtcdClient: @unchecked Sendable {
     }
 
     /// What etcd says while it elects a leader or catches up (whatever the gRPC code).
-    static let transient = ["request timed out", "leader changed", "no leader", "too many requests", "timed out", "not capable"]
+    /// etcd reports some passing states only in the words of its message,
+    /// under code Unknown (2): the server's protocol, not text of ours.
+    static let transientMessages = ["request timed out", "leader changed", "no leader", "too many requests", "timed out", "not capable"]
 
     static func b64(_ bytes: [UInt8]) -> String { Data(bytes).base64EncodedString() }
 
@@ -277,17 +279,15 @@ final class EtcdClient: @unchecked Sendable {
                 let request = HTTPRequest(method: "POST", url: endpoint + path, headers: headers, body: payload)
                 let response: HTTPResponse
                 do {
-                    response = try CurlTransport.perform(request, timeoutMilliseconds: Int(attemptSeconds * 1000),
-                                                         connectMilliseconds: min(Int(attemptSeconds * 1000), 1000),
-                                                         maxBody: 4 << 20, tls: settings.tls, peer: "etcd at \(endpoint)", tlsRefusalIsConfig: true)
-                } catch TokenVaultError.temporary(let why) {
-                    // Refused or unresolvable: nothing was sent. A timeout: maybe applied.
-                    if why.contains("cannot reach") { last = why; continue }
-                    last = why
-                    if !idempotent, !ambiguousIsFailure { throw EtcdAmbiguous(detail: why) }
+                    response = try CurlTransport.exchange(request, timeoutMilliseconds: Int(attemptSeconds * 1000),
+                                                          connectMilliseconds: min(Int(attemptSeconds * 1000), 1000),
+                                                          maxBody: 4 << 20, tls: settings.tls)
+                } catch let failure as HTTPFailure {
+                    try Self.unusable(failure, endpoint: endpoint)
+                    last = failure.error(peer: "etcd at \(endpoint)", what: "etcd").errorText
+                    // Nothing sent: the next endpoint. Maybe applied: a write is ambiguous.
+                    if failure.maybeSent, !idempotent, !ambiguousIsFailure { throw EtcdAmbiguous(detail: last) }
                     continue
-                } catch TokenVaultError.backendUnavailable(let why, let hint) {
-                    throw TokenVaultError.backendUnavailable(why.replacing("no provider", with: "etcd"), hint: hint)
                 }
                 let object: [String: JSONValue]
                 if let v = try? JSONDecoder().decode(JSONValue.self, from: response.body), case .object(let o) = v {
@@ -304,24 +304,24 @@ final class EtcdClient: @unchecked Sendable {
                     EtcdReachMark.note(settings)
                     return object
                 }
-                let code = object["code"]?.int64 ?? 0
+                let code = GRPCCode(object["code"]?.int64)
                 let message = OutsideText.line(object["message"]?.string ?? object["error"]?.string ?? "HTTP \(response.status)")
                 switch code {
-                case 16 where settings.username != nil && !reauthenticated:
+                case .unauthenticated where settings.username != nil && !reauthenticated:
                     // The token expired (simple tokens live 5 minutes): sign in again once.
                     lock.withLock { authenticated = false; token = nil }
                     reauthenticated = true
                     try authenticateIfNeeded(endpoint, seconds: left)
                     start = index
                     continue
-                case 16, 7:
+                case .unauthenticated, .permissionDenied:
                     throw TokenVaultError.permission("etcd refused \(settings.username.map { "user \($0)" } ?? "the request"): \(message)",
                                                      hint: "grant the user read and write on the prefix \(settings.prefix) (see docs/fleet.md)")
-                case _ where [14, 4, 10].contains(code) || EtcdClient.transient.contains(where: message.contains):
+                case _ where code.isRetryable || EtcdClient.transientMessages.contains(where: message.contains):
                     last = "\(endpoint): \(message)"
                     if !idempotent, !ambiguousIsFailure, !message.contains("no leader") { throw EtcdAmbiguous(detail: last) }
                     continue
-                case 9 where message.contains("authentication is not enabled"):
+                case .failedPrecondition where message.contains("authentication is not enabled"):
                     throw TokenVaultError.config("etcd at \(endpoint) has authentication off, but [etcd] sets a username",
                                                  hint: "remove username from [etcd], or enable auth on the cluster")
                 default:
@@ -342,6 +342,20 @@ final class EtcdClient: @unchecked Sendable {
         throw TokenVaultError.temporary("the etcd cluster did not answer within \(Int(total)) s: \(last)")
     }
 
+    /// A failure no other endpoint or retry can mend (69): libcurl is missing,
+    /// or the configured CA or client certificate is refused.
+    private static func unusable(_ failure: HTTPFailure, endpoint: String) throws {
+        switch failure.kind {
+        case .noLibrary:
+            throw failure.error(peer: "etcd at \(endpoint)", what: "etcd")
+        case .tls:
+            throw TokenVaultError.backendUnavailable("TLS with etcd at \(endpoint) failed: \(failure.detail)",
+                                                     hint: "check ca_file, cert_file and key_file in the [etcd] table")
+        default:
+            return
+        }
+    }
+
     private func authenticateIfNeeded(_ endpoint: String, seconds: Double) throws {
         if lock.withLock({ authenticated }) { return }
         guard let user = settings.username else { return }
@@ -350,10 +364,15 @@ final class EtcdClient: @unchecked Sendable {
         }
         let password = try source.read(what: "the etcd password")
         let body = Data(JSONValue.object(["name": .string(user), "password": .string(password)]).text.utf8)
-        let response = try CurlTransport.perform(
-            HTTPRequest(method: "POST", url: endpoint + "/v3/auth/authenticate", headers: ["Content-Type: application/json"], body: body),
-            timeoutMilliseconds: Int(seconds * 1000), connectMilliseconds: min(Int(seconds * 1000), 1000), maxBody: 1 << 16, tls: settings.tls,
-            peer: "etcd at \(endpoint)", tlsRefusalIsConfig: true)
+        let response: HTTPResponse
+        do {
+            response = try CurlTransport.exchange(
+                HTTPRequest(method: "POST", url: endpoint + "/v3/auth/authenticate", headers: ["Content-Type: application/json"], body: body),
+                timeoutMilliseconds: Int(seconds * 1000), connectMilliseconds: min(Int(seconds * 1000), 1000), maxBody: 1 << 16, tls: settings.tls)
+        } catch let failure as HTTPFailure {
+            try Self.unusable(failure, endpoint: endpoint)
+            throw failure.error(peer: "etcd at \(endpoint)", what: "etcd")
+        }
         guard let v = try? JSONDecoder().decode(JSONValue.self, from: response.body), case .object(let o) = v else {
             throw TokenVaultError.backendUnavailable("\(endpoint) is not an etcd v3 gateway (HTTP \(response.status))")
         }
@@ -366,7 +385,7 @@ final class EtcdClient: @unchecked Sendable {
             throw TokenVaultError.config("etcd at \(endpoint) has authentication off, but [etcd] sets a username",
                                          hint: "remove username from [etcd], or enable auth on the cluster")
         }
-        if response.status == 503 || [14, 4, 10].contains(o["code"]?.int64 ?? 0) {
+        if response.status == 503 || GRPCCode(o["code"]?.int64).isRetryable {
             throw TokenVaultError.temporary("etcd at \(endpoint) cannot sign in now: \(message)")
         }
         throw TokenVaultError.permission("etcd refused user \(user): \(message)", hint: "check etcd.password_file or etcd.password_command")
@@ -395,4 +414,17 @@ enum EtcdReachMark {
         var st = stat()
         return lstat(path(s), &st) == 0
     }
+}
+
+/// The status codes of etcd's gRPC gateway, by name.
+enum GRPCCode: Int64, Sendable {
+    case ok = 0, cancelled, unknown, invalidArgument, deadlineExceeded, notFound, alreadyExists, permissionDenied,
+         resourceExhausted, failedPrecondition, aborted, outOfRange, unimplemented, `internal`, unavailable, dataLoss,
+         unauthenticated
+
+    /// A code outside the table is Unknown.
+    init(_ value: Int64?) { self = value.flatMap(GRPCCode.init(rawValue:)) ?? .unknown }
+
+    /// Passing states: an election, a timeout, a conflict to try again.
+    var isRetryable: Bool { self == .unavailable || self == .deadlineExceeded || self == .aborted }
 }

@@ -2,7 +2,7 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 
-/// The fleet backend (SPEC §11): credentials in an etcd v3 cluster, sealed on
+/// The fleet backend (docs/fleet.md): credentials in an etcd v3 cluster, sealed on
 /// the client so etcd never sees a token, a service or an account name.
 ///
 /// Under the prefix P:
@@ -70,21 +70,18 @@ public final class EtcdStore: SharedStore {
     }
 
     public func save(_ credential: Credential) throws {
-        for _ in 0..<20 {
-            let slot = try read(credential.id, creating: true)
-            if try write(credential, over: slot) { return }
+        try untilSettled(credential.id, while: "written to etcd") {
+            try write(credential, over: try read(credential.id, creating: true)) ? () : nil
         }
-        throw TokenVaultError.temporary("the record of \(credential.id) kept changing in etcd while it was written; try again")
     }
 
     @discardableResult
     public func delete(_ id: CredentialID) throws -> Bool {
-        for _ in 0..<20 {
+        try untilSettled(id, while: "deleted from etcd") {
             let slot = try read(id)
             guard slot.kv != nil else { return false }
-            if try remove(id, over: slot) { return slot.credential != nil }
+            return try remove(id, over: slot) ? slot.credential != nil : nil
         }
-        throw TokenVaultError.temporary("the record of \(id) kept changing in etcd while it was deleted; try again")
     }
 
     // MARK: SharedStore
@@ -101,7 +98,7 @@ public final class EtcdStore: SharedStore {
         return try remove(id, over: slot)
     }
 
-    /// Holds the fleet lock of `id` (SPEC §11): etcd's lock service, bound to a
+    /// Holds the fleet lock of `id` (docs/fleet.md): etcd's lock service, bound to a
     /// lease of this process that a thread keeps alive while `body` runs. A
     /// process that dies releases it within `lease_ttl`.
     public func withRenewalLock<T>(_ id: CredentialID, _ body: () throws -> T) throws -> T {
@@ -296,7 +293,7 @@ public final class EtcdStore: SharedStore {
                 if let lock, now?.modRevision == expected?.modRevision, now != nil || expected == nil,
                    ranges.count > 1, ranges[1].first?.createRevision != lock.createRevision {
                     // Our lease ran out while we renewed, yet nobody wrote since: the
-                    // provider's answer is the newest truth, so store it (SPEC §11).
+                    // provider's answer is the newest truth, so store it (docs/fleet.md).
                     warnings.append("the fleet lock for \(id.map { "\($0)" } ?? "a credential") expired during the refresh (lease_ttl \(settings.leaseTTL) s is too short for this provider?); the result was stored anyway, since no one else wrote")
                     compare.removeLast()
                     held[id!] = nil
@@ -425,8 +422,18 @@ public final class EtcdStore: SharedStore {
 
     // MARK: For `tokenvault backend`
 
+    /// One endpoint as `tokenvault backend` shows it.
+    public struct EndpointState: Sendable {
+        public var endpoint: String
+        /// False when it did not answer.
+        public var reached: Bool
+        /// "etcd 3.5.9, leader", or why it did not answer.
+        public var state: String
+        public var isLeader: Bool
+    }
+
     /// Each endpoint's answer: version, whether it is the leader, or why not.
-    public func endpointReport() -> [(endpoint: String, state: String, isLeader: Bool)] {
+    public func endpointReport() -> [EndpointState] {
         settings.endpoints.map { e in
             do {
                 let o = try client.status(of: e)
@@ -435,9 +442,10 @@ public final class EtcdStore: SharedStore {
                 var member: String?
                 if case .object(let h)? = o["header"] { member = h["member_id"]?.text }
                 let isLeader = leader != nil && leader == member
-                return (e, "etcd \(OutsideText.line(o["version"]?.string ?? "?", limit: 40))" + (isLeader ? ", leader" : ""), isLeader)
+                let version = "etcd \(OutsideText.line(o["version"]?.string ?? "?", limit: 40))" + (isLeader ? ", leader" : "")
+                return EndpointState(endpoint: e, reached: true, state: version, isLeader: isLeader)
             } catch {
-                return (e, "unreachable: \(error.errorText)", false)
+                return EndpointState(endpoint: e, reached: false, state: "unreachable: \(error.errorText)", isLeader: false)
             }
         }
     }

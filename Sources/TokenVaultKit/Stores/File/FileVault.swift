@@ -2,7 +2,7 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 
-/// The encrypted file backend (SPEC §5): one file, 0600 in a 0700 directory,
+/// The encrypted file backend (docs/config.md): one file, 0600 in a 0700 directory,
 /// sealed with a key derived from the passphrase.
 public final class FileVault: CredentialStore {
     public let name = "file"

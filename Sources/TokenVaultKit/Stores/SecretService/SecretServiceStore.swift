@@ -3,13 +3,13 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 
-/// The freedesktop Secret Service through libsecret (SPEC §5): schema
+/// The freedesktop Secret Service through libsecret (docs/config.md): schema
 /// `io.tokenvault.Credential`, attributes `service`, `account`, `type`,
 /// label `tokenvault: SERVICE (ACCOUNT)`, the JSON record as the secret.
 public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
     public let name = "secret-service"
     let timeout: Double
-    /// How a locked collection is unlocked (SPEC §14).
+    /// How a locked collection is unlocked (docs/providers.md).
     let unlock: UnlockPolicy
 
     /// `TOKENVAULT_UNLOCK_TIMEOUT` (default 60 s with a desktop session, 0

@@ -1,7 +1,7 @@
 import Foundation
 import XCTest
 
-/// The second adversarial round (docs/security.md): a newer write always wins
+/// More of docs/security.md, hostile cases each: a newer write always wins
 /// over a spool, outside text is cleaned where it enters, the discovery cache
 /// trusts only the user's own files, git's URL rules, a refresh that did not
 /// happen is not reported as one, and hints are shell words. Against the quirk
