@@ -8,6 +8,19 @@ struct ManualPage {
 
     func render() -> String {
         var m = MDoc()
+        head(into: &m)
+        commands(into: &m)
+        for section in ManualText.sections {
+            m.macro("Sh", MDoc.word(section.title))
+            m.discussion(section.text)
+        }
+        reference(into: &m)
+        tail(into: &m)
+        return m.rendered
+    }
+
+    /// The date line, NAME, SYNOPSIS and DESCRIPTION.
+    private func head(into m: inout MDoc) {
         let name = root.commandName
         let d = ManualText.date
         let months = ["January", "February", "March", "April", "May", "June", "July",
@@ -34,19 +47,20 @@ struct ManualPage {
         m.macro("Pp")
         m.text("Every command takes -h and --help; the command itself also:")
         argumentList(root.arguments ?? [], standard: true, into: &m)
+    }
 
+    /// COMMANDS: each with its options.
+    private func commands(into m: inout MDoc) {
         m.macro("Sh", "COMMANDS")
         m.macro("Bl", "-tag", "-width", "Ds")
         for command in root.visibleSubcommands {
             commandItem(command, into: &m)
         }
         m.macro("El")
+    }
 
-        for section in ManualText.sections {
-            m.macro("Sh", MDoc.word(section.title))
-            m.discussion(section.text)
-        }
-
+    /// ENVIRONMENT, FILES and EXIT STATUS: the tables.
+    private func reference(into m: inout MDoc) {
         m.macro("Sh", "ENVIRONMENT")
         m.macro("Bl", "-tag", "-width", "Ds")
         for (variables, meaning) in ManualText.environment {
@@ -73,7 +87,10 @@ struct ManualPage {
         m.macro("El")
         m.macro("Pp")
         m.discussion(ManualText.exitStatusNote)
+    }
 
+    /// EXAMPLES, SEE ALSO and AUTHORS.
+    private func tail(into m: inout MDoc) {
         m.macro("Sh", "EXAMPLES")
         for (index, example) in ManualText.examples.enumerated() {
             if index > 0 { m.macro("Pp") }
@@ -90,7 +107,6 @@ struct ManualPage {
 
         m.macro("Sh", "AUTHORS")
         m.macro("An", "The", "tokenvault", "developers")
-        return m.rendered
     }
 
     /// `Cm get Ar service Op Fl \-account Ar account …`, one line per part.

@@ -42,6 +42,21 @@ extension TokenVault {
         }
 
         func run(in context: Context) throws {
+            let (source, target, file) = try stores(context)
+            if source === file, !file.exists {
+                Output.notice("nothing to move: there is no file vault")
+                return
+            }
+            let moved = try move(from: source, to: target, context: context)
+            let set = useTarget(context)
+            context.result("moved \(moved) credential\(moved == 1 ? "" : "s") from \(source.name) to \(target.name)", json: json, [
+                "moved": .integer(Int64(moved)), "from": .string(source.name), "to": .string(target.name), "backend_set": .bool(set),
+            ])
+        }
+
+        /// The store to move from (--from, else the other local backend, or the
+        /// fleet's when etcd is in use), the one to move to, and the file vault.
+        func stores(_ context: Context) throws -> (source: CredentialStore, target: CredentialStore, file: FileVault) {
             let backends = context.backends
             let file = try backends.fileVault()
             func open(_ b: MigrationTarget) throws -> CredentialStore {
@@ -56,26 +71,24 @@ extension TokenVault {
                 if try context.backendChoice == .etcd { return .etcd }
                 return to == .file ? .secretService : .file
             }()
-            let source: CredentialStore = try origin.map(open) ?? backends.open(.auto)
-            let target = try open(to)
-            if source === file, !file.exists {
-                Output.notice("nothing to move: there is no file vault")
-                return
-            }
-            // Every write of a credential by any tokenvault process holds its record
-            // lock, so each credential moves in one step: none is lost to a `set`,
-            // `refresh` or `delete` running meanwhile. A record the target got
-            // during the migration is newer than anything to copy: it stays.
+            return (try origin.map(open) ?? backends.open(.auto), try open(to), file)
+        }
+
+        /// Moves every credential, each in one step under its record lock, so
+        /// none is lost to a `set`, `refresh` or `delete` running meanwhile. A
+        /// record the target got during the migration is newer than anything to
+        /// copy: it stays. Writes to the source during a pass are picked up by
+        /// the next one. Returns how many moved.
+        func move(from source: CredentialStore, to target: CredentialStore, context: Context) throws -> Int {
             let vault = CredentialVault(store: source, runtimeDirectory: context.settings.runtimeDirectory)
             var targetBefore: [CredentialID: Credential] = [:]
             for c in try target.list() { targetBefore[c.id] = c }
-            var movedCount = 0
-            // Writes to the source during a pass are picked up by the next one.
+            var moved = 0
             for _ in 0..<5 {
                 let ids = try source.listIDs()
                 if ids.isEmpty { break }
                 for id in ids {
-                    movedCount += try vault.withRecordLock(id) { () -> Int in
+                    moved += try vault.withRecordLock(id) { () -> Int in
                         guard let c = try source.load(id) else { return 0 }
                         let existing = try target.load(id)
                         let targetChanged = existing != nil && existing != targetBefore[id]
@@ -95,11 +108,7 @@ extension TokenVault {
                     }
                 }
             }
-            let moved = movedCount
-            let set = useTarget(context)
-            context.result("moved \(moved) credential\(moved == 1 ? "" : "s") from \(source.name) to \(target.name)", json: json, [
-                "moved": .integer(Int64(moved)), "from": .string(source.name), "to": .string(target.name), "backend_set": .bool(set),
-            ])
+            return moved
         }
 
         /// New logins go where the credentials went: `backend` in config.toml

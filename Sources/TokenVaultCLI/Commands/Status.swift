@@ -32,57 +32,65 @@ extension TokenVault {
         @OptionGroup var colour: ColorOptions
 
         func run(in context: Context) throws {
-            let now = context.clock.now
-            guard let service else {
-                let rows = try context.vault().listLocated()
-                if json {
-                    Output.json(.object([
-                        "backend": .string(try context.backendChoice.rawValue),
-                        "credentials": .array(rows.map { Summary.json($0, status: context.status(of: $0.credential)) }),
-                    ]))
-                } else {
-                    Output.value("backend: \(try context.backendChoice.rawValue)")
-                    Output.value("credentials: \(rows.count)")
-                    for r in rows {
-                        let state = context.status(of: r.credential).state
-                        Output.value("  \(r.credential.id): \(r.credential.type.rawValue), \(Terminal.paint(state.rawValue, Terminal.paint(for: state), on: colour.enabled)), expires \(Format.expiry(r.credential, now: now)), in \(r.backend)")
-                    }
-                }
-                return
-            }
+            guard let service else { return try overview(context) }
             let chosen = try AccountChoice(option: account, settings: context.settings)
             let id = CredentialID(service: try context.serviceKey(service), account: chosen.name)
             let found = try context.locate(id)
-            let c = found.credential
-            let status = context.status(of: c)
+            let status = context.status(of: found.credential)
             if json {
                 Output.json(Summary.json(found, status: status))
             } else {
-                var lines = [
-                    ("service", c.service.description), ("account", "\(c.account) (\(chosen.reason))"), ("type", c.type.rawValue),
-                    ("stored in", found.backend),
-                ]
-                if let p = c.provider { lines.append(("provider", p)) }
-                if let name = Summary.displayName(c) { lines.append(("user", name)) }
-                let claims = Summary.idTokenClaims(c)
-                if !claims.isEmpty {
-                    lines.append(("id token", ["sub", "email", "name"].compactMap { k in claims[k].map { "\(k) \($0)" } }.joined(separator: ", ")
-                                  + " (not verified)"))
-                }
-                if let scope = c.scope { lines.append(("scope", scope)) }
-                lines.append(("expires", c.expiresAt.map { "\(Format.date($0)) (\(Format.expiry(c, now: now)))" } ?? "never"))
-                if let left = Format.refreshExpiry(c, now: now), let at = c.refreshExpiresAt {
-                    lines.append(("refresh token", "dies \(Format.date(at)) (\(left))"))
-                }
-                lines.append(("can refresh", Summary.canRefresh(status) ? "yes" : "no"))
-                if let refusal = status.refusal {
-                    lines.append(("refused", "\(Format.date(refusal.at)): \(refusal.reason)"))
-                }
-                lines.append(("state", Terminal.paint(status.state.rawValue, Terminal.paint(for: status.state), on: colour.enabled)))
+                let lines = details(found, status: status, accountReason: chosen.reason, now: context.clock.now)
                 let width = lines.map(\.0.count).max() ?? 0
                 for (k, v) in lines { Output.value("\((k + ":").padded(to: width + 2))\(v)") }
             }
-            if !status.isUsable { throw status.loginRequiredError(for: c) }
+            if !status.isUsable { throw status.loginRequiredError(for: found.credential) }
+        }
+
+        /// Without SERVICE: the backend and one line per credential.
+        func overview(_ context: Context) throws {
+            let rows = try context.vault().listLocated()
+            if json {
+                Output.json(.object([
+                    "backend": .string(try context.backendChoice.rawValue),
+                    "credentials": .array(rows.map { Summary.json($0, status: context.status(of: $0.credential)) }),
+                ]))
+                return
+            }
+            Output.value("backend: \(try context.backendChoice.rawValue)")
+            Output.value("credentials: \(rows.count)")
+            for r in rows {
+                let state = context.status(of: r.credential).state
+                let painted = Terminal.paint(state.rawValue, Terminal.paint(for: state), on: colour.enabled)
+                Output.value("  \(r.credential.id): \(r.credential.type.rawValue), \(painted), expires \(Format.expiry(r.credential, now: context.clock.now)), in \(r.backend)")
+            }
+        }
+
+        /// The lines of one credential: what it is, where, for whom, until when, and its state.
+        func details(_ found: StoredCredential, status: CredentialStatus, accountReason: String, now: Int64) -> [(String, String)] {
+            let c = found.credential
+            var lines = [
+                ("service", c.service.description), ("account", "\(c.account) (\(accountReason))"), ("type", c.type.rawValue),
+                ("stored in", found.backend),
+            ]
+            if let p = c.provider { lines.append(("provider", p)) }
+            if let name = Summary.displayName(c) { lines.append(("user", name)) }
+            let claims = Summary.idTokenClaims(c)
+            if !claims.isEmpty {
+                lines.append(("id token", ["sub", "email", "name"].compactMap { k in claims[k].map { "\(k) \($0)" } }.joined(separator: ", ")
+                              + " (not verified)"))
+            }
+            if let scope = c.scope { lines.append(("scope", scope)) }
+            lines.append(("expires", c.expiresAt.map { "\(Format.date($0)) (\(Format.expiry(c, now: now)))" } ?? "never"))
+            if let left = Format.refreshExpiry(c, now: now), let at = c.refreshExpiresAt {
+                lines.append(("refresh token", "dies \(Format.date(at)) (\(left))"))
+            }
+            lines.append(("can refresh", Summary.canRefresh(status) ? "yes" : "no"))
+            if let refusal = status.refusal {
+                lines.append(("refused", "\(Format.date(refusal.at)): \(refusal.reason)"))
+            }
+            lines.append(("state", Terminal.paint(status.state.rawValue, Terminal.paint(for: status.state), on: colour.enabled)))
+            return lines
         }
     }
 }

@@ -56,6 +56,27 @@ public enum TokenInput {
         if let err = o["error"]?.string {
             throw TokenVaultError.badInput("the input is an error response (\(safe(err))), not a token")
         }
+        var c = try tokens(taking: &o, id: id)
+        // Shown by `status`: cleaned here, where they enter.
+        if let t = o.removeValue(forKey: "token_type"), t != .null { c.tokenType = OutsideText.line(t.text, limit: 64) }
+        if let s = o.removeValue(forKey: "scope"), s != .null {
+            let text: String
+            if case .array(let items) = s { text = items.map(\.text).joined(separator: " ") } else { text = s.text }
+            c.scope = OutsideText.line(text, limit: 4096)
+        }
+        try readExpiries(taking: &o, into: &c, now: now)
+        for key in ["provider", "service", "account", "type", "version", "updated_at", "issuer"] { o.removeValue(forKey: key) }
+        for key in Credential.displayKeys {
+            if case .string(let v)? = o[key] { o[key] = .string(OutsideText.line(v)) }
+        }
+        c.extra = o
+        c.updatedAt = now
+        return c
+    }
+
+    /// The tokens: OAuth 1.0a's token and secret, or OAuth 2.0's access token
+    /// and refresh token, taken out of `o`.
+    private static func tokens(taking o: inout [String: JSONValue], id: CredentialID) throws -> Credential {
         var c: Credential
         if let token = o.removeValue(forKey: "oauth_token") {
             guard let t = token.string, !t.isEmpty else { throw TokenVaultError.badInput("oauth_token must be a non-empty string") }
@@ -80,13 +101,13 @@ public enum TokenInput {
             try checkToken(s, field: "refresh_token")
             c.refreshToken = s
         }
-        // Shown by `status`: cleaned here, where they enter.
-        if let t = o.removeValue(forKey: "token_type"), t != .null { c.tokenType = OutsideText.line(t.text, limit: 64) }
-        if let s = o.removeValue(forKey: "scope"), s != .null {
-            let text: String
-            if case .array(let items) = s { text = items.map(\.text).joined(separator: " ") } else { text = s.text }
-            c.scope = OutsideText.line(text, limit: 4096)
-        }
+        return c
+    }
+
+    /// When the access token and the refresh token die, taken out of `o`:
+    /// `expires_at` or `expires_in`; GitHub Apps send
+    /// `refresh_token_expires_in`, Keycloak `refresh_expires_in` (0 there means "no limit").
+    private static func readExpiries(taking o: inout [String: JSONValue], into c: inout Credential, now: Int64) throws {
         let expiresIn = o.removeValue(forKey: "expires_in")
         let expiresAt = o.removeValue(forKey: "expires_at")
         if let e = expiresAt, e != .null {
@@ -97,8 +118,6 @@ public enum TokenInput {
             }
             c.expiresAt = now + seconds
         }
-        // When the refresh token dies: GitHub Apps send refresh_token_expires_in,
-        // Keycloak refresh_expires_in (0 there means "no limit").
         if let e = o.removeValue(forKey: "refresh_expires_at"), e != .null {
             c.refreshExpiresAt = try parseTime(e)
         }
@@ -109,13 +128,6 @@ public enum TokenInput {
             }
             if seconds > 0 { c.refreshExpiresAt = now + seconds }
         }
-        for key in ["provider", "service", "account", "type", "version", "updated_at", "issuer"] { o.removeValue(forKey: key) }
-        for key in Credential.displayKeys {
-            if case .string(let v)? = o[key] { o[key] = .string(OutsideText.line(v)) }
-        }
-        c.extra = o
-        c.updatedAt = now
-        return c
     }
 
     /// The longest lifetime accepted (100 years), and the latest expiry (the end of 9999).

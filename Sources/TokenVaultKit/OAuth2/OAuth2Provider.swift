@@ -89,6 +89,27 @@ public struct OAuth2Provider: Sendable {
         guard let tokenURL = try url("token_url", p.token_url) else {
             throw TokenVaultError.config("provider \(name) has no token_url", hint: "set token_url (or issuer) in [providers.\(Config.tableKey(name))] of \(configPath)")
         }
+        let (grant, auth, clientID) = try clientSettings(p, provider: name, configPath: configPath)
+        let secret = try ProviderConfig.secretSource(value: p.client_secret, file: p.client_secret_file,
+                                                     command: p.client_secret_command, provider: name, prefix: "client")
+        let header = try ProviderConfig.checkedHeader(p.header ?? "Authorization: Bearer {token}", provider: name)
+        return OAuth2Provider(
+            name: name, service: service, issuedBy: p.issuedBy ?? tokenURL, tokenURL: tokenURL,
+            authorizeURL: try url("authorize_url", p.authorize_url), revokeURL: try url("revoke_url", p.revoke_url),
+            deviceAuthorizationURL: try url("device_authorization_url", p.device_authorization_url),
+            userinfoURL: try url("userinfo_url", p.userinfo_url), grant: grant, scopes: p.scopes ?? [],
+            clientID: clientID, clientAuth: auth, redirectURI: try url("redirect_uri", p.redirect_uri),
+            pkce: p.pkce ?? true, authParams: p.auth_params ?? [:], headerTemplate: header,
+            refreshLifetime: p.refresh_token_lifetime.map(Int64.init), refreshIdle: p.refresh_token_idle.map(Int64.init),
+            secretSource: secret, privateKeyFile: p.private_key_file, credentialsFile: p.credentials_file,
+            audience: p.audience, subject: p.subject)
+    }
+
+    /// The grant, how the client authenticates, and its id, checked together:
+    /// a JWT needs a key, a client needs an id (a service-account key names its own).
+    private static func clientSettings(_ p: ProviderConfig, provider name: String, configPath: String) throws
+        -> (Grant, ClientAuth, String)
+    {
         guard let grant = Grant(rawValue: p.grant ?? "authorization_code") else {
             throw TokenVaultError.config("provider \(name): grant must be authorization_code, client_credentials or jwt_bearer")
         }
@@ -109,19 +130,7 @@ public struct OAuth2Provider: Sendable {
             throw TokenVaultError.config("no client id for \(name)",
                                          hint: "\(where_)set client_id (and client_secret, client_secret_file or client_secret_command) in [providers.\(Config.tableKey(name))] of \(configPath)")
         }
-        let secret = try ProviderConfig.secretSource(value: p.client_secret, file: p.client_secret_file,
-                                                     command: p.client_secret_command, provider: name, prefix: "client")
-        let header = try ProviderConfig.checkedHeader(p.header ?? "Authorization: Bearer {token}", provider: name)
-        return OAuth2Provider(
-            name: name, service: service, issuedBy: p.issuedBy ?? tokenURL, tokenURL: tokenURL,
-            authorizeURL: try url("authorize_url", p.authorize_url), revokeURL: try url("revoke_url", p.revoke_url),
-            deviceAuthorizationURL: try url("device_authorization_url", p.device_authorization_url),
-            userinfoURL: try url("userinfo_url", p.userinfo_url), grant: grant, scopes: p.scopes ?? [],
-            clientID: clientID, clientAuth: auth, redirectURI: try url("redirect_uri", p.redirect_uri),
-            pkce: p.pkce ?? true, authParams: p.auth_params ?? [:], headerTemplate: header,
-            refreshLifetime: p.refresh_token_lifetime.map(Int64.init), refreshIdle: p.refresh_token_idle.map(Int64.init),
-            secretSource: secret, privateKeyFile: p.private_key_file, credentialsFile: p.credentials_file,
-            audience: p.audience, subject: p.subject)
+        return (grant, auth, clientID)
     }
 
     /// A credential this provider just issued (a login, a refresh, a fetch of

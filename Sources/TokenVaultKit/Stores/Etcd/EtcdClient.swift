@@ -2,60 +2,6 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 
-/// How to reach the etcd cluster (docs/fleet.md): `[etcd]` in the config, with
-/// `TOKENVAULT_ETCD_ENDPOINTS` and `TOKENVAULT_ETCD_PREFIX` over it.
-public struct EtcdSettings: Sendable {
-    public var endpoints: [String]
-    public var prefix: String
-    public var username: String?
-    var password: SecretSource?
-    public var tls: CurlTransport.TLSFiles
-    /// Seconds for one etcd call, failover and retries included.
-    public var timeout: Int
-    /// Seconds a dead refresher can hold the fleet lock.
-    public var leaseTTL: Int
-
-    public static func resolve(_ settings: Settings, config: Config) throws -> EtcdSettings {
-        let configPath = settings.configPath
-        if let problem = config.etcdProblem { throw problem }
-        let table = config.etcd ?? EtcdConfig()
-        var endpoints = table.endpoints ?? []
-        if let given = settings.etcdEndpoints { endpoints = given }
-        guard !endpoints.isEmpty else {
-            throw TokenVaultError.config("the etcd backend has no endpoints",
-                                         hint: "set endpoints in the [etcd] table of \(configPath), or \(EnvironmentVariable.etcdEndpoints.name)")
-        }
-        for e in endpoints {
-            guard let url = URL(string: e), let scheme = url.scheme, ["http", "https"].contains(scheme), url.host != nil,
-                  url.path.isEmpty || url.path == "/", url.query == nil
-            else {
-                throw TokenVaultError.config("etcd endpoint \(Quoted.text(e)) is not an http(s)://HOST:PORT address")
-            }
-            if scheme == "http", !OAuth2Provider.isLoopback(url.host ?? "") {
-                throw TokenVaultError.config("etcd endpoint \(e) is plain http to another host; use https with ca_file",
-                                             hint: "tokens are encrypted, but the etcd password and lock traffic are not")
-            }
-        }
-        let prefix = settings.etcdPrefix ?? table.prefix ?? "tokenvault/"
-        guard prefix.utf8.count <= 512, !prefix.contains("\0") else {
-            throw TokenVaultError.config("etcd prefix must be at most 512 bytes, without NUL")
-        }
-        if table.username == nil, table.password_file != nil || table.password_command != nil {
-            throw TokenVaultError.config("\(configPath): etcd.password_file/password_command need etcd.username")
-        }
-        // The CA decides which member gets the etcd password: trusted like the config.
-        for (key, path) in [("ca_file", table.ca_file), ("cert_file", table.cert_file), ("key_file", table.key_file)] {
-            if let path { try TrustedFile.check(path, what: "etcd.\(key)") }
-        }
-        return EtcdSettings(
-            endpoints: endpoints.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }, prefix: prefix,
-            username: table.username,
-            password: table.password_file.map { SecretSource.file($0) } ?? table.password_command.map { SecretSource.command($0) },
-            tls: CurlTransport.TLSFiles(caFile: table.ca_file, certFile: table.cert_file, keyFile: table.key_file),
-            timeout: table.timeout ?? 5, leaseTTL: table.lease_ttl ?? 30)
-    }
-}
-
 /// One key as etcd 3.4's gateway describes it (int64 fields come as strings,
 /// zero fields are left out).
 struct EtcdKeyValue: Equatable {
@@ -266,66 +212,29 @@ final class EtcdClient: @unchecked Sendable {
                 // its answer (or is ambiguous), a lock for its turn.
                 let retryable = (idempotent || ambiguousIsFailure) && callTimeout == nil && endpoints.count > 1
                 let attemptSeconds = retryable ? min(left, max(1.5, total / 3)) : left
-                if settings.username != nil, only == nil || path != "/v3/maintenance/status" {
-                    do {
-                        try authenticateIfNeeded(endpoint, seconds: min(left, max(1.5, total / 3)))
-                    } catch TokenVaultError.temporary(let why) {
-                        last = why
-                        continue
-                    }
-                }
-                var headers = ["Content-Type: application/json"]
-                if let t = lock.withLock({ token }) { headers.append("Authorization: \(t)") }
-                let request = HTTPRequest(method: "POST", url: endpoint + path, headers: headers, body: payload)
-                let response: HTTPResponse
-                do {
-                    response = try CurlTransport.exchange(request, timeoutMilliseconds: Int(attemptSeconds * 1000),
-                                                          connectMilliseconds: min(Int(attemptSeconds * 1000), 1000),
-                                                          maxBody: 4 << 20, tls: settings.tls)
-                } catch let failure as HTTPFailure {
-                    try Self.unusable(failure, endpoint: endpoint)
-                    last = failure.error(peer: "etcd at \(endpoint)", what: "etcd").errorText
-                    // Nothing sent: the next endpoint. Maybe applied: a write is ambiguous.
-                    if failure.maybeSent, !idempotent, !ambiguousIsFailure { throw EtcdAmbiguous(detail: last) }
+                if settings.username != nil, only == nil || path != "/v3/maintenance/status",
+                   let why = try signInPassing(endpoint, seconds: min(left, max(1.5, total / 3))) {
+                    last = why
                     continue
                 }
-                let object: [String: JSONValue]
-                if let v = try? JSONDecoder().decode(JSONValue.self, from: response.body), case .object(let o) = v {
-                    object = o
-                } else {
-                    throw TokenVaultError.backendUnavailable("\(endpoint) is not an etcd v3 gateway (HTTP \(response.status) with no JSON)",
-                                                             hint: "check the endpoints in the [etcd] table; etcd 3.4 or later serves /v3/")
-                }
-                if response.status == 200, object["error"] == nil {
+                let mode = Repeating(idempotent: idempotent, ambiguousIsFailure: ambiguousIsFailure)
+                switch try ask(endpoint, path, payload, seconds: attemptSeconds, mode: mode) {
+                case .answered(let object):
                     lock.withLock {
                         preferred = index
                         if case .object(let h)? = object["header"] { lastHeader = h }
                     }
                     EtcdReachMark.note(settings)
                     return object
-                }
-                let code = GRPCCode(object["code"]?.int64)
-                let message = OutsideText.line(object["message"]?.string ?? object["error"]?.string ?? "HTTP \(response.status)")
-                switch code {
-                case .unauthenticated where settings.username != nil && !reauthenticated:
-                    // The token expired (simple tokens live 5 minutes): sign in again once.
+                case .passing(let why):
+                    last = why
+                case .tokenExpired(let message):
+                    // Simple tokens live 5 minutes: sign in again, once.
+                    guard !reauthenticated else { throw refused(message) }
                     lock.withLock { authenticated = false; token = nil }
                     reauthenticated = true
                     try authenticateIfNeeded(endpoint, seconds: left)
                     start = index
-                    continue
-                case .unauthenticated, .permissionDenied:
-                    throw TokenVaultError.permission("etcd refused \(settings.username.map { "user \($0)" } ?? "the request"): \(message)",
-                                                     hint: "grant the user read and write on the prefix \(settings.prefix) (see docs/fleet.md)")
-                case _ where code.isRetryable || EtcdClient.transientMessages.contains(where: message.contains):
-                    last = "\(endpoint): \(message)"
-                    if !idempotent, !ambiguousIsFailure, !message.contains("no leader") { throw EtcdAmbiguous(detail: last) }
-                    continue
-                case .failedPrecondition where message.contains("authentication is not enabled"):
-                    throw TokenVaultError.config("etcd at \(endpoint) has authentication off, but [etcd] sets a username",
-                                                 hint: "remove username from [etcd], or enable auth on the cluster")
-                default:
-                    throw TokenVaultError.vault("etcd at \(endpoint) refused the request: \(message)")
                 }
             }
             attempt += 1
@@ -335,11 +244,92 @@ final class EtcdClient: @unchecked Sendable {
             start = lock.withLock { preferred }
         }
         if only != nil { throw TokenVaultError.temporary(last) }
-        if !EtcdReachMark.seen(settings) {
-            throw TokenVaultError.backendUnavailable("no etcd endpoint has ever answered (\(endpoints.joined(separator: ", "))): \(last)",
-                                                     hint: "check endpoints and ca_file in the [etcd] table, or \(EnvironmentVariable.etcdEndpoints.name)")
+        throw unanswered(last, within: total)
+    }
+
+    /// Signs in to `endpoint` when needed; a passing failure is returned (the
+    /// next endpoint is tried), anything else thrown.
+    private func signInPassing(_ endpoint: String, seconds: Double) throws -> String? {
+        do {
+            try authenticateIfNeeded(endpoint, seconds: seconds)
+            return nil
+        } catch TokenVaultError.temporary(let why) {
+            return why
         }
-        throw TokenVaultError.temporary("the etcd cluster did not answer within \(Int(total)) s: \(last)")
+    }
+
+    /// No endpoint answered in time: 75 for a cluster that answered before,
+    /// 69 for one never reached (the configuration is likely wrong).
+    private func unanswered(_ last: String, within total: Double) -> TokenVaultError {
+        guard EtcdReachMark.seen(settings) else {
+            return .backendUnavailable("no etcd endpoint has ever answered (\(settings.endpoints.joined(separator: ", "))): \(last)",
+                                       hint: "check endpoints and ca_file in the [etcd] table, or \(EnvironmentVariable.etcdEndpoints.name)")
+        }
+        return .temporary("the etcd cluster did not answer within \(Int(total)) s: \(last)")
+    }
+
+    /// What one endpoint made of a call.
+    private enum Outcome {
+        case answered([String: JSONValue])
+        /// Not served now (nothing was sent, an election, a timeout): try the next endpoint.
+        case passing(String)
+        /// The sign-in token was refused: it expired.
+        case tokenExpired(String)
+    }
+
+    /// Whether a call may be sent again: a read may; a write that may have been
+    /// applied is ambiguous (`EtcdAmbiguous`) unless the caller treats that as
+    /// not done.
+    private struct Repeating {
+        var idempotent: Bool
+        var ambiguousIsFailure: Bool
+        var ambiguityThrows: Bool { !idempotent && !ambiguousIsFailure }
+    }
+
+    /// One call to one endpoint, within `seconds`.
+    private func ask(_ endpoint: String, _ path: String, _ payload: Data, seconds: Double, mode: Repeating) throws -> Outcome {
+        var headers = ["Content-Type: application/json"]
+        if let t = lock.withLock({ token }) { headers.append("Authorization: \(t)") }
+        let request = HTTPRequest(method: "POST", url: endpoint + path, headers: headers, body: payload)
+        let response: HTTPResponse
+        do {
+            response = try CurlTransport.exchange(request, timeoutMilliseconds: Int(seconds * 1000),
+                                                  connectMilliseconds: min(Int(seconds * 1000), 1000), maxBody: 4 << 20, tls: settings.tls)
+        } catch let failure as HTTPFailure {
+            try Self.unusable(failure, endpoint: endpoint)
+            let why = failure.error(peer: "etcd at \(endpoint)", what: "etcd").errorText
+            // Nothing sent: the next endpoint. Maybe applied: a write is ambiguous.
+            if failure.maybeSent, mode.ambiguityThrows { throw EtcdAmbiguous(detail: why) }
+            return .passing(why)
+        }
+        guard let v = try? JSONDecoder().decode(JSONValue.self, from: response.body), case .object(let object) = v else {
+            throw TokenVaultError.backendUnavailable("\(endpoint) is not an etcd v3 gateway (HTTP \(response.status) with no JSON)",
+                                                     hint: "check the endpoints in the [etcd] table; etcd 3.4 or later serves /v3/")
+        }
+        if response.status == 200, object["error"] == nil { return .answered(object) }
+        let code = GRPCCode(object["code"]?.int64)
+        let message = OutsideText.line(object["message"]?.string ?? object["error"]?.string ?? "HTTP \(response.status)")
+        switch code {
+        case .unauthenticated where settings.username != nil:
+            return .tokenExpired(message)
+        case .unauthenticated, .permissionDenied:
+            throw refused(message)
+        case _ where code.isRetryable || EtcdClient.transientMessages.contains(where: message.contains):
+            let why = "\(endpoint): \(message)"
+            if mode.ambiguityThrows, !message.contains("no leader") { throw EtcdAmbiguous(detail: why) }
+            return .passing(why)
+        case .failedPrecondition where message.contains("authentication is not enabled"):
+            throw TokenVaultError.config("etcd at \(endpoint) has authentication off, but [etcd] sets a username",
+                                         hint: "remove username from [etcd], or enable auth on the cluster")
+        default:
+            throw TokenVaultError.vault("etcd at \(endpoint) refused the request: \(message)")
+        }
+    }
+
+    /// 77: the cluster refused the user (or an anonymous request).
+    private func refused(_ message: String) -> TokenVaultError {
+        .permission("etcd refused \(settings.username.map { "user \($0)" } ?? "the request"): \(message)",
+                    hint: "grant the user read and write on the prefix \(settings.prefix) (see docs/fleet.md)")
     }
 
     /// A failure no other endpoint or retry can mend (69): libcurl is missing,
@@ -389,30 +379,6 @@ final class EtcdClient: @unchecked Sendable {
             throw TokenVaultError.temporary("etcd at \(endpoint) cannot sign in now: \(message)")
         }
         throw TokenVaultError.permission("etcd refused user \(user): \(message)", hint: "check etcd.password_file or etcd.password_command")
-    }
-}
-
-/// Whether this user's tokenvault ever reached a cluster at these endpoints: a
-/// cluster that does not answer is then 75 (retry), and one never reached 69
-/// (the configuration is likely wrong).
-enum EtcdReachMark {
-    static func path(_ s: EtcdSettings) -> String {
-        Settings().runtimeDirectory + "/etcd-" +
-            Hex.encode(Sodium.hash(Array(s.endpoints.sorted().joined(separator: ",").utf8))) + ".reached"
-    }
-
-    static func note(_ s: EtcdSettings) {
-        let p = path(s)
-        var st = stat()
-        if lstat(p, &st) == 0 { return }
-        guard (try? PrivateDirectory.ensure(Posix.dirname(p))) != nil else { return }
-        let fd = open(p, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        if fd >= 0 { close(fd) }
-    }
-
-    static func seen(_ s: EtcdSettings) -> Bool {
-        var st = stat()
-        return lstat(path(s), &st) == 0
     }
 }
 

@@ -29,12 +29,12 @@ public final class EtcdStore: SharedStore {
     /// Warnings that do not stop the command (a fleet lock lost mid-refresh).
     public private(set) var warnings: [String] = []
 
-    private struct Unlocked {
+    struct Unlocked {
         var key: SecureBytes
         var names: SecureBytes
         var kdfValue: [UInt8]
     }
-    private var unlocked: Unlocked?
+    var unlocked: Unlocked?
 
     /// What was last read of a credential's key: its etcd revisions and record.
     struct Slot {
@@ -310,156 +310,6 @@ public final class EtcdStore: SharedStore {
             }
         }
         throw TokenVaultError.temporary("etcd did not settle a write of \(Quoted.text(String(decoding: key, as: UTF8.self))); nothing was lost, try again")
-    }
-
-    // MARK: The fleet key
-
-    private func cacheName() -> String {
-        "etcd-" + Hex.encode(Sodium.hash(Array((settings.endpoints.sorted().joined(separator: ",") + "\n" + settings.prefix).utf8)))
-    }
-
-    private func namingKey(_ key: SecureBytes) -> SecureBytes {
-        SecureBytes(Sodium.hash(Array("tokenvault etcd names v1".utf8), key: key, bytes: 32))
-    }
-
-    /// The cached key (key ‖ copy of the key record it was derived for).
-    private func cachedKey() -> Unlocked? {
-        guard keyTTL > 0, let blob = keyCache.load(name: cacheName()), blob.count > Sodium.keyBytes else { return nil }
-        let bytes = blob.bytes
-        let key = SecureBytes(bytes[0..<Sodium.keyBytes])
-        return Unlocked(key: key, names: namingKey(key), kdfValue: Array(bytes[Sodium.keyBytes...]))
-    }
-
-    private func cache(_ u: Unlocked) {
-        var blob = u.key.bytes + u.kdfValue
-        defer { Sodium.wipe(&blob) }
-        keyCache.store(name: cacheName(), key: SecureBytes(blob), ttl: keyTTL)
-    }
-
-    @discardableResult
-    public func forgetCachedKey() -> Bool {
-        unlocked = nil
-        return keyCache.forget(name: cacheName())
-    }
-
-    struct KDFRecord {
-        var params: KDFParams
-        var salt: [UInt8]
-        var check: [UInt8]
-
-        init(params: KDFParams, salt: [UInt8], check: [UInt8]) {
-            self.params = params
-            self.salt = salt
-            self.check = check
-        }
-
-        init(_ value: [UInt8]) throws {
-            let damaged = TokenVaultError.vault("the fleet's key record in etcd is damaged; refused",
-                                                hint: "restore it from a backup; without it no credential under the prefix can be read")
-            guard let v = try? JSONDecoder().decode(JSONValue.self, from: Data(value)), case .object(let o) = v,
-                  o["format"]?.string == "tokenvault-etcd-kdf-1", o["alg"]?.string == "argon2id13",
-                  let ops = o["opslimit"]?.int64, let mem = o["memlimit"]?.int64, ops > 0, mem > 0,
-                  let salt = o["salt"]?.string.flatMap({ Data(base64Encoded: $0) }), salt.count == Sodium.saltBytes,
-                  let check = o["key_check"]?.string.flatMap({ Data(base64Encoded: $0) }), check.count == 16
-            else { throw damaged }
-            params = KDFParams(opsLimit: UInt64(ops), memLimit: UInt64(mem))
-            guard params.isSane else {
-                throw TokenVaultError.vault("the fleet's key record in etcd has absurd key-derivation parameters (opslimit \(ops), memlimit \(mem)); refused")
-            }
-            self.salt = Array(salt)
-            self.check = Array(check)
-        }
-
-        var value: [UInt8] {
-            Array(JSONValue.object([
-                "format": .string("tokenvault-etcd-kdf-1"), "alg": .string("argon2id13"),
-                "opslimit": .integer(Int64(params.opsLimit)), "memlimit": .integer(Int64(params.memLimit)),
-                "salt": .string(Data(salt).base64EncodedString()), "key_check": .string(Data(check).base64EncodedString()),
-            ]).text.utf8)
-        }
-    }
-
-    private func checkKey(_ key: SecureBytes, _ kdfValue: [UInt8]) throws -> Bool {
-        Sodium.equal(VaultFormat.keyCheck(key), try KDFRecord(kdfValue).check)
-    }
-
-    /// The fleet key: from this run, the cache, or the passphrase. Nil when
-    /// the prefix has no key record and `creating` is false (nothing stored).
-    @discardableResult
-    func unlock(creating: Bool) throws -> SecureBytes? {
-        if let u = unlocked { return u.key }
-        let kdf = try client.get(kdfKey)
-        if let kdf {
-            let record = try KDFRecord(kdf.value)
-            if let cached = cachedKey(), Sodium.equal(VaultFormat.keyCheck(cached.key), record.check) {
-                unlocked = Unlocked(key: cached.key, names: cached.names, kdfValue: kdf.value)
-                return cached.key
-            }
-            let key = try passphrase.unlock("the fleet vault in etcd (prefix \(settings.prefix))") { secret -> SecureBytes? in
-                let key = try Sodium.deriveKey(passphrase: secret, salt: record.salt, ops: record.params.opsLimit, mem: record.params.memLimit)
-                return Sodium.equal(VaultFormat.keyCheck(key), record.check) ? key : nil
-            }
-            let u = Unlocked(key: key, names: namingKey(key), kdfValue: kdf.value)
-            unlocked = u
-            cache(u)
-            return key
-        }
-        guard creating else { return nil }
-        let secret = try passphrase.obtain(creating: true)
-        let salt = Sodium.randomBytes(Sodium.saltBytes)
-        let key = try Sodium.deriveKey(passphrase: secret, salt: salt, ops: newParams.opsLimit, mem: newParams.memLimit)
-        let record = KDFRecord(params: newParams, salt: salt, check: VaultFormat.keyCheck(key))
-        let (created, _) = try client.txn([.createRevision(kdfKey, 0)], success: [.put(kdfKey, record.value)], readOnly: true)
-        guard created else {
-            // Another host created the fleet key at the same moment: use theirs.
-            return try unlock(creating: false)
-        }
-        let u = Unlocked(key: key, names: namingKey(key), kdfValue: record.value)
-        unlocked = u
-        cache(u)
-        return key
-    }
-
-    // MARK: For `tokenvault backend`
-
-    /// One endpoint as `tokenvault backend` shows it.
-    public struct EndpointState: Sendable {
-        public var endpoint: String
-        /// False when it did not answer.
-        public var reached: Bool
-        /// "etcd 3.5.9, leader", or why it did not answer.
-        public var state: String
-        public var isLeader: Bool
-    }
-
-    /// Each endpoint's answer: version, whether it is the leader, or why not.
-    public func endpointReport() -> [EndpointState] {
-        settings.endpoints.map { e in
-            do {
-                let o = try client.status(of: e)
-                // Member ids are uint64: compare them as the strings they come as.
-                let leader = o["leader"]?.text
-                var member: String?
-                if case .object(let h)? = o["header"] { member = h["member_id"]?.text }
-                let isLeader = leader != nil && leader == member
-                let version = "etcd \(OutsideText.line(o["version"]?.string ?? "?", limit: 40))" + (isLeader ? ", leader" : "")
-                return EndpointState(endpoint: e, reached: true, state: version, isLeader: isLeader)
-            } catch {
-                return EndpointState(endpoint: e, reached: false, state: "unreachable: \(error.errorText)", isLeader: false)
-            }
-        }
-    }
-
-    /// "present (argon2id, …)", "not created yet", or why it cannot be read.
-    public func keyState() -> String {
-        do {
-            guard let kdf = try client.get(kdfKey) else { return "not created yet" }
-            let r = try KDFRecord(kdf.value)
-            let cached = cachedKey().map { Sodium.equal(VaultFormat.keyCheck($0.key), r.check) } ?? false
-            return "present (argon2id, opslimit \(r.params.opsLimit), memlimit \(r.params.memLimit >> 20) MiB), key \(cached ? "cached" : "not cached")"
-        } catch {
-            return "unreadable: \(error.errorText)"
-        }
     }
 }
 

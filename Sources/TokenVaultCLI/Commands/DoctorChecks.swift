@@ -1,0 +1,195 @@
+import Dispatch
+import FoundationEssentials
+import Glibc
+import TokenVaultKit
+
+/// `doctor`'s checks, each one line: what it found, and the fix. None of them
+/// stops the others, and none prompts.
+final class DoctorChecks {
+    enum Status: String { case ok, failed, info }
+
+    struct Check {
+        var name: String
+        var status: Status
+        var detail: String
+        var fix: String?
+    }
+
+    let settings: Settings
+    private(set) var checks: [Check] = []
+
+    init(settings: Settings) { self.settings = settings }
+
+    func add(_ name: String, _ status: Status, _ detail: String, fix: String? = nil) {
+        checks.append(Check(name: name, status: status, detail: detail, fix: fix))
+    }
+
+    /// The config, read here and not through a context, so a broken one is a line, not the end.
+    func checkConfig() -> Config? {
+        let configPath = settings.configPath
+        do {
+            let c = try Config.load(settings)
+            let exists = FileManager.default.fileExists(atPath: configPath)
+            add("config", .ok, exists ? "\(configPath), \(c.providers.count) provider table\(c.providers.count == 1 ? "" : "s")"
+                : "\(configPath) does not exist: the defaults apply")
+            for (name, error) in c.brokenProviders.sorted(by: { $0.key < $1.key }) {
+                add("provider \(name)", .failed, error.errorText, fix: "fix that line; until then only provider \(name) cannot be used")
+            }
+            if let problem = c.etcdProblem { add("[etcd]", .failed, problem.errorText, fix: "fix that line of the [etcd] table") }
+            return c
+        } catch {
+            add("config", .failed, error.errorText, fix: (error as? TokenVaultError)?.hint ?? "edit \(configPath)")
+            return nil
+        }
+    }
+
+    /// The backend and who chose it; nil when the choice itself is wrong.
+    func checkBackend(_ config: Config?) -> BackendChoice? {
+        do {
+            let (choice, chosenBy) = try settings.backend { config ?? Config() }
+            add("backend", .ok, "\(choice.rawValue) (set by \(chosenBy.rawValue))")
+            return choice
+        } catch {
+            add("backend", .failed, error.errorText, fix: (error as? TokenVaultError)?.hint)
+            return nil
+        }
+    }
+
+    /// D-Bus and the Secret Service: failures only where the backend needs them.
+    func checkSecretService(_ choice: BackendChoice?) {
+        let usesSecretService = choice == .auto || choice == .secretService
+        if let missing = SecretServiceStore.missingBus(settings) {
+            add("d-bus", choice == .secretService ? .failed : .info, missing,
+                fix: usesSecretService ? "the file vault is used; for the Secret Service, run in a desktop session (or dbus-run-session)" : nil)
+            return
+        }
+        add("d-bus", .ok, "session bus \(settings.sessionBus ?? "at \(settings.runtimeBus)")")
+        let started = DispatchTime.now()
+        let probe = SecretServiceStore.probe(settings, timeout: (try? settings.dbusTimeout) ?? 3, detailed: true)
+        let ms = (DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1_000_000
+        if !probe.available {
+            add("secret service", choice == .secretService ? .failed : .info, "\(probe.detail) (\(ms) ms)",
+                fix: choice == .secretService ? "start gnome-keyring (or another Secret Service), or set backend = \"file\"" : nil)
+        } else if probe.locked == true {
+            add("secret service", usesSecretService ? .failed : .info, "\(probe.detail), default collection locked (\(ms) ms)",
+                fix: usesSecretService ? "unlock the keyring (log in to the desktop, or seahorse)" : nil)
+        } else {
+            let state = probe.locked == false ? "default collection unlocked" : "collection state unknown"
+            add("secret service", .ok, "\(probe.detail), \(state) (\(ms) ms)")
+        }
+    }
+
+    /// The file vault: permissions, format, whether its key is cached.
+    func checkFileVault(_ backends: Backends) {
+        do {
+            let vault = try backends.fileVault()
+            let health = vault.health()
+            if let problem = health.problem {
+                add("file vault", .failed, problem.errorText, fix: problem.hint)
+            } else if !health.exists {
+                add("file vault", .info, "\(vault.path): not created yet")
+            } else {
+                let key = try settings.keyTTL == 0 ? "key not cached (\(EnvironmentVariable.keyTTL.name)=0)"
+                    : health.keyCached ? "key cached" : "key not cached"
+                add("file vault", .ok, "\(vault.path), format \(health.formatVersion ?? 0), private, \(key)")
+            }
+        } catch {
+            add("file vault", .failed, error.errorText, fix: (error as? TokenVaultError)?.hint)
+        }
+    }
+
+    /// The directories tokenvault keeps locks, the spool and the discovery cache in.
+    func checkDirectories() {
+        for (name, path) in [("runtime directory", settings.runtimeDirectory), ("discovery cache", Discovery.defaultDirectory(settings))] {
+            if let problem = PrivateDirectory.problem(path) {
+                add(name, .failed, problem, fix: "run: chmod 700 \(ShellWord.word(path)) (and make it yours), or remove it")
+            } else {
+                add(name, .ok, path)
+            }
+        }
+    }
+
+    /// Each etcd endpoint's answer, and the auth in use.
+    func checkEtcd(_ backends: Backends) {
+        do {
+            let store = try backends.etcdStore()
+            for e in store.endpointReport() {
+                add("etcd \(e.endpoint)", e.reached ? .ok : .failed, e.state,
+                    fix: e.reached ? nil : "check the endpoint, the network and ca_file in [etcd]")
+            }
+            add("etcd auth", .info, store.settings.username.map { "user \($0)" } ?? "none")
+        } catch {
+            add("etcd", .failed, error.errorText, fix: (error as? TokenVaultError)?.hint)
+        }
+    }
+
+    /// Shell completions (information: a missing one breaks nothing).
+    func checkCompletions() {
+        let home = settings.home
+        let completions: [(String, [String])] = [
+            ("bash", ["/usr/local/share/bash-completion/completions/tokenvault", "/usr/share/bash-completion/completions/tokenvault",
+                      home + "/.local/share/bash-completion/completions/tokenvault"]),
+            ("zsh", ["/usr/local/share/zsh/site-functions/_tokenvault", "/usr/share/zsh/vendor-completions/_tokenvault"]),
+            ("fish", ["/usr/local/share/fish/vendor_completions.d/tokenvault.fish", "/usr/share/fish/vendor_completions.d/tokenvault.fish",
+                      home + "/.config/fish/completions/tokenvault.fish"]),
+        ]
+        for (shell, paths) in completions {
+            if let found = paths.first(where: { FileManager.default.fileExists(atPath: $0) }) {
+                add("\(shell) completion", .ok, found)
+            } else {
+                add("\(shell) completion", .info, "not installed", fix: "make install, or: tokenvault --generate-completion-script \(shell) > FILE")
+            }
+        }
+    }
+
+    /// Credentials that need a login now or soon.
+    func checkCredentials(_ choice: BackendChoice, backends: Backends, config: Config) {
+        let rows: [StoredCredential]
+        do {
+            rows = try backends.open(choice).listLocated()
+        } catch {
+            add("credentials", .info, "not checked: \(error.errorText)")
+            return
+        }
+        let directory = ProviderDirectory(config: config)
+        let now = SystemClock().now
+        var bad = 0
+        for c in rows.map(\.credential) {
+            let status = CredentialStatus(of: c, now: now, minValid: config.minValidSeconds, grant: { directory.grant(of: $0) })
+            let fix = c.loginHint.replacing("run: ", with: "")
+            if status.state == .loginRequired {
+                bad += 1
+                add("credential \(c.id)", .failed, "login required" + (c.refusal.map { ": \($0.reason)" } ?? ""), fix: fix)
+            } else if c.refreshToken != nil, let at = c.refreshExpiresAt, config.warnBeforeSeconds > 0, at - now < config.warnBeforeSeconds {
+                bad += 1
+                add("credential \(c.id)", .failed, "its refresh token dies \(at > now ? "in \(Format.ago(at - now))" : "now")", fix: fix)
+            }
+        }
+        if bad == 0 { add("credentials", .ok, "\(rows.count) stored, none needs a login") }
+    }
+
+    /// Each configured provider's token endpoint (or issuer) reached, and its clock compared.
+    func checkProviders(_ config: Config) {
+        let transport = CurlTransport(timeout: config.httpTimeout)
+        for (name, table) in config.providers.sorted(by: { $0.key < $1.key }) {
+            guard let url = table.issuer.map({ Discovery.urls($0)[0] }) ?? table.token_url ?? table.access_token_url else { continue }
+            let started = DispatchTime.now()
+            do {
+                let r = try transport.send(HTTPRequest(method: "GET", url: url, headers: []))
+                let ms = (DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1_000_000
+                guard let at = r.dateSeconds else {
+                    add("provider \(name)", .ok, "\(url) answered HTTP \(r.status) in \(ms) ms (no Date header to compare clocks)")
+                    continue
+                }
+                let skew = at - SystemClock().now
+                if abs(skew) > 60 {
+                    add("provider \(name)", .failed, "\(url)'s clock differs from this one by \(skew) s", fix: "set the clock (timedatectl set-ntp true)")
+                } else {
+                    add("provider \(name)", .ok, "\(url) answered HTTP \(r.status) in \(ms) ms; clocks agree within \(abs(skew)) s")
+                }
+            } catch {
+                add("provider \(name)", .failed, error.errorText, fix: "check the network and the provider's URLs in \(settings.configPath)")
+            }
+        }
+    }
+}
