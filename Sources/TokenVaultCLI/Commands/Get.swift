@@ -31,7 +31,6 @@ extension TokenVault {
     struct Get: ContextCommand {
         static let configuration = CommandConfiguration(
             commandName: "get",
-            _superCommandName: "tokenvault",
             abstract: "Print a stored credential for a shell script.",
             discussion: """
                 Prints the access token (OAuth 1.0a: the token) and a newline, nothing else. \
