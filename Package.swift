@@ -65,9 +65,11 @@ let package = Package(
         ),
         // Test doubles (the in-memory store): for the tests, not shipped in the library.
         .target(name: "TokenVaultTestSupport", dependencies: ["TokenVaultKit"]),
-        .testTarget(name: "TokenVaultKitTests", dependencies: [
-            "TokenVaultKit", "TokenVaultTestSupport", .product(name: "Crypto", package: "swift-crypto"),
-        ]),
+        .testTarget(
+            name: "TokenVaultKitTests",
+            dependencies: [
+                "TokenVaultKit", "TokenVaultTestSupport", .product(name: "Crypto", package: "swift-crypto"),
+            ]),
         .testTarget(
             name: "TokenVaultCLITests",
             dependencies: ["tokenvault", "tokenvault-manual"]

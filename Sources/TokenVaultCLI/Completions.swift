@@ -10,8 +10,10 @@ import TokenVaultKit
 /// (nothing unlocked), with a short D-Bus bound. Anything that fails offers nothing.
 enum Completions {
     /// Options whose next word is their value, so it is not the SERVICE.
-    static let valued: Set = ["--account", "--field", "--format", "--min-valid", "--method", "--url", "--provider",
-                                    "--port", "--timeout", "--scope", "--to"]
+    static let valued: Set = [
+        "--account", "--field", "--format", "--min-valid", "--method", "--url", "--provider",
+        "--port", "--timeout", "--scope", "--to",
+    ]
 
     static func providers(_ words: [String], _ index: Int, _ prefix: String) -> [String] {
         let context = Context()
@@ -61,27 +63,38 @@ enum Completions {
     static var commandThenFiles: String {
         switch CompletionShell.requesting {
         case .bash?:
-            return #"if [[ ${COMP_WORDS[COMP_CWORD-1]} == -- && ${cur} != */* ]]; then compgen -c -- "${cur}" | sort -u; else compgen -f -- "${cur}"; fi"#
+            return
+                #"if [[ ${COMP_WORDS[COMP_CWORD-1]} == -- && ${cur} != */* ]]; then compgen -c -- "${cur}" | sort -u; else compgen -f -- "${cur}"; fi"#
         case .zsh?:
-            return #"local -aU l; if [[ ${words[CURRENT-1]} == -- && ${PREFIX} != */* ]]; then l=(${^path}/${PREFIX}*(N-*:t)); else l=(${PREFIX}*(N)); fi; print -rl -- $l"#
+            return
+                #"local -aU l; if [[ ${words[CURRENT-1]} == -- && ${PREFIX} != */* ]]; then l=(${^path}/${PREFIX}*(N-*:t)); else l=(${PREFIX}*(N)); fi; print -rl -- $l"#
         case .fish?:
-            return #"if test (commandline -opc)[-1] = --; __fish_complete_command; else; __fish_complete_path (commandline -ct); end"#
+            return
+                #"if test (commandline -opc)[-1] = --; __fish_complete_command; else; __fish_complete_path (commandline -ct); end"#
         default:
             return ""
         }
     }
 
-    static let fieldNames = ["access_token", "refresh_token", "token_secret", "expires_at", "scope", "token_type",
-                             "provider", "service", "account", "type", "uid", "user_id", "screen_name", "user_nsid",
-                             "username", "fullname", "name", "login", "email"]
+    static let fieldNames = [
+        "access_token", "refresh_token", "token_secret", "expires_at", "scope", "token_type",
+        "provider", "service", "account", "type", "uid", "user_id", "screen_name", "user_nsid",
+        "username", "fullname", "name", "login", "email",
+    ]
 
     /// The SERVICE word: the first word after the subcommand that is neither an option nor an option's value.
     static func serviceWord(in words: [String]) -> String? {
         var i = 2
         while i < words.count {
             let w = words[i]
-            if valued.contains(w) { i += 2; continue }
-            if w.hasPrefix("-") { i += 1; continue }
+            if valued.contains(w) {
+                i += 2
+                continue
+            }
+            if w.hasPrefix("-") {
+                i += 1
+                continue
+            }
             return w
         }
         return nil

@@ -137,9 +137,11 @@ final class Context {
     /// accounts that exist, or `set` (`NextStep.missing`).
     func notFound(_ id: CredentialID) throws -> TokenVaultError {
         let stored = (try? vault().listIDs()) ?? []
-        let owners = (try? providers)?.owners(of: id.service) ?? ProviderDirectory(config: Config()).owners(of: id.service)
-        return .notFound(service: id.service.description, account: id.account, unchecked: try store().uncheckedNote,
-                         hint: NextStep.missing(id, stored: stored, owners: owners))
+        let owners =
+            (try? providers)?.owners(of: id.service) ?? ProviderDirectory(config: Config()).owners(of: id.service)
+        return .notFound(
+            service: id.service.description, account: id.account, unchecked: try store().uncheckedNote,
+            hint: NextStep.missing(id, stored: stored, owners: owners))
     }
 
     /// `min_valid`: the option, else the config, else 60 seconds.
@@ -157,8 +159,9 @@ final class Context {
     }
 
     func discovery() throws -> Discovery {
-        Discovery(cacheDirectory: Discovery.defaultDirectory(settings),
-                  transport: CurlTransport(timeout: try httpTimeout), now: clock.now, warn: { Output.warning($0) })
+        Discovery(
+            cacheDirectory: Discovery.defaultDirectory(settings),
+            transport: CurlTransport(timeout: try httpTimeout), now: clock.now, warn: { Output.warning($0) })
     }
 
     /// A provider's grant from its table alone (the hot path of `get`).
@@ -192,21 +195,25 @@ final class Context {
     /// document is fetched again by the next run (it may have moved).
     func forgetDiscovery(after error: Error, provider name: String?) {
         guard let error = error as? TokenVaultError, case .temporary = error, let name,
-              let issuer = (try? providers)?.table(name)?.issuer else { return }
+            let issuer = (try? providers)?.table(name)?.issuer
+        else { return }
         try? discovery().forget(issuer: issuer)
     }
 
     /// The state of a credential now (docs/reference.md), for `status` and `list`.
     func status(of c: Credential) -> CredentialStatus {
-        CredentialStatus(of: c, now: clock.now, minValid: (try? minValid(nil)) ?? 60,
-                         grant: { self.grant(of: $0) })
+        CredentialStatus(
+            of: c, now: clock.now, minValid: (try? minValid(nil)) ?? 60,
+            grant: { self.grant(of: $0) })
     }
 
     /// The credential whose access token a command hands out (raw `get`,
     /// `header`, `exec`, `refresh`): renewed first when its state is
     /// refreshable; exit 4 when a login is required, 3 when nothing is stored.
     /// The config is read only for a credential that expires.
-    func usable(_ id: CredentialID, minValid option: Int?, refresh: Bool = true, force: Bool = false) throws -> Credential {
+    func usable(
+        _ id: CredentialID, minValid option: Int?, refresh: Bool = true, force: Bool = false
+    ) throws -> Credential {
         let c = try renewedIfNeeded(id, minValid: option, refresh: refresh, force: force)
         warnIfRefreshTokenDying(c)
         return c
@@ -222,8 +229,13 @@ final class Context {
         let mark = vault.lockPath("warned", c.id)
         var st = stat()
         if lstat(mark, &st) == 0, Int64(st.st_mtim.tv_sec) > now - 86400, Int64(st.st_mtim.tv_sec) <= now { return }
-        let when = at > now ? "dies in \(Format.ago(at - now)) (\(Format.date(at)))" : "may have died \(Format.ago(now - at)) ago (\(Format.date(at)))"
-        Output.warning("the refresh token for \(c.id) \(when); log in again before then: \(c.loginHint.replacing("run: ", with: ""))")
+        let when =
+            at > now
+            ? "dies in \(Format.ago(at - now)) (\(Format.date(at)))"
+            : "may have died \(Format.ago(now - at)) ago (\(Format.date(at)))"
+        Output.warning(
+            "the refresh token for \(c.id) \(when); log in again before then: \(c.loginHint.replacing("run: ", with: ""))"
+        )
         try? PrivateDirectory.ensure(vault.runtimeDirectory)
         let fd = open(mark, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         if fd >= 0 {
@@ -232,14 +244,18 @@ final class Context {
         }
     }
 
-    private func renewedIfNeeded(_ id: CredentialID, minValid option: Int?, refresh: Bool, force: Bool) throws -> Credential {
+    private func renewedIfNeeded(
+        _ id: CredentialID, minValid option: Int?, refresh: Bool, force: Bool
+    ) throws -> Credential {
         guard let first = try vault().load(id) else { throw try notFound(id) }
         if first.expiresAt == nil, first.refusal == nil, !force { return first }
         let refresher = try refresher()
         let minValid = try minValid(option)
         if refresh {
             do {
-                guard let c = try refresher.usable(id, minValid: minValid, force: force, loaded: first) else { throw try notFound(id) }
+                guard let c = try refresher.usable(id, minValid: minValid, force: force, loaded: first) else {
+                    throw try notFound(id)
+                }
                 return c
             } catch {
                 forgetDiscovery(after: error, provider: first.provider)

@@ -32,7 +32,9 @@ public enum ManualText {
 
     /// Sections of the man page between the commands and ENVIRONMENT.
     public static let sections: [(title: String, text: String)] = [
-        ("BACKENDS", """
+        (
+            "BACKENDS",
+            """
             backend = auto | secret-service | file | etcd, in the config file or TOKENVAULT_BACKEND.
 
             secret-service: items of the schema io.tokenvault.Credential with the attributes \
@@ -69,8 +71,11 @@ public enum ManualText {
             kept in the local spool and written by the next run. Each call fails over between \
             the endpoints and is bounded by etcd.timeout; a cluster that does not answer exits \
             75, or 69 when no endpoint has ever answered or TLS is refused.
-            """),
-        ("LOGIN LIFECYCLE", """
+            """
+        ),
+        (
+            "LOGIN LIFECYCLE",
+            """
             One login per service and account runs at a time: a second one waits for it on a \
             terminal and uses its result, and without a terminal exits 75. Where no browser can \
             open (an SSH session without a display, or neither BROWSER nor DISPLAY/WAYLAND_DISPLAY) \
@@ -83,8 +88,11 @@ public enum ManualText {
             Secret Service collection is unlocked through the keyring's prompt on a desktop \
             session, else waited for up to TOKENVAULT_UNLOCK_TIMEOUT seconds, then 77; auto never \
             stores in the file because the keyring is locked.
-            """),
-        ("WHEN SOMETHING IS NOT RIGHT", """
+            """
+        ),
+        (
+            "WHEN SOMETHING IS NOT RIGHT",
+            """
             Every error names the next step: nothing stored for a service a provider owns \
             suggests tokenvault login NAME; another account than the stored ones lists them; a \
             misspelt command, provider, stored service or account, config key or option value \
@@ -100,8 +108,11 @@ public enum ManualText {
             cleared; a browser that fails to start is said at once. States are coloured in \
             list, status and doctor (--color, NO_COLOR), tables fit the terminal, and JSON is \
             indented on it.
-            """),
-        ("REFRESH ON READ", """
+            """
+        ),
+        (
+            "REFRESH ON READ",
+            """
             get, header and exec refresh an OAuth 2.0 access token that has fewer than \
             min_valid seconds left (default 60) when a refresh token or client credentials \
             exist. Across processes exactly one refreshes: the others wait for it and use its \
@@ -109,8 +120,11 @@ public enum ManualText {
             one is kept when the answer carries none. When the provider cannot be reached but \
             the old token is still valid, it is printed with a warning. An expired token that \
             cannot be refreshed exits 4 with the login command as hint.
-            """),
-        ("ADAPTERS", """
+            """
+        ),
+        (
+            "ADAPTERS",
+            """
             git: tokenvault git-credential is a git credential helper. A provider's git_hosts \
             (the github preset: github.com; gitlab: gitlab.com) says which remotes use its token; \
             get refreshes first and answers username, password and password_expiry_utc; erase \
@@ -134,8 +148,11 @@ public enum ManualText {
             it as it is. Gmail: the google preset with scopes ["https://mail.google.com/"]; \
             Microsoft 365: the microsoft preset with scopes ["offline_access", \
             "https://outlook.office.com/IMAP.AccessAsUser.All", "https://outlook.office.com/SMTP.Send"].
-            """),
-        ("CONFIGURATION", """
+            """
+        ),
+        (
+            "CONFIGURATION",
+            """
             The config file is TOML. Built-in providers: weibo, google, github, gitlab, \
             microsoft, foursquare (OAuth 2.0), twitter, flickr (OAuth 1.0a). A [providers.NAME] table extends the \
             built-in provider of that name (most need only client_id) or defines a new one. \
@@ -211,11 +228,14 @@ public enum ManualText {
               access_token_url = "http://127.0.0.1:9001/access_token"
               consumer_key = "key"
               consumer_secret_file = "~/.config/tokenvault/localtw.secret"
-            """),
+            """
+        ),
     ]
 
     /// ENVIRONMENT: every variable tokenvault reads or sets.
-    public static let environment: [(name: String, meaning: String)] = EnvironmentVariable.allCases.map { ($0.name, $0.meaning) }
+    public static let environment: [(name: String, meaning: String)] = EnvironmentVariable.allCases.map {
+        ($0.name, $0.meaning)
+    }
 
     /// After the EXIT STATUS table.
     public static let exitStatusNote = """
@@ -227,38 +247,73 @@ public enum ManualText {
 
     /// FILES.
     public static let files: [(path: String, meaning: String)] = [
-        ("$XDG_CONFIG_HOME/tokenvault/config.toml", "The config file: backend, min_valid, timeout, [etcd] and providers (see CONFIGURATION)."),
-        ("$XDG_DATA_HOME/tokenvault/vault", "The file vault; its format is documented in docs/FORMAT.md of the source."),
+        (
+            "$XDG_CONFIG_HOME/tokenvault/config.toml",
+            "The config file: backend, min_valid, timeout, [etcd] and providers (see CONFIGURATION)."
+        ),
+        (
+            "$XDG_DATA_HOME/tokenvault/vault",
+            "The file vault; its format is documented in docs/FORMAT.md of the source."
+        ),
         ("$XDG_DATA_HOME/tokenvault/vault.lock", "Serialises writers of the file vault."),
-        ("$XDG_CONFIG_HOME/tokenvault/providers.toml", "Providers added by login --issuer (issuer and client id); config.toml's tables overlay them."),
-        ("$XDG_CACHE_HOME/tokenvault/discovery/", "Discovery documents of issuers, kept a day; get of a valid token never reads them."),
-        ("$XDG_RUNTIME_DIR/tokenvault/", "Per credential a refresh lock (one process refreshes while the others wait) and a record lock (every write checks the record it read), a login lock (one login at a time) and a mark of the last refresh-token warning; spool/ keeps, 0600, a renewed record the backend could not take (a full disk, an etcd cluster without quorum), written by the next run; etcd-*.reached marks a cluster once answered."),
+        (
+            "$XDG_CONFIG_HOME/tokenvault/providers.toml",
+            "Providers added by login --issuer (issuer and client id); config.toml's tables overlay them."
+        ),
+        (
+            "$XDG_CACHE_HOME/tokenvault/discovery/",
+            "Discovery documents of issuers, kept a day; get of a valid token never reads them."
+        ),
+        (
+            "$XDG_RUNTIME_DIR/tokenvault/",
+            "Per credential a refresh lock (one process refreshes while the others wait) and a record lock (every write checks the record it read), a login lock (one login at a time) and a mark of the last refresh-token warning; spool/ keeps, 0600, a renewed record the backend could not take (a full disk, an etcd cluster without quorum), written by the next run; etcd-*.reached marks a cluster once answered."
+        ),
     ]
 
     /// EXAMPLES: shell-script use.
     public static let examples: [(title: String, code: String)] = [
-        ("Store what a token endpoint returned, or one bare token line, from stdin:", """
+        (
+            "Store what a token endpoint returned, or one bare token line, from stdin:",
+            """
             curl -s -d @params https://example.com/oauth/token | tokenvault set api.example.com
             tokenvault set api.weibo.com < token.json
-            """),
-        ("Use a token in a script; a failure stops the script with tokenvault's exit status:", """
+            """
+        ),
+        (
+            "Use a token in a script; a failure stops the script with tokenvault's exit status:",
+            """
             TOKEN=$(tokenvault get api.weibo.com) || exit
             curl -H "Authorization: Bearer $TOKEN" https://api.weibo.com/2/users/show.json
-            """),
-        ("Pass the header on stdin, so the token never appears in a process listing:", """
+            """
+        ),
+        (
+            "Pass the header on stdin, so the token never appears in a process listing:",
+            """
             tokenvault header api.github.com | curl -H @- https://api.github.com/user
-            """),
-        ("Sign an OAuth 1.0a request for its method and URL:", """
+            """
+        ),
+        (
+            "Sign an OAuth 1.0a request for its method and URL:",
+            """
             URL=https://api.twitter.com/1.1/account/verify_credentials.json
             tokenvault header api.twitter.com --url "$URL" | curl -H @- "$URL"
-            """),
-        ("Run a program with the token in its environment:", """
+            """
+        ),
+        (
+            "Run a program with the token in its environment:",
+            """
             tokenvault exec api.weibo.com -- ./upload.sh
-            """),
-        ("Log in only when needed:", """
+            """
+        ),
+        (
+            "Log in only when needed:",
+            """
             tokenvault status api.weibo.com >/dev/null || tokenvault login weibo
-            """),
-        ("Tell the failures apart:", """
+            """
+        ),
+        (
+            "Tell the failures apart:",
+            """
             token=$(tokenvault get api.weibo.com)
             case $? in
               0) ;;
@@ -266,15 +321,22 @@ public enum ManualText {
               75) sleep 60 ;;                      # provider unreachable; nothing lost
               *) exit 1 ;;
             esac
-            """),
-        ("Let git push to GitHub with the vault's token, renewed before it expires:", """
+            """
+        ),
+        (
+            "Let git push to GitHub with the vault's token, renewed before it expires:",
+            """
             git config --global credential.https://github.com.helper ''
             git config --global --add credential.https://github.com.helper '!tokenvault git-credential'
-            """),
-        ("Read the vault passphrase from a password manager, and keep the key cached for an hour:", """
+            """
+        ),
+        (
+            "Read the vault passphrase from a password manager, and keep the key cached for an hour:",
+            """
             export TOKENVAULT_PASSPHRASE_COMMAND='pass show tokenvault'
             export TOKENVAULT_KEY_TTL=3600
-            """),
+            """
+        ),
     ]
 
     /// The man page's SEE ALSO.

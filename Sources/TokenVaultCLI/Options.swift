@@ -6,13 +6,15 @@ import TokenVaultKit
 
 /// SERVICE and --account, shared by every command that names one credential.
 struct CredentialOptions: ParsableArguments {
-    @Argument(help: ArgumentHelp(
-        "A host (api.weibo.com), a URL (https://api.twitter.com/1.1/) or a provider name (weibo).",
-        valueName: "service"), completion: .custom(Completions.services))
+    @Argument(
+        help: ArgumentHelp(
+            "A host (api.weibo.com), a URL (https://api.twitter.com/1.1/) or a provider name (weibo).",
+            valueName: "service"), completion: .custom(Completions.services))
     var service: String
 
-    @Option(help: "Which of several logins to the service (default: $\(EnvironmentVariable.account.name), else default).",
-            completion: .custom(Completions.accounts))
+    @Option(
+        help: "Which of several logins to the service (default: $\(EnvironmentVariable.account.name), else default).",
+        completion: .custom(Completions.accounts))
     var account: String?
 
     @Flag(help: "Say on stderr which account is used, and why.")
@@ -90,7 +92,9 @@ extension Choice {
 
     /// The value `text` names; throws a `ChoiceError` naming the valid ones.
     static func parse(_ text: String) throws -> Self {
-        guard let value = Self(rawValue: text.lowercased()) else { throw ChoiceError(text: Suggestion.text(for: text, in: names, listName: "one of")) }
+        guard let value = Self(rawValue: text.lowercased()) else {
+            throw ChoiceError(text: Suggestion.text(for: text, in: names, listName: "one of"))
+        }
         return value
     }
 }

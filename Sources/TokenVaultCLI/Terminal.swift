@@ -11,8 +11,11 @@ enum ColorChoice: String, Choice {
 
 /// `--color` for the commands that print states (`list`, `status`, `doctor`).
 struct ColorOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("Colour the states: auto (on a terminal, unless NO_COLOR or TERM=dumb), always or never.", valueName: "when"),
-            completion: .list(ColorChoice.names), transform: ColorChoice.parse)
+    @Option(
+        help: ArgumentHelp(
+            "Colour the states: auto (on a terminal, unless NO_COLOR or TERM=dumb), always or never.", valueName: "when"
+        ),
+        completion: .list(ColorChoice.names), transform: ColorChoice.parse)
     var color: ColorChoice = .auto
 
     /// Whether stdout gets colour.

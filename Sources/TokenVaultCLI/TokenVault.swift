@@ -9,7 +9,8 @@ public struct TokenVault: ParsableCommand {
         discussion: ManualText.helpDiscussion,
         version: "0.1.0",
         subcommands: [
-            Login.self, SetCredential.self, Get.self, List.self, Status.self, Refresh.self, Revoke.self, Header.self, Exec.self, Delete.self, Logout.self,
+            Login.self, SetCredential.self, Get.self, List.self, Status.self, Refresh.self, Revoke.self, Header.self,
+            Exec.self, Delete.self, Logout.self,
             Backend.self, Migrate.self, Lock.self, Providers.self, GitCredential.self, Doctor.self, Setup.self,
         ]
     )

@@ -46,12 +46,14 @@ public enum TokenVaultMain {
             }
             let args = arguments ?? Array(CommandLine.arguments.dropFirst())
             if let first = args.first, !first.hasPrefix("-"), !TokenVault.commandNames.contains(first) {
-                Output.error("unknown command \(Quoted.text(first))",
-                             hint: Suggestion.text(for: first, in: TokenVault.commandNames, listName: "commands"))
+                Output.error(
+                    "unknown command \(Quoted.text(first))",
+                    hint: Suggestion.text(for: first, in: TokenVault.commandNames, listName: "commands"))
                 exit(ExitCode.validationFailure.rawValue)
             }
             // The parser's message, whole, on one line (a list of valid values is never cut).
-            let lines = TokenVault.message(for: error).split(separator: "\n").map { $0.trimmingSpacesAndDashes() }.filter { !$0.isEmpty }
+            let lines = TokenVault.message(for: error).split(separator: "\n").map { $0.trimmingSpacesAndDashes() }
+                .filter { !$0.isEmpty }
             Output.error(lines.isEmpty ? "\(error)" : lines.joined(separator: " "), hint: "see: tokenvault help")
             exit(code.rawValue)
         }
@@ -61,7 +63,9 @@ public enum TokenVaultMain {
 extension TokenVault {
     /// Every command name and alias the parser knows, `help` included.
     static var commandNames: [String] {
-        configuration.subcommands.flatMap { [$0.configuration.commandName ?? ""] + $0.configuration.aliases }.filter { !$0.isEmpty } + ["help"]
+        configuration.subcommands.flatMap { [$0.configuration.commandName ?? ""] + $0.configuration.aliases }.filter {
+            !$0.isEmpty
+        } + ["help"]
     }
 }
 
@@ -78,7 +82,7 @@ extension Substring {
 /// refuses the call; the cursor of an empty word is 0, so put it back.
 func completionArguments(_ args: [String]) -> [String] {
     guard args.first == "---completion", let dashes = args.firstIndex(of: "--"), args.count > dashes + 3,
-          Int(args[dashes + 2]) != nil, Int(args[dashes + 3]) == nil
+        Int(args[dashes + 2]) != nil, Int(args[dashes + 3]) == nil
     else { return args }
     var fixed = args
     fixed.insert("0", at: dashes + 3)

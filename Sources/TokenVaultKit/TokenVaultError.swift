@@ -37,13 +37,22 @@ public enum TokenVaultError: Error, Equatable, LocalizedError, Sendable {
         (1, "unexpected internal failure (a bug)"),
         (2, "doctor: a check failed (its line says what to fix)"),
         (3, "no credential stored for that service/account"),
-        (4, "login required: expired and cannot be refreshed (no refresh token, or the provider answered invalid_grant, access_denied or expired_token)"),
+        (
+            4,
+            "login required: expired and cannot be refreshed (no refresh token, or the provider answered invalid_grant, access_denied or expired_token)"
+        ),
         (64, "usage error (bad arguments, invalid service name)"),
         (65, "bad input data: malformed stdin, unparseable provider response"),
-        (69, "the requested backend is unavailable, or a system library it needs (libsecret, libcurl) cannot be loaded"),
+        (
+            69,
+            "the requested backend is unavailable, or a system library it needs (libsecret, libcurl) cannot be loaded"
+        ),
         (74, "vault unreadable, unwritable, corrupted or tampered"),
         (75, "temporary failure: network error, timeout, provider 5xx; nothing was lost, retry later"),
-        (76, "provider refused: invalid_client, unauthorized_client, invalid_scope, invalid_request, unsupported_grant_type"),
+        (
+            76,
+            "provider refused: invalid_client, unauthorized_client, invalid_scope, invalid_request, unsupported_grant_type"
+        ),
         (77, "no permission: vault locked and no passphrase source, wrong passphrase, unsafe file permissions"),
         (78, "configuration error: unknown provider, missing client id, invalid config file"),
         (130, "interrupted (Ctrl-C): one line says what was and was not stored"),

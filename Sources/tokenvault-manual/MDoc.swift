@@ -32,7 +32,10 @@ struct MDoc {
         while let c = chars.popFirst() {
             current.append(c)
             guard ".?!".contains(c) else { continue }
-            while let next = chars.first, ")\"]".contains(next) { current.append(next); chars.removeFirst() }
+            while let next = chars.first, ")\"]".contains(next) {
+                current.append(next)
+                chars.removeFirst()
+            }
             if chars.first == " " {
                 while chars.first == " " { chars.removeFirst() }
                 result.append(current)
@@ -122,8 +125,11 @@ struct MDoc {
             case "~": out += "\\(ti"
             case "^": out += "\\(ha"
             default:
-                if scalar.isASCII { out.unicodeScalars.append(scalar) }
-                else { out += "\\[u" + hex4(scalar.value) + "]" }
+                if scalar.isASCII {
+                    out.unicodeScalars.append(scalar)
+                } else {
+                    out += "\\[u" + hex4(scalar.value) + "]"
+                }
             }
         }
         return out

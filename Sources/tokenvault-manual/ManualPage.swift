@@ -23,8 +23,10 @@ struct ManualPage {
     private func head(into m: inout MDoc) {
         let name = root.commandName
         let d = ManualText.date
-        let months = ["January", "February", "March", "April", "May", "June", "July",
-                      "August", "September", "October", "November", "December"]
+        let months = [
+            "January", "February", "March", "April", "May", "June", "July",
+            "August", "September", "October", "November", "December",
+        ]
         m.macro("Dd", months[d.month - 1], "\(d.day),", "\(d.year)")
         m.macro("Dt", MDoc.word(name.uppercased()), "1")
         m.macro("Os", MDoc.word(name), MDoc.word(TokenVault.configuration.version))

@@ -17,7 +17,8 @@ do {
     exit(1)
 }
 guard info.serializationVersion == 0 else {
-    FileHandle.standardError.write(Data("tokenvault-manual: unknown dump-help version \(info.serializationVersion)\n".utf8))
+    FileHandle.standardError.write(
+        Data("tokenvault-manual: unknown dump-help version \(info.serializationVersion)\n".utf8))
     exit(1)
 }
 FileHandle.standardOutput.write(Data(ManualPage(root: info.command).render().utf8))

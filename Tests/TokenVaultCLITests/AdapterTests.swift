@@ -22,8 +22,12 @@ final class AdapterTests: XCTestCase {
             }
             provider = try LocalProvider()
             let p = String(provider.port)
-            let bare = runProcess("/usr/bin/git", ["init", "-q", "--bare", "-b", "main", work + "/git/repo.git"], env: ["PATH": "/usr/bin:/bin"])
-            guard bare.status == 0 else { throw NSError(domain: "git init", code: 1, userInfo: [NSLocalizedDescriptionKey: bare.stderr]) }
+            let bare = runProcess(
+                "/usr/bin/git", ["init", "-q", "--bare", "-b", "main", work + "/git/repo.git"],
+                env: ["PATH": "/usr/bin:/bin"])
+            guard bare.status == 0 else {
+                throw NSError(domain: "git init", code: 1, userInfo: [NSLocalizedDescriptionKey: bare.stderr])
+            }
             let git, kube, imap: Process
             (git, gitPort) = try startFixtureServer("gated_server.py", ["--provider", p, "--git", work + "/git"])
             (kube, kubePort) = try startFixtureServer("gated_server.py", ["--provider", p, "--kube", work + "/kube"])
@@ -116,7 +120,8 @@ final class AdapterTests: XCTestCase {
         let again = git(s, ["push", "-q", "origin", "HEAD:main"], in: clone)
         XCTAssertEqual(again.status, 0, again.stderr)
         XCTAssertEqual(try provider.stats()["refreshes"], before + 2)
-        let log = runProcess("/usr/bin/git", ["--git-dir", Self.work + "/git/repo.git", "log", "--format=%s", "main"], env: s.env)
+        let log = runProcess(
+            "/usr/bin/git", ["--git-dir", Self.work + "/git/repo.git", "log", "--format=%s", "main"], env: s.env)
         XCTAssertEqual(log.out, "two\none")
     }
 
@@ -124,7 +129,9 @@ final class AdapterTests: XCTestCase {
         let s = try sandbox()
         try provider.storeExpired(in: s)
         let host = "127.0.0.1:\(Self.gitPort)"
-        let r = s.tv("git-credential", "get", stdin: "protocol=http\nhost=\(host)\nwwwauth[]=Basic realm=\"x\"\ncapability[]=authtype\n\n")
+        let r = s.tv(
+            "git-credential", "get",
+            stdin: "protocol=http\nhost=\(host)\nwwwauth[]=Basic realm=\"x\"\ncapability[]=authtype\n\n")
         XCTAssertEqual(r.status, 0, r.stderr)
         let lines = r.stdout.split(separator: "\n").map(String.init)
         XCTAssertEqual(lines.first, "username=oauth2")
@@ -137,8 +144,13 @@ final class AdapterTests: XCTestCase {
         // git's own front end (url= expanded, the username kept) gets the same answer.
         var env = s.env
         env["GIT_TERMINAL_PROMPT"] = "0"
-        let viaGit = runProcess("/usr/bin/git", ["-c", "credential.helper=", "-c", "credential.helper=!'\(Paths.binary)' git-credential", "credential", "fill"],
-                                stdin: "url=\(gitBase)/repo.git\nusername=alice\n\n", env: env)
+        let viaGit = runProcess(
+            "/usr/bin/git",
+            [
+                "-c", "credential.helper=", "-c", "credential.helper=!'\(Paths.binary)' git-credential", "credential",
+                "fill",
+            ],
+            stdin: "url=\(gitBase)/repo.git\nusername=alice\n\n", env: env)
         XCTAssertEqual(viaGit.status, 0, viaGit.stderr)
         XCTAssertTrue(viaGit.stdout.contains("username=alice\npassword=\(token)\n"), "git kept the username it sent")
 
@@ -146,7 +158,8 @@ final class AdapterTests: XCTestCase {
         XCTAssertEqual(s.tv("set", "local", "--account", "alice", stdin: #"{"access_token":"alice-token"}"#).status, 0)
         let alice = s.tv("git-credential", "get", stdin: "protocol=http\nhost=\(host)\nusername=alice\n")
         XCTAssertEqual(alice.stdout, "username=alice\npassword=alice-token\n")
-        let chosen = s.tv("git-credential", "--account", "default", "get", stdin: "protocol=http\nhost=\(host)\nusername=alice\n")
+        let chosen = s.tv(
+            "git-credential", "--account", "default", "get", stdin: "protocol=http\nhost=\(host)\nusername=alice\n")
         XCTAssertTrue(chosen.stdout.contains("password=\(token)"), "--account wins")
 
         // The same host over https is another remote: no answer.
@@ -169,11 +182,15 @@ final class AdapterTests: XCTestCase {
         }
         // An unknown host: nothing at all, so git asks its next helper.
         let unknown = helper("get", "protocol=https\nhost=git.example.org\n")
-        XCTAssertEqual([unknown.status], [0]); XCTAssertEqual(unknown.stdout + unknown.stderr, "")
+        XCTAssertEqual([unknown.status], [0])
+        XCTAssertEqual(unknown.stdout + unknown.stderr, "")
         // No protocol or host (e.g. a certificate request): nothing.
         XCTAssertEqual(helper("get", "protocol=cert\npath=/etc/x.pem\n").stdout, "")
         // Malformed requests: one clear line, 65.
-        for bad in ["protocol=http\nno equals sign\n", "=value\n", "protocol=http\0\nhost=x\n", String(repeating: "a=b\n", count: 20000)] {
+        for bad in [
+            "protocol=http\nno equals sign\n", "=value\n", "protocol=http\0\nhost=x\n",
+            String(repeating: "a=b\n", count: 20000),
+        ] {
             let r = helper("get", bad)
             XCTAssertEqual(r.status, 65, "\(bad.prefix(20)): \(r.stderr)")
             XCTAssertTrue(r.stderr.hasPrefix("tokenvault: error: "), r.stderr)
@@ -192,14 +209,17 @@ final class AdapterTests: XCTestCase {
         XCTAssertEqual(locked.stdout, "")
         XCTAssertTrue(locked.stderr.contains("no passphrase source and no terminal"), locked.stderr)
         // A login required: no answer, the hint on stderr, 0.
-        XCTAssertEqual(s.tv("set", "local", "--provider", "local", stdin: #"{"access_token":"dead","expires_at":1}"#).status, 0)
+        XCTAssertEqual(
+            s.tv("set", "local", "--provider", "local", stdin: #"{"access_token":"dead","expires_at":1}"#).status, 0)
         let login = helper("get", "protocol=http\n\(host)\n")
-        XCTAssertEqual([login.status], [0]); XCTAssertEqual(login.stdout, "")
+        XCTAssertEqual([login.status], [0])
+        XCTAssertEqual(login.stdout, "")
         XCTAssertTrue(login.stderr.contains("tokenvault login local"), login.stderr)
         // Nothing stored: no answer, and where to log in.
         XCTAssertEqual(s.tv("delete", "local").status, 0)
         let none = helper("get", "protocol=http\n\(host)\n")
-        XCTAssertEqual([none.status], [0]); XCTAssertEqual(none.stdout, "")
+        XCTAssertEqual([none.status], [0])
+        XCTAssertEqual(none.stdout, "")
         XCTAssertTrue(none.stderr.contains("no credential stored"), none.stderr)
         // A plain-http git host that is not loopback is a config error.
         try s.writeConfig(provider.config + "\ngit_hosts = [\"http://git.example.org\"]\n")
@@ -209,18 +229,22 @@ final class AdapterTests: XCTestCase {
 
     // MARK: kubectl
 
-    func kubeconfig(_ s: Sandbox, apiVersion: String, interactive: String = "Never", service: String = "local") throws -> String {
-        try kubeconfig(s, file: "kubeconfig-" + apiVersion.split(separator: "/").last!, user: "vault", users: """
-            users:
-            - name: vault
-              user:
-                exec:
-                  apiVersion: \(apiVersion)
-                  command: \(Paths.binary)
-                  args: [get, \(service), --format, kubectl]
-                  interactiveMode: \(interactive)
+    func kubeconfig(
+        _ s: Sandbox, apiVersion: String, interactive: String = "Never", service: String = "local"
+    ) throws -> String {
+        try kubeconfig(
+            s, file: "kubeconfig-" + apiVersion.split(separator: "/").last!, user: "vault",
+            users: """
+                users:
+                - name: vault
+                  user:
+                    exec:
+                      apiVersion: \(apiVersion)
+                      command: \(Paths.binary)
+                      args: [get, \(service), --format, kubectl]
+                      interactiveMode: \(interactive)
 
-            """)
+                """)
     }
 
     /// A kubeconfig whose one context uses the test API endpoint as `user`,
@@ -271,7 +295,8 @@ final class AdapterTests: XCTestCase {
             XCTAssertEqual(try provider.stats()["refreshes"], before + 1)
         }
         // What kubectl reads: the version it asked for, and the expiry in RFC 3339.
-        let info = #"{"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1","spec":{"interactive":false}}"#
+        let info =
+            #"{"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1","spec":{"interactive":false}}"#
         let out = s.tv("get", "local", "--format", "kubectl", env: ["KUBERNETES_EXEC_INFO": info])
         let cred = try JSONSerialization.jsonObject(with: Data(out.stdout.utf8)) as? [String: Any]
         XCTAssertEqual(cred?["apiVersion"] as? String, "client.authentication.k8s.io/v1")
@@ -280,7 +305,9 @@ final class AdapterTests: XCTestCase {
         XCTAssertEqual(status?["token"] as? String, storedToken(s))
         let expiresAt = Int(s.tv("get", "local", "--field", "expires_at").out) ?? 0
         let f = ISO8601DateFormatter()
-        XCTAssertEqual((status?["expirationTimestamp"] as? String).flatMap(f.date(from:)), Date(timeIntervalSince1970: TimeInterval(expiresAt)))
+        XCTAssertEqual(
+            (status?["expirationTimestamp"] as? String).flatMap(f.date(from:)),
+            Date(timeIntervalSince1970: TimeInterval(expiresAt)))
         XCTAssertTrue((status?["expirationTimestamp"] as? String)?.hasSuffix("Z") == true)
     }
 
@@ -293,7 +320,8 @@ final class AdapterTests: XCTestCase {
         XCTAssertNotEqual(locked.status, 0)
         XCTAssertTrue(locked.stderr.contains("tokenvault: error: the vault is locked"), locked.stderr)
         // Nothing stored for the service kubectl names: exit 3, kubectl reports it.
-        let missing = kubectl(s, try kubeconfig(s, apiVersion: "client.authentication.k8s.io/v1beta1", service: "nothing.example"))
+        let missing = kubectl(
+            s, try kubeconfig(s, apiVersion: "client.authentication.k8s.io/v1beta1", service: "nothing.example"))
         XCTAssertNotEqual(missing.status, 0)
         XCTAssertTrue(missing.stderr.contains("no credential stored for nothing.example"), missing.stderr)
         XCTAssertEqual((try gateStats(kube: true))["kube_rejected"] ?? 0, 0, "no request went out without a token")
@@ -307,7 +335,9 @@ final class AdapterTests: XCTestCase {
     }
 
     func gateStats(kube: Bool) throws -> [String: Int] {
-        let r = runProcess("/usr/bin/curl", ["-s", "--cacert", Self.work + "/kube/ca.pem", "https://127.0.0.1:\(Self.kubePort)/stats"], env: [:])
+        let r = runProcess(
+            "/usr/bin/curl",
+            ["-s", "--cacert", Self.work + "/kube/ca.pem", "https://127.0.0.1:\(Self.kubePort)/stats"], env: [:])
         return (try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Int]) ?? [:]
     }
 
@@ -316,8 +346,10 @@ final class AdapterTests: XCTestCase {
     func imapLogin(_ s: Sandbox, mechanism: String, user: String = "alice") -> Run {
         let sasl = s.tv("get", "local", "--format", "sasl", "--user", user, "--sasl", mechanism.lowercased())
         XCTAssertEqual(sasl.status, 0, sasl.stderr)
-        return runProcess("/usr/bin/python3", [Paths.fixtures.appendingPathComponent("imap_login.py").path, String(Self.imapPort), mechanism],
-                          stdin: sasl.stdout, env: ["PATH": "/usr/bin:/bin"], limit: 60)
+        return runProcess(
+            "/usr/bin/python3",
+            [Paths.fixtures.appendingPathComponent("imap_login.py").path, String(Self.imapPort), mechanism],
+            stdin: sasl.stdout, env: ["PATH": "/usr/bin:/bin"], limit: 60)
     }
 
     func testDovecotTakesTheSASLResponsesAndCurlTheBareToken() throws {
@@ -328,7 +360,9 @@ final class AdapterTests: XCTestCase {
             XCTAssertEqual(r.out, "OK", "\(mechanism): \(r.stdout)")
         }
         // curl's IMAP client with the bare token, kept out of argv (a config on stdin).
-        let curl = s.shell(#"printf 'oauth2-bearer = "%s"\n' "$("$TV" get local)" | curl -s -K - --user alice "imap://127.0.0.1:\#(Self.imapPort)/" -X 'EXAMINE INBOX'"#)
+        let curl = s.shell(
+            #"printf 'oauth2-bearer = "%s"\n' "$("$TV" get local)" | curl -s -K - --user alice "imap://127.0.0.1:\#(Self.imapPort)/" -X 'EXAMINE INBOX'"#
+        )
         XCTAssertEqual(curl.status, 0, curl.stderr)
         XCTAssertTrue(curl.stdout.contains("EXISTS"), curl.stdout)
         // After a refresh (the old token no longer honoured) the new one logs in.
@@ -351,7 +385,9 @@ final class AdapterTests: XCTestCase {
             return String(decoding: Data(base64Encoded: r.out) ?? Data(), as: UTF8.self)
         }
         XCTAssertEqual(decoded("--user", "a@b.example"), "user=a@b.example\u{1}auth=Bearer ya29.tok\u{1}\u{1}")
-        XCTAssertEqual(decoded("--user", "a,b=c@d.example", "--sasl", "oauthbearer"), "n,a=a=2Cb=3Dc@d.example,\u{1}auth=Bearer ya29.tok\u{1}\u{1}")
+        XCTAssertEqual(
+            decoded("--user", "a,b=c@d.example", "--sasl", "oauthbearer"),
+            "n,a=a=2Cb=3Dc@d.example,\u{1}auth=Bearer ya29.tok\u{1}\u{1}")
         for bad in [["--user", ""], ["--user", "a b@c"], ["--user", "a\u{1}b"]] {
             XCTAssertEqual(s.run(["get", "mail.example", "--format", "sasl"] + bad).status, 64, "\(bad)")
         }

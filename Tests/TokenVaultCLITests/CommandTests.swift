@@ -31,7 +31,9 @@ final class CommandTests: XCTestCase {
     func testEnvFormatIsSafeToEval() {
         let s = Sandbox()
         s.tv("set", "api.example.com", stdin: #"{"access_token":"t0k","who":"it's $(touch pwned) `x`"}"#)
-        let r = s.shell(#"cd "$HOME" && eval "$("$TV" get api.example.com --format env --field who)" && printf %s "$TOKENVAULT_WHO"; ls pwned 2>/dev/null"#)
+        let r = s.shell(
+            #"cd "$HOME" && eval "$("$TV" get api.example.com --format env --field who)" && printf %s "$TOKENVAULT_WHO"; ls pwned 2>/dev/null"#
+        )
         XCTAssertEqual(r.stdout, "it's $(touch pwned) `x`")
     }
 
@@ -47,7 +49,9 @@ final class CommandTests: XCTestCase {
 
     func testExpiredWithoutRefreshTokenExits4WithHint() {
         let s = Sandbox()
-        s.tv("set", "api.weibo.com", "--provider", "weibo", stdin: #"{"access_token":"old","expires_at":"2001-01-01T00:00:00Z"}"#)
+        s.tv(
+            "set", "api.weibo.com", "--provider", "weibo",
+            stdin: #"{"access_token":"old","expires_at":"2001-01-01T00:00:00Z"}"#)
         let r = s.tv("get", "api.weibo.com")
         XCTAssertEqual(r.status, 4)
         XCTAssertEqual(r.stdout, "")
@@ -61,7 +65,10 @@ final class CommandTests: XCTestCase {
         let s = Sandbox()
         s.tv("set", "api.weibo.com", stdin: "keep\n")
         let before = FileManager.default.contents(atPath: s.vault)
-        for bad in ["../../etc", "", "a b", "api.x.com/../y", String(repeating: "a", count: 300), "a\u{01}b", "..", "x..y", "ftp://x.com", "https://u:p@x.com/", "x.com:99999", "x.com:0"] {
+        for bad in [
+            "../../etc", "", "a b", "api.x.com/../y", String(repeating: "a", count: 300), "a\u{01}b", "..", "x..y",
+            "ftp://x.com", "https://u:p@x.com/", "x.com:99999", "x.com:0",
+        ] {
             for cmd in ["get", "set", "delete", "status"] {
                 let r = s.run([cmd, bad], stdin: "tok\n")
                 XCTAssertEqual(r.status, 64, "\(cmd) \(bad.debugDescription): \(r.stderr)")
@@ -76,8 +83,11 @@ final class CommandTests: XCTestCase {
     func testMalformedStdinExits65AndKeepsWhatWasStored() {
         let s = Sandbox()
         s.tv("set", "api.weibo.com", stdin: "keep\n")
-        for bad in ["", "{", "[1]", #"{"refresh_token":"x"}"#, #"{"access_token":""}"#, #"{"access_token":"a","expires_in":"soon"}"#,
-                    "two\nlines", "with space", #"{"error":"invalid_grant"}"#, String(repeating: "x", count: 1 << 21)] {
+        for bad in [
+            "", "{", "[1]", #"{"refresh_token":"x"}"#, #"{"access_token":""}"#,
+            #"{"access_token":"a","expires_in":"soon"}"#,
+            "two\nlines", "with space", #"{"error":"invalid_grant"}"#, String(repeating: "x", count: 1 << 21),
+        ] {
             let r = s.tv("set", "api.weibo.com", stdin: bad)
             XCTAssertEqual(r.status, 65, "\(bad.prefix(40).debugDescription): \(r.stderr)")
             XCTAssertEqual(r.stderr.split(separator: "\n").count, 1, r.stderr)
@@ -87,7 +97,9 @@ final class CommandTests: XCTestCase {
 
     func testNumbersAsStringsAndExtraFields() {
         let s = Sandbox()
-        s.tv("set", "weibo", stdin: #"{"access_token":"a","expires_in":"157679999","remind_in":"157679999","uid":"1404376560"}"#)
+        s.tv(
+            "set", "weibo",
+            stdin: #"{"access_token":"a","expires_in":"157679999","remind_in":"157679999","uid":"1404376560"}"#)
         XCTAssertEqual(s.tv("get", "weibo", "--field", "remind_in").out, "157679999")
         let exp = Int64(s.tv("get", "weibo", "--field", "expires_at").out) ?? 0
         XCTAssertGreaterThan(exp, Int64(Date().timeIntervalSince1970) + 157_000_000)
@@ -136,12 +148,14 @@ final class CommandTests: XCTestCase {
         try! s.writeConfig("bakend = \"file\"\n")
         let misspelt = s.tv("list", env: ["TOKENVAULT_BACKEND": ""])
         XCTAssertEqual(misspelt.status, 78)
-        XCTAssertTrue(misspelt.stderr.contains("config.toml:1: unknown setting bakend (did you mean backend?)"), misspelt.stderr)
+        XCTAssertTrue(
+            misspelt.stderr.contains("config.toml:1: unknown setting bakend (did you mean backend?)"), misspelt.stderr)
     }
 
     func testHeaderFollowsTheProvidersTemplate() throws {
         let s = Sandbox()
-        try s.writeConfig("""
+        try s.writeConfig(
+            """
             [providers.custom]
             service = "api.custom.example"
             token_url = "https://auth.custom.example/token"
@@ -162,7 +176,8 @@ final class CommandTests: XCTestCase {
     func testCommittedCompletionsMatchTheParser() throws {
         for (shell, file) in [("bash", "tokenvault.bash"), ("zsh", "_tokenvault"), ("fish", "tokenvault.fish")] {
             let generated = runProcess(Paths.binary, ["--generate-completion-script", shell], env: [:])
-            let committed = try String(contentsOf: Paths.root.appendingPathComponent("completions/" + file), encoding: .utf8)
+            let committed = try String(
+                contentsOf: Paths.root.appendingPathComponent("completions/" + file), encoding: .utf8)
             XCTAssertEqual(generated.stdout, committed, "completions/\(file) is stale: run make docs")
         }
     }

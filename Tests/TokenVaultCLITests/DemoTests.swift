@@ -7,7 +7,9 @@ import XCTest
 final class DemoTests: XCTestCase {
     func testDemoRunsToTheEnd() {
         let env = ["PATH": "/usr/bin:/bin", "HOME": NSTemporaryDirectory(), "LANG": "C.UTF-8"]
-        let r = runProcess("/bin/bash", [Paths.root.appendingPathComponent("scripts/demo.sh").path, Paths.binary], env: env, limit: 120)
+        let r = runProcess(
+            "/bin/bash", [Paths.root.appendingPathComponent("scripts/demo.sh").path, Paths.binary], env: env, limit: 120
+        )
         // The demo prints (throwaway) tokens: assert on markers, never echo its output.
         XCTAssertEqual(r.status, 0, "scripts/demo.sh failed")
         XCTAssertTrue(r.stdout.contains("demo done: everything lived in"))

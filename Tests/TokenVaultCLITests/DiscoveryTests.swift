@@ -14,9 +14,13 @@ final class DiscoveryTests: XCTestCase {
     override class func setUp() {
         keys = NSTemporaryDirectory() + "tv-keys-" + UUID().uuidString.prefix(8)
         try! FileManager.default.createDirectory(atPath: keys, withIntermediateDirectories: true)
-        for (name, kind) in [("sa-rsa", "rsa"), ("sa-ec", "ec"), ("tv-pkjwt-rsa", "rsa"), ("tv-pkjwt-ec", "ec"), (robot, "rsa")] {
+        for (name, kind) in [
+            ("sa-rsa", "rsa"), ("sa-ec", "ec"), ("tv-pkjwt-rsa", "rsa"), ("tv-pkjwt-ec", "ec"), (robot, "rsa"),
+        ] {
             makeKey(name, kind)
-            let pub = runProcess("/usr/bin/openssl", ["pkey", "-in", "\(keys)/\(name).pem", "-pubout", "-out", "\(keys)/\(name).pub.pem"], env: [:])
+            let pub = runProcess(
+                "/usr/bin/openssl",
+                ["pkey", "-in", "\(keys)/\(name).pem", "-pubout", "-out", "\(keys)/\(name).pub.pem"], env: [:])
             precondition(pub.status == 0, pub.stderr)
         }
         provider = try! LocalProvider(extra: ["--keys", keys])
@@ -29,9 +33,12 @@ final class DiscoveryTests: XCTestCase {
 
     /// A private key, 0600: RSA 2048 or EC P-256 (or what `args` ask for).
     static func makeKey(_ name: String, _ kind: String, args: [String]? = nil) {
-        let algorithm = kind == "rsa" ? ["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"]
+        let algorithm =
+            kind == "rsa"
+            ? ["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"]
             : kind == "ec" ? ["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"] : []
-        let r = runProcess("/usr/bin/openssl", ["genpkey"] + (args ?? algorithm) + ["-out", "\(keys)/\(name).pem"], env: [:])
+        let r = runProcess(
+            "/usr/bin/openssl", ["genpkey"] + (args ?? algorithm) + ["-out", "\(keys)/\(name).pem"], env: [:])
         precondition(r.status == 0, r.stderr)
         chmod("\(keys)/\(name).pem", 0o600)
     }
@@ -51,7 +58,8 @@ final class DiscoveryTests: XCTestCase {
     // MARK: jwt_bearer
 
     func testServiceAccountsSignTheirOwnAssertionsAndGetMintsANewTokenOnExpiry() throws {
-        let s = try sandbox("""
+        let s = try sandbox(
+            """
             [providers.sarsa]
             service = "rsa.sa.example"
             token_url = "\(base)/token"
@@ -99,7 +107,8 @@ final class DiscoveryTests: XCTestCase {
         let path = NSTemporaryDirectory() + "tv-sa-" + UUID().uuidString.prefix(8) + ".json"
         FileManager.default.createFile(atPath: path, contents: json, attributes: [.posixPermissions: 0o600])
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let s = try sandbox("""
+        let s = try sandbox(
+            """
             [providers.robot]
             service = "robot.sa.example"
             token_url = "\(base)/token"
@@ -121,7 +130,8 @@ final class DiscoveryTests: XCTestCase {
     // MARK: client assertions
 
     func testPrivateKeyJWTAndClientSecretJWTAuthenticateEveryTokenCall() throws {
-        let s = try sandbox("""
+        let s = try sandbox(
+            """
             [providers.pkrsa]
             service = "pkrsa.example"
             authorize_url = "\(base)/authorize"
@@ -168,7 +178,8 @@ final class DiscoveryTests: XCTestCase {
         }
         XCTAssertEqual(try stat("client_assertions"), before + 5)
         // The wrong secret: the provider refuses the client (76), nothing stored changes.
-        try s.writeConfig("""
+        try s.writeConfig(
+            """
             [providers.csjwt]
             service = "csjwt.example"
             token_url = "\(base)/token"
@@ -191,10 +202,17 @@ final class DiscoveryTests: XCTestCase {
         Self.makeKey("ed25519", "", args: ["-algorithm", "ED25519"])
         Self.makeKey("rsa1024", "", args: ["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:1024"])
         Self.makeKey("p384", "", args: ["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-384"])
-        let encrypted = runProcess("/usr/bin/openssl", ["pkey", "-in", "\(Self.keys)/sa-rsa.pem", "-aes256", "-passout", "pass:pw", "-out", "\(Self.keys)/encrypted.pem"], env: [:])
+        let encrypted = runProcess(
+            "/usr/bin/openssl",
+            [
+                "pkey", "-in", "\(Self.keys)/sa-rsa.pem", "-aes256", "-passout", "pass:pw", "-out",
+                "\(Self.keys)/encrypted.pem",
+            ], env: [:])
         XCTAssertEqual(encrypted.status, 0, encrypted.stderr)
         chmod("\(Self.keys)/encrypted.pem", 0o600)
-        FileManager.default.createFile(atPath: "\(Self.keys)/garbage.pem", contents: Data("not a key\n".utf8), attributes: [.posixPermissions: 0o600])
+        FileManager.default.createFile(
+            atPath: "\(Self.keys)/garbage.pem", contents: Data("not a key\n".utf8),
+            attributes: [.posixPermissions: 0o600])
         let cases: [(String, Int32, String)] = [
             ("missing.pem", 78, "cannot read the private key"),
             ("garbage.pem", 78, "not an unencrypted PEM private key"),
@@ -204,7 +222,8 @@ final class DiscoveryTests: XCTestCase {
             ("p384.pem", 78, "ES256 needs P-256"),
         ]
         for (file, code, message) in cases {
-            let s = try sandbox("""
+            let s = try sandbox(
+                """
                 [providers.sa]
                 service = "sa.example"
                 token_url = "\(base)/token"
@@ -212,17 +231,20 @@ final class DiscoveryTests: XCTestCase {
                 client_id = "sa-rsa"
                 private_key_file = "\(Self.keys)/\(file)"
                 """)
-            XCTAssertEqual(s.tv("set", "sa", "--provider", "sa", stdin: #"{"access_token":"kept","expires_at":1}"#).status, 0)
+            XCTAssertEqual(
+                s.tv("set", "sa", "--provider", "sa", stdin: #"{"access_token":"kept","expires_at":1}"#).status, 0)
             let r = s.tv("get", "sa")
             XCTAssertEqual(r.status, code, "\(file): \(r.stderr)")
             XCTAssertTrue(r.stderr.contains(message), "\(file): \(r.stderr)")
             XCTAssertEqual(r.stderr.split(separator: "\n").count <= 2, true, r.stderr)
-            XCTAssertTrue(s.tv("get", "sa", "--format", "json").stdout.contains("\"kept\""), "the stored record is untouched")
+            XCTAssertTrue(
+                s.tv("get", "sa", "--format", "json").stdout.contains("\"kept\""), "the stored record is untouched")
         }
         // A clock the server finds too far off: it refuses the assertion, clearly.
         let skewed = try LocalProvider(extra: ["--keys", Self.keys, "--clock-skew", "900"])
         defer { skewed.stop() }
-        let s = try sandbox("""
+        let s = try sandbox(
+            """
             [providers.sa]
             service = "sa.example"
             token_url = "\(skewed.base)/token"
@@ -239,7 +261,8 @@ final class DiscoveryTests: XCTestCase {
     // MARK: discovery
 
     func testDiscoveryFillsTheEndpointsOnceAndGetNeverFetchesIt() throws {
-        let s = try sandbox("""
+        let s = try sandbox(
+            """
             [providers.oidc]
             issuer = "\(base)/good"
             client_id = "tv-client"
@@ -249,12 +272,17 @@ final class DiscoveryTests: XCTestCase {
         let fetched = try stat("discovery_good")
         let login = s.tv("login", "oidc", limit: 60)
         XCTAssertEqual(login.status, 0, login.stderr)
-        XCTAssertTrue(login.stderr.contains("\(base)/authorize?"), "the discovered authorization endpoint: \(login.stderr)")
+        XCTAssertTrue(
+            login.stderr.contains("\(base)/authorize?"), "the discovered authorization endpoint: \(login.stderr)")
         XCTAssertEqual(try stat("discovery_good"), fetched + 1)
         // The id_token is kept; status shows its claims, get prints it on request.
         let status = s.tv("status", "oidc")
-        XCTAssertTrue(status.stdout.contains("id token:    sub alice-0001, email alice@example.test, name Alice Example (not verified)"), status.stdout)
-        XCTAssertTrue(status.stdout.contains("service:     127.0.0.1:\(provider.port)"), "the issuer's host: \(status.stdout)")
+        XCTAssertTrue(
+            status.stdout.contains(
+                "id token:    sub alice-0001, email alice@example.test, name Alice Example (not verified)"),
+            status.stdout)
+        XCTAssertTrue(
+            status.stdout.contains("service:     127.0.0.1:\(provider.port)"), "the issuer's host: \(status.stdout)")
         XCTAssertEqual(s.tv("get", "oidc", "--field", "id_token").out.split(separator: ".").count, 3)
         let json = s.tv("status", "oidc", "--json").stdout
         XCTAssertTrue(json.contains("\"email\":\"alice@example.test\""), json)
@@ -265,7 +293,8 @@ final class DiscoveryTests: XCTestCase {
         XCTAssertEqual(s.tv("get", "oidc").status, 0)
         XCTAssertEqual(try stat("discovery_good"), fetched + 1, "fetched once")
         // Explicit keys win over the document.
-        try s.writeConfig("""
+        try s.writeConfig(
+            """
             [providers.oidc]
             issuer = "\(base)/good"
             client_id = "tv-client"
@@ -275,7 +304,8 @@ final class DiscoveryTests: XCTestCase {
         let explicit = s.tv("login", "oidc", limit: 60)
         XCTAssertTrue(explicit.stderr.contains("\(base)/authorize?explicit=1&"), explicit.stderr)
         // RFC 8414 where there is no OpenID configuration.
-        let as8414 = try sandbox("""
+        let as8414 = try sandbox(
+            """
             [providers.as]
             issuer = "\(base)/as"
             client_id = "tv-client"
@@ -295,7 +325,8 @@ final class DiscoveryTests: XCTestCase {
             ("http://idp.example.com/realm", 78, "issuer must be an https:// URL"),
         ]
         for (issuer, code, message) in cases {
-            let s = try sandbox("""
+            let s = try sandbox(
+                """
                 [providers.idp]
                 service = "idp.example"
                 issuer = "\(issuer)"
@@ -323,7 +354,9 @@ final class DiscoveryTests: XCTestCase {
         try s.expireStored("127.0.0.1:\(provider.port)")
         XCTAssertEqual(s.tv("get", "\(derived)").status, 0)
         // A name of one's own; a name taken by a preset or the config is refused.
-        XCTAssertEqual(s.tv("login", "corp", "--issuer", "\(base)/good", "--client-id", "tv-public", "--account", "two", limit: 60).status, 0)
+        XCTAssertEqual(
+            s.tv("login", "corp", "--issuer", "\(base)/good", "--client-id", "tv-public", "--account", "two", limit: 60)
+                .status, 0)
         XCTAssertTrue(s.tv("providers").stdout.contains("corp"))
         XCTAssertEqual(s.tv("login", "github", "--issuer", "\(base)/good", "--client-id", "x").status, 64)
         XCTAssertEqual(s.tv("login", "--issuer", "\(base)/good").status, 64, "--client-id is needed")
@@ -348,22 +381,33 @@ final class DiscoveryTests: XCTestCase {
         XCTAssertEqual(login.status, 0, login.stderr)
         XCTAssertTrue(login.stderr.contains("logged in to \(second)"), "the port makes another name: \(login.stderr)")
         var text = kept()
-        XCTAssertTrue(text.contains("[providers.\"\(first)\"]\nissuer = \"\(base)/good\"\nclient_id = \"tv-public\"\nscopes = [\"openid\", \"read\"]\n"), text)
+        XCTAssertTrue(
+            text.contains(
+                "[providers.\"\(first)\"]\nissuer = \"\(base)/good\"\nclient_id = \"tv-public\"\nscopes = [\"openid\", \"read\"]\n"
+            ), text)
         XCTAssertTrue(text.contains("[providers.\"\(second)\"]\nissuer = \"\(other.base)/good\""), text)
         // The first name, asked for the other issuer: refused, naming both; nothing changes.
         let taken = s.tv("login", first, "--issuer", "\(other.base)/good", "--client-id", "attacker", limit: 60)
         XCTAssertEqual(taken.status, 64, taken.stderr)
-        XCTAssertTrue(taken.stderr.contains("\(base)/good") && taken.stderr.contains("\(other.base)/good") && taken.stderr.contains("--name"), taken.stderr)
+        XCTAssertTrue(
+            taken.stderr.contains("\(base)/good") && taken.stderr.contains("\(other.base)/good")
+                && taken.stderr.contains("--name"), taken.stderr)
         XCTAssertEqual(kept(), text)
         // --name keeps it under another name.
-        XCTAssertEqual(s.tv("login", "--name", "mine", "--issuer", "\(other.base)/good", "--client-id", "tv-public", "--account", "m", limit: 60).status, 0)
+        XCTAssertEqual(
+            s.tv(
+                "login", "--name", "mine", "--issuer", "\(other.base)/good", "--client-id", "tv-public", "--account",
+                "m", limit: 60
+            ).status, 0)
         text = kept()
         XCTAssertTrue(text.contains("[providers.\"mine\"]"), text)
         // Four logins at once keep four tables.
         let runs = Locked<[Run]>([])
         let issuer = "\(base)/good"
         DispatchQueue.concurrentPerform(iterations: 4) { i in
-            let r = s.tv("login", "--name", "team\(i)", "--issuer", issuer, "--client-id", "tv-public", "--account", "t\(i)", limit: 60)
+            let r = s.tv(
+                "login", "--name", "team\(i)", "--issuer", issuer, "--client-id", "tv-public", "--account", "t\(i)",
+                limit: 60)
             runs.mutate { $0.append(r) }
         }
         XCTAssertEqual(runs.value.filter { $0.status != 0 }.map(\.stderr), [])
@@ -372,11 +416,14 @@ final class DiscoveryTests: XCTestCase {
         XCTAssertTrue(text.contains("scopes = [\"openid\", \"read\"]"), text)
         // The config re-points the first name at the other issuer: its refresh token is not sent there.
         try s.expireStored("127.0.0.1:\(provider.port)")
-        try s.writeConfig("[providers.\(first)]\nissuer = \"\(other.base)/good\"\nservice = \"127.0.0.1:\(provider.port)\"\n")
+        try s.writeConfig(
+            "[providers.\(first)]\nissuer = \"\(other.base)/good\"\nservice = \"127.0.0.1:\(provider.port)\"\n")
         let before = try other.stats()["refreshes"] ?? 0
         let refused = s.tv("get", first)
         XCTAssertEqual(refused.status, 78, refused.stderr)
-        XCTAssertTrue(refused.stderr.contains("now names another issuer") && refused.stderr.contains("log in again"), refused.stderr)
+        XCTAssertTrue(
+            refused.stderr.contains("now names another issuer") && refused.stderr.contains("log in again"),
+            refused.stderr)
         XCTAssertEqual(try other.stats()["refreshes"] ?? 0, before, "the other issuer got no refresh token")
         let revoke = s.tv("revoke", first)
         XCTAssertEqual(revoke.status, 78, "nor a revocation: \(revoke.stderr)")

@@ -6,10 +6,11 @@ import XCTest
 final class DocsTests: XCTestCase {
     /// GitHub's anchor for a heading: lower case, punctuation dropped, spaces as '-'.
     func anchor(_ heading: String) -> String {
-        String(heading.lowercased().compactMap { c -> Character? in
-            if c == " " { return "-" }
-            return c.isLetter || c.isNumber || c == "-" || c == "_" ? c : nil
-        })
+        String(
+            heading.lowercased().compactMap { c -> Character? in
+                if c == " " { return "-" }
+                return c.isLetter || c.isNumber || c == "-" || c == "_" ? c : nil
+            })
     }
 
     func testEveryRelativeLinkResolves() throws {
@@ -23,8 +24,11 @@ final class DocsTests: XCTestCase {
             let link = try NSRegularExpression(pattern: #"\]\(([^)\s]+)\)"#)
             for m in link.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
                 let target = String(text[Range(m.range(at: 1), in: text)!])
-                if target.hasPrefix("http://") || target.hasPrefix("https://") || target.hasPrefix("mailto:") { continue }
-                let parts = target.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+                if target.hasPrefix("http://") || target.hasPrefix("https://") || target.hasPrefix("mailto:") {
+                    continue
+                }
+                let parts = target.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).map(
+                    String.init)
                 let path = parts[0].isEmpty ? url : url.deletingLastPathComponent().appendingPathComponent(parts[0])
                 XCTAssertTrue(FileManager.default.fileExists(atPath: path.path), "\(file): \(target) names no file")
                 if parts.count == 2, let linked = try? String(contentsOf: path, encoding: .utf8) {
@@ -41,7 +45,8 @@ final class DocsTests: XCTestCase {
     func testTheReadmeIsForUsersAndShort() throws {
         let readme = try String(contentsOf: Paths.root.appendingPathComponent("README.md"), encoding: .utf8)
         XCTAssertLessThan(readme.split(separator: "\n", omittingEmptySubsequences: false).count, 300)
-        for first in ["make demo", "make test", "make install", "tokenvault set", "tokenvault get", "tokenvault login"] {
+        for first in ["make demo", "make test", "make install", "tokenvault set", "tokenvault get", "tokenvault login"]
+        {
             XCTAssertTrue(readme.contains(first), first)
         }
     }

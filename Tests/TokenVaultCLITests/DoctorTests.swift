@@ -30,7 +30,8 @@ final class DoctorTests: QuirkProviderTestCase {
 
     func testABrokenConfigIsALineNotTheEnd() throws {
         let s = Sandbox()
-        try s.writeConfig("""
+        try s.writeConfig(
+            """
             [providers.local]
             token_url = "\(base)/rotate"
             client_id = "cid"
@@ -38,13 +39,18 @@ final class DoctorTests: QuirkProviderTestCase {
             """)
         let r = s.tv("doctor")
         XCTAssertEqual(r.status, 2, r.stdout + r.stderr)
-        XCTAssertTrue(line(r, "✗ provider local:").contains("config.toml:4: unknown setting providers.local.client_secert (did you mean client_secret?)"), r.stdout)
-        XCTAssertTrue(line(r, "✓ file vault").hasPrefix("✓") || line(r, "- file vault").hasPrefix("-"), "the other checks still run: \(r.stdout)")
+        XCTAssertTrue(
+            line(r, "✗ provider local:").contains(
+                "config.toml:4: unknown setting providers.local.client_secert (did you mean client_secret?)"), r.stdout)
+        XCTAssertTrue(
+            line(r, "✓ file vault").hasPrefix("✓") || line(r, "- file vault").hasPrefix("-"),
+            "the other checks still run: \(r.stdout)")
         XCTAssertTrue(r.stdout.hasSuffix("1 check failed\n"), r.stdout)
         try s.writeConfig("backend = \"file\ntimeout = 3\n")
         let syntax = s.tv("doctor")
         XCTAssertEqual(syntax.status, 2)
-        XCTAssertTrue(line(syntax, "✗ config:").contains("config.toml:1:16: a string is not closed on this line"), syntax.stdout)
+        XCTAssertTrue(
+            line(syntax, "✗ config:").contains("config.toml:1:16: a string is not closed on this line"), syntax.stdout)
         XCTAssertTrue(line(syntax, "✓ runtime directory").hasPrefix("✓"), syntax.stdout)
     }
 
@@ -68,14 +74,20 @@ final class DoctorTests: QuirkProviderTestCase {
         XCTAssertEqual(s.tv("set", "api.example.com", stdin: "t").status, 0)
         let healthy = s.tv("doctor")
         XCTAssertEqual(healthy.status, 0, healthy.stdout)
-        XCTAssertTrue(line(healthy, "✓ secret service: gnome-keyring-daemon, default collection unlocked").hasPrefix("✓"), healthy.stdout)
-        let lock = runProcess("/usr/bin/python3", [Paths.fixtures.appendingPathComponent("unlock_keyring.py").path, "lock"],
-                              env: keyring.env.merging(["PATH": "/usr/bin:/bin"]) { $1 }, limit: 60)
+        XCTAssertTrue(
+            line(healthy, "✓ secret service: gnome-keyring-daemon, default collection unlocked").hasPrefix("✓"),
+            healthy.stdout)
+        let lock = runProcess(
+            "/usr/bin/python3", [Paths.fixtures.appendingPathComponent("unlock_keyring.py").path, "lock"],
+            env: keyring.env.merging(["PATH": "/usr/bin:/bin"]) { $1 }, limit: 60)
         XCTAssertEqual(lock.out, "locked")
         let r = s.tv("doctor")
         XCTAssertEqual(r.status, 2, r.stdout)
-        XCTAssertTrue(line(r, "✗ secret service:").contains("default collection locked") && line(r, "✗ secret service:").contains("fix: unlock"), r.stdout)
-        XCTAssertTrue(line(r, "- credentials: not checked").hasPrefix("-"), "no prompt, no failure to read: \(r.stdout)")
+        XCTAssertTrue(
+            line(r, "✗ secret service:").contains("default collection locked")
+                && line(r, "✗ secret service:").contains("fix: unlock"), r.stdout)
+        XCTAssertTrue(
+            line(r, "- credentials: not checked").hasPrefix("-"), "no prompt, no failure to read: \(r.stdout)")
     }
 
     func testAVaultOthersCanReadIsRefusedWithTheFix() throws {
@@ -84,7 +96,9 @@ final class DoctorTests: QuirkProviderTestCase {
         chmod(s.vault, 0o644)
         let r = s.tv("doctor")
         XCTAssertEqual(r.status, 2, r.stdout)
-        XCTAssertTrue(line(r, "✗ file vault: unsafe permissions 644 on the vault \(s.vault) — fix: run: chmod 600 \(s.vault)").hasPrefix("✗"), r.stdout)
+        XCTAssertTrue(
+            line(r, "✗ file vault: unsafe permissions 644 on the vault \(s.vault) — fix: run: chmod 600 \(s.vault)")
+                .hasPrefix("✗"), r.stdout)
     }
 
     func testAnEtcdThatDoesNotAnswer() throws {
@@ -97,7 +111,8 @@ final class DoctorTests: QuirkProviderTestCase {
 
     func testNetworkReachesEachProviderAndComparesClocks() throws {
         let s = Sandbox()
-        try s.writeConfig("""
+        try s.writeConfig(
+            """
             [providers.q]
             token_url = "\(base)/rotate"
             client_id = "cid"

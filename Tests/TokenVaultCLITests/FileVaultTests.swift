@@ -95,9 +95,19 @@ final class FileVaultTests: XCTestCase {
         let file = s.home + "/pass"
         try "correct horse\n".write(toFile: file, atomically: true, encoding: .utf8)
         // The file wins over a wrong variable; the command wins over a wrong variable.
-        XCTAssertEqual(s.tv("get", "api.x.com", env: ["TOKENVAULT_PASSPHRASE_FILE": file, "TOKENVAULT_PASSPHRASE": "bad"]).out, "tok")
-        XCTAssertEqual(s.tv("get", "api.x.com", env: ["TOKENVAULT_PASSPHRASE_COMMAND": "echo 'correct horse'", "TOKENVAULT_PASSPHRASE": "bad"]).out, "tok")
-        XCTAssertEqual(s.tv("get", "api.x.com", env: ["TOKENVAULT_PASSPHRASE_FILE": file, "TOKENVAULT_PASSPHRASE_COMMAND": "echo bad"]).out, "tok")
+        XCTAssertEqual(
+            s.tv("get", "api.x.com", env: ["TOKENVAULT_PASSPHRASE_FILE": file, "TOKENVAULT_PASSPHRASE": "bad"]).out,
+            "tok")
+        XCTAssertEqual(
+            s.tv(
+                "get", "api.x.com",
+                env: ["TOKENVAULT_PASSPHRASE_COMMAND": "echo 'correct horse'", "TOKENVAULT_PASSPHRASE": "bad"]
+            ).out, "tok")
+        XCTAssertEqual(
+            s.tv(
+                "get", "api.x.com",
+                env: ["TOKENVAULT_PASSPHRASE_FILE": file, "TOKENVAULT_PASSPHRASE_COMMAND": "echo bad"]
+            ).out, "tok")
         XCTAssertEqual(s.tv("get", "api.x.com", env: ["TOKENVAULT_PASSPHRASE_COMMAND": "exit 3"]).status, 77)
         XCTAssertEqual(s.tv("get", "api.x.com", env: ["TOKENVAULT_PASSPHRASE_FILE": s.home + "/missing"]).status, 77)
     }
@@ -158,7 +168,8 @@ final class FileVaultTests: XCTestCase {
         s.tv("set", "keep.example.com", stdin: "keep\n")
         for round in 0..<12 {
             // A writer loop killed at an arbitrary moment.
-            let script = #"i=0; while :; do echo "t$i" | "$TV" set "w$((i % 5)).example.com" || exit 1; i=$((i+1)); done"#
+            let script =
+                #"i=0; while :; do echo "t$i" | "$TV" set "w$((i % 5)).example.com" || exit 1; i=$((i+1)); done"#
             let p = Process()
             p.executableURL = URL(fileURLWithPath: "/bin/sh")
             p.arguments = ["-c", script]
@@ -203,7 +214,11 @@ final class FileVaultTests: XCTestCase {
         XCTAssertEqual(locked.status, 77, locked.stderr)
         // TTL 0 caches nothing.
         s.tv("get", "api.x.com", env: ["TOKENVAULT_VAULT": vault, "TOKENVAULT_KEY_TTL": "0"])
-        XCTAssertEqual(s.tv("get", "api.x.com", env: ["TOKENVAULT_VAULT": vault, "TOKENVAULT_KEY_TTL": "0", "TOKENVAULT_PASSPHRASE": ""]).status, 77)
+        XCTAssertEqual(
+            s.tv(
+                "get", "api.x.com",
+                env: ["TOKENVAULT_VAULT": vault, "TOKENVAULT_KEY_TTL": "0", "TOKENVAULT_PASSPHRASE": ""]
+            ).status, 77)
     }
 
     func testTerminalPromptsWithoutEcho() {
@@ -215,13 +230,19 @@ final class FileVaultTests: XCTestCase {
         let lines = r.stdout.split(separator: "\n").map(String.init)
         XCTAssertEqual(lines.count, 12, r.stdout + r.stderr)
         guard lines.count == 12 else { return }
-        XCTAssertTrue(lines[0].hasPrefix("create|0|tokenvault: stored api.x.com (default) in file|echoed=False"), lines[0])
+        XCTAssertTrue(
+            lines[0].hasPrefix("create|0|tokenvault: stored api.x.com (default) in file|echoed=False"), lines[0])
         XCTAssertEqual(lines[1], "get|0|tok-from-tty|echoed=False")
         XCTAssertEqual(lines[2], "retry|0|tok-from-tty|echoed=False", "a wrong passphrase may be typed again")
         XCTAssertTrue(lines[3].hasPrefix("wrong|77|hint: it is the passphrase the vault was created with"), lines[3])
-        XCTAssertTrue(lines[4].hasPrefix("mismatch|0|tokenvault: stored api.y.com (default) in file"), "a mismatch asks again: \(lines[4])")
+        XCTAssertTrue(
+            lines[4].hasPrefix("mismatch|0|tokenvault: stored api.y.com (default) in file"),
+            "a mismatch asks again: \(lines[4])")
         XCTAssertEqual(lines[5], "mismatch-vault-exists|True")
-        XCTAssertTrue(lines[6].hasPrefix("mismatch3|77|tokenvault: error: the passphrases did not match three times; nothing was stored"), lines[6])
+        XCTAssertTrue(
+            lines[6].hasPrefix(
+                "mismatch3|77|tokenvault: error: the passphrases did not match three times; nothing was stored"),
+            lines[6])
         XCTAssertEqual(lines[7], "mismatch3-vault-exists|False")
         XCTAssertEqual(lines[8], "ctrl-c|130|tokenvault: interrupted; nothing was stored|echoed=False")
         XCTAssertEqual(lines[9], "ctrl-c-token|130|tokenvault: interrupted; nothing was stored|echoed=False")
@@ -240,7 +261,9 @@ final class FileVaultTests: XCTestCase {
         s.tv("set", "api.weibo.com", stdin: #"{"access_token":"abc","uid":"42"}"#)
         s.tv("set", "127.0.0.1:9000", "--account", "bot", stdin: "tok\n")
         let script = Paths.fixtures.appendingPathComponent("decrypt_vault.py").path
-        let r = runProcess("/usr/bin/python3", [script, s.vault], env: ["TOKENVAULT_PASSPHRASE": "correct horse", "PATH": "/usr/bin:/bin"])
+        let r = runProcess(
+            "/usr/bin/python3", [script, s.vault],
+            env: ["TOKENVAULT_PASSPHRASE": "correct horse", "PATH": "/usr/bin:/bin"])
         XCTAssertEqual(r.status, 0, r.stderr)
         let entries = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [[String: Any]] ?? []
         XCTAssertEqual(entries.count, 2, r.stdout)

@@ -10,7 +10,9 @@ final class FirstHourTests: QuirkProviderTestCase {
     /// Provider q of the quirk provider, with `extra` lines in its table.
     func sandbox(extra: String = "") throws -> Sandbox {
         let s = Sandbox()
-        try s.writeConfig("[providers.q]\nservice = \"api.quirk.example\"\ntoken_url = \"\(base)/rotate\"\nclient_id = \"cid\"\n\(extra)\n")
+        try s.writeConfig(
+            "[providers.q]\nservice = \"api.quirk.example\"\ntoken_url = \"\(base)/rotate\"\nclient_id = \"cid\"\n\(extra)\n"
+        )
         return s
     }
 
@@ -18,7 +20,8 @@ final class FirstHourTests: QuirkProviderTestCase {
     func twoOwners() throws -> Sandbox {
         let s = Sandbox()
         s.env.merge(Self.keyring.env) { $1 }
-        try s.writeConfig("""
+        try s.writeConfig(
+            """
             [providers.local]
             service = "api.quirk.example"
             token_url = "\(base)/rotate"
@@ -43,8 +46,10 @@ final class FirstHourTests: QuirkProviderTestCase {
         let other = s.tv("login", "myidp")
         XCTAssertEqual(other.status, 64, other.stderr)
         XCTAssertTrue(other.stderr.contains("provider local") && other.stderr.contains("myidp"), other.stderr)
-        XCTAssertTrue(other.stderr.contains("hint: keep both: tokenvault login myidp --account NAME; replace it: tokenvault login myidp --force"),
-                      other.stderr)
+        XCTAssertTrue(
+            other.stderr.contains(
+                "hint: keep both: tokenvault login myidp --account NAME; replace it: tokenvault login myidp --force"),
+            other.stderr)
         XCTAssertEqual(s.tv("get", "api.quirk.example").out, first, "nothing replaced")
         // The ways out.
         XCTAssertEqual(s.tv("login", "myidp", "--account", "work").status, 0)
@@ -68,15 +73,23 @@ final class FirstHourTests: QuirkProviderTestCase {
 
     func testListSaysWhatItsRefreshTokenColumnShows() throws {
         let s = Sandbox()
-        XCTAssertEqual(s.tv("set", "rt.example", stdin: #"{"access_token":"a","refresh_token":"r","expires_in":3600}"#).status, 0)
-        XCTAssertEqual(s.tv("set", "dies.example", stdin: #"{"access_token":"a","refresh_token":"r","expires_in":3600,"refresh_token_expires_in":86400}"#).status, 0)
+        XCTAssertEqual(
+            s.tv("set", "rt.example", stdin: #"{"access_token":"a","refresh_token":"r","expires_in":3600}"#).status, 0)
+        XCTAssertEqual(
+            s.tv(
+                "set", "dies.example",
+                stdin: #"{"access_token":"a","refresh_token":"r","expires_in":3600,"refresh_token_expires_in":86400}"#
+            ).status, 0)
         XCTAssertEqual(s.tv("set", "plain.example", stdin: "static-token").status, 0)
         let lines = s.tv("list").stdout.split(separator: "\n").map(String.init)
         XCTAssertTrue(lines[0].contains("RT EXPIRES") && !lines[0].contains("REFRESH TOKEN"), lines[0])
         func row(_ service: String) -> String { lines.first { $0.hasPrefix(service) } ?? "" }
-        XCTAssertTrue(row("rt.example").contains("unknown"), "a refresh token whose end nobody told: \(row("rt.example"))")
-        XCTAssertTrue(row("dies.example").contains("in 1d") || row("dies.example").contains("in 23h") || row("dies.example").contains("in 24h"),
-                      row("dies.example"))
+        XCTAssertTrue(
+            row("rt.example").contains("unknown"), "a refresh token whose end nobody told: \(row("rt.example"))")
+        XCTAssertTrue(
+            row("dies.example").contains("in 1d") || row("dies.example").contains("in 23h")
+                || row("dies.example").contains("in 24h"),
+            row("dies.example"))
         XCTAssertFalse(row("plain.example").contains("unknown"), row("plain.example"))
     }
 
@@ -131,7 +144,10 @@ final class FirstHourTests: QuirkProviderTestCase {
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertTrue(r.stderr.contains("set backend = \"file\" in \(path)"), r.stderr)
         let edited = try String(contentsOfFile: path, encoding: .utf8)
-        XCTAssertEqual(edited, config.replacingOccurrences(of: "backend = \"secret-service\"   # for now", with: "backend = \"file\"") + "\n")
+        XCTAssertEqual(
+            edited,
+            config.replacingOccurrences(of: "backend = \"secret-service\"   # for now", with: "backend = \"file\"")
+                + "\n")
         XCTAssertTrue(s.tv("backend").stdout.contains("file"), "new logins go to the file")
         XCTAssertEqual(s.tv("get", "m.example").out, "moved-token")
         // --keep-backend leaves the file alone.
@@ -144,8 +160,9 @@ final class FirstHourTests: QuirkProviderTestCase {
         fresh.env["TOKENVAULT_BACKEND"] = nil
         XCTAssertEqual(fresh.tv("set", "n.example", stdin: "n", env: ["TOKENVAULT_BACKEND": "file"]).status, 0)
         XCTAssertEqual(fresh.tv("migrate", "--to", "secret-service").status, 0)
-        XCTAssertEqual(try String(contentsOfFile: fresh.env["XDG_CONFIG_HOME"]! + "/tokenvault/config.toml", encoding: .utf8),
-                       "backend = \"secret-service\"\n")
+        XCTAssertEqual(
+            try String(contentsOfFile: fresh.env["XDG_CONFIG_HOME"]! + "/tokenvault/config.toml", encoding: .utf8),
+            "backend = \"secret-service\"\n")
         let nowhere = fresh.tv("migrate", "--to", "file", env: ["TOKENVAULT_CONFIG": "/dev/null/config.toml"])
         XCTAssertEqual(nowhere.status, 0, nowhere.stderr)
         XCTAssertTrue(nowhere.stderr.contains("add this line at its top: backend = \"file\""), nowhere.stderr)
@@ -160,10 +177,22 @@ final class FirstHourTests: QuirkProviderTestCase {
         let cases: [([String], String)] = [
             (["get", "local"], "hint: run: tokenvault login local (or: myidp)"),
             (["get", "github"], "hint: run: tokenvault login github"),
-            (["get", "https://api.github.com/user", "--account", "x y"], "hint: run: tokenvault login github --account 'x y'"),
-            (["get", "api.example.com", "--account", "defualt"], "hint: did you mean --account default? accounts stored for api.example.com: default, work"),
-            (["status", "api.example.com", "--account", "other"], "hint: accounts stored for api.example.com: default, work"),
-            (["get", "api.exmaple.com"], "hint: did you mean api.example.com? or store one with: tokenvault set api.exmaple.com < token.json"),
+            (
+                ["get", "https://api.github.com/user", "--account", "x y"],
+                "hint: run: tokenvault login github --account 'x y'"
+            ),
+            (
+                ["get", "api.example.com", "--account", "defualt"],
+                "hint: did you mean --account default? accounts stored for api.example.com: default, work"
+            ),
+            (
+                ["status", "api.example.com", "--account", "other"],
+                "hint: accounts stored for api.example.com: default, work"
+            ),
+            (
+                ["get", "api.exmaple.com"],
+                "hint: did you mean api.example.com? or store one with: tokenvault set api.exmaple.com < token.json"
+            ),
             (["delete", "nothing.example"], "hint: store one with: tokenvault set nothing.example < token.json"),
         ]
         for (args, hint) in cases {
@@ -177,16 +206,29 @@ final class FirstHourTests: QuirkProviderTestCase {
     func testEveryMisspeltNameGetsTheClosestAndTheWholeList() throws {
         let s = try twoOwners()
         XCTAssertEqual(s.tv("set", "api.example.com", stdin: "one").status, 0)
-        let commands = "commands: login, set, get, list, status, refresh, revoke, header, exec, delete, logout, backend, migrate, lock, providers, git-credential"
+        let commands =
+            "commands: login, set, get, list, status, refresh, revoke, header, exec, delete, logout, backend, migrate, lock, providers, git-credential"
         let cases: [([String], Int32, String)] = [
             (["gte", "api.example.com"], 64, "error: unknown command 'gte'\nhint: did you mean get? \(commands)"),
             (["logut"], 64, "hint: did you mean logout? "),
             (["frobnicate"], 64, "hint: \(commands)"),
-            (["get", "x.example", "--format", "jsno"], 64, "did you mean json? one of: raw, json, header, env, kubectl, sasl"),
-            (["get", "x.example", "--format", "yaml"], 64, "'--format <format>': one of: raw, json, header, env, kubectl, sasl\n"),
-            (["get", "x.example", "--format", "sasl", "--sasl", "xoauth"], 64, "did you mean xoauth2? one of: xoauth2, oauthbearer"),
+            (
+                ["get", "x.example", "--format", "jsno"], 64,
+                "did you mean json? one of: raw, json, header, env, kubectl, sasl"
+            ),
+            (
+                ["get", "x.example", "--format", "yaml"], 64,
+                "'--format <format>': one of: raw, json, header, env, kubectl, sasl\n"
+            ),
+            (
+                ["get", "x.example", "--format", "sasl", "--sasl", "xoauth"], 64,
+                "did you mean xoauth2? one of: xoauth2, oauthbearer"
+            ),
             (["migrate", "--to", "fil"], 64, "did you mean file? one of: secret-service, file, etcd"),
-            (["login", "githb"], 78, "hint: did you mean github? providers: flickr, foursquare, github, gitlab, google, local, microsoft, myidp, twitter, weibo;"),
+            (
+                ["login", "githb"], 78,
+                "hint: did you mean github? providers: flickr, foursquare, github, gitlab, google, local, microsoft, myidp, twitter, weibo;"
+            ),
             (["login", "mydip"], 78, "did you mean myidp?"),
             (["login", "http://127.0.0.1:22303/mcp"], 78, #"or define [providers."http://127.0.0.1:22303/mcp"] in"#),
             (["get", "api.exmaple.com"], 3, "did you mean api.example.com?"),
@@ -204,7 +246,8 @@ final class FirstHourTests: QuirkProviderTestCase {
 
     func testAMistakeInOneProviderTableBreaksOnlyThatProvider() throws {
         let s = Sandbox()
-        try s.writeConfig("""
+        try s.writeConfig(
+            """
             # my settings
             timeout = 3
 
@@ -226,9 +269,12 @@ final class FirstHourTests: QuirkProviderTestCase {
             client_id = "cid"
             """)
         let path = s.env["XDG_CONFIG_HOME"]! + "/tokenvault/config.toml"
-        let localWarning = "warning: \(path):8: unknown setting providers.local.client_secert (did you mean client_secret?); provider local cannot be used until it is fixed"
-        let otherWarning = "warning: \(path):12: providers.other.scopes must be an array of strings, e.g. scopes = [\"a\", \"b\"], not a string; provider other cannot be used until it is fixed"
-        XCTAssertEqual(s.tv("set", "api.example.com", stdin: #"{"access_token":"unrelated","expires_in":3600}"#).status, 0)
+        let localWarning =
+            "warning: \(path):8: unknown setting providers.local.client_secert (did you mean client_secret?); provider local cannot be used until it is fixed"
+        let otherWarning =
+            "warning: \(path):12: providers.other.scopes must be an array of strings, e.g. scopes = [\"a\", \"b\"], not a string; provider other cannot be used until it is fixed"
+        XCTAssertEqual(
+            s.tv("set", "api.example.com", stdin: #"{"access_token":"unrelated","expires_in":3600}"#).status, 0)
         let get = s.tv("get", "api.example.com")
         XCTAssertEqual(get.status, 0, get.stderr)
         XCTAssertEqual(get.out, "unrelated")
@@ -241,7 +287,10 @@ final class FirstHourTests: QuirkProviderTestCase {
         // What uses the broken table fails, once, with its line.
         let login = s.tv("login", "local")
         XCTAssertEqual(login.status, 78, login.stderr)
-        XCTAssertTrue(login.stderr.contains("error: \(path):8: unknown setting providers.local.client_secert (did you mean client_secret?)"), login.stderr)
+        XCTAssertTrue(
+            login.stderr.contains(
+                "error: \(path):8: unknown setting providers.local.client_secert (did you mean client_secret?)"),
+            login.stderr)
         XCTAssertFalse(login.stderr.contains(localWarning), "not said twice: \(login.stderr)")
         XCTAssertEqual(s.tv("get", "local").status, 78)
         let other = s.tv("login", "other")
@@ -258,7 +307,8 @@ final class FirstHourTests: QuirkProviderTestCase {
         XCTAssertEqual(r.status, 78, r.stderr)
         let lines = r.stderr.split(separator: "\n").map(String.init)
         XCTAssertEqual(lines.count, 4, r.stderr)
-        XCTAssertTrue(lines[0].hasPrefix("tokenvault: error: \(path):2:16: a string is not closed on this line"), lines[0])
+        XCTAssertTrue(
+            lines[0].hasPrefix("tokenvault: error: \(path):2:16: a string is not closed on this line"), lines[0])
         XCTAssertEqual(lines[1], "    backend = \"file")
         XCTAssertEqual(lines[2], "                   ^")
         XCTAssertTrue(lines[3].hasPrefix("hint: fix line 2 of \(path)"), lines[3])
@@ -266,7 +316,10 @@ final class FirstHourTests: QuirkProviderTestCase {
         try s.writeConfig("timeout = \"30\"\n")
         let typed = s.tv("get", "api.example.com")
         XCTAssertEqual(typed.status, 78)
-        XCTAssertTrue(typed.stderr.contains("\(path):1: timeout must be a positive whole number of seconds, e.g. timeout = 30, not a string"), typed.stderr)
+        XCTAssertTrue(
+            typed.stderr.contains(
+                "\(path):1: timeout must be a positive whole number of seconds, e.g. timeout = 30, not a string"),
+            typed.stderr)
         try s.writeConfig("backend = \"fiel\"\n")
         let backend = s.tv("list", env: ["TOKENVAULT_BACKEND": ""])
         XCTAssertEqual(backend.status, 78)
@@ -285,12 +338,16 @@ final class FirstHourTests: QuirkProviderTestCase {
         XCTAssertTrue(coloured.stdout.contains("\u{1B}[32mvalid"), coloured.stdout.debugDescription)
         XCTAssertTrue(coloured.stdout.contains("\u{1B}[31mlogin required"), coloured.stdout.debugDescription)
         XCTAssertTrue(s.onTerminal(["status", "gone.example"]).stdout.contains("\u{1B}[31mlogin required"))
-        for (what, run) in [("a pipe", s.tv("list")), ("NO_COLOR", s.onTerminal(["list"], env: ["NO_COLOR": "1"])),
-                            ("TERM=dumb", s.onTerminal(["list"], env: ["TERM": "dumb"])), ("--color never", s.onTerminal(["list", "--color", "never"]))] {
+        for (what, run) in [
+            ("a pipe", s.tv("list")), ("NO_COLOR", s.onTerminal(["list"], env: ["NO_COLOR": "1"])),
+            ("TERM=dumb", s.onTerminal(["list"], env: ["TERM": "dumb"])),
+            ("--color never", s.onTerminal(["list", "--color", "never"])),
+        ] {
             XCTAssertFalse(run.stdout.contains("\u{1B}["), "\(what): \(run.stdout.debugDescription)")
             XCTAssertTrue(run.stdout.contains("login required"), what)
         }
-        XCTAssertTrue(s.tv("list", "--color", "always").stdout.contains("\u{1B}[32mvalid"), "--color always, even in a pipe")
+        XCTAssertTrue(
+            s.tv("list", "--color", "always").stdout.contains("\u{1B}[32mvalid"), "--color always, even in a pipe")
         let bad = s.tv("list", "--color", "blu")
         XCTAssertEqual(bad.status, 64)
         XCTAssertTrue(bad.stderr.contains("one of: auto, always, never"), bad.stderr)
@@ -299,7 +356,9 @@ final class FirstHourTests: QuirkProviderTestCase {
 
     func testTablesFitTheTerminalAndJSONIsIndentedOnIt() throws {
         let s = Sandbox()
-        XCTAssertEqual(s.tv("set", "api.example.com", stdin: #"{"access_token":"a","refresh_token":"r","expires_in":3600}"#).status, 0)
+        XCTAssertEqual(
+            s.tv("set", "api.example.com", stdin: #"{"access_token":"a","refresh_token":"r","expires_in":3600}"#)
+                .status, 0)
         let wide = s.onTerminal(["list"])
         XCTAssertTrue(wide.stdout.contains("BACKEND") && wide.stdout.contains("RT EXPIRES"), wide.stdout)
         let narrow = s.onTerminal(["list", "--color", "never"], columns: 60)
@@ -315,7 +374,8 @@ final class FirstHourTests: QuirkProviderTestCase {
         let s = try twoOwners()
         func object(_ r: Run) throws -> [String: Any] {
             XCTAssertEqual(r.status, 0, r.stderr)
-            return try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any], r.stdout)
+            return try XCTUnwrap(
+                try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any], r.stdout)
         }
         let login = try object(s.tv("login", "local", "--json"))
         XCTAssertEqual(login["provider"] as? String, "local")
@@ -337,11 +397,15 @@ final class FirstHourTests: QuirkProviderTestCase {
     func testALockHeldByAnotherProcessIsNamedOnATerminalOnly() throws {
         let s = Sandbox()
         XCTAssertEqual(s.tv("set", "x.example", stdin: "t").status, 0)
-        let holder = #"import fcntl,hashlib,os,sys,time; h=hashlib.blake2b(b"x.example\ndefault",digest_size=16).hexdigest(); f=open(os.environ["HOME"]+"/run/tokenvault/record-"+h+".lock","a+"); fcntl.flock(f,fcntl.LOCK_EX); f.truncate(0); f.write(str(os.getpid())+"\n"); f.flush(); time.sleep(2.5)"#
+        let holder =
+            #"import fcntl,hashlib,os,sys,time; h=hashlib.blake2b(b"x.example\ndefault",digest_size=16).hexdigest(); f=open(os.environ["HOME"]+"/run/tokenvault/record-"+h+".lock","a+"); fcntl.flock(f,fcntl.LOCK_EX); f.truncate(0); f.write(str(os.getpid())+"\n"); f.flush(); time.sleep(2.5)"#
         let onPty = Paths.fixtures.appendingPathComponent("on_pty.py").path
-        let seen = s.shell("python3 -c '\(holder)' & holder=$!; sleep 0.5; python3 '\(onPty)' \"$TV\" delete x.example 2>&1; echo; echo holder=$holder; wait")
+        let seen = s.shell(
+            "python3 -c '\(holder)' & holder=$!; sleep 0.5; python3 '\(onPty)' \"$TV\" delete x.example 2>&1; echo; echo holder=$holder; wait"
+        )
         XCTAssertTrue(seen.stdout.contains("waiting for process "), seen.stdout)
-        let pid = seen.stdout.split(separator: "\n").first { $0.hasPrefix("holder=") }?.dropFirst("holder=".count) ?? "?"
+        let pid =
+            seen.stdout.split(separator: "\n").first { $0.hasPrefix("holder=") }?.dropFirst("holder=".count) ?? "?"
         XCTAssertTrue(seen.stdout.contains("waiting for process \(pid), which holds the record lock"), seen.stdout)
         XCTAssertEqual(s.tv("set", "x.example", stdin: "t").status, 0)
         let quiet = s.shell(#"python3 -c '\#(holder)' & sleep 0.5; "$TV" delete x.example; wait"#)
@@ -353,9 +417,14 @@ final class FirstHourTests: QuirkProviderTestCase {
         let s = try sandbox(extra: "authorize_url = \"\(base)/authorize\"")
         let onPty = s.onTerminal(["login", "q", "--timeout", "3"], env: ["BROWSER": "/nonexistent/browser"])
         XCTAssertNotEqual(onPty.status, 0)
-        XCTAssertTrue(onPty.stdout.contains("the browser (/nonexistent/browser) failed (exit 127: not found): open the URL above yourself"), onPty.stdout)
-        XCTAssertTrue(onPty.stdout.contains("waiting for the browser login: 2 s left") || onPty.stdout.contains("waiting for the browser login: 1 s left"),
-                      onPty.stdout)
+        XCTAssertTrue(
+            onPty.stdout.contains(
+                "the browser (/nonexistent/browser) failed (exit 127: not found): open the URL above yourself"),
+            onPty.stdout)
+        XCTAssertTrue(
+            onPty.stdout.contains("waiting for the browser login: 2 s left")
+                || onPty.stdout.contains("waiting for the browser login: 1 s left"),
+            onPty.stdout)
         let piped = s.tv("login", "q", "--timeout", "2", env: ["BROWSER": "/nonexistent/browser"])
         XCTAssertTrue(piped.stderr.contains("failed (exit 127: not found)"), piped.stderr)
         XCTAssertFalse(piped.stderr.contains("s left"), "no counting down in a pipe: \(piped.stderr)")

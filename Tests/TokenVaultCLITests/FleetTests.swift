@@ -14,7 +14,9 @@ final class EtcdCluster {
     init(directory: String, prefix: String) throws {
         process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [Paths.fixtures.appendingPathComponent("etcd_cluster.py").path, directory, "--tls", "--auth", prefix]
+        process.arguments = [
+            Paths.fixtures.appendingPathComponent("etcd_cluster.py").path, directory, "--tls", "--auth", prefix,
+        ]
         process.environment = ["PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"]
         let inPipe = Pipe(), outPipe = Pipe()
         process.standardInput = inPipe
@@ -30,8 +32,11 @@ final class EtcdCluster {
             first = line ?? ""
         } while line != nil && !first.hasPrefix("{")
         guard let o = try? JSONSerialization.jsonObject(with: Data(first.utf8)) as? [String: Any],
-              let e = o["endpoints"] as? [String] else {
-            throw NSError(domain: "etcd", code: 1, userInfo: [NSLocalizedDescriptionKey: "etcd_cluster.py did not start: \(first)"])
+            let e = o["endpoints"] as? [String]
+        else {
+            throw NSError(
+                domain: "etcd", code: 1,
+                userInfo: [NSLocalizedDescriptionKey: "etcd_cluster.py did not start: \(first)"])
         }
         endpoints = e
         ca = o["ca"] as? String ?? ""
@@ -62,15 +67,20 @@ final class EtcdCluster {
 
     /// etcdctl as root (the tests' own view of what etcd holds).
     func etcdctl(_ args: String...) -> Run {
-        runProcess("/usr/bin/etcdctl", ["--endpoints", endpoints.joined(separator: ","), "--cacert", ca, "--cert", cert, "--key", keyFile,
-                                        "--user", "root:" + rootPassword] + args, env: ["ETCDCTL_API": "3", "PATH": "/usr/bin:/bin"])
+        runProcess(
+            "/usr/bin/etcdctl",
+            [
+                "--endpoints", endpoints.joined(separator: ","), "--cacert", ca, "--cert", cert, "--key", keyFile,
+                "--user", "root:" + rootPassword,
+            ] + args, env: ["ETCDCTL_API": "3", "PATH": "/usr/bin:/bin"])
     }
 
     /// A key's raw value, base64 (etcdctl's JSON output).
     func rawGet(_ key: String) -> String {
         let r = etcdctl("get", key, "-w", "json")
         guard let o = try? JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any],
-              let kvs = o["kvs"] as? [[String: Any]], let v = kvs.first?["value"] as? String else { return "" }
+            let kvs = o["kvs"] as? [[String: Any]], let v = kvs.first?["value"] as? String
+        else { return "" }
         return v
     }
 
@@ -78,10 +88,18 @@ final class EtcdCluster {
     @discardableResult
     func rawPut(_ key: String, _ base64: String) -> Bool {
         let tls = ["--cacert", ca, "--cert", cert, "--key", keyFile]
-        let auth = runProcess("/usr/bin/curl", ["-s"] + tls + ["-d", #"{"name":"root","password":"\#(rootPassword)"}"#, endpoints[0] + "/v3/auth/authenticate"], env: [:])
-        guard let o = try? JSONSerialization.jsonObject(with: Data(auth.stdout.utf8)) as? [String: Any], let token = o["token"] as? String else { return false }
+        let auth = runProcess(
+            "/usr/bin/curl",
+            ["-s"] + tls + [
+                "-d", #"{"name":"root","password":"\#(rootPassword)"}"#, endpoints[0] + "/v3/auth/authenticate",
+            ], env: [:])
+        guard let o = try? JSONSerialization.jsonObject(with: Data(auth.stdout.utf8)) as? [String: Any],
+            let token = o["token"] as? String
+        else { return false }
         let body = #"{"key":"\#(Data(key.utf8).base64EncodedString())","value":"\#(base64)"}"#
-        let put = runProcess("/usr/bin/curl", ["-s", "-f"] + tls + ["-H", "Authorization: \(token)", "-d", body, endpoints[0] + "/v3/kv/put"], env: [:])
+        let put = runProcess(
+            "/usr/bin/curl",
+            ["-s", "-f"] + tls + ["-H", "Authorization: \(token)", "-d", body, endpoints[0] + "/v3/kv/put"], env: [:])
         return put.status == 0
     }
 
@@ -142,7 +160,8 @@ final class FleetTests: XCTestCase {
         s.env["TOKENVAULT_BACKEND"] = nil
         // Hosts share the kernel keyring here (one user); the key cache is not what is tested.
         s.env["TOKENVAULT_KEY_TTL"] = "900"
-        try s.writeConfig(cluster.table(prefix: Self.prefix + sub + "/", leaseTTL: leaseTTL) + "\n" + provider.config + "\n" + extra)
+        try s.writeConfig(
+            cluster.table(prefix: Self.prefix + sub + "/", leaseTTL: leaseTTL) + "\n" + provider.config + "\n" + extra)
         return s
     }
 
@@ -198,7 +217,8 @@ final class FleetTests: XCTestCase {
             XCTAssertEqual(runs.filter { $0.status != 0 }.map(\.stderr), [], "round \(round)")
             let printed = Swift.Set(runs.map(\.out))
             XCTAssertEqual(printed.count, 1, "round \(round): all 32 print the same token")
-            XCTAssertEqual((after["refreshes"] ?? 0) - (before["refreshes"] ?? 0), 1, "round \(round): one refresh for the fleet")
+            XCTAssertEqual(
+                (after["refreshes"] ?? 0) - (before["refreshes"] ?? 0), 1, "round \(round): one refresh for the fleet")
             XCTAssertEqual(after["reuse_detected"] ?? 0, 0, "round \(round): no refresh token replayed")
             XCTAssertEqual(provider.resourceStatus(printed.first ?? ""), 200)
             try expireAgain(hosts[round % 4])
@@ -207,7 +227,9 @@ final class FleetTests: XCTestCase {
         XCTAssertEqual(last.status, 0, last.stderr)
         XCTAssertEqual(provider.resourceStatus(hosts[1].tv("get", "local").out), 200, "the chain is intact")
         // No lock is left behind.
-        XCTAssertEqual(cluster.etcdctl("get", "--prefix", "--keys-only", Self.prefix + "share/lock/").stdout.trimmingCharacters(in: .whitespacesAndNewlines), "")
+        XCTAssertEqual(
+            cluster.etcdctl("get", "--prefix", "--keys-only", Self.prefix + "share/lock/").stdout.trimmingCharacters(
+                in: .whitespacesAndNewlines), "")
     }
 
     func testKillingTheLeaderDuringARoundLosesNothing() throws {
@@ -221,7 +243,8 @@ final class FleetTests: XCTestCase {
             XCTAssertEqual(self.cluster.command("kill \(leader)"), "killed")
         }
         let after = try provider.stats()
-        XCTAssertEqual(runs.filter { $0.status != 0 }.map(\.stderr), [], "no get fails: they fail over and wait out the election")
+        XCTAssertEqual(
+            runs.filter { $0.status != 0 }.map(\.stderr), [], "no get fails: they fail over and wait out the election")
         XCTAssertEqual(Swift.Set(runs.map(\.out)).count, 1)
         XCTAssertEqual((after["refreshes"] ?? 0) - (before["refreshes"] ?? 0), 1)
         XCTAssertEqual(after["reuse_detected"] ?? 0, 0)
@@ -240,8 +263,11 @@ final class FleetTests: XCTestCase {
         defer { proxy.terminate() }
         let a = try host("killed", leaseTTL: 3)
         let b = try host("killed", leaseTTL: 3)
-        let viaProxy = provider.config.replacingOccurrences(of: "\(provider.base)/token\"", with: "http://127.0.0.1:\(port)/token\"")
-        for h in [a, b] { try h.writeConfig(cluster.table(prefix: Self.prefix + "killed/", leaseTTL: 3) + "\n" + viaProxy) }
+        let viaProxy = provider.config.replacingOccurrences(
+            of: "\(provider.base)/token\"", with: "http://127.0.0.1:\(port)/token\"")
+        for h in [a, b] {
+            try h.writeConfig(cluster.table(prefix: Self.prefix + "killed/", leaseTTL: 3) + "\n" + viaProxy)
+        }
         // Stored through the proxy's origin: the issuer its refresh token goes to.
         try storeExpired(a)
         let before = try provider.stats()
@@ -255,7 +281,8 @@ final class FleetTests: XCTestCase {
         // Wait until it holds the fleet lock.
         var locked = false
         for _ in 0..<100 where !locked {
-            locked = !cluster.etcdctl("get", "--prefix", "--keys-only", Self.prefix + "killed/lock/").stdout.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty
+            locked = !cluster.etcdctl("get", "--prefix", "--keys-only", Self.prefix + "killed/lock/").stdout
+                .trimmingCharacters(in: .whitespacesAndNewlines).isEmpty
             if !locked { usleep(100_000) }
         }
         XCTAssertTrue(locked, "the first get holds the fleet lock")
@@ -270,7 +297,9 @@ final class FleetTests: XCTestCase {
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertLessThan(took, 3 + 10, "taken over within lease_ttl (3 s) and a margin for this shared machine")
         let after = try provider.stats()
-        XCTAssertEqual((after["refreshes"] ?? 0) - (before["refreshes"] ?? 0), 1, "the swallowed request never reached the provider")
+        XCTAssertEqual(
+            (after["refreshes"] ?? 0) - (before["refreshes"] ?? 0), 1,
+            "the swallowed request never reached the provider")
         XCTAssertEqual(after["reuse_detected"] ?? 0, 0, "the family survives")
         XCTAssertEqual(provider.resourceStatus(r.out), 200)
         XCTAssertEqual(a.tv("refresh", "local").status, 0, "the chain goes on")
@@ -285,14 +314,17 @@ final class FleetTests: XCTestCase {
     func renewalSpooledWithoutQuorum(_ sub: String) throws -> (a: Sandbox, b: Sandbox, get: Run) {
         let (proxy, port) = try startFixtureServer("stall_proxy.py", [String(provider.port), "--delay-first", "2"])
         defer { proxy.terminate() }
-        let viaProxy = provider.config.replacingOccurrences(of: "\(provider.base)/token\"", with: "http://127.0.0.1:\(port)/token\"")
+        let viaProxy = provider.config.replacingOccurrences(
+            of: "\(provider.base)/token\"", with: "http://127.0.0.1:\(port)/token\"")
         let a = try host(sub), b = try host(sub)
         // Stored once a's provider goes through the proxy: a token endpoint on
         // another origin is another issuer, and gets no refresh token.
-        try a.writeConfig(cluster.table(prefix: Self.prefix + sub + "/").replacingOccurrences(of: "lease_ttl", with: "timeout = 2\nlease_ttl") + "\n" + viaProxy)
+        try a.writeConfig(
+            cluster.table(prefix: Self.prefix + sub + "/").replacingOccurrences(
+                of: "lease_ttl", with: "timeout = 2\nlease_ttl") + "\n" + viaProxy)
         try storeExpired(a)
         let got = getInBackground(a)
-        usleep(1_000_000)   // a holds the fleet lock; its request waits in the proxy
+        usleep(1_000_000)  // a holds the fleet lock; its request waits in the proxy
         XCTAssertEqual(cluster.command("kill 0"), "killed")
         XCTAssertEqual(cluster.command("kill 1"), "killed")
         let r = try XCTUnwrap(got())
@@ -334,8 +366,9 @@ final class FleetTests: XCTestCase {
         XCTAssertEqual(other.status, 4, other.stderr)
         XCTAssertTrue(other.stderr.contains("tokenvault login local"), other.stderr)
         XCTAssertEqual(b.tv("status", "local").status, 4)
-        XCTAssertEqual((try provider.stats()["refresh_attempts"] ?? 0) - (before["refresh_attempts"] ?? 0), 1,
-                       "the second host does not ask the provider again")
+        XCTAssertEqual(
+            (try provider.stats()["refresh_attempts"] ?? 0) - (before["refresh_attempts"] ?? 0), 1,
+            "the second host does not ask the provider again")
     }
 
     // MARK: What etcd sees
@@ -343,15 +376,20 @@ final class FleetTests: XCTestCase {
     func testEtcdSeesNoSecretAndRefusesMovedOrOldValues() throws {
         let s = try host("opaque")
         let p = Self.prefix + "opaque/"
-        XCTAssertEqual(s.tv("set", "secret-service.example", "--account", "alice@example.com",
-                            stdin: #"{"access_token":"tok-A-visible?","refresh_token":"rt-A-visible?","expires_in":3600}"#).status, 0)
+        XCTAssertEqual(
+            s.tv(
+                "set", "secret-service.example", "--account", "alice@example.com",
+                stdin: #"{"access_token":"tok-A-visible?","refresh_token":"rt-A-visible?","expires_in":3600}"#
+            ).status, 0)
         XCTAssertEqual(s.tv("set", "other.example", stdin: #"{"access_token":"tok-B","expires_in":3600}"#).status, 0)
         let dump = cluster.etcdctl("get", "--prefix", p)
         XCTAssertEqual(dump.status, 0, dump.stderr)
         for secret in ["tok-A", "rt-A", "tok-B", "secret-service.example", "alice", "other.example"] {
             XCTAssertFalse(dump.stdout.contains(secret), "etcd shows \(secret)")
         }
-        let keys = cluster.etcdctl("get", "--prefix", "--keys-only", p + "c/").stdout.split(separator: "\n").map(String.init).filter { !$0.isEmpty }
+        let keys = cluster.etcdctl("get", "--prefix", "--keys-only", p + "c/").stdout.split(separator: "\n").map(
+            String.init
+        ).filter { !$0.isEmpty }
         XCTAssertEqual(keys.count, 2)
         func value(_ key: String) -> String { cluster.rawGet(key) }
         func put(_ key: String, _ v: String) { XCTAssertTrue(cluster.rawPut(key, v)) }
@@ -364,7 +402,7 @@ final class FleetTests: XCTestCase {
         put(b, valueA)
         let moved = s.tv("list")
         XCTAssertEqual(moved.status, 74, moved.stderr)
-        put(b, valueB)   // back, but as an old value put again: still refused
+        put(b, valueB)  // back, but as an old value put again: still refused
         XCTAssertEqual(s.tv("list").status, 74)
         // Delete and restore the old value: refused too (a new create revision).
         XCTAssertEqual(cluster.etcdctl("del", b).status, 0)
@@ -375,7 +413,11 @@ final class FleetTests: XCTestCase {
         let r0 = s.tv("get", "secret-service.example", "--account", "alice@example.com")
         XCTAssertEqual(r0.out, "tok-A-visible?")
         let old = value(a)
-        XCTAssertEqual(s.tv("set", "secret-service.example", "--account", "alice@example.com", stdin: #"{"access_token":"tok-A2","expires_in":3600}"#).status, 0)
+        XCTAssertEqual(
+            s.tv(
+                "set", "secret-service.example", "--account", "alice@example.com",
+                stdin: #"{"access_token":"tok-A2","expires_in":3600}"#
+            ).status, 0)
         put(a, old)
         let rolled = s.tv("get", "secret-service.example", "--account", "alice@example.com")
         XCTAssertEqual(rolled.status, 74, rolled.stderr)
@@ -406,7 +448,9 @@ final class FleetTests: XCTestCase {
         XCTAssertEqual(s.tv("status", "api.one.example").status, 0)
         XCTAssertEqual(s.tv("get", "api.one.example").out, "one")
         // File → etcd and back.
-        XCTAssertEqual(s.tv("set", "api.two.example", stdin: #"{"access_token":"two"}"#, env: ["TOKENVAULT_BACKEND": "file"]).status, 0)
+        XCTAssertEqual(
+            s.tv("set", "api.two.example", stdin: #"{"access_token":"two"}"#, env: ["TOKENVAULT_BACKEND": "file"])
+                .status, 0)
         let toEtcd = s.tv("migrate", "--to", "etcd", "--from", "file")
         XCTAssertEqual(toEtcd.status, 0, toEtcd.stderr)
         XCTAssertEqual(s.tv("get", "api.two.example").out, "two")
@@ -447,10 +491,14 @@ final class FleetTests: XCTestCase {
         // A wrong etcd password: 77. A wrong CA: 69. An http endpoint elsewhere: 78.
         try "not-the-password\n".write(toFile: fresh.home + "/pw", atomically: true, encoding: .utf8)
         chmod(fresh.home + "/pw", 0o600)
-        try fresh.writeConfig(cluster.table(prefix: Self.prefix + "errors/").replacingOccurrences(of: cluster.passwordFile, with: fresh.home + "/pw"))
+        try fresh.writeConfig(
+            cluster.table(prefix: Self.prefix + "errors/").replacingOccurrences(
+                of: cluster.passwordFile, with: fresh.home + "/pw"))
         let refused = fresh.tv("get", "api.x.example")
         XCTAssertEqual(refused.status, 77, refused.stderr)
-        try fresh.writeConfig(cluster.table(prefix: Self.prefix + "errors/").replacingOccurrences(of: "ca_file = \"\(cluster.ca)\"", with: "ca_file = \"/etc/ssl/certs/ca-certificates.crt\""))
+        try fresh.writeConfig(
+            cluster.table(prefix: Self.prefix + "errors/").replacingOccurrences(
+                of: "ca_file = \"\(cluster.ca)\"", with: "ca_file = \"/etc/ssl/certs/ca-certificates.crt\""))
         let untrusted = fresh.tv("get", "api.x.example")
         XCTAssertEqual(untrusted.status, 69, untrusted.stderr)
         let plain = fresh.tv("get", "api.x.example", env: ["TOKENVAULT_ETCD_ENDPOINTS": "http://10.0.0.5:2379"])
@@ -459,7 +507,8 @@ final class FleetTests: XCTestCase {
         let outside = s.tv("get", "api.x.example", env: ["TOKENVAULT_ETCD_PREFIX": "elsewhere/"])
         XCTAssertEqual(outside.status, 77, outside.stderr)
         // A cluster this host reached before that stops answering: 75.
-        let members = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(cluster.command("pids").utf8)) as? [Int])
+        let members = try XCTUnwrap(
+            try JSONSerialization.jsonObject(with: Data(cluster.command("pids").utf8)) as? [Int])
         XCTAssertEqual(members.count, 3)
         XCTAssertEqual(cluster.command("kill 0"), "killed")
         XCTAssertEqual(cluster.command("kill 1"), "killed")
@@ -496,7 +545,8 @@ final class FleetTests: XCTestCase {
     func proxiedHost(_ sub: String, port: Int) throws -> Sandbox {
         let s = Sandbox(backend: "etcd")
         s.env["TOKENVAULT_BACKEND"] = nil
-        try s.writeConfig("""
+        try s.writeConfig(
+            """
             backend = "etcd"
             [etcd]
             endpoints = ["http://127.0.0.1:\(port)"]
@@ -508,7 +558,8 @@ final class FleetTests: XCTestCase {
     }
 
     func hostileMember(_ mode: String) throws -> (Process, Int) {
-        try startFixtureServer("etcd_rewrite_proxy.py", [cluster.endpoints[0], cluster.ca, cluster.cert, cluster.keyFile, mode])
+        try startFixtureServer(
+            "etcd_rewrite_proxy.py", [cluster.endpoints[0], cluster.ca, cluster.cert, cluster.keyFile, mode])
     }
 
     func testNumbersAndTextFromAHostileMemberNeverCrashOrReachTheTerminal() throws {
@@ -522,9 +573,11 @@ final class FleetTests: XCTestCase {
         defer { escapes.terminate() }
         let t = try proxiedHost("hostile", port: port2)
         for run in [t.tv("backend"), t.tv("get", "v.example")] {
-            XCTAssertTrue(run.stdout.contains("no such thing") || run.stderr.contains("no such thing"), run.stdout + run.stderr)
+            XCTAssertTrue(
+                run.stdout.contains("no such thing") || run.stderr.contains("no such thing"), run.stdout + run.stderr)
             for c in ["\u{1B}", "\u{07}", "\u{202E}", "\u{2028}"] {
-                XCTAssertFalse(run.stdout.contains(c) || run.stderr.contains(c), (run.stdout + run.stderr).debugDescription)
+                XCTAssertFalse(
+                    run.stdout.contains(c) || run.stderr.contains(c), (run.stdout + run.stderr).debugDescription)
             }
         }
         XCTAssertTrue(t.tv("backend").stdout.contains("etcd 3.4"), "the version, cleaned")
@@ -537,7 +590,9 @@ final class FleetTests: XCTestCase {
             let copy = s.home + "/" + key + ".pem"
             try FileManager.default.copyItem(atPath: path, toPath: copy)
             chmod(copy, 0o666)
-            try s.writeConfig(cluster.table(prefix: Self.prefix + "tlsfiles/").replacingOccurrences(of: "\(key) = \"\(path)\"", with: "\(key) = \"\(copy)\""))
+            try s.writeConfig(
+                cluster.table(prefix: Self.prefix + "tlsfiles/").replacingOccurrences(
+                    of: "\(key) = \"\(path)\"", with: "\(key) = \"\(copy)\""))
             let r = s.tv("get", "t.example")
             XCTAssertEqual(r.status, 77, "\(key): \(r.stderr)")
             XCTAssertTrue(r.stderr.contains("etcd.\(key)") && r.stderr.contains("writable by others"), r.stderr)

@@ -8,7 +8,8 @@ final class HardeningTests: QuirkProviderTestCase {
     func sandbox(_ path: String = "/rotate", backend: String = "file", extra: String = "") throws -> Sandbox {
         let s = Sandbox(backend: backend)
         s.env.merge(Self.keyring.env) { $1 }
-        try s.writeConfig("""
+        try s.writeConfig(
+            """
             [providers.q]
             service = "api.quirk.example"
             token_url = "http://127.0.0.1:\(Self.port)\(path)"
@@ -20,7 +21,9 @@ final class HardeningTests: QuirkProviderTestCase {
     }
 
     func storeExpired(_ s: Sandbox, refresh: String = "r-old") {
-        let r = s.tv("set", "q", "--provider", "q", stdin: #"{"access_token":"old","refresh_token":"\#(refresh)","expires_at":1}"#)
+        let r = s.tv(
+            "set", "q", "--provider", "q",
+            stdin: #"{"access_token":"old","refresh_token":"\#(refresh)","expires_at":1}"#)
         XCTAssertEqual(r.status, 0, r.stderr)
     }
 
@@ -39,7 +42,9 @@ final class HardeningTests: QuirkProviderTestCase {
         let service = host + ":65535"
         let account = String(repeating: "é", count: 128)
         let token = String(repeating: "t", count: 900_000)
-        let big = s.tv("set", service, "--account", account, stdin: #"{"access_token":"\#(token)","note":"\#(String(repeating: "n", count: 60_000))"}"#)
+        let big = s.tv(
+            "set", service, "--account", account,
+            stdin: #"{"access_token":"\#(token)","note":"\#(String(repeating: "n", count: 60_000))"}"#)
         XCTAssertEqual(big.status, 0, String(big.stderr.prefix(300)))
         let back = s.tv("get", service, "--account", account)
         XCTAssertTrue(back.out == token, "the 900 kB token comes back whole (\(back.out.count) bytes)")
@@ -75,7 +80,10 @@ final class HardeningTests: QuirkProviderTestCase {
 
     func testARotatedTokenTheVaultCannotTakeIsSpooledThenStored() throws {
         let s = try sandbox("/rotate")
-        for i in 0..<4 { XCTAssertEqual(s.tv("set", "pad\(i).example", stdin: "padding-\(i)-" + String(repeating: "p", count: 120)).status, 0) }
+        for i in 0..<4 {
+            XCTAssertEqual(
+                s.tv("set", "pad\(i).example", stdin: "padding-\(i)-" + String(repeating: "p", count: 120)).status, 0)
+        }
         storeExpired(s)
         // dash's ulimit -f counts 512-byte blocks: the vault (over 1 KiB) cannot be written, the spool can.
         let r = s.shell(#"ulimit -f 1; exec "$TV" get q"#)
@@ -94,9 +102,12 @@ final class HardeningTests: QuirkProviderTestCase {
     func testSetsDuringAMigrationAreKept() throws {
         let s = try sandbox(backend: "file")
         s.env["TOKENVAULT_KEY_TTL"] = "600"
-        let lines = (0..<80).map { #"printf '%s' 'old-\#($0)' | "$TV" set m\#($0).example || exit 1"# }.joined(separator: "\n")
+        let lines = (0..<80).map { #"printf '%s' 'old-\#($0)' | "$TV" set m\#($0).example || exit 1"# }.joined(
+            separator: "\n")
         XCTAssertEqual(s.shell(lines).status, 0)
-        let sets = (0..<6).map { i in #"printf '%s' 'new-\#(i)' | TOKENVAULT_BACKEND=auto "$TV" set m\#(i * 13).example"# }
+        let sets = (0..<6).map { i in
+            #"printf '%s' 'new-\#(i)' | TOKENVAULT_BACKEND=auto "$TV" set m\#(i * 13).example"#
+        }
         let script = #"""
             "$TV" migrate --to secret-service & pid=$!
             sleep 0.2
@@ -118,9 +129,10 @@ final class HardeningTests: QuirkProviderTestCase {
     // MARK: 5-7. Secrets where they do not belong
 
     func testChildrenNeverSeeThePassphrase() throws {
-        let s = try sandbox(extra: """
-            authorize_url = "http://127.0.0.1:\(Self.port)/authorize"
-            """)
+        let s = try sandbox(
+            extra: """
+                authorize_url = "http://127.0.0.1:\(Self.port)/authorize"
+                """)
         XCTAssertEqual(s.tv("set", "e.example", stdin: "tok-e").status, 0)
         let env = ["TOKENVAULT_PASSPHRASE_COMMAND": "echo 'correct horse'", "TOKENVAULT_PASSPHRASE_FILE": ""]
         let r = s.tv("exec", "e.example", "--", "env", env: env)
@@ -157,16 +169,45 @@ final class HardeningTests: QuirkProviderTestCase {
     func testEnvOutputIsSafeToEvalInEveryShell() throws {
         let s = Sandbox()
         let hostile = #"a\'b'$(touch${IFS}pwned)`touch${IFS}pwned2`\\;\"x"#
-        XCTAssertEqual(s.tv("set", "h.example", stdin: #"{"access_token":"\#(hostile.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\""))","note":"it's a \\ $HOME"}"#).status, 0)
+        XCTAssertEqual(
+            s.tv(
+                "set", "h.example",
+                stdin:
+                    #"{"access_token":"\#(hostile.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\""))","note":"it's a \\ $HOME"}"#
+            ).status, 0)
         XCTAssertEqual(s.tv("get", "h.example").out, hostile)
         let shells: [(String, [String])] = [
-            ("/bin/sh", ["-c", #"eval "$("$TV" get h.example --format env)"; printf '%s' "$TOKENVAULT_ACCESS_TOKEN""#]),
-            ("/bin/bash", ["-c", #"eval "$("$TV" get h.example --format env)"; printf '%s' "$TOKENVAULT_ACCESS_TOKEN""#]),
-            ("/usr/bin/zsh", ["-c", #"eval "$("$TV" get h.example --format env)"; printf '%s' "$TOKENVAULT_ACCESS_TOKEN""#]),
-            ("/usr/bin/fish", ["-c", #"eval ($TV get h.example --format env | string collect); printf '%s' "$TOKENVAULT_ACCESS_TOKEN""#]),
-            ("/usr/bin/fish", ["-c", #"$TV get h.example --format env | source; printf '%s' "$TOKENVAULT_ACCESS_TOKEN""#]),
-            ("/bin/bash", ["-c", #"eval "$("$TV" get h.example --format env --field note)"; printf '%s' "$TOKENVAULT_NOTE""#]),
-            ("/usr/bin/fish", ["-c", #"$TV get h.example --format env --field note | source; printf '%s' "$TOKENVAULT_NOTE""#]),
+            (
+                "/bin/sh",
+                ["-c", #"eval "$("$TV" get h.example --format env)"; printf '%s' "$TOKENVAULT_ACCESS_TOKEN""#]
+            ),
+            (
+                "/bin/bash",
+                ["-c", #"eval "$("$TV" get h.example --format env)"; printf '%s' "$TOKENVAULT_ACCESS_TOKEN""#]
+            ),
+            (
+                "/usr/bin/zsh",
+                ["-c", #"eval "$("$TV" get h.example --format env)"; printf '%s' "$TOKENVAULT_ACCESS_TOKEN""#]
+            ),
+            (
+                "/usr/bin/fish",
+                [
+                    "-c",
+                    #"eval ($TV get h.example --format env | string collect); printf '%s' "$TOKENVAULT_ACCESS_TOKEN""#,
+                ]
+            ),
+            (
+                "/usr/bin/fish",
+                ["-c", #"$TV get h.example --format env | source; printf '%s' "$TOKENVAULT_ACCESS_TOKEN""#]
+            ),
+            (
+                "/bin/bash",
+                ["-c", #"eval "$("$TV" get h.example --format env --field note)"; printf '%s' "$TOKENVAULT_NOTE""#]
+            ),
+            (
+                "/usr/bin/fish",
+                ["-c", #"$TV get h.example --format env --field note | source; printf '%s' "$TOKENVAULT_NOTE""#]
+            ),
         ]
         for (shell, args) in shells {
             var env = s.env
@@ -182,11 +223,16 @@ final class HardeningTests: QuirkProviderTestCase {
     // MARK: 8-14. Boundaries
 
     func testHTTPOnlyForLoopbackLiterals() throws {
-        for (url, ok) in [("http://127.evil-example.com:18080/token", false), ("http://localhost.evil.example/token", false),
-                          ("http://127.0.0.1:\(Self.port)/rotate", true), ("http://[::1]:9/token", true), ("http://localhost:9/token", true)] {
+        for (url, ok) in [
+            ("http://127.evil-example.com:18080/token", false), ("http://localhost.evil.example/token", false),
+            ("http://127.0.0.1:\(Self.port)/rotate", true), ("http://[::1]:9/token", true),
+            ("http://localhost:9/token", true),
+        ] {
             let s = Sandbox()
             try s.writeConfig("[providers.q]\nservice = \"q.example\"\ntoken_url = \"\(url)\"\nclient_id = \"c\"\n")
-            XCTAssertEqual(s.tv("set", "q", "--provider", "q", stdin: #"{"access_token":"o","refresh_token":"r","expires_at":1}"#).status, 0)
+            XCTAssertEqual(
+                s.tv("set", "q", "--provider", "q", stdin: #"{"access_token":"o","refresh_token":"r","expires_at":1}"#)
+                    .status, 0)
             let r = s.tv("refresh", "q")
             if ok {
                 XCTAssertNotEqual(r.status, 78, "\(url): \(r.stderr)")
@@ -204,7 +250,9 @@ final class HardeningTests: QuirkProviderTestCase {
         s.env["XDG_RUNTIME_DIR"] = ""
         let r = s.shell(#"umask 000; printf tok | "$TV" set u.example"#)
         XCTAssertEqual(r.status, 0, r.stderr)
-        for dir in [".local", ".local/share", ".local/share/tokenvault", ".cache", ".cache/tokenvault", ".cache/tokenvault/run"] {
+        for dir in [
+            ".local", ".local/share", ".local/share/tokenvault", ".cache", ".cache/tokenvault", ".cache/tokenvault/run",
+        ] {
             let mode = try FileManager.default.attributesOfItem(atPath: s.home + "/" + dir)[.posixPermissions] as? Int
             XCTAssertEqual(mode, 0o700, dir)
         }
@@ -239,7 +287,8 @@ final class HardeningTests: QuirkProviderTestCase {
             b[80:96] = h.blake2b(bytes(b[:80]), digest_size=16, encoder=encoding.RawEncoder)
             open(p, "wb").write(b)
             """
-        XCTAssertEqual(runProcess("/usr/bin/python3", ["-c", craft, s.vault], env: ["PATH": "/usr/bin:/bin"]).status, 0)
+        XCTAssertEqual(
+            runProcess("/usr/bin/python3", ["-c", craft, s.vault], env: ["PATH": "/usr/bin:/bin"]).status, 0)
         let r = s.tv("get", "k.example")
         XCTAssertEqual(r.status, 74, r.stderr)
         XCTAssertTrue(r.stderr.contains("absurd key-derivation parameters"), r.stderr)
@@ -248,8 +297,10 @@ final class HardeningTests: QuirkProviderTestCase {
     func testRecordsWrittenByOtherToolsAreValidated() throws {
         let s = Sandbox(backend: "secret-service")
         s.env.merge(Self.keyring.env) { $1 }
-        let store = runProcess("/usr/bin/secret-tool", ["store", "--label=x", "service", "crlf.example", "account", "default", "type", "token"],
-                               stdin: "tok\r\nX-Injected: yes", env: s.env)
+        let store = runProcess(
+            "/usr/bin/secret-tool",
+            ["store", "--label=x", "service", "crlf.example", "account", "default", "type", "token"],
+            stdin: "tok\r\nX-Injected: yes", env: s.env)
         XCTAssertEqual(store.status, 0, store.stderr)
         for args in [["get", "crlf.example"], ["header", "crlf.example"]] {
             let r = s.run(args)
@@ -273,7 +324,9 @@ final class HardeningTests: QuirkProviderTestCase {
         let secret = s.home + "/client.secret"
         try "csecret".write(toFile: secret, atomically: true, encoding: .utf8)
         chmod(secret, 0o666)
-        try s.writeConfig("[providers.q]\nservice = \"q.example\"\ntoken_url = \"http://127.0.0.1:\(Self.port)/rotate\"\nclient_id = \"c\"\nclient_secret_file = \"\(secret)\"\n")
+        try s.writeConfig(
+            "[providers.q]\nservice = \"q.example\"\ntoken_url = \"http://127.0.0.1:\(Self.port)/rotate\"\nclient_id = \"c\"\nclient_secret_file = \"\(secret)\"\n"
+        )
         storeExpired(s)
         XCTAssertEqual(s.tv("get", "q").status, 77)
         chmod(secret, 0o600)
@@ -295,14 +348,21 @@ final class HardeningTests: QuirkProviderTestCase {
         // The binary as `make release` ships it: libsecret, GLib and libcurl not NEEDED (opened on first use).
         let shipped = s.home + "/tokenvault"
         let needed = ["libsecret-1.so.0", "libgio-2.0.so.0", "libgobject-2.0.so.0", "libglib-2.0.so.0", "libcurl.so.4"]
-        let patch = runProcess("/usr/bin/patchelf", needed.flatMap { ["--remove-needed", $0] } + ["--output", shipped, Paths.binary], env: [:])
+        let patch = runProcess(
+            "/usr/bin/patchelf", needed.flatMap { ["--remove-needed", $0] } + ["--output", shipped, Paths.binary],
+            env: [:])
         XCTAssertEqual(patch.status, 0, patch.stderr)
         s.env["TV"] = shipped
         func hidden(_ soname: String, _ command: String) -> Run {
-            runProcess("/bin/sh", ["-c", """
-                lib=$(ldconfig -p | awk '/\(soname) /{print $NF; exit}')
-                exec unshare -m sh -c "mount --bind /dev/null $(readlink -f "$lib") && exec \(command)"
-                """], env: s.env)
+            runProcess(
+                "/bin/sh",
+                [
+                    "-c",
+                    """
+                    lib=$(ldconfig -p | awk '/\(soname) /{print $NF; exit}')
+                    exec unshare -m sh -c "mount --bind /dev/null $(readlink -f "$lib") && exec \(command)"
+                    """,
+                ], env: s.env)
         }
         let curl = hidden("libcurl.so.4", #""$TV" get q"#)
         XCTAssertEqual(curl.status, 69, curl.stderr)
@@ -313,7 +373,8 @@ final class HardeningTests: QuirkProviderTestCase {
         XCTAssertEqual(secret.status, 69, secret.stderr)
         XCTAssertTrue(secret.stderr.contains("libsecret cannot be loaded"), secret.stderr)
         // auto falls back to the file vault, and says why.
-        let auto = hidden("libsecret-1.so.0", #"env TOKENVAULT_BACKEND=auto "$TV" get q --no-refresh --field refresh_token"#)
+        let auto = hidden(
+            "libsecret-1.so.0", #"env TOKENVAULT_BACKEND=auto "$TV" get q --no-refresh --field refresh_token"#)
         XCTAssertEqual(auto.status, 0, auto.stderr)
         XCTAssertEqual(auto.out, "r-old")
     }

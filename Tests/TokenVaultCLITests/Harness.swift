@@ -11,7 +11,8 @@ struct Run {
 
 /// The package root and the built executables next to the test bundle.
 enum Paths {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
     static var binary: String { product("tokenvault") }
 
     /// An executable the package builds.
@@ -32,13 +33,17 @@ enum Paths {
 /// seconds. Spawned with posix_spawn and read with poll (Spawned.swift), not
 /// Foundation's Process: the tests start hundreds of these from many threads
 /// at once, which Process did not always survive.
-func runProcess(_ executable: String, _ args: [String], stdin: String? = nil, env: [String: String],
-                limit: Double = 120, in directory: String? = nil) -> Run {
+func runProcess(
+    _ executable: String, _ args: [String], stdin: String? = nil, env: [String: String],
+    limit: Double = 120, in directory: String? = nil
+) -> Run {
     var argv = [executable] + args
     if let directory { argv = ["/usr/bin/env", "-C", directory] + argv }
     do {
         let r = try Spawned.run(argv, env: env, stdin: stdin.map { Array($0.utf8) }, limit: limit)
-        return Run(status: r.status, stdout: String(decoding: r.stdout, as: UTF8.self), stderr: String(decoding: r.stderr, as: UTF8.self))
+        return Run(
+            status: r.status, stdout: String(decoding: r.stdout, as: UTF8.self),
+            stderr: String(decoding: r.stderr, as: UTF8.self))
     } catch {
         return Run(status: -1, stdout: "", stderr: "cannot start \(executable): \(error)")
     }
@@ -53,7 +58,8 @@ func startFixtureServer(_ script: String, _ args: [String] = []) throws -> (Proc
     let line = try startAndReadFirstLine(process)
     guard line.hasPrefix("port "), let port = Int(line.dropFirst(5)) else {
         if process.isRunning { process.terminate() }
-        throw NSError(domain: script, code: 1, userInfo: [NSLocalizedDescriptionKey: "\(script) did not start: \(line)"])
+        throw NSError(
+            domain: script, code: 1, userInfo: [NSLocalizedDescriptionKey: "\(script) did not start: \(line)"])
     }
     return (process, port)
 }
@@ -92,7 +98,10 @@ class QuirkProviderTestCase: XCTestCase {
     }
 
     override class func tearDown() {
-        if server.isRunning { server.terminate(); server.waitUntilExit() }
+        if server.isRunning {
+            server.terminate()
+            server.waitUntilExit()
+        }
         keyring.stop()
     }
 
@@ -154,11 +163,15 @@ final class Sandbox: @unchecked Sendable {
     /// Runs `tokenvault ARGS` on a pseudo-terminal `columns` wide (on_pty.py);
     /// its stdout is everything the terminal showed. With `interruptAfter`,
     /// Ctrl-C is typed once that text has been shown.
-    func onTerminal(_ args: [String], columns: Int = 200, interruptAfter: String? = nil, env extra: [String: String] = [:]) -> Run {
+    func onTerminal(
+        _ args: [String], columns: Int = 200, interruptAfter: String? = nil, env extra: [String: String] = [:]
+    ) -> Run {
         var e = env.merging(extra) { $1 }
         e["PTY_COLUMNS"] = String(columns)
         e["PTY_INTERRUPT_AFTER"] = interruptAfter
-        return runProcess("/usr/bin/python3", [Paths.fixtures.appendingPathComponent("on_pty.py").path, Paths.binary] + args, env: e, limit: 90)
+        return runProcess(
+            "/usr/bin/python3", [Paths.fixtures.appendingPathComponent("on_pty.py").path, Paths.binary] + args, env: e,
+            limit: 90)
     }
 
     /// Marks the stored credential of `service` expired, its tokens and
@@ -166,13 +179,20 @@ final class Sandbox: @unchecked Sendable {
     @discardableResult
     func expireStored(_ service: String, account: String = "default") throws -> String {
         let json = tv("get", service, "--account", account, "--format", "json", "--no-refresh")
-        guard json.status == 0, let record = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any] else {
-            throw NSError(domain: "Sandbox", code: 3, userInfo: [NSLocalizedDescriptionKey: "no record: \(json.stderr)"])
+        guard json.status == 0,
+            let record = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
+        else {
+            throw NSError(
+                domain: "Sandbox", code: 3, userInfo: [NSLocalizedDescriptionKey: "no record: \(json.stderr)"])
         }
         let token = record["access_token"] as? String ?? ""
-        let expired: [String: Any] = ["access_token": token, "refresh_token": record["refresh_token"] ?? NSNull(), "expires_at": 1]
+        let expired: [String: Any] = [
+            "access_token": token, "refresh_token": record["refresh_token"] ?? NSNull(), "expires_at": 1,
+        ]
         let again = String(decoding: try JSONSerialization.data(withJSONObject: expired), as: UTF8.self)
-        XCTAssertEqual(tv("set", service, "--account", account, "--provider", record["provider"] as? String ?? "", stdin: again).status, 0)
+        XCTAssertEqual(
+            tv("set", service, "--account", account, "--provider", record["provider"] as? String ?? "", stdin: again)
+                .status, 0)
         return token
     }
 
@@ -209,7 +229,9 @@ final class PrivateKeyring {
         bus.environment = env
         address = try startAndReadFirstLine(bus)
         guard address.hasPrefix("unix:") else {
-            throw NSError(domain: "PrivateKeyring", code: 1, userInfo: [NSLocalizedDescriptionKey: "dbus-daemon printed no address"])
+            throw NSError(
+                domain: "PrivateKeyring", code: 1,
+                userInfo: [NSLocalizedDescriptionKey: "dbus-daemon printed no address"])
         }
         var kenv = env
         kenv["DBUS_SESSION_BUS_ADDRESS"] = address
@@ -225,8 +247,9 @@ final class PrivateKeyring {
             """
         let r = runProcess("/usr/bin/python3", ["-c", start], env: kenv, limit: 30)
         guard r.status == 0 else {
-            throw NSError(domain: "PrivateKeyring", code: Int(r.status),
-                          userInfo: [NSLocalizedDescriptionKey: "gnome-keyring-daemon --unlock failed: \(r.stderr)"])
+            throw NSError(
+                domain: "PrivateKeyring", code: Int(r.status),
+                userInfo: [NSLocalizedDescriptionKey: "gnome-keyring-daemon --unlock failed: \(r.stderr)"])
         }
     }
 

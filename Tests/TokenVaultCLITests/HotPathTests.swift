@@ -9,13 +9,18 @@ import XCTest
 /// libraries dropped from its NEEDED list, as `make release` drops them.
 final class HotPathTests: XCTestCase {
     nonisolated(unsafe) static var binary = ""
-    static let lazyLibraries = ["libsecret-1.so.0", "libgio-2.0.so.0", "libgobject-2.0.so.0", "libglib-2.0.so.0", "libcurl.so.4"]
-    static let unwanted = ["libsecret", "libglib", "libgio", "libgcrypt", "libcurl", "libqrencode", "libcrypto.so", "libssl"]
+    static let lazyLibraries = [
+        "libsecret-1.so.0", "libgio-2.0.so.0", "libgobject-2.0.so.0", "libglib-2.0.so.0", "libcurl.so.4",
+    ]
+    static let unwanted = [
+        "libsecret", "libglib", "libgio", "libgcrypt", "libcurl", "libqrencode", "libcrypto.so", "libssl",
+    ]
 
     override class func setUp() {
         binary = NSTemporaryDirectory() + "tv-hotpath-" + UUID().uuidString.prefix(8)
         try! FileManager.default.copyItem(atPath: Paths.binary, toPath: binary)
-        let patch = runProcess("/usr/bin/patchelf", lazyLibraries.flatMap { ["--remove-needed", $0] } + [binary], env: [:])
+        let patch = runProcess(
+            "/usr/bin/patchelf", lazyLibraries.flatMap { ["--remove-needed", $0] } + [binary], env: [:])
         precondition(patch.status == 0, patch.stderr)
     }
 
@@ -36,7 +41,9 @@ final class HotPathTests: XCTestCase {
         let nm = runProcess("/usr/bin/nm", ["-D", "--undefined-only", Paths.binary], env: [:])
         XCTAssertEqual(nm.status, 0)
         let direct = nm.stdout.split(separator: "\n").filter { line in
-            ["secret_", "g_", "curl_", "QRcode_", "EVP_", "PEM_", "BIO_"].contains { line.split(separator: " ").last?.hasPrefix($0) == true }
+            ["secret_", "g_", "curl_", "QRcode_", "EVP_", "PEM_", "BIO_"].contains {
+                line.split(separator: " ").last?.hasPrefix($0) == true
+            }
         }
         XCTAssertEqual(direct, [], "linked directly")
     }
@@ -44,7 +51,10 @@ final class HotPathTests: XCTestCase {
     func testAGetFromTheFileVaultLoadsNoLibraryItDoesNotUse() throws {
         let s = Sandbox(backend: "file")
         XCTAssertEqual(s.tv("set", "api.example.com", stdin: #"{"access_token":"tok","expires_in":3600}"#).status, 0)
-        for args in [["get", "api.example.com"], ["header", "api.example.com"], ["get", "api.example.com", "--format", "kubectl"]] {
+        for args in [
+            ["get", "api.example.com"], ["header", "api.example.com"],
+            ["get", "api.example.com", "--format", "kubectl"],
+        ] {
             let (r, libs) = loaded(s, args)
             XCTAssertEqual(r.status, 0, r.stderr)
             XCTAssertTrue(libs.contains { $0.hasPrefix("libsodium") }, "the loader report is read: \(libs)")
@@ -88,13 +98,16 @@ final class HotPathTests: XCTestCase {
             ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").count
         }
         s.env["DBUS_SESSION_BUS_ADDRESS"] = "unix:path=" + socket
-        for (config, backend) in [("backend = \"file\"\n", nil), ("", "file"), ("backend = \"secret-service\"\n", "file")] {
+        for (config, backend) in [
+            ("backend = \"file\"\n", nil), ("", "file"), ("backend = \"secret-service\"\n", "file"),
+        ] {
             try s.writeConfig(config)
             s.env["TOKENVAULT_BACKEND"] = backend
             let (r, libs) = loaded(s, ["get", "api.example.com"])
             XCTAssertEqual(r.status, 0, r.stderr)
             XCTAssertEqual(r.out, "tok")
-            XCTAssertFalse(libs.contains("libsecret-1.so.0"), "config \(config), TOKENVAULT_BACKEND \(backend ?? "unset")")
+            XCTAssertFalse(
+                libs.contains("libsecret-1.so.0"), "config \(config), TOKENVAULT_BACKEND \(backend ?? "unset")")
             XCTAssertEqual(connections(), 0, "config \(config), TOKENVAULT_BACKEND \(backend ?? "unset")")
         }
         // Auto (no backend anywhere) does ask the bus: the listener sees it.
@@ -115,15 +128,18 @@ final class HotPathTests: XCTestCase {
         for module in ["TokenVaultKit", "TokenVaultCLI"] {
             let dir = buildDir + "/\(module).build"
             // Only the objects of sources that exist: a deleted file's object stays behind.
-            let sources = Set((FileManager.default.enumerator(atPath: Paths.root.appendingPathComponent("Sources/\(module)").path)?
-                .compactMap { ($0 as? String).map { ($0 as NSString).lastPathComponent } }) ?? [])
+            let sources = Set(
+                (FileManager.default.enumerator(atPath: Paths.root.appendingPathComponent("Sources/\(module)").path)?
+                    .compactMap { ($0 as? String).map { ($0 as NSString).lastPathComponent } }) ?? [])
             let objects = try FileManager.default.contentsOfDirectory(atPath: dir)
                 .filter { $0.hasSuffix(".swift.o") && sources.contains(String($0.dropLast(2))) }
             XCTAssertGreaterThan(objects.count, 5, dir)
             let nm = runProcess("/usr/bin/nm", ["-u"] + objects.map { dir + "/" + $0 }, env: [:])
             XCTAssertEqual(nm.status, 0, nm.stderr)
             XCTAssertTrue(nm.stdout.contains("$s20FoundationEssentials"), "the check sees Swift symbols")
-            let foundation = nm.stdout.split(separator: "\n").filter { $0.contains("$s10Foundation") || $0.contains("$s26FoundationInternationalization") }
+            let foundation = nm.stdout.split(separator: "\n").filter {
+                $0.contains("$s10Foundation") || $0.contains("$s26FoundationInternationalization")
+            }
             XCTAssertEqual(foundation, [], "\(module) references the whole of Foundation")
         }
     }

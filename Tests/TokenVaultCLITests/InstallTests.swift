@@ -8,7 +8,9 @@ final class InstallTests: XCTestCase {
     func make(_ args: [String], env: [String: String]) -> Run {
         // `-o release`: the install recipe with the binary this test run built,
         // rather than a second (optimised, minutes-long) build of the same code.
-        runProcess("/usr/bin/make", ["-C", Paths.root.path, "-o", "release"] + args + ["RELEASE_BIN=" + Paths.binary], env: env, limit: 120)
+        runProcess(
+            "/usr/bin/make", ["-C", Paths.root.path, "-o", "release"] + args + ["RELEASE_BIN=" + Paths.binary],
+            env: env, limit: 120)
     }
 
     func lines(_ r: Run) -> [String] { r.stdout.split(separator: "\n").map(String.init) }
@@ -29,8 +31,9 @@ final class InstallTests: XCTestCase {
             let attributes = try FileManager.default.attributesOfItem(atPath: prefix + "/" + path)
             XCTAssertEqual((attributes[.posixPermissions] as? NSNumber)?.intValue, mode, path)
         }
-        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: prefix + "/share/man/man1/tokenvault.1")),
-                       try Data(contentsOf: Paths.root.appendingPathComponent("man/tokenvault.1")))
+        XCTAssertEqual(
+            try Data(contentsOf: URL(fileURLWithPath: prefix + "/share/man/man1/tokenvault.1")),
+            try Data(contentsOf: Paths.root.appendingPathComponent("man/tokenvault.1")))
 
         // As a user with PREFIX on their paths sees it.
         var user = s.env
@@ -42,25 +45,39 @@ final class InstallTests: XCTestCase {
         var manEnv = user
         manEnv["MANPAGER"] = "cat"
         manEnv["MANWIDTH"] = "80"
-        XCTAssertEqual(runProcess("/usr/bin/man", ["-w", "tokenvault"], env: manEnv).out, prefix + "/share/man/man1/tokenvault.1")
+        XCTAssertEqual(
+            runProcess("/usr/bin/man", ["-w", "tokenvault"], env: manEnv).out, prefix + "/share/man/man1/tokenvault.1")
         let page = runProcess("/usr/bin/man", ["tokenvault"], env: manEnv)
         XCTAssertEqual(page.stderr, "")
         XCTAssertTrue(page.stdout.contains("EXIT STATUS"))
 
         let providers = ["github", "gitlab", "google"]
         // bash-completion's loader and fish find the installed scripts on their own.
-        let bash = runProcess("/bin/bash", [Paths.fixtures.appendingPathComponent("complete.bash").path, "-", "tokenvault", "login", "g"], env: user)
+        let bash = runProcess(
+            "/bin/bash",
+            [Paths.fixtures.appendingPathComponent("complete.bash").path, "-", "tokenvault", "login", "g"], env: user)
         XCTAssertEqual(lines(bash), providers, bash.stderr)
-        let fish = runProcess("/usr/bin/python3", [Paths.fixtures.appendingPathComponent("complete_shell.py").path, "fish", "-", "tokenvault", "login", "g"], env: user, limit: 60)
+        let fish = runProcess(
+            "/usr/bin/python3",
+            [Paths.fixtures.appendingPathComponent("complete_shell.py").path, "fish", "-", "tokenvault", "login", "g"],
+            env: user, limit: 60)
         XCTAssertEqual(lines(fish), providers, fish.stderr)
         // zsh: site-functions on fpath, as it is for zsh's own prefix.
-        let zsh = runProcess("/usr/bin/python3", [Paths.fixtures.appendingPathComponent("complete_shell.py").path, "zsh", prefix + "/share/zsh/site-functions/_tokenvault", "tokenvault", "login", "g"], env: user, limit: 60)
+        let zsh = runProcess(
+            "/usr/bin/python3",
+            [
+                Paths.fixtures.appendingPathComponent("complete_shell.py").path, "zsh",
+                prefix + "/share/zsh/site-functions/_tokenvault", "tokenvault", "login", "g",
+            ], env: user, limit: 60)
         XCTAssertEqual(lines(zsh), providers, zsh.stderr)
 
         let uninstall = make(["uninstall", "PREFIX=" + prefix], env: env)
         XCTAssertEqual(uninstall.status, 0, uninstall.stderr)
         let left = FileManager.default.enumerator(atPath: prefix)?.compactMap { $0 as? String }
-            .filter { (try? FileManager.default.attributesOfItem(atPath: prefix + "/" + $0)[.type] as? FileAttributeType) != .typeDirectory }
+            .filter {
+                (try? FileManager.default.attributesOfItem(atPath: prefix + "/" + $0)[.type] as? FileAttributeType)
+                    != .typeDirectory
+            }
         XCTAssertEqual(left, [])
     }
 }

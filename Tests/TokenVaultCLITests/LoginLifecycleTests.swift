@@ -76,12 +76,15 @@ final class LoginLifecycleTests: XCTestCase {
         let s = try sandbox()
         let codes = try codesIssued()
         let first = firstLogin(s)
-        let second = runProcess("/usr/bin/python3", [Paths.fixtures.appendingPathComponent("on_pty.py").path, Paths.binary, "login", "local"],
-                                env: s.env, limit: 60)
+        let second = runProcess(
+            "/usr/bin/python3",
+            [Paths.fixtures.appendingPathComponent("on_pty.py").path, Paths.binary, "login", "local"],
+            env: s.env, limit: 60)
         first.wait()
         XCTAssertEqual(second.status, 0, second.stdout)
         XCTAssertTrue(second.stdout.contains("already pending"), second.stdout)
-        XCTAssertTrue(second.stdout.contains("the other login finished: logged in to local as Alice Example"), second.stdout)
+        XCTAssertTrue(
+            second.stdout.contains("the other login finished: logged in to local as Alice Example"), second.stdout)
         XCTAssertEqual(openings(s), 1)
         XCTAssertEqual(try codesIssued(), codes + 1)
     }
@@ -91,16 +94,21 @@ final class LoginLifecycleTests: XCTestCase {
         for signal in ["INT", "TERM", "KILL"] {
             // bash with job control on, so the background login takes SIGINT as
             // a Ctrl-C would (a non-interactive sh starts it with SIGINT ignored).
-            let r = runProcess("/bin/bash", ["-c", """
-                set -m
-                BROWSER_MODE=ignore "$TV" login local --timeout 60 2>/dev/null &
-                pid=$!
-                while [ ! -s "$BROWSER_LOG" ]; do sleep 0.05; done
-                kill -\(signal) $pid; wait $pid
-                echo "first=$?"
-                "$TV" login local --timeout 20
-                echo "second=$?"
-                """], env: s.env.merging(["TV": Paths.binary]) { $1 })
+            let r = runProcess(
+                "/bin/bash",
+                [
+                    "-c",
+                    """
+                    set -m
+                    BROWSER_MODE=ignore "$TV" login local --timeout 60 2>/dev/null &
+                    pid=$!
+                    while [ ! -s "$BROWSER_LOG" ]; do sleep 0.05; done
+                    kill -\(signal) $pid; wait $pid
+                    echo "first=$?"
+                    "$TV" login local --timeout 20
+                    echo "second=$?"
+                    """,
+                ], env: s.env.merging(["TV": Paths.binary]) { $1 })
             XCTAssertTrue(r.stdout.contains("second=0"), "\(signal): \(r.stdout) \(r.stderr)")
             XCTAssertFalse(r.stdout.contains("first=0"))
             XCTAssertFalse(r.stderr.contains("pending"), r.stderr)
@@ -115,35 +123,57 @@ final class LoginLifecycleTests: XCTestCase {
         XCTAssertEqual(s.tv("login", "local", limit: 60).status, 0)
         let before = s.tv("get", "local").out
         // During the browser wait, with a credential already stored.
-        let browser = s.onTerminal(["login", "local", "--timeout", "60"], interruptAfter: "waiting for the browser login: ",
-                                   env: ["BROWSER_MODE": "ignore"])
+        let browser = s.onTerminal(
+            ["login", "local", "--timeout", "60"], interruptAfter: "waiting for the browser login: ",
+            env: ["BROWSER_MODE": "ignore"])
         XCTAssertEqual(browser.status, 130, browser.stdout)
-        XCTAssertTrue(browser.stdout.hasSuffix("s left (Ctrl-C to stop)^C\u{1B}[Ktokenvault: interrupted; nothing was stored: the login to local did not finish, and the credential stored under 127.0.0.1:\(provider.port) (default) is unchanged\n"),
-                      "the wait line is cleared and one line says it: \(browser.stdout.debugDescription)")
+        XCTAssertTrue(
+            browser.stdout.hasSuffix(
+                "s left (Ctrl-C to stop)^C\u{1B}[Ktokenvault: interrupted; nothing was stored: the login to local did not finish, and the credential stored under 127.0.0.1:\(provider.port) (default) is unchanged\n"
+            ),
+            "the wait line is cleared and one line says it: \(browser.stdout.debugDescription)")
         XCTAssertEqual(s.tv("get", "local").out, before)
         // During device-flow polling, with nothing stored: the wait line repeats the code and counts down.
         let fresh = try sandbox()
-        let device = fresh.onTerminal(["login", "local", "--device", "--no-qr", "--timeout", "60"], interruptAfter: "(Ctrl-C to stop)")
+        let device = fresh.onTerminal(
+            ["login", "local", "--device", "--no-qr", "--timeout", "60"], interruptAfter: "(Ctrl-C to stop)")
         XCTAssertEqual(device.status, 130, device.stdout)
-        let code = try XCTUnwrap(device.stdout.range(of: #"enter the code: (\S+)"#, options: .regularExpression).map { String(device.stdout[$0].split(separator: " ").last!) })
-        XCTAssertTrue(device.stdout.range(of: "tokenvault: waiting for approval: [0-9]+ s left; enter \(code) at \(provider.base)/device \\(Ctrl-C to stop\\)",
-                                              options: .regularExpression) != nil, device.stdout)
-        XCTAssertTrue(device.stdout.hasSuffix("tokenvault: interrupted; nothing was stored: the login to local did not finish, and 127.0.0.1:\(provider.port) (default) still has no credential\n"),
-                      device.stdout)
+        let code = try XCTUnwrap(
+            device.stdout.range(of: #"enter the code: (\S+)"#, options: .regularExpression).map {
+                String(device.stdout[$0].split(separator: " ").last!)
+            })
+        XCTAssertTrue(
+            device.stdout.range(
+                of:
+                    "tokenvault: waiting for approval: [0-9]+ s left; enter \(code) at \(provider.base)/device \\(Ctrl-C to stop\\)",
+                options: .regularExpression) != nil, device.stdout)
+        XCTAssertTrue(
+            device.stdout.hasSuffix(
+                "tokenvault: interrupted; nothing was stored: the login to local did not finish, and 127.0.0.1:\(provider.port) (default) still has no credential\n"
+            ),
+            device.stdout)
         XCTAssertEqual(fresh.tv("get", "local").status, 3)
         // Without a terminal the line is the same, and nothing is drawn.
         try FileManager.default.removeItem(atPath: s.home + "/browser.log")
-        let piped = runProcess("/bin/bash", ["-c", """
-            set -m
-            BROWSER_MODE=ignore "$TV" login local --timeout 60 2>"$HOME/err" &
-            pid=$!
-            while [ ! -s "$BROWSER_LOG" ]; do sleep 0.05; done
-            kill -INT $pid; wait $pid
-            echo "status=$?"
-            """], env: s.env.merging(["TV": Paths.binary]) { $1 }, limit: 60)
+        let piped = runProcess(
+            "/bin/bash",
+            [
+                "-c",
+                """
+                set -m
+                BROWSER_MODE=ignore "$TV" login local --timeout 60 2>"$HOME/err" &
+                pid=$!
+                while [ ! -s "$BROWSER_LOG" ]; do sleep 0.05; done
+                kill -INT $pid; wait $pid
+                echo "status=$?"
+                """,
+            ], env: s.env.merging(["TV": Paths.binary]) { $1 }, limit: 60)
         XCTAssertTrue(piped.stdout.contains("status=130"), piped.stdout + piped.stderr)
         let err = try String(contentsOfFile: s.home + "/err", encoding: .utf8)
-        XCTAssertTrue(err.hasSuffix("\ntokenvault: interrupted; nothing was stored: the login to local did not finish, and the credential stored under 127.0.0.1:\(provider.port) (default) is unchanged\n"), err)
+        XCTAssertTrue(
+            err.hasSuffix(
+                "\ntokenvault: interrupted; nothing was stored: the login to local did not finish, and the credential stored under 127.0.0.1:\(provider.port) (default) is unchanged\n"
+            ), err)
         XCTAssertFalse(err.contains("\u{1B}"), err)
         XCTAssertEqual(s.tv("get", "local").out, before)
     }
@@ -155,10 +185,16 @@ final class LoginLifecycleTests: XCTestCase {
         let ssh = ["SSH_CONNECTION": "192.0.2.7 50522 192.0.2.1 22", "BROWSER": ""]
         var env = s.env.merging(ssh) { $1 }
         env["BROWSER"] = nil
-        let r = runProcess("/usr/bin/python3", [Paths.fixtures.appendingPathComponent("device_login.py").path, Paths.binary, "local",
-                                                provider.base, "approve", "--timeout", "60"], env: env, limit: 90)
+        let r = runProcess(
+            "/usr/bin/python3",
+            [
+                Paths.fixtures.appendingPathComponent("device_login.py").path, Paths.binary, "local",
+                provider.base, "approve", "--timeout", "60",
+            ], env: env, limit: 90)
         XCTAssertEqual(r.out, "0", r.stderr)
-        XCTAssertTrue(r.stderr.contains("no browser can open here (an SSH session without a display): using the device flow"), r.stderr)
+        XCTAssertTrue(
+            r.stderr.contains("no browser can open here (an SSH session without a display): using the device flow"),
+            r.stderr)
         XCTAssertEqual(openings(s), 0)
         XCTAssertEqual(provider.resourceStatus(s.tv("get", "local").out), 200)
         // --browser opens one all the same.
@@ -166,7 +202,11 @@ final class LoginLifecycleTests: XCTestCase {
         XCTAssertEqual(forced.status, 0, forced.stderr)
         XCTAssertEqual(openings(s), 1)
         // A forwarded display is a way to open one.
-        XCTAssertEqual(s.tv("login", "local", env: ["SSH_CONNECTION": ssh["SSH_CONNECTION"]!, "DISPLAY": "localhost:10.0"], limit: 60).status, 0)
+        XCTAssertEqual(
+            s.tv(
+                "login", "local", env: ["SSH_CONNECTION": ssh["SSH_CONNECTION"]!, "DISPLAY": "localhost:10.0"],
+                limit: 60
+            ).status, 0)
         XCTAssertEqual(openings(s), 2)
         XCTAssertEqual(s.tv("login", "local", "--browser", "--device").status, 64)
     }
@@ -174,19 +214,28 @@ final class LoginLifecycleTests: XCTestCase {
     func testWithoutADeviceFlowPasteModeIsChosen() throws {
         // The same provider, without its device endpoint.
         let s = Sandbox()
-        try s.writeConfig(provider.config.split(separator: "\n").filter { !$0.hasPrefix("device_authorization_url") }.joined(separator: "\n"))
-        let r = runProcess("/usr/bin/python3", [Paths.fixtures.appendingPathComponent("paste_login.py").path, Paths.binary, "local", "--timeout", "60"],
-                           env: s.env, limit: 60)
+        try s.writeConfig(
+            provider.config.split(separator: "\n").filter { !$0.hasPrefix("device_authorization_url") }.joined(
+                separator: "\n"))
+        let r = runProcess(
+            "/usr/bin/python3",
+            [Paths.fixtures.appendingPathComponent("paste_login.py").path, Paths.binary, "local", "--timeout", "60"],
+            env: s.env, limit: 60)
         XCTAssertEqual(r.out, "0", r.stderr)
-        XCTAssertTrue(r.stderr.contains("no browser can open here (no $BROWSER, DISPLAY or WAYLAND_DISPLAY): paste mode"), r.stderr)
+        XCTAssertTrue(
+            r.stderr.contains("no browser can open here (no $BROWSER, DISPLAY or WAYLAND_DISPLAY): paste mode"),
+            r.stderr)
         XCTAssertEqual(provider.resourceStatus(s.tv("get", "local").out), 200)
     }
 
     // MARK: QR code
 
     func qrLogin(_ s: Sandbox, _ args: String...) throws -> [String: Any] {
-        let r = runProcess("/usr/bin/python3", [Paths.fixtures.appendingPathComponent("qr_device_login.py").path, Paths.binary, "local", provider.base] + args,
-                           env: s.env, limit: 90)
+        let r = runProcess(
+            "/usr/bin/python3",
+            [Paths.fixtures.appendingPathComponent("qr_device_login.py").path, Paths.binary, "local", provider.base]
+                + args,
+            env: s.env, limit: 90)
         return try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any], r.stderr)
     }
 
@@ -205,10 +254,16 @@ final class LoginLifecycleTests: XCTestCase {
         XCTAssertEqual(plain["lines"] as? Int, 0)
         XCTAssertNil(plain["decoded"] as? String)
         // stderr not a terminal: nothing drawn either.
-        let piped = runProcess("/usr/bin/python3", [Paths.fixtures.appendingPathComponent("device_login.py").path, Paths.binary, "local",
-                                                    provider.base, "approve"], env: s.env, limit: 90)
+        let piped = runProcess(
+            "/usr/bin/python3",
+            [
+                Paths.fixtures.appendingPathComponent("device_login.py").path, Paths.binary, "local",
+                provider.base, "approve",
+            ], env: s.env, limit: 90)
         XCTAssertEqual(piped.out, "0", piped.stderr)
-        XCTAssertFalse(piped.stderr.contains("\u{2580}") || piped.stderr.contains("\u{2588}") || piped.stderr.contains("\u{1B}["), piped.stderr)
+        XCTAssertFalse(
+            piped.stderr.contains("\u{2580}") || piped.stderr.contains("\u{2588}") || piped.stderr.contains("\u{1B}["),
+            piped.stderr)
     }
 
     // MARK: TOKENVAULT_ACCOUNT
@@ -220,7 +275,8 @@ final class LoginLifecycleTests: XCTestCase {
         XCTAssertEqual(s.tv("set", "api.example.com", stdin: "work-token", env: work).status, 0)
         XCTAssertEqual(s.tv("get", "api.example.com", env: work).out, "work-token")
         XCTAssertEqual(s.tv("get", "api.example.com").out, "home-token")
-        XCTAssertEqual(s.tv("get", "api.example.com", "--account", "default", env: work).out, "home-token", "--account wins")
+        XCTAssertEqual(
+            s.tv("get", "api.example.com", "--account", "default", env: work).out, "home-token", "--account wins")
         let status = s.tv("status", "api.example.com", env: work)
         XCTAssertTrue(status.stdout.contains("account:     work (from TOKENVAULT_ACCOUNT)"), status.stdout)
         XCTAssertTrue(s.tv("status", "api.example.com").stdout.contains("default (the default)"))
@@ -228,7 +284,9 @@ final class LoginLifecycleTests: XCTestCase {
         XCTAssertEqual(verbose.out, "work-token")
         XCTAssertEqual(verbose.stderr, "tokenvault: account work (from TOKENVAULT_ACCOUNT)\n")
         XCTAssertEqual(s.tv("header", "api.example.com", env: work).out, "Authorization: Bearer work-token")
-        XCTAssertEqual(s.tv("exec", "api.example.com", "--", "/bin/sh", "-c", "echo $TOKENVAULT_ACCESS_TOKEN", env: work).out, "work-token")
+        XCTAssertEqual(
+            s.tv("exec", "api.example.com", "--", "/bin/sh", "-c", "echo $TOKENVAULT_ACCESS_TOKEN", env: work).out,
+            "work-token")
         XCTAssertEqual(s.tv("get", "api.example.com", env: ["TOKENVAULT_ACCOUNT": "nobody"]).status, 3)
         let bad = s.tv("get", "api.example.com", env: ["TOKENVAULT_ACCOUNT": String(repeating: "x", count: 300)])
         XCTAssertEqual(bad.status, 64, bad.stderr)
@@ -265,19 +323,26 @@ final class LoginLifecycleTests: XCTestCase {
         XCTAssertTrue((now + 3 * 86400 - 60...now + 3 * 86400).contains(dies), "\(dies)")
         let status = s.tv("status", "local")
         XCTAssertEqual(status.status, 0, "a dying refresh token still works")
-        XCTAssertTrue(status.stdout.contains("refresh token: dies \(ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: TimeInterval(dies)))) (in "), status.stdout)
+        XCTAssertTrue(
+            status.stdout.contains(
+                "refresh token: dies \(ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: TimeInterval(dies)))) (in "
+            ), status.stdout)
         XCTAssertTrue(threeDays(status.stdout), status.stdout)
         XCTAssertTrue(threeDays(s.tv("list").stdout), s.tv("list").stdout)
         // get warns (fewer than 7 days left), once a day per credential.
         let first = s.tv("get", "local")
         XCTAssertEqual(first.status, 0)
-        XCTAssertTrue(first.stderr.hasPrefix("tokenvault: warning: the refresh token for 127.0.0.1:\(Self.mortal.port) (default) dies in "), first.stderr)
+        XCTAssertTrue(
+            first.stderr.hasPrefix(
+                "tokenvault: warning: the refresh token for 127.0.0.1:\(Self.mortal.port) (default) dies in "),
+            first.stderr)
         XCTAssertTrue(threeDays(first.stderr), first.stderr)
         XCTAssertTrue(first.stderr.contains("log in again before then: tokenvault login local"), first.stderr)
         XCTAssertFalse(first.stderr.contains(first.out), "no secret in the warning")
         XCTAssertEqual(s.tv("get", "local").stderr, "", "not on every call")
         XCTAssertEqual(s.tv("header", "local").stderr, "")
-        let nextDay = s.shell(#"touch -d '25 hours ago' "$XDG_RUNTIME_DIR"/tokenvault/warned-*.lock && "$TV" get local"#)
+        let nextDay = s.shell(
+            #"touch -d '25 hours ago' "$XDG_RUNTIME_DIR"/tokenvault/warned-*.lock && "$TV" get local"#)
         XCTAssertTrue(threeDays(nextDay.stderr), "a day later: \(nextDay.stderr)")
         // A refresh brings the provider's new figure.
         try Self.mortal.expireStored(in: s)
@@ -305,14 +370,22 @@ final class LoginLifecycleTests: XCTestCase {
         XCTAssertEqual(s.tv("get", "local").status, 0)
         XCTAssertGreaterThan(try refreshExpiresAt(s), idle)
         // A fixed lifetime shorter than the idle limit wins.
-        try s.writeConfig(provider.config + "\nuserinfo_url = \"\(provider.base)/api/me\"\nrefresh_token_idle = 864000\nrefresh_token_lifetime = 172800\n")
+        try s.writeConfig(
+            provider.config
+                + "\nuserinfo_url = \"\(provider.base)/api/me\"\nrefresh_token_idle = 864000\nrefresh_token_lifetime = 172800\n"
+        )
         XCTAssertEqual(s.tv("login", "local", limit: 60).status, 0)
         let both = try refreshExpiresAt(s)
         XCTAssertTrue((now + 172800 - 60...now + 172800).contains(both), "\(both)")
         let warned = s.tv("get", "local")
-        XCTAssertTrue(warned.stderr.contains("dies in 1d 23h") || warned.stderr.contains("dies in 2d 0h"), warned.stderr)
+        XCTAssertTrue(
+            warned.stderr.contains("dies in 1d 23h") || warned.stderr.contains("dies in 2d 0h"), warned.stderr)
         // What a token endpoint said is kept by set as well.
-        XCTAssertEqual(s.tv("set", "api.example.com", stdin: #"{"access_token":"a","refresh_token":"r","refresh_token_expires_in":15897600}"#).status, 0)
+        XCTAssertEqual(
+            s.tv(
+                "set", "api.example.com",
+                stdin: #"{"access_token":"a","refresh_token":"r","refresh_token_expires_in":15897600}"#
+            ).status, 0)
         let told = s.tv("status", "api.example.com").stdout
         XCTAssertTrue(told.contains("(in 183d 23h)") || told.contains("(in 184d 0h)"), told)
         for bad in ["refresh_token_idle = 0", "refresh_token_lifetime = -5"] {
@@ -332,8 +405,9 @@ final class LockedKeyringTests: XCTestCase {
     override func tearDown() { keyring.stop() }
 
     func keyringTool(_ args: [String], stdin: String? = nil) -> Run {
-        runProcess("/usr/bin/python3", [Paths.fixtures.appendingPathComponent("unlock_keyring.py").path] + args,
-                   stdin: stdin, env: keyring.env.merging(["PATH": "/usr/bin:/bin"]) { $1 }, limit: 60)
+        runProcess(
+            "/usr/bin/python3", [Paths.fixtures.appendingPathComponent("unlock_keyring.py").path] + args,
+            stdin: stdin, env: keyring.env.merging(["PATH": "/usr/bin:/bin"]) { $1 }, limit: 60)
     }
 
     func testALockedCollectionIsWaitedForOrRefusedAndNeverWorkedAround() throws {
@@ -343,10 +417,14 @@ final class LockedKeyringTests: XCTestCase {
         XCTAssertEqual(keyringTool(["lock"]).out, "locked")
 
         // Without a desktop session nobody can answer a prompt: 77 at once, naming the collection.
-        for args in [["get", "api.example.com"], ["list"], ["delete", "api.example.com"], ["status", "api.example.com"]] {
+        for args in [
+            ["get", "api.example.com"], ["list"], ["delete", "api.example.com"], ["status", "api.example.com"],
+        ] {
             let r = s.run(args)
             XCTAssertEqual(r.status, 77, "\(args): \(r.stderr)")
-            XCTAssertTrue(r.stderr.hasPrefix("tokenvault: error: the Secret Service collection \u{201C}Login\u{201D} is locked"), r.stderr)
+            XCTAssertTrue(
+                r.stderr.hasPrefix("tokenvault: error: the Secret Service collection \u{201C}Login\u{201D} is locked"),
+                r.stderr)
             XCTAssertEqual(r.stderr.split(separator: "\n").count, 2, r.stderr)
         }
         // A new credential is not put in the file because the keyring is locked.
@@ -359,7 +437,8 @@ final class LockedKeyringTests: XCTestCase {
         XCTAssertTrue(waited.stderr.contains("it was not unlocked within 1 s"), waited.stderr)
         // On a desktop session the keyring's own prompt is asked for; here it cannot
         // be shown (no X server behind DISPLAY), so gnome-keyring reports it dismissed.
-        let prompted = s.tv("get", "api.example.com", env: ["DISPLAY": ":97", "TOKENVAULT_UNLOCK_TIMEOUT": "20"], limit: 60)
+        let prompted = s.tv(
+            "get", "api.example.com", env: ["DISPLAY": ":97", "TOKENVAULT_UNLOCK_TIMEOUT": "20"], limit: 60)
         XCTAssertEqual(prompted.status, 77, prompted.stderr)
         XCTAssertTrue(prompted.stderr.contains("its unlock prompt was dismissed"), prompted.stderr)
 
@@ -367,8 +446,9 @@ final class LockedKeyringTests: XCTestCase {
         let unlocker = DispatchGroup()
         let env = keyring.env.merging(["PATH": "/usr/bin:/bin"]) { $1 }
         DispatchQueue.global().async(group: unlocker) {
-            let r = runProcess("/usr/bin/python3", [Paths.fixtures.appendingPathComponent("unlock_keyring.py").path, "unlock", "1"],
-                               stdin: "keyring-test-password", env: env, limit: 60)
+            let r = runProcess(
+                "/usr/bin/python3", [Paths.fixtures.appendingPathComponent("unlock_keyring.py").path, "unlock", "1"],
+                stdin: "keyring-test-password", env: env, limit: 60)
             XCTAssertEqual(r.out, "unlocked", r.stderr)
         }
         let got = s.tv("get", "api.example.com", env: ["TOKENVAULT_UNLOCK_TIMEOUT": "30"], limit: 60)

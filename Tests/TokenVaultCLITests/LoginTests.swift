@@ -19,7 +19,9 @@ final class LoginTests: XCTestCase {
         let s = try sandbox()
         let r = s.tv("login", "local", limit: 60)
         XCTAssertEqual(r.status, 0, r.stderr)
-        XCTAssertTrue(r.stderr.contains("\(provider.base)/authorize?response_type=code&client_id=tv-client"), "the URL is printed: \(r.stderr)")
+        XCTAssertTrue(
+            r.stderr.contains("\(provider.base)/authorize?response_type=code&client_id=tv-client"),
+            "the URL is printed: \(r.stderr)")
         XCTAssertTrue(r.stderr.contains("code_challenge_method=S256"), r.stderr)
         XCTAssertTrue(r.stderr.contains("logged in to local as Alice Example"), r.stderr)
         XCTAssertEqual(r.stdout, "", "nothing on stdout")
@@ -90,22 +92,25 @@ final class LoginTests: XCTestCase {
 
     func testPasteModeForSSH() throws {
         let s = try sandbox()
-        let r = runProcess("/usr/bin/python3", [Paths.fixtures.appendingPathComponent("paste_login.py").path, Paths.binary, "local"], env: s.env, limit: 60)
+        let r = runProcess(
+            "/usr/bin/python3", [Paths.fixtures.appendingPathComponent("paste_login.py").path, Paths.binary, "local"],
+            env: s.env, limit: 60)
         XCTAssertEqual(r.out, "0", r.stderr)
         XCTAssertEqual(provider.resourceStatus(s.tv("get", "local").out), 200)
     }
 
     func testClientCredentialsLoginAndRefetch() throws {
-        let s = try sandbox(extraConfig: """
+        let s = try sandbox(
+            extraConfig: """
 
-            [providers.bot]
-            service = "bot.127.0.0.1.example"
-            token_url = "\(provider.base)/token"
-            grant = "client_credentials"
-            scopes = ["read"]
-            client_id = "tv-bot"
-            client_secret_command = "printf bot-secret"
-            """)
+                [providers.bot]
+                service = "bot.127.0.0.1.example"
+                token_url = "\(provider.base)/token"
+                grant = "client_credentials"
+                scopes = ["read"]
+                client_id = "tv-bot"
+                client_secret_command = "printf bot-secret"
+                """)
         XCTAssertEqual(s.tv("login", "bot").status, 0)
         XCTAssertEqual(provider.resourceStatus(s.tv("get", "bot").out), 200)
         XCTAssertEqual(s.tv("refresh", "bot").status, 0)
@@ -113,8 +118,12 @@ final class LoginTests: XCTestCase {
     }
 
     func deviceLogin(_ s: Sandbox, _ answer: String) -> Run {
-        runProcess("/usr/bin/python3", [Paths.fixtures.appendingPathComponent("device_login.py").path, Paths.binary, "local",
-                                        provider.base, answer], env: s.env, limit: 90)
+        runProcess(
+            "/usr/bin/python3",
+            [
+                Paths.fixtures.appendingPathComponent("device_login.py").path, Paths.binary, "local",
+                provider.base, answer,
+            ], env: s.env, limit: 90)
     }
 
     func testDeviceFlowApproved() throws {
@@ -166,7 +175,9 @@ struct LoopbackPortProbe {
         var len = socklen_t(MemoryLayout<sockaddr_in>.size)
         let fd = self.fd
         _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
-        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+        _ = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
+        }
         port = Int(UInt16(bigEndian: addr.sin_port))
     }
 

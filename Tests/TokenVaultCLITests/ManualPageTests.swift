@@ -49,13 +49,18 @@ final class ManualPageTests: XCTestCase {
     }
 
     func testSectionsAndTheExitStatusTable() {
-        for title in ["NAME", "SYNOPSIS", "DESCRIPTION", "COMMANDS", "ENVIRONMENT", "FILES", "EXIT STATUS", "EXAMPLES", "SEE ALSO"] {
+        for title in [
+            "NAME", "SYNOPSIS", "DESCRIPTION", "COMMANDS", "ENVIRONMENT", "FILES", "EXIT STATUS", "EXAMPLES",
+            "SEE ALSO",
+        ] {
             XCTAssertFalse(section(title).isEmpty, "no \(title) section")
         }
         // docs/reference.md, written out here rather than taken from the table the page is made from.
-        let spec: [Int: String] = [0: "success", 1: "bug", 3: "no credential stored", 4: "login required", 64: "usage error",
-                                   65: "bad input", 69: "backend is unavailable", 74: "tampered", 75: "temporary failure",
-                                   76: "provider refused", 77: "no permission", 78: "configuration error"]
+        let spec: [Int: String] = [
+            0: "success", 1: "bug", 3: "no credential stored", 4: "login required", 64: "usage error",
+            65: "bad input", 69: "backend is unavailable", 74: "tampered", 75: "temporary failure",
+            76: "provider refused", 77: "no permission", 78: "configuration error",
+        ]
         let rows = section("EXIT STATUS").map { $0.trimmingCharacters(in: .whitespaces) }
         for (code, words) in spec {
             XCTAssertTrue(rows.contains { $0.hasPrefix("\(code) ") && $0.contains(words) }, "exit \(code) undocumented")
@@ -71,7 +76,9 @@ final class ManualPageTests: XCTestCase {
         var fromReadme: [String: String] = [:]
         for row in table.split(separator: "\n") where row.hasPrefix("| ") {
             let cells = row.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
-            if cells.count == 2, Int(cells[0]) != nil { fromReadme[cells[0]] = cells[1].replacingOccurrences(of: "`", with: "") }
+            if cells.count == 2, Int(cells[0]) != nil {
+                fromReadme[cells[0]] = cells[1].replacingOccurrences(of: "`", with: "")
+            }
         }
         var fromPage: [String: String] = [:]
         for row in section("EXIT STATUS") {
@@ -95,14 +102,21 @@ final class ManualPageTests: XCTestCase {
             XCTAssertTrue(synopsis.contains("tokenvault \(name)"), "\(name) not in SYNOPSIS")
             // The command's item, up to the next item at the same indent.
             guard let start = described.firstIndex(where: { $0.hasPrefix("     \(name)") }) else {
-                XCTFail("\(name) not in COMMANDS"); continue
+                XCTFail("\(name) not in COMMANDS")
+                continue
             }
-            let end = described[(start + 1)...].firstIndex { $0.hasPrefix("     ") && !$0.hasPrefix("      ") } ?? described.endIndex
+            let end =
+                described[(start + 1)...].firstIndex { $0.hasPrefix("     ") && !$0.hasPrefix("      ") }
+                ?? described.endIndex
             // Words only: roff puts two spaces after a sentence.
             let item = squeezed(described[start..<end].joined(separator: " "))
-            if let abstract = command["abstract"] as? String { XCTAssertTrue(item.contains(squeezed(abstract)), "\(name)'s abstract") }
+            if let abstract = command["abstract"] as? String {
+                XCTAssertTrue(item.contains(squeezed(abstract)), "\(name)'s abstract")
+            }
             for argument in command["arguments"] as? [[String: Any]] ?? [] {
-                let names = (argument["names"] as? [[String: String]] ?? []).map { ($0["kind"] == "long" ? "--" : "-") + $0["name"]! }
+                let names = (argument["names"] as? [[String: String]] ?? []).map {
+                    ($0["kind"] == "long" ? "--" : "-") + $0["name"]!
+                }
                 if names.contains("--help") || names.contains("--version") { continue }
                 for option in names { XCTAssertTrue(item.contains(option), "\(name) \(option) undocumented") }
                 if let abstract = argument["abstract"] as? String, !abstract.isEmpty {
@@ -121,7 +135,8 @@ final class ManualPageTests: XCTestCase {
         let sources = Paths.root.appendingPathComponent("Sources")
         let files = try XCTUnwrap(FileManager.default.enumerator(atPath: sources.path)).compactMap { $0 as? String }
             .filter { $0.hasSuffix(".swift") && !$0.hasPrefix("tokenvault-manual/") }
-        let pattern = try NSRegularExpression(pattern: #""((TOKENVAULT|XDG)_[A-Z_]+|BROWSER|DBUS_SESSION_BUS_ADDRESS|KUBERNETES_EXEC_INFO)""#)
+        let pattern = try NSRegularExpression(
+            pattern: #""((TOKENVAULT|XDG)_[A-Z_]+|BROWSER|DBUS_SESSION_BUS_ADDRESS|KUBERNETES_EXEC_INFO)""#)
         var names = Set<String>()
         for file in files {
             let text = try String(contentsOf: sources.appendingPathComponent(file), encoding: .utf8)
@@ -138,9 +153,12 @@ final class ManualPageTests: XCTestCase {
     /// What a reader copies from the page is what they can type: ASCII
     /// hyphen-minus and quotes, not their typographic look-alikes.
     func testRenderedTextIsSafeToCopy() {
-        let lookAlikes: [Character] = ["\u{2010}", "\u{2011}", "\u{2212}", "\u{2018}", "\u{2019}", "\u{201C}", "\u{201D}", "\u{02DC}", "\u{02C6}"]
+        let lookAlikes: [Character] = [
+            "\u{2010}", "\u{2011}", "\u{2212}", "\u{2018}", "\u{2019}", "\u{201C}", "\u{201D}", "\u{02DC}", "\u{02C6}",
+        ]
         for c in lookAlikes {
-            XCTAssertFalse(Self.rendered.contains(c), "U+\(String(c.unicodeScalars.first!.value, radix: 16)) in the rendered page")
+            XCTAssertFalse(
+                Self.rendered.contains(c), "U+\(String(c.unicodeScalars.first!.value, radix: 16)) in the rendered page")
         }
         XCTAssertTrue(Self.rendered.contains("tokenvault exec api.weibo.com -- ./upload.sh"))
         XCTAssertTrue(Self.rendered.contains("export TOKENVAULT_PASSPHRASE_COMMAND='pass show tokenvault'"))

@@ -14,13 +14,17 @@ final class OAuth1Tests: XCTestCase {
     }
 
     override func tearDown() {
-        if server.isRunning { server.terminate(); server.waitUntilExit() }
+        if server.isRunning {
+            server.terminate()
+            server.waitUntilExit()
+        }
     }
 
     func sandbox(consumerSecret: String = "tvconsumersecret") throws -> Sandbox {
         let s = Sandbox()
         s.env["BROWSER"] = Paths.fixtures.appendingPathComponent("browser.sh").path
-        try s.writeConfig("""
+        try s.writeConfig(
+            """
             [providers.localtw]
             type = "oauth1"
             service = "\(base.dropFirst(7))"
@@ -69,13 +73,17 @@ final class OAuth1Tests: XCTestCase {
 
         // A tampered token secret is refused by the provider.
         let token = s.tv("get", "localtw").out
-        s.tv("set", "localtw", "--provider", "localtw", stdin: #"{"oauth_token":"\#(token)","oauth_token_secret":"wrong"}"#)
+        s.tv(
+            "set", "localtw", "--provider", "localtw",
+            stdin: #"{"oauth_token":"\#(token)","oauth_token_secret":"wrong"}"#)
         XCTAssertEqual(curl(["-H", s.tv("header", "localtw", "--url", url).out, url]), "401")
     }
 
     func testPINLogin() throws {
         let s = try sandbox()
-        let r = runProcess("/usr/bin/python3", [Paths.fixtures.appendingPathComponent("pin_login.py").path, Paths.binary, "localtw"], env: s.env, limit: 60)
+        let r = runProcess(
+            "/usr/bin/python3", [Paths.fixtures.appendingPathComponent("pin_login.py").path, Paths.binary, "localtw"],
+            env: s.env, limit: 60)
         XCTAssertEqual(r.out, "0", r.stderr)
         let url = base + "/1.1/account/verify_credentials.json"
         XCTAssertEqual(curl(["-H", s.tv("header", "localtw", "--url", url).out, url]), "200")
@@ -98,7 +106,9 @@ final class OAuth1Tests: XCTestCase {
     func testExecGetsTheTokenSecretAndHeaderNeedsAURL() throws {
         let s = try sandbox()
         s.tv("set", "localtw", "--provider", "localtw", stdin: #"{"oauth_token":"tok","oauth_token_secret":"sec"}"#)
-        let r = s.tv("exec", "localtw", "--", "/bin/sh", "-c", #"printf '%s %s' "$TOKENVAULT_ACCESS_TOKEN" "$TOKENVAULT_TOKEN_SECRET""#)
+        let r = s.tv(
+            "exec", "localtw", "--", "/bin/sh", "-c",
+            #"printf '%s %s' "$TOKENVAULT_ACCESS_TOKEN" "$TOKENVAULT_TOKEN_SECRET""#)
         XCTAssertEqual(r.stdout, "tok sec")
         XCTAssertEqual(s.tv("header", "localtw").status, 64, "OAuth 1.0a needs --url")
         XCTAssertEqual(s.tv("get", "localtw", "--format", "header").status, 64)

@@ -12,14 +12,18 @@ final class ProviderQuirkTests: XCTestCase {
     }
 
     override func tearDown() {
-        if server.isRunning { server.terminate(); server.waitUntilExit() }
+        if server.isRunning {
+            server.terminate()
+            server.waitUntilExit()
+        }
     }
 
     /// A sandbox whose provider "q" has its token endpoint at `path`, holding an
     /// expired credential with refresh token "r-old".
     func sandbox(_ path: String, timeout: Int = 30) throws -> Sandbox {
         let s = Sandbox()
-        try s.writeConfig("""
+        try s.writeConfig(
+            """
             timeout = \(timeout)
             [providers.q]
             service = "api.quirk.example"
@@ -27,7 +31,9 @@ final class ProviderQuirkTests: XCTestCase {
             client_id = "cid"
             client_secret = "csecret"
             """)
-        let r = s.tv("set", "q", "--provider", "q", stdin: #"{"access_token":"old","refresh_token":"r-old","expires_at":1,"uid":"7"}"#)
+        let r = s.tv(
+            "set", "q", "--provider", "q",
+            stdin: #"{"access_token":"old","refresh_token":"r-old","expires_at":1,"uid":"7"}"#)
         XCTAssertEqual(r.status, 0, r.stderr)
         return s
     }
@@ -38,7 +44,9 @@ final class ProviderQuirkTests: XCTestCase {
         XCTAssertEqual(s.tv("get", "q", "--field", "uid").out, "1404376560")
         let exp = Int64(s.tv("get", "q", "--field", "expires_at").out) ?? 0
         XCTAssertGreaterThan(exp, Int64(Date().timeIntervalSince1970) + 157_000_000)
-        XCTAssertEqual(s.tv("get", "q", "--field", "refresh_token").out, "r-old", "no refresh token in the answer: the old one stays")
+        XCTAssertEqual(
+            s.tv("get", "q", "--field", "refresh_token").out, "r-old",
+            "no refresh token in the answer: the old one stays")
     }
 
     func testGitHubFormEncoded() throws {
@@ -91,21 +99,33 @@ final class ProviderQuirkTests: XCTestCase {
         let dir = NSTemporaryDirectory() + "tv-tls-" + UUID().uuidString.prefix(6)
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let cert = runProcess("/usr/bin/openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1",
-                                                   "-addext", "subjectAltName=IP:127.0.0.1", "-days", "1",
-                                                   "-keyout", dir + "/key.pem", "-out", dir + "/cert.pem"], env: ["PATH": "/usr/bin:/bin"])
+        let cert = runProcess(
+            "/usr/bin/openssl",
+            [
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1",
+                "-addext", "subjectAltName=IP:127.0.0.1", "-days", "1",
+                "-keyout", dir + "/key.pem", "-out", dir + "/cert.pem",
+            ], env: ["PATH": "/usr/bin:/bin"])
         XCTAssertEqual(cert.status, 0, cert.stderr)
-        let (tls, tlsPort) = try startFixtureServer("quirk_provider.py", ["--tls", dir + "/cert.pem", dir + "/key.pem"])
-        defer { tls.terminate(); tls.waitUntilExit() }
+        let (tls, tlsPort) = try startFixtureServer(
+            "quirk_provider.py", ["--tls", dir + "/cert.pem", dir + "/key.pem"])
+        defer {
+            tls.terminate()
+            tls.waitUntilExit()
+        }
         let s = try sandbox("/textplain")
-        try s.writeConfig("""
+        try s.writeConfig(
+            """
             [providers.q]
             service = "api.quirk.example"
             token_url = "https://127.0.0.1:\(tlsPort)/textplain"
             client_id = "cid"
             """)
         // Stored again for the https origin: a refresh token goes only to the issuer it was stored for.
-        XCTAssertEqual(s.tv("set", "q", "--provider", "q", stdin: #"{"access_token":"old","refresh_token":"r-old","expires_at":1}"#).status, 0)
+        XCTAssertEqual(
+            s.tv(
+                "set", "q", "--provider", "q", stdin: #"{"access_token":"old","refresh_token":"r-old","expires_at":1}"#
+            ).status, 0)
         let r = s.tv("get", "q")
         XCTAssertEqual(r.status, 75, r.stderr)
         XCTAssertTrue(r.stderr.lowercased().contains("certificate"), r.stderr)

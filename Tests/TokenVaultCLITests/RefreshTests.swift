@@ -7,8 +7,10 @@ final class LocalProvider {
     private let process: Process
 
     init(tokenTTL: Int = 3600, slowDown: Bool = false, refreshTTL: Int? = nil, extra: [String] = []) throws {
-        (process, port) = try startFixtureServer("oauth_provider.py", ["--token-ttl", String(tokenTTL)] + (slowDown ? ["--slow-down"] : [])
-                                                 + (refreshTTL.map { ["--refresh-ttl", String($0)] } ?? []) + extra)
+        (process, port) = try startFixtureServer(
+            "oauth_provider.py",
+            ["--token-ttl", String(tokenTTL)] + (slowDown ? ["--slow-down"] : [])
+                + (refreshTTL.map { ["--refresh-ttl", String($0)] } ?? []) + extra)
     }
 
     deinit { stop() }
@@ -29,16 +31,23 @@ final class LocalProvider {
 
     /// A fresh token-endpoint answer, by the authorization-code flow with PKCE.
     func obtainToken() throws -> [String: Any] {
-        let r = runProcess("/usr/bin/python3", [Paths.fixtures.appendingPathComponent("obtain_token.py").path, String(port)], env: ["PATH": "/usr/bin:/bin"])
-        guard r.status == 0, let o = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any] else {
-            throw NSError(domain: "LocalProvider", code: 2, userInfo: [NSLocalizedDescriptionKey: "obtain_token.py: \(r.stderr)"])
+        let r = runProcess(
+            "/usr/bin/python3", [Paths.fixtures.appendingPathComponent("obtain_token.py").path, String(port)],
+            env: ["PATH": "/usr/bin:/bin"])
+        guard r.status == 0, let o = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
+        else {
+            throw NSError(
+                domain: "LocalProvider", code: 2, userInfo: [NSLocalizedDescriptionKey: "obtain_token.py: \(r.stderr)"])
         }
         return o
     }
 
     /// The HTTP status of the protected resource for a bearer token.
     func resourceStatus(_ token: String) -> Int {
-        let r = runProcess("/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", "Authorization: Bearer \(token)", base + "/api/me"], env: [:])
+        let r = runProcess(
+            "/usr/bin/curl",
+            ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", "Authorization: Bearer \(token)", base + "/api/me"],
+            env: [:])
         return Int(r.stdout) ?? -1
     }
 
@@ -64,8 +73,10 @@ final class LocalProvider {
 
     /// The provider stops honouring one access token; its refresh token stays good.
     func revokeAccess(_ token: String) {
-        let r = runProcess("/usr/bin/curl", ["-s", "-f", "-o", "/dev/null", "--data-urlencode", "token@-", base + "/admin/revoke-access"],
-                           stdin: token, env: [:])
+        let r = runProcess(
+            "/usr/bin/curl",
+            ["-s", "-f", "-o", "/dev/null", "--data-urlencode", "token@-", base + "/admin/revoke-access"],
+            stdin: token, env: [:])
         XCTAssertEqual(r.status, 0, "revoke-access: \(r.stderr)")
     }
 
@@ -118,7 +129,8 @@ final class RefreshTests: XCTestCase {
             XCTAssertEqual(runs.filter { $0.status != 0 }.map(\.stderr), [], "round \(round)")
             let printed = Swift.Set(runs.map(\.out))
             XCTAssertEqual(printed.count, 1, "round \(round): all \(readers) print the same token")
-            XCTAssertEqual((after["refreshes"] ?? 0) - (before["refreshes"] ?? 0), 1, "round \(round): exactly one refresh")
+            XCTAssertEqual(
+                (after["refreshes"] ?? 0) - (before["refreshes"] ?? 0), 1, "round \(round): exactly one refresh")
             XCTAssertEqual(after["reuse_detected"] ?? 0, 0, "round \(round): no refresh token replayed")
             XCTAssertEqual(provider.resourceStatus(printed.first ?? ""), 200, "round \(round): the provider accepts it")
             // Expire the stored token again for the next round (the chain must go on).
@@ -141,7 +153,8 @@ final class RefreshTests: XCTestCase {
         let keyring = try PrivateKeyring()
         defer { keyring.stop() }
         let provider = try LocalProvider()
-        try checkOneRefreshPerRound(try sandbox(provider, backend: "secret-service", keyring: keyring), provider, rounds: 3, readers: 32)
+        try checkOneRefreshPerRound(
+            try sandbox(provider, backend: "secret-service", keyring: keyring), provider, rounds: 3, readers: 32)
     }
 
     func testAKilledLockHolderDoesNotBlockOthers() throws {
@@ -150,7 +163,8 @@ final class RefreshTests: XCTestCase {
         try storeExpired(s, provider)
         XCTAssertEqual(s.tv("get", "local").status, 0)  // creates the credential's lock file
         let lockDir = s.home + "/run/tokenvault"
-        let lock = try XCTUnwrap(FileManager.default.contentsOfDirectory(atPath: lockDir).first { $0.hasPrefix("refresh-") })
+        let lock = try XCTUnwrap(
+            FileManager.default.contentsOfDirectory(atPath: lockDir).first { $0.hasPrefix("refresh-") })
         // Another process takes the lock and dies without letting go.
         let holder = Process()
         holder.executableURL = URL(fileURLWithPath: "/usr/bin/flock")
@@ -172,15 +186,19 @@ final class RefreshTests: XCTestCase {
         let s = try sandbox(provider, backend: "file")
         let before = try storeExpired(s, provider)
         // Revoking at the provider kills the refresh token's family.
-        _ = runProcess("/usr/bin/curl", ["-s", "-d", "token=\(before)&client_id=tv-client&client_secret=tv-secret", provider.base + "/revoke"], env: [:])
+        _ = runProcess(
+            "/usr/bin/curl",
+            ["-s", "-d", "token=\(before)&client_id=tv-client&client_secret=tv-secret", provider.base + "/revoke"],
+            env: [:])
         let r = s.tv("get", "local")
         XCTAssertEqual(r.status, 4, r.stderr)
         XCTAssertTrue(r.stderr.contains("invalid_grant"), r.stderr)
         XCTAssertTrue(r.stderr.contains("hint: run: tokenvault login local"), r.stderr)
         XCTAssertFalse(r.stderr.contains(before), "no secret on stderr")
         // The record is kept as it was: read it with the independent decryptor.
-        let dump = runProcess("/usr/bin/python3", [Paths.fixtures.appendingPathComponent("decrypt_vault.py").path, s.vault],
-                              env: ["TOKENVAULT_PASSPHRASE": "correct horse", "PATH": "/usr/bin:/bin"])
+        let dump = runProcess(
+            "/usr/bin/python3", [Paths.fixtures.appendingPathComponent("decrypt_vault.py").path, s.vault],
+            env: ["TOKENVAULT_PASSPHRASE": "correct horse", "PATH": "/usr/bin:/bin"])
         XCTAssertTrue(dump.stdout.contains(before), "the stored refresh token is unchanged")
     }
 
@@ -188,7 +206,9 @@ final class RefreshTests: XCTestCase {
         let provider = try LocalProvider()
         let s = try sandbox(provider, backend: "file")
         let token = try provider.obtainToken()
-        s.tv("set", "local", "--provider", "local", stdin: String(decoding: try JSONSerialization.data(withJSONObject: token), as: UTF8.self))
+        s.tv(
+            "set", "local", "--provider", "local",
+            stdin: String(decoding: try JSONSerialization.data(withJSONObject: token), as: UTF8.self))
         let access = token["access_token"] as? String ?? ""
         XCTAssertEqual(provider.resourceStatus(access), 200)
         let r = s.tv("revoke", "local")
@@ -202,7 +222,9 @@ final class RefreshTests: XCTestCase {
         let provider = try LocalProvider()
         let s = try sandbox(provider, backend: "file")
         let token = try provider.obtainToken()
-        s.tv("set", "local", "--provider", "local", stdin: String(decoding: try JSONSerialization.data(withJSONObject: token), as: UTF8.self))
+        s.tv(
+            "set", "local", "--provider", "local",
+            stdin: String(decoding: try JSONSerialization.data(withJSONObject: token), as: UTF8.self))
         provider.stop()
         let r = s.tv("revoke", "local")
         XCTAssertEqual(r.status, 75, r.stderr)
@@ -218,7 +240,9 @@ final class RefreshTests: XCTestCase {
         let s = try sandbox(provider, backend: "file")
         var token = try provider.obtainToken()
         token["expires_in"] = 30  // valid, but under min_valid (60)
-        s.tv("set", "local", "--provider", "local", stdin: String(decoding: try JSONSerialization.data(withJSONObject: token), as: UTF8.self))
+        s.tv(
+            "set", "local", "--provider", "local",
+            stdin: String(decoding: try JSONSerialization.data(withJSONObject: token), as: UTF8.self))
         provider.stop()
         let r = s.tv("get", "local")
         XCTAssertEqual(r.status, 0, r.stderr)
@@ -227,7 +251,9 @@ final class RefreshTests: XCTestCase {
         XCTAssertEqual(s.tv("get", "local", "--min-valid", "0").stderr, "", "no refresh wanted: no warning")
         // Expired and unreachable: 75, nothing printed.
         token["expires_in"] = 0
-        s.tv("set", "local", "--provider", "local", stdin: String(decoding: try JSONSerialization.data(withJSONObject: token), as: UTF8.self))
+        s.tv(
+            "set", "local", "--provider", "local",
+            stdin: String(decoding: try JSONSerialization.data(withJSONObject: token), as: UTF8.self))
         let gone = s.tv("get", "local")
         XCTAssertEqual(gone.status, 75, gone.stderr)
         XCTAssertEqual(gone.stdout, "")

@@ -21,7 +21,8 @@ final class SecretServiceTests: XCTestCase {
     }
 
     func secretTool(_ args: [String], stdin: String? = nil) -> Run {
-        runProcess("/usr/bin/secret-tool", args, stdin: stdin, env: keyring.env.merging(["PATH": "/usr/bin:/bin"]) { $1 })
+        runProcess(
+            "/usr/bin/secret-tool", args, stdin: stdin, env: keyring.env.merging(["PATH": "/usr/bin:/bin"]) { $1 })
     }
 
     func testRoundTripAndItemShape() {
@@ -49,7 +50,11 @@ final class SecretServiceTests: XCTestCase {
 
     func testSecretToolInteropBothWays() {
         let s = sandbox("secret-service")
-        XCTAssertEqual(secretTool(["store", "--label=by hand", "service", "api.example.com", "account", "default", "type", "token"], stdin: "handmade").status, 0)
+        XCTAssertEqual(
+            secretTool(
+                ["store", "--label=by hand", "service", "api.example.com", "account", "default", "type", "token"],
+                stdin: "handmade"
+            ).status, 0)
         XCTAssertEqual(s.tv("get", "api.example.com").out, "handmade")
         XCTAssertTrue(s.tv("list").stdout.contains("api.example.com"))
         s.tv("set", "api.github.com", stdin: "gho_token\n")
@@ -73,7 +78,10 @@ final class SecretServiceTests: XCTestCase {
         s.tv("set", "api.b.com", "--account", "two", stdin: #"{"access_token":"b","refresh_token":"rb"}"#)
         XCTAssertEqual(s.tv("migrate", "--to", "file").status, 0)
         XCTAssertEqual(s.tv("get", "api.a.com").status, 3, "moved out of the Secret Service")
-        XCTAssertEqual(s.tv("get", "api.b.com", "--account", "two", "--field", "refresh_token", env: ["TOKENVAULT_BACKEND": "file"]).out, "rb")
+        XCTAssertEqual(
+            s.tv(
+                "get", "api.b.com", "--account", "two", "--field", "refresh_token", env: ["TOKENVAULT_BACKEND": "file"]
+            ).out, "rb")
         XCTAssertEqual(s.tv("migrate", "--to", "secret-service").status, 0)
         XCTAssertEqual(s.tv("get", "api.a.com").out, "a")
         XCTAssertEqual(s.tv("get", "api.b.com", "--account", "two").out, "b")
@@ -116,27 +124,45 @@ final class SecretServiceTests: XCTestCase {
         XCTAssertEqual(s.tv("set", "api.x.com", stdin: "tok\n").status, 0)
         let bus = String(keyring.address.prefix { $0 != "," })
         // The real gnome-keyring, stopped: the bus is up, the Secret Service does not answer.
-        let owner = runProcess("/usr/bin/dbus-send", ["--session", "--print-reply", "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus",
-                                                      "org.freedesktop.DBus.GetConnectionUnixProcessID", "string:org.freedesktop.secrets"],
-                               env: keyring.env.merging(["PATH": "/usr/bin:/bin"]) { $1 })
-        let pid = try XCTUnwrap(owner.stdout.split(separator: " ").last.flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }, owner.stderr)
+        let owner = runProcess(
+            "/usr/bin/dbus-send",
+            [
+                "--session", "--print-reply", "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus",
+                "org.freedesktop.DBus.GetConnectionUnixProcessID", "string:org.freedesktop.secrets",
+            ],
+            env: keyring.env.merging(["PATH": "/usr/bin:/bin"]) { $1 })
+        let pid = try XCTUnwrap(
+            owner.stdout.split(separator: " ").last.flatMap {
+                Int32($0.trimmingCharacters(in: .whitespacesAndNewlines))
+            }, owner.stderr)
         XCTAssertEqual(kill(pid, SIGSTOP), 0)
         defer { kill(pid, SIGCONT) }
         let env = ["TOKENVAULT_DBUS_TIMEOUT": "3"]
         let seen = s.onTerminal(["get", "api.x.com"], env: env)
         XCTAssertEqual(seen.status, 69, seen.stdout)
-        XCTAssertTrue(seen.stdout.contains("\u{1B}[Ktokenvault: waiting for the Secret Service: 2 s left of 3 s to look up api.x.com (default) (bus \(bus))"),
-                      seen.stdout)
-        XCTAssertTrue(seen.stdout.contains("\u{1B}[Ktokenvault: waiting for the Secret Service: 1 s left of 3 s"), seen.stdout)
-        XCTAssertTrue(seen.stdout.contains("\u{1B}[Ktokenvault: error: the Secret Service did not answer within 3 s"), "the line is cleared first: \(seen.stdout)")
+        XCTAssertTrue(
+            seen.stdout.contains(
+                "\u{1B}[Ktokenvault: waiting for the Secret Service: 2 s left of 3 s to look up api.x.com (default) (bus \(bus))"
+            ),
+            seen.stdout)
+        XCTAssertTrue(
+            seen.stdout.contains("\u{1B}[Ktokenvault: waiting for the Secret Service: 1 s left of 3 s"), seen.stdout)
+        XCTAssertTrue(
+            seen.stdout.contains("\u{1B}[Ktokenvault: error: the Secret Service did not answer within 3 s"),
+            "the line is cleared first: \(seen.stdout)")
         // A narrow terminal gets the line cut to fit, the time left kept.
         let doctor = s.onTerminal(["doctor", "--color", "never"], columns: 64, env: env)
         let drawn = doctor.stdout.components(separatedBy: "\u{1B}[K").filter { $0.hasPrefix("tokenvault: waiting for") }
-        XCTAssertTrue(drawn.contains { $0.hasPrefix("tokenvault: waiting for the Secret Service: 2 s left of 3 s") && $0.hasSuffix("…") }, doctor.stdout)
+        XCTAssertTrue(
+            drawn.contains {
+                $0.hasPrefix("tokenvault: waiting for the Secret Service: 2 s left of 3 s") && $0.hasSuffix("…")
+            }, doctor.stdout)
         XCTAssertTrue(drawn.allSatisfy { $0.count < 64 }, doctor.stdout)
         let piped = s.tv("get", "api.x.com", env: env)
         XCTAssertEqual(piped.status, 69)
-        XCTAssertFalse(piped.stderr.contains("waiting for") || piped.stderr.contains("\u{1B}"), "nothing of it in a pipe: \(piped.stderr)")
+        XCTAssertFalse(
+            piped.stderr.contains("waiting for") || piped.stderr.contains("\u{1B}"),
+            "nothing of it in a pipe: \(piped.stderr)")
         kill(pid, SIGCONT)
         XCTAssertEqual(s.tv("get", "api.x.com", env: env).out, "tok")
     }
@@ -167,7 +193,9 @@ final class UnreachableBusTests: XCTestCase {
             _ = path.utf8CString.withUnsafeBytes { dst.copyMemory(from: $0) }
         }
         let bound = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         XCTAssertEqual(bound, 0)
         XCTAssertEqual(listen(fd, 64), 0)
@@ -177,6 +205,7 @@ final class UnreachableBusTests: XCTestCase {
         // The limit only catches a hang; the probe gives up after 1 s.
         let r = s.tv("get", "api.x.com", env: env, limit: 30)
         XCTAssertEqual(r.out, "tok", r.stderr)
-        XCTAssertEqual(s.tv("get", "api.x.com", env: env.merging(["TOKENVAULT_BACKEND": "secret-service"]) { $1 }).status, 69)
+        XCTAssertEqual(
+            s.tv("get", "api.x.com", env: env.merging(["TOKENVAULT_BACKEND": "secret-service"]) { $1 }).status, 69)
     }
 }

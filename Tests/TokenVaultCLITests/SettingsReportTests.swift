@@ -27,13 +27,17 @@ final class SettingsReportTests: XCTestCase {
             for command in [["backend", "--json"], ["get", "x.example"]] {
                 let r = s.run(command, env: ["TOKENVAULT_KEY_TTL": bad])
                 XCTAssertEqual(r.status, 78, "\(bad) \(command): \(r.stdout)\(r.stderr)")
-                XCTAssertTrue(r.stderr.contains("error: TOKENVAULT_KEY_TTL must be a whole number of seconds from 0 to 2592000, not '\(bad)'"), r.stderr)
+                XCTAssertTrue(
+                    r.stderr.contains(
+                        "error: TOKENVAULT_KEY_TTL must be a whole number of seconds from 0 to 2592000, not '\(bad)'"),
+                    r.stderr)
                 XCTAssertTrue(r.stderr.contains("hint: fix or unset TOKENVAULT_KEY_TTL"), r.stderr)
             }
         }
         let fine = s.tv("backend", "--json", env: ["TOKENVAULT_KEY_TTL": "60"])
         let o = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(fine.stdout.utf8)) as? [String: Any])
         XCTAssertEqual(o["key_ttl"] as? Int, 60)
-        XCTAssertEqual(s.tv("get", "x.example", env: ["TOKENVAULT_KEY_TTL": "0"]).out, "t", "nothing stored was touched")
+        XCTAssertEqual(
+            s.tv("get", "x.example", env: ["TOKENVAULT_KEY_TTL": "0"]).out, "t", "nothing stored was touched")
     }
 }

@@ -19,13 +19,16 @@ extension AdapterTests {
         let dry = s.tv("setup", "git", "local", "--global", "--dry-run")
         XCTAssertEqual(dry.status, 0, dry.stderr)
         XCTAssertTrue(dry.stdout.contains("git config --global --add credential.\(gitBase).helper ''"), dry.stdout)
-        XCTAssertEqual(plainGit(s, ["config", "--global", "--get-all", "credential.\(gitBase).helper"]).status, 1, "a dry run writes nothing")
+        XCTAssertEqual(
+            plainGit(s, ["config", "--global", "--get-all", "credential.\(gitBase).helper"]).status, 1,
+            "a dry run writes nothing")
         let setup = s.tv("setup", "git", "local", "--global")
         XCTAssertEqual(setup.status, 0, setup.stderr)
         XCTAssertTrue(setup.stderr.contains("\(gitBase): git asks tokenvault (provider local)"), setup.stderr)
         XCTAssertTrue(s.tv("setup", "git", "local", "--global").stderr.contains("already set up"), "idempotent")
-        XCTAssertEqual(plainGit(s, ["config", "--global", "--get-all", "credential.\(gitBase).helper"]).stdout,
-                       "\n!'\(Self.realBinary)' git-credential\n", "an empty helper first, then tokenvault")
+        XCTAssertEqual(
+            plainGit(s, ["config", "--global", "--get-all", "credential.\(gitBase).helper"]).stdout,
+            "\n!'\(Self.realBinary)' git-credential\n", "an empty helper first, then tokenvault")
         // git alone, as a user runs it: the clone works through tokenvault.
         let cloned = plainGit(s, ["clone", "-q", gitBase + "/repo.git", s.home + "/clone"])
         XCTAssertEqual(cloned.status, 0, cloned.stderr)
@@ -54,7 +57,9 @@ extension AdapterTests {
         let config = try kubeconfig(s, file: "kubeconfig", user: "dev", users: "")
         let env = ["KUBECONFIG": config]
         let dry = s.tv("setup", "kubectl", "dev", "--service", "local", "--dry-run", env: env)
-        XCTAssertTrue(dry.stdout.hasPrefix("kubectl config set-credentials dev --exec-api-version=client.authentication.k8s.io/v1"), dry.stdout)
+        XCTAssertTrue(
+            dry.stdout.hasPrefix(
+                "kubectl config set-credentials dev --exec-api-version=client.authentication.k8s.io/v1"), dry.stdout)
         let setup = s.tv("setup", "kubectl", "dev", "--service", "local", env: env)
         XCTAssertEqual(setup.status, 0, setup.stderr)
         let r = kubectl(s, config)

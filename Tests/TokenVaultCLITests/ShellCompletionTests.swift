@@ -18,7 +18,8 @@ final class ShellCompletionTests: XCTestCase {
         XCTAssertEqual(s.tv("set", "api.weibo.com", "--account", "work", stdin: "t\n").status, 0)
         XCTAssertEqual(s.tv("set", "127.0.0.1:9000", stdin: "t\n").status, 0)
         // A configured provider next to the presets.
-        try s.writeConfig("""
+        try s.writeConfig(
+            """
             [providers.localdev]
             token_url = "http://127.0.0.1:9000/token"
             authorize_url = "http://127.0.0.1:9000/authorize"
@@ -36,17 +37,27 @@ final class ShellCompletionTests: XCTestCase {
         let completions = Paths.root.appendingPathComponent("completions")
         switch shell {
         case .bash:
-            return runProcess("/bin/bash", [Paths.fixtures.appendingPathComponent("complete.bash").path,
-                                            completions.appendingPathComponent("tokenvault.bash").path] + words, env: env, limit: 30, in: directory)
+            return runProcess(
+                "/bin/bash",
+                [
+                    Paths.fixtures.appendingPathComponent("complete.bash").path,
+                    completions.appendingPathComponent("tokenvault.bash").path,
+                ] + words, env: env, limit: 30, in: directory)
         case .zsh, .fish:
             let script = completions.appendingPathComponent(shell == .zsh ? "_tokenvault" : "tokenvault.fish").path
-            return runProcess("/usr/bin/python3", [Paths.fixtures.appendingPathComponent("complete_shell.py").path,
-                                                   shell.rawValue, script] + words, env: env, limit: 60, in: directory)
+            return runProcess(
+                "/usr/bin/python3",
+                [
+                    Paths.fixtures.appendingPathComponent("complete_shell.py").path,
+                    shell.rawValue, script,
+                ] + words, env: env, limit: 60, in: directory)
         }
     }
 
-    func complete(_ shell: Shell, _ words: String..., in directory: String? = nil,
-                  file: StaticString = #filePath, line: UInt = #line) -> [String] {
+    func complete(
+        _ shell: Shell, _ words: String..., in directory: String? = nil,
+        file: StaticString = #filePath, line: UInt = #line
+    ) -> [String] {
         let r = Self.complete(shell, words, env: s.env, in: directory)
         XCTAssertEqual(r.status, 0, "\(shell): \(r.stderr)", file: file, line: line)
         XCTAssertEqual(r.stderr, "", "\(shell): completion never prints errors or prompts", file: file, line: line)
@@ -55,20 +66,28 @@ final class ShellCompletionTests: XCTestCase {
 
     func testProvidersServicesAccountsAndFields() {
         for shell in Shell.allCases {
-            XCTAssertEqual(complete(shell, "tokenvault", "login", "").sorted(),
-                           ["flickr", "foursquare", "github", "gitlab", "google", "localdev", "microsoft", "twitter", "weibo"], "\(shell)")
+            XCTAssertEqual(
+                complete(shell, "tokenvault", "login", "").sorted(),
+                ["flickr", "foursquare", "github", "gitlab", "google", "localdev", "microsoft", "twitter", "weibo"],
+                "\(shell)")
             XCTAssertEqual(complete(shell, "tokenvault", "login", "loc"), ["localdev"], "\(shell)")
             XCTAssertEqual(complete(shell, "tokenvault", "set", "x.example", "--provider", "w"), ["weibo"], "\(shell)")
-            XCTAssertEqual(complete(shell, "tokenvault", "get", "").sorted(), ["127.0.0.1:9000", "api.weibo.com"], "\(shell)")
+            XCTAssertEqual(
+                complete(shell, "tokenvault", "get", "").sorted(), ["127.0.0.1:9000", "api.weibo.com"], "\(shell)")
             for command in ["header", "exec", "status", "refresh", "revoke", "delete", "logout"] {
                 XCTAssertEqual(complete(shell, "tokenvault", command, "api"), ["api.weibo.com"], "\(shell) \(command)")
             }
-            XCTAssertEqual(complete(shell, "tokenvault", "get", "api.weibo.com", "--account", "").sorted(), ["default", "work"], "\(shell)")
-            XCTAssertEqual(complete(shell, "tokenvault", "status", "127.0.0.1:9000", "--account", ""), ["default"], "\(shell)")
+            XCTAssertEqual(
+                complete(shell, "tokenvault", "get", "api.weibo.com", "--account", "").sorted(), ["default", "work"],
+                "\(shell)")
+            XCTAssertEqual(
+                complete(shell, "tokenvault", "status", "127.0.0.1:9000", "--account", ""), ["default"], "\(shell)")
             let fields = complete(shell, "tokenvault", "get", "api.weibo.com", "--field", "")
             XCTAssertTrue(fields.contains("refresh_token") && fields.contains("expires_at"), "\(shell): \(fields)")
             XCTAssertTrue(complete(shell, "tokenvault", "ge").contains("get"), "\(shell)")
-            XCTAssertEqual(complete(shell, "tokenvault", "header", "api.weibo.com", "--method", "P").sorted(), ["PATCH", "POST", "PUT"], "\(shell)")
+            XCTAssertEqual(
+                complete(shell, "tokenvault", "header", "api.weibo.com", "--method", "P").sorted(),
+                ["PATCH", "POST", "PUT"], "\(shell)")
         }
     }
 
@@ -77,16 +96,23 @@ final class ShellCompletionTests: XCTestCase {
     func testExecCompletesACommandThenFiles() throws {
         let dir = s.home + "/work"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: dir + "/upload.sh", contents: Data(), attributes: [.posixPermissions: 0o755])
+        FileManager.default.createFile(
+            atPath: dir + "/upload.sh", contents: Data(), attributes: [.posixPermissions: 0o755])
         for shell in Shell.allCases {
             let commands = complete(shell, "tokenvault", "exec", "api.weibo.com", "--", "tokenva", in: dir)
             XCTAssertTrue(commands.contains("tokenvault"), "\(shell): the test build is on PATH: \(commands)")
-            XCTAssertFalse(commands.contains { $0.hasSuffix(".build") || $0.hasSuffix(".product") }, "\(shell): directories are no commands")
+            XCTAssertFalse(
+                commands.contains { $0.hasSuffix(".build") || $0.hasSuffix(".product") },
+                "\(shell): directories are no commands")
             let bas = complete(shell, "tokenvault", "exec", "api.weibo.com", "--", "bas", in: dir)
             XCTAssertTrue(bas.contains("bash") && bas.allSatisfy { $0.hasPrefix("bas") }, "\(shell): \(bas)")
             XCTAssertEqual(Swift.Set(bas).count, bas.count, "\(shell): each command once")
-            XCTAssertEqual(complete(shell, "tokenvault", "exec", "api.weibo.com", "--", "./up", in: dir), ["./upload.sh"], "\(shell)")
-            XCTAssertEqual(complete(shell, "tokenvault", "exec", "api.weibo.com", "--", "sh", "up", in: dir), ["upload.sh"], "\(shell)")
+            XCTAssertEqual(
+                complete(shell, "tokenvault", "exec", "api.weibo.com", "--", "./up", in: dir), ["./upload.sh"],
+                "\(shell)")
+            XCTAssertEqual(
+                complete(shell, "tokenvault", "exec", "api.weibo.com", "--", "sh", "up", in: dir), ["upload.sh"],
+                "\(shell)")
         }
     }
 
@@ -101,8 +127,11 @@ final class ShellCompletionTests: XCTestCase {
         }
         s.env["TOKENVAULT_PASSPHRASE"] = nil
         for shell in Shell.allCases {
-            XCTAssertEqual(complete(shell, "tokenvault", "get", "api.odd.example", "--account", "").sorted(), accounts.sorted(), "\(shell)")
-            XCTAssertEqual(complete(shell, "tokenvault", "get", "api.odd.example", "--account", "it"), ["it's"], "\(shell)")
+            XCTAssertEqual(
+                complete(shell, "tokenvault", "get", "api.odd.example", "--account", "").sorted(), accounts.sorted(),
+                "\(shell)")
+            XCTAssertEqual(
+                complete(shell, "tokenvault", "get", "api.odd.example", "--account", "it"), ["it's"], "\(shell)")
         }
     }
 
@@ -131,7 +160,8 @@ final class SecretServiceCompletionTests: XCTestCase {
             let services = ShellCompletionTests.complete(shell, ["tokenvault", "get", ""], env: s.env)
             XCTAssertEqual(services.stderr, "", "\(shell)")
             XCTAssertEqual(services.stdout.split(separator: "\n"), ["api.github.com"], "\(shell)")
-            let accounts = ShellCompletionTests.complete(shell, ["tokenvault", "revoke", "api.github.com", "--account", ""], env: s.env)
+            let accounts = ShellCompletionTests.complete(
+                shell, ["tokenvault", "revoke", "api.github.com", "--account", ""], env: s.env)
             XCTAssertEqual(accounts.stdout.split(separator: "\n").sorted(), ["bot", "default"], "\(shell)")
         }
     }

@@ -18,8 +18,11 @@ enum Spawned {
     /// (which would keep this child's output open past its exit).
     private static let spawnLock = NSLock()
 
-    static func run(_ argv: [String], env: [String: String], stdin: [UInt8]?, limit: Double)
-        throws -> (status: Int32, stdout: [UInt8], stderr: [UInt8]) {
+    static func run(
+        _ argv: [String], env: [String: String], stdin: [UInt8]?, limit: Double
+    )
+        throws -> (status: Int32, stdout: [UInt8], stderr: [UInt8])
+    {
         // A child that stops reading its stdin early must not kill the test runner.
         signal(SIGPIPE, SIG_IGN)
         var out: [Int32] = [-1, -1], err: [Int32] = [-1, -1], input: [Int32] = [-1, -1]
@@ -72,7 +75,10 @@ enum Spawned {
         var writeFD = input[1]
         if writeFD >= 0 {
             _ = fcntl(writeFD, F_SETFL, fcntl(writeFD, F_GETFL) | O_NONBLOCK)
-            if pending.isEmpty { close(writeFD); writeFD = -1 }
+            if pending.isEmpty {
+                close(writeFD)
+                writeFD = -1
+            }
         }
         var readFDs = [out[0], err[0]]
         let deadline = now() + limit

@@ -9,7 +9,8 @@ final class StateTests: QuirkProviderTestCase {
     func sandbox(_ backend: String, path: String, grant: String = "authorization_code") throws -> Sandbox {
         let s = Sandbox(backend: backend)
         s.env.merge(Self.keyring.env) { $1 }
-        try s.writeConfig("""
+        try s.writeConfig(
+            """
             [providers.q]
             service = "q-\(UUID().uuidString.prefix(8).lowercased()).example"
             token_url = "http://127.0.0.1:\(Self.port)\(path)"
@@ -24,13 +25,17 @@ final class StateTests: QuirkProviderTestCase {
     /// the record stays readable, refresh asks again, set clears the mark.
     func checkRefusalIsRemembered(_ backend: String) throws {
         let s = try sandbox(backend, path: "/invalid-grant")
-        XCTAssertEqual(s.tv("set", "q", "--provider", "q", stdin: #"{"access_token":"old","refresh_token":"r-old","expires_at":1}"#).status, 0)
+        XCTAssertEqual(
+            s.tv(
+                "set", "q", "--provider", "q", stdin: #"{"access_token":"old","refresh_token":"r-old","expires_at":1}"#
+            ).status, 0)
         let before = try stats()["/invalid-grant"] ?? 0
         XCTAssertEqual(s.tv("get", "q").status, 4)
         let status = s.tv("status", "q")
         XCTAssertEqual(status.status, 4, status.stdout)
         XCTAssertTrue(status.stdout.contains("state:") && status.stdout.contains("login required"), status.stdout)
-        XCTAssertTrue(status.stdout.contains("can refresh:  no") || status.stdout.contains("can refresh: no"), status.stdout)
+        XCTAssertTrue(
+            status.stdout.contains("can refresh:  no") || status.stdout.contains("can refresh: no"), status.stdout)
         XCTAssertTrue(s.tv("list").stdout.contains("login required"))
         XCTAssertTrue(s.tv("status", "--json").stdout.contains("\"login required\""))
         let again = s.tv("get", "q")
@@ -57,7 +62,8 @@ final class StateTests: QuirkProviderTestCase {
             XCTAssertEqual(s.tv("migrate", "--to", backend, env: ["TOKENVAULT_BACKEND": other]).status, 0)
         }
         // A set is a new record: the mark goes.
-        XCTAssertEqual(s.tv("set", "q", "--provider", "q", stdin: #"{"access_token":"fresh","expires_in":3600}"#).status, 0)
+        XCTAssertEqual(
+            s.tv("set", "q", "--provider", "q", stdin: #"{"access_token":"fresh","expires_in":3600}"#).status, 0)
         XCTAssertEqual(s.tv("status", "q").status, 0)
         XCTAssertEqual(s.tv("get", "q").out, "fresh")
     }
@@ -69,11 +75,13 @@ final class StateTests: QuirkProviderTestCase {
     /// An expired client-credentials token: status, list and get all say it renews.
     func testClientCredentialsExpiredIsRefreshableEverywhere() throws {
         let s = try sandbox("file", path: "/form", grant: "client_credentials")
-        XCTAssertEqual(s.tv("set", "q", "--provider", "q", stdin: #"{"access_token":"cc-old","expires_at":1}"#).status, 0)
+        XCTAssertEqual(
+            s.tv("set", "q", "--provider", "q", stdin: #"{"access_token":"cc-old","expires_at":1}"#).status, 0)
         let status = s.tv("status", "q")
         XCTAssertEqual(status.status, 0, status.stdout + status.stderr)
         XCTAssertTrue(status.stdout.contains("refreshable"), status.stdout)
-        XCTAssertTrue(status.stdout.contains("can refresh:  yes") || status.stdout.contains("can refresh: yes"), status.stdout)
+        XCTAssertTrue(
+            status.stdout.contains("can refresh:  yes") || status.stdout.contains("can refresh: yes"), status.stdout)
         XCTAssertTrue(s.tv("list").stdout.contains("refreshable"))
         let get = s.tv("get", "q")
         XCTAssertEqual(get.status, 0, get.stderr)
@@ -84,12 +92,15 @@ final class StateTests: QuirkProviderTestCase {
     /// A preset with only token_url overridden keeps its service everywhere.
     func testOverridingTokenURLAloneKeepsThePresetsService() throws {
         let s = Sandbox()
-        try s.writeConfig("""
+        try s.writeConfig(
+            """
             [providers.weibo]
             token_url = "http://127.0.0.1:\(Self.port)/textplain"
             client_id = "wid"
             """)
-        XCTAssertEqual(s.tv("set", "api.weibo.com", "--provider", "weibo", stdin: #"{"access_token":"2.00w","expires_in":3600}"#).status, 0)
+        XCTAssertEqual(
+            s.tv("set", "api.weibo.com", "--provider", "weibo", stdin: #"{"access_token":"2.00w","expires_in":3600}"#)
+                .status, 0)
         let get = s.tv("get", "weibo")
         XCTAssertEqual(get.status, 0, get.stderr)
         XCTAssertEqual(get.out, "2.00w")
@@ -104,10 +115,12 @@ final class StateTests: QuirkProviderTestCase {
         let s = Sandbox(backend: backend)
         s.env.merge(Self.keyring.env) { $1 }
         s.env["TOKENVAULT_KEY_TTL"] = "600"
-        let r = runProcess(Paths.fixtures.appendingPathComponent("soak.sh").path, [Paths.binary, "2", String(writes / 2), "3"],
-                           env: s.env, limit: 240)
+        let r = runProcess(
+            Paths.fixtures.appendingPathComponent("soak.sh").path, [Paths.binary, "2", String(writes / 2), "3"],
+            env: s.env, limit: 240)
         let lines = r.stdout.split(separator: "\n").map(String.init)
-        XCTAssertEqual(lines.count, 1, "failed or wrong reads on \(backend):\n" + lines.prefix(10).joined(separator: "\n"))
+        XCTAssertEqual(
+            lines.count, 1, "failed or wrong reads on \(backend):\n" + lines.prefix(10).joined(separator: "\n"))
         XCTAssertTrue(lines.last?.hasPrefix("writes \(writes) reads ") ?? false, r.stdout + r.stderr)
         let reads = Int(lines.last?.split(separator: " ").last ?? "") ?? 0
         XCTAssertGreaterThan(reads, 20, "the readers ran during the writes")

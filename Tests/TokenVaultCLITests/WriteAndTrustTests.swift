@@ -19,8 +19,10 @@ extension HardeningTests {
 
     func noTerminalControl(_ text: String, _ what: String, file: StaticString = #filePath, line: UInt = #line) {
         for c in ["\u{1B}", "\u{07}", "\u{9B}", "\u{202E}", "\u{2028}"] {
-            XCTAssertFalse(text.contains(c), "\(what) carries U+\(String(c.unicodeScalars.first!.value, radix: 16)): \(text.debugDescription)",
-                           file: file, line: line)
+            XCTAssertFalse(
+                text.contains(c),
+                "\(what) carries U+\(String(c.unicodeScalars.first!.value, radix: 16)): \(text.debugDescription)",
+                file: file, line: line)
         }
     }
 
@@ -28,8 +30,14 @@ extension HardeningTests {
 
     func testASpooledRenewalNeverOverwritesANewerRecord() throws {
         let s = try sandbox("/rotate")
-        for i in 0..<4 { XCTAssertEqual(s.tv("set", "pad\(i).example", stdin: "padding-\(i)-" + String(repeating: "p", count: 120)).status, 0) }
-        XCTAssertEqual(s.tv("set", "q", "--provider", "q", stdin: #"{"access_token":"old","refresh_token":"r-old","expires_at":1}"#).status, 0)
+        for i in 0..<4 {
+            XCTAssertEqual(
+                s.tv("set", "pad\(i).example", stdin: "padding-\(i)-" + String(repeating: "p", count: 120)).status, 0)
+        }
+        XCTAssertEqual(
+            s.tv(
+                "set", "q", "--provider", "q", stdin: #"{"access_token":"old","refresh_token":"r-old","expires_at":1}"#
+            ).status, 0)
         // Session A renews, but the vault cannot take the result (dash counts ulimit -f in 512-byte blocks): spooled.
         let a = s.shell(#"ulimit -f 1; exec "$TV" get q"#)
         XCTAssertEqual(a.status, 0, a.stderr)
@@ -70,7 +78,8 @@ extension HardeningTests {
 
     func testADiscoveryCacheFileOfAnotherUserOrOpenToOthersIsNotBelieved() throws {
         let s = Sandbox()
-        try s.writeConfig("""
+        try s.writeConfig(
+            """
             [providers.iss]
             service = "iss.quirk.example"
             issuer = "\(base)/iss"
@@ -78,7 +87,11 @@ extension HardeningTests {
             client_secret = "csecret-1234"
             """)
         func storeExpired() {
-            XCTAssertEqual(s.tv("set", "iss", "--provider", "iss", stdin: #"{"access_token":"old","refresh_token":"r-old","expires_at":1}"#).status, 0)
+            XCTAssertEqual(
+                s.tv(
+                    "set", "iss", "--provider", "iss",
+                    stdin: #"{"access_token":"old","refresh_token":"r-old","expires_at":1}"#
+                ).status, 0)
         }
         storeExpired()
         XCTAssertEqual(s.tv("get", "iss").status, 0, "discovered, cached and renewed")
@@ -88,7 +101,8 @@ extension HardeningTests {
         let cache = dir + "/" + files[0]
         /// The cached document with its token endpoint pointed at /planted.
         func plant(_ after: String) throws {
-            var o = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: cache))) as? [String: Any])
+            var o = try XCTUnwrap(
+                try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: cache))) as? [String: Any])
             var doc = try XCTUnwrap(o["document"] as? [String: Any])
             doc["token_endpoint"] = "\(base)/planted"
             o["document"] = doc
@@ -96,13 +110,17 @@ extension HardeningTests {
             try JSONSerialization.data(withJSONObject: o).write(to: URL(fileURLWithPath: cache))
             XCTAssertEqual(s.shell(after.replacingOccurrences(of: "FILE", with: "'\(cache)'")).status, 0)
         }
-        for (how, why) in [("chown nobody FILE && chmod 600 FILE", "belongs to another user"), ("chmod 666 FILE", "writable by others")] {
+        for (how, why) in [
+            ("chown nobody FILE && chmod 600 FILE", "belongs to another user"),
+            ("chmod 666 FILE", "writable by others"),
+        ] {
             try plant(how)
             storeExpired()
             let r = s.tv("get", "iss")
             XCTAssertEqual(r.status, 0, "\(how): \(r.stderr)")
             XCTAssertTrue(r.out.hasPrefix("rot-at-"), r.stdout)
-            XCTAssertTrue(r.stderr.contains("ignored the cached discovery document") && r.stderr.contains(why), r.stderr)
+            XCTAssertTrue(
+                r.stderr.contains("ignored the cached discovery document") && r.stderr.contains(why), r.stderr)
             XCTAssertNil(try stats()["/planted"], "\(how): the planted endpoint got nothing")
         }
         // The same planted document, the user's own and private, is believed: the checks above are what stopped it.
@@ -115,10 +133,12 @@ extension HardeningTests {
     // MARK: 4, 11. Text and URLs from outside
 
     func testTextFromOutsideIsCleanedWhereItEnters() throws {
-        let s = try sandbox("/escape-token", extra: """
-            grant = "client_credentials"
-            userinfo_url = "\(base)/escape-userinfo"
-            """)
+        let s = try sandbox(
+            "/escape-token",
+            extra: """
+                grant = "client_credentials"
+                userinfo_url = "\(base)/escape-userinfo"
+                """)
         let login = s.tv("login", "q")
         XCTAssertEqual(login.status, 0, login.stderr)
         XCTAssertTrue(login.stderr.contains("as Mallory"), login.stderr)
@@ -130,7 +150,8 @@ extension HardeningTests {
         // A discovered authorization endpoint: an escape sequence is refused, a bidi override shown encoded.
         for (name, code) in [("esc", Int32(65)), ("bidi", Int32(3))] {
             let d = Sandbox()
-            try d.writeConfig("""
+            try d.writeConfig(
+                """
                 [providers.\(name)]
                 service = "\(name).quirk.example"
                 issuer = "\(base)/\(name)"
@@ -161,12 +182,16 @@ extension HardeningTests {
         XCTAssertEqual(s.tv("set", "api.github.com", "--provider", "github", stdin: "gho_github_token_1234").status, 0)
         let direct = s.tv("git-credential", "get", stdin: "protocol=https\nhost=github.com\n\n")
         XCTAssertTrue(direct.stdout.contains("password=gho_github_token_1234"), direct.stdout + direct.stderr)
-        for url in ["https://evil.example?@github.com/x", "https://evil.example#@github.com/x", "https://evil.example/@github.com/x"] {
+        for url in [
+            "https://evil.example?@github.com/x", "https://evil.example#@github.com/x",
+            "https://evil.example/@github.com/x",
+        ] {
             let r = s.tv("git-credential", "get", stdin: "protocol=https\nurl=\(url)\n\n")
             XCTAssertFalse(r.stdout.contains("gho_github_token_1234"), "\(url): \(r.stdout)")
         }
         // git's own host= line wins over a url= line.
-        let both = s.tv("git-credential", "get", stdin: "protocol=https\nhost=evil.example\nurl=https://github.com/x\n\n")
+        let both = s.tv(
+            "git-credential", "get", stdin: "protocol=https\nhost=evil.example\nurl=https://github.com/x\n\n")
         XCTAssertFalse(both.stdout.contains("gho_github_token_1234"), both.stdout)
         let user = s.tv("git-credential", "get", stdin: "url=https://someone@github.com/x\n\n")
         XCTAssertTrue(user.stdout.contains("password=gho_github_token_1234"), user.stdout + user.stderr)
@@ -176,13 +201,21 @@ extension HardeningTests {
 
     func testARefreshThatDidNotHappenIsAnError() throws {
         let s = try sandbox("/html502")
-        XCTAssertEqual(s.tv("set", "q", "--provider", "q", stdin: #"{"access_token":"still-good","refresh_token":"r-1","expires_in":3600}"#).status, 0)
+        XCTAssertEqual(
+            s.tv(
+                "set", "q", "--provider", "q",
+                stdin: #"{"access_token":"still-good","refresh_token":"r-1","expires_in":3600}"#
+            ).status, 0)
         let r = s.tv("refresh", "q")
         XCTAssertEqual(r.status, 75, r.stderr)
         XCTAssertFalse(r.stderr.contains("refreshed"), r.stderr)
         XCTAssertEqual(s.tv("get", "q").out, "still-good", "nothing was lost")
         let gone = try sandbox("/invalid-grant")
-        XCTAssertEqual(gone.tv("set", "q", "--provider", "q", stdin: #"{"access_token":"still-good","refresh_token":"r-1","expires_in":3600}"#).status, 0)
+        XCTAssertEqual(
+            gone.tv(
+                "set", "q", "--provider", "q",
+                stdin: #"{"access_token":"still-good","refresh_token":"r-1","expires_in":3600}"#
+            ).status, 0)
         XCTAssertEqual(gone.tv("refresh", "q").status, 4)
     }
 
@@ -193,15 +226,24 @@ extension HardeningTests {
         let hostile = "x;touch pwned|sh;#"
         let missing = s.tv("get", "api.example.com", env: ["TOKENVAULT_ACCOUNT": hostile])
         XCTAssertEqual(missing.status, 3)
-        XCTAssertTrue(missing.stderr.contains("hint: store one with: tokenvault set api.example.com --account 'x;touch pwned|sh;#' < token.json"),
-                      missing.stderr)
-        XCTAssertEqual(s.tv("set", "q", "--provider", "q", stdin: #"{"access_token":"a","expires_at":1}"#, env: ["TOKENVAULT_ACCOUNT": hostile]).status, 0)
+        XCTAssertTrue(
+            missing.stderr.contains(
+                "hint: store one with: tokenvault set api.example.com --account 'x;touch pwned|sh;#' < token.json"),
+            missing.stderr)
+        XCTAssertEqual(
+            s.tv(
+                "set", "q", "--provider", "q", stdin: #"{"access_token":"a","expires_at":1}"#,
+                env: ["TOKENVAULT_ACCOUNT": hostile]
+            ).status, 0)
         let expired = s.tv("get", "q", env: ["TOKENVAULT_ACCOUNT": hostile])
         XCTAssertEqual(expired.status, 4)
-        XCTAssertTrue(expired.stderr.contains("hint: run: tokenvault login q --account 'x;touch pwned|sh;#'"), expired.stderr)
+        XCTAssertTrue(
+            expired.stderr.contains("hint: run: tokenvault login q --account 'x;touch pwned|sh;#'"), expired.stderr)
         // Pasted as shown, the hint's account is one word: nothing runs.
         let line = try XCTUnwrap(expired.stderr.split(separator: "\n").first { $0.hasPrefix("hint: run: ") })
-        let pasted = s.shell("cd \"$HOME\"; set -- " + line.dropFirst("hint: run: tokenvault login q --account ".count) + "; printf '%s' \"$1\"")
+        let pasted = s.shell(
+            "cd \"$HOME\"; set -- " + line.dropFirst("hint: run: tokenvault login q --account ".count)
+                + "; printf '%s' \"$1\"")
         XCTAssertEqual(pasted.stdout, hostile)
         XCTAssertFalse(FileManager.default.fileExists(atPath: s.home + "/pwned"))
     }

@@ -1,40 +1,51 @@
 import Foundation
 import XCTest
+
 @testable import TokenVaultKit
 
 final class GitCredentialUnitTests: XCTestCase {
     func parse(_ s: String) throws -> GitCredentialRequest { try GitCredentialRequest.parse(Array(s.utf8)) }
 
     func testRequestsAreParsedAsGitWritesThem() throws {
-        let r = try parse("protocol=HTTPS\nhost=GitHub.com\nusername=\npassword=a=b\nwwwauth[]=Basic realm=\"x\"\nwwwauth[]=Bearer\n\nhost=ignored\n")
+        let r = try parse(
+            "protocol=HTTPS\nhost=GitHub.com\nusername=\npassword=a=b\nwwwauth[]=Basic realm=\"x\"\nwwwauth[]=Bearer\n\nhost=ignored\n"
+        )
         XCTAssertEqual(r.proto, "https")
         XCTAssertEqual(r.host, "github.com")
         XCTAssertNil(r.username, "an empty username is none")
         XCTAssertEqual(r.password, "a=b", "split at the first =")
         XCTAssertEqual(r.lists["wwwauth[]"], ["Basic realm=\"x\"", "Bearer"])
         let u = try parse("url=https://bob%40corp@git.example.com:8443/group/repo.git\r\n")
-        XCTAssertEqual([u.proto, u.host, u.username, u.fields["path"]], ["https", "git.example.com:8443", "bob@corp", "group/repo.git"])
+        XCTAssertEqual(
+            [u.proto, u.host, u.username, u.fields["path"]],
+            ["https", "git.example.com:8443", "bob@corp", "group/repo.git"])
         for bad in ["novalue\n", "=x\n", "url=no-scheme\n"] {
             XCTAssertThrowsError(try parse(bad)) { XCTAssertEqual(($0 as? TokenVaultError)?.exitCode, 65, bad) }
         }
-        XCTAssertThrowsError(try GitCredentialRequest.parse([0x61, 0x3D, 0xFF, 0x0A])) { XCTAssertEqual(($0 as? TokenVaultError)?.exitCode, 65) }
+        XCTAssertThrowsError(try GitCredentialRequest.parse([0x61, 0x3D, 0xFF, 0x0A])) {
+            XCTAssertEqual(($0 as? TokenVaultError)?.exitCode, 65)
+        }
     }
 
     func testHostRules() throws {
         func rule(_ s: String) throws -> GitHostRule { try GitHostRule(parsing: s, provider: "p", configPath: "c") }
         XCTAssertTrue(try rule("github.com").matches(protocol: "https", host: "github.com:443"))
         XCTAssertFalse(try rule("github.com").matches(protocol: "http", host: "github.com"))
-        XCTAssertTrue(try rule("https://Git.Example.com:8443/").matches(protocol: "https", host: "git.example.com:8443"))
+        XCTAssertTrue(
+            try rule("https://Git.Example.com:8443/").matches(protocol: "https", host: "git.example.com:8443"))
         XCTAssertFalse(try rule("git.example.com:8443").matches(protocol: "https", host: "git.example.com"))
         XCTAssertTrue(try rule("http://127.0.0.1:8080").matches(protocol: "http", host: "127.0.0.1:8080"))
         XCTAssertTrue(try rule("http://[::1]:8080").matches(protocol: "http", host: "[::1]:8080"))
-        for bad in ["http://git.example.com", "ssh://github.com", "github.com/org", "user@github.com", "", "git hub.com"] {
+        for bad in [
+            "http://git.example.com", "ssh://github.com", "github.com/org", "user@github.com", "", "git hub.com",
+        ] {
             XCTAssertThrowsError(try rule(bad)) { XCTAssertEqual(($0 as? TokenVaultError)?.exitCode, 78, bad) }
         }
     }
 
     func testConfiguredProvidersComeBeforePresetsForAHost() throws {
-        let config = try Config.parse("""
+        let config = try Config.parse(
+            """
             [providers.ghapp]
             token_url = "https://github.com/login/oauth/access_token"
             service = "api.github.com"
@@ -45,8 +56,11 @@ final class GitCredentialUnitTests: XCTestCase {
             git_hosts = ["git.corp.example"]
             """)
         let d = ProviderDirectory(config: config)
-        XCTAssertEqual(try d.gitProviders(protocol: "https", host: "github.com", configPath: "c").map(\.provider), ["ghapp", "github"])
-        XCTAssertEqual(try d.gitProviders(protocol: "https", host: "gitlab.com", configPath: "c").map(\.username), ["oauth2"])
+        XCTAssertEqual(
+            try d.gitProviders(protocol: "https", host: "github.com", configPath: "c").map(\.provider),
+            ["ghapp", "github"])
+        XCTAssertEqual(
+            try d.gitProviders(protocol: "https", host: "gitlab.com", configPath: "c").map(\.username), ["oauth2"])
         let corp = try d.gitProviders(protocol: "https", host: "git.corp.example", configPath: "c")
         XCTAssertEqual(corp.map(\.service.description), ["sso.corp.example"])
         XCTAssertEqual(corp.map(\.username), ["oauth2"], "the default username")
@@ -56,19 +70,30 @@ final class GitCredentialUnitTests: XCTestCase {
 
 final class PresetAndAdapterUnitTests: XCTestCase {
     func testMicrosoftTenantFillsTheEndpoints() throws {
-        let common = try OAuth2Provider.resolve("microsoft", config: try Config.parse("[providers.microsoft]\nclient_id = \"app\"\n"), configPath: "c")
+        let common = try OAuth2Provider.resolve(
+            "microsoft", config: try Config.parse("[providers.microsoft]\nclient_id = \"app\"\n"), configPath: "c")
         XCTAssertEqual(common.tokenURL, "https://login.microsoftonline.com/common/oauth2/v2.0/token")
         XCTAssertEqual(common.deviceAuthorizationURL, "https://login.microsoftonline.com/common/oauth2/v2.0/devicecode")
         XCTAssertTrue(common.scopes.contains("offline_access"))
         XCTAssertNil(common.secretSource, "a public client")
-        let tenant = try OAuth2Provider.resolve("microsoft", config: try Config.parse("[providers.microsoft]\nclient_id = \"app\"\ntenant = \"contoso.onmicrosoft.com\"\n"), configPath: "c")
-        XCTAssertEqual(tenant.authorizeURL, "https://login.microsoftonline.com/contoso.onmicrosoft.com/oauth2/v2.0/authorize")
+        let tenant = try OAuth2Provider.resolve(
+            "microsoft",
+            config: try Config.parse(
+                "[providers.microsoft]\nclient_id = \"app\"\ntenant = \"contoso.onmicrosoft.com\"\n"), configPath: "c")
+        XCTAssertEqual(
+            tenant.authorizeURL, "https://login.microsoftonline.com/contoso.onmicrosoft.com/oauth2/v2.0/authorize")
         for bad in ["", "a/b", "x?y=1", "../common"] {
-            XCTAssertThrowsError(try OAuth2Provider.resolve("microsoft", config: try Config.parse("[providers.microsoft]\nclient_id = \"app\"\ntenant = \"\(bad)\"\n"), configPath: "c")) {
+            XCTAssertThrowsError(
+                try OAuth2Provider.resolve(
+                    "microsoft",
+                    config: try Config.parse("[providers.microsoft]\nclient_id = \"app\"\ntenant = \"\(bad)\"\n"),
+                    configPath: "c")
+            ) {
                 XCTAssertEqual(($0 as? TokenVaultError)?.exitCode, 78, bad)
             }
         }
-        let gitlab = try OAuth2Provider.resolve("gitlab", config: try Config.parse("[providers.gitlab]\nclient_id = \"g\"\n"), configPath: "c")
+        let gitlab = try OAuth2Provider.resolve(
+            "gitlab", config: try Config.parse("[providers.gitlab]\nclient_id = \"g\"\n"), configPath: "c")
         XCTAssertEqual(gitlab.service.description, "gitlab.com")
         XCTAssertEqual(gitlab.revokeURL, "https://gitlab.com/oauth/revoke")
     }
@@ -77,14 +102,27 @@ final class PresetAndAdapterUnitTests: XCTestCase {
         let none = try ExecCredentialRequest.from(Settings(environment: [:]))
         XCTAssertEqual(none.apiVersion, ExecCredentialRequest.v1beta1)
         XCTAssertTrue(none.interactive)
-        let v1 = try ExecCredentialRequest.from(Settings(environment: ["KUBERNETES_EXEC_INFO": #"{"apiVersion":"client.authentication.k8s.io/v1","spec":{"interactive":true}}"#]))
+        let v1 = try ExecCredentialRequest.from(
+            Settings(environment: [
+                "KUBERNETES_EXEC_INFO": #"{"apiVersion":"client.authentication.k8s.io/v1","spec":{"interactive":true}}"#
+            ]))
         XCTAssertEqual(v1.apiVersion, ExecCredentialRequest.v1)
         XCTAssertTrue(v1.interactive)
-        XCTAssertFalse(try ExecCredentialRequest.from(Settings(environment: ["KUBERNETES_EXEC_INFO": #"{"apiVersion":"client.authentication.k8s.io/v1"}"#])).interactive)
-        XCTAssertEqual(v1.response(token: "t", expiresAt: 1_800_000_000),
-                       .object(["apiVersion": .string(ExecCredentialRequest.v1), "kind": .string("ExecCredential"),
-                                "status": .object(["token": .string("t"), "expirationTimestamp": .string("2027-01-15T08:00:00Z")])]))
-        XCTAssertEqual(v1.response(token: "t", expiresAt: nil),
-                       .object(["apiVersion": .string(ExecCredentialRequest.v1), "kind": .string("ExecCredential"), "status": .object(["token": .string("t")])]))
+        XCTAssertFalse(
+            try ExecCredentialRequest.from(
+                Settings(environment: ["KUBERNETES_EXEC_INFO": #"{"apiVersion":"client.authentication.k8s.io/v1"}"#])
+            ).interactive)
+        XCTAssertEqual(
+            v1.response(token: "t", expiresAt: 1_800_000_000),
+            .object([
+                "apiVersion": .string(ExecCredentialRequest.v1), "kind": .string("ExecCredential"),
+                "status": .object(["token": .string("t"), "expirationTimestamp": .string("2027-01-15T08:00:00Z")]),
+            ]))
+        XCTAssertEqual(
+            v1.response(token: "t", expiresAt: nil),
+            .object([
+                "apiVersion": .string(ExecCredentialRequest.v1), "kind": .string("ExecCredential"),
+                "status": .object(["token": .string("t")]),
+            ]))
     }
 }

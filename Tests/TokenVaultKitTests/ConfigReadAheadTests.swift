@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import TokenVaultKit
 
 /// The config read on another thread for the `get` hot path: the command's
@@ -35,7 +36,9 @@ final class ConfigReadAheadTests: XCTestCase {
         Config.readAhead(Settings(environment: env))
         XCTAssertThrowsError(try Config.load(Settings(environment: env))) { error in
             XCTAssertEqual((error as? TokenVaultError)?.exitCode, 78)
-            XCTAssertTrue(error.errorText.contains("config.toml:1: min_valid must be a whole number of seconds, 0 or more"), error.errorText)
+            XCTAssertTrue(
+                error.errorText.contains("config.toml:1: min_valid must be a whole number of seconds, 0 or more"),
+                error.errorText)
         }
     }
 

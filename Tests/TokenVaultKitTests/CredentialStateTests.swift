@@ -1,5 +1,6 @@
 import TokenVaultTestSupport
 import XCTest
+
 @testable import TokenVaultKit
 
 /// docs/reference.md's table, the refusal mark, and writes that race a refresh.
@@ -10,9 +11,12 @@ final class CredentialStateTests: XCTestCase {
     override func setUp() { runtime = NSTemporaryDirectory() + "tv-state-" + UUID().uuidString.prefix(8) }
     override func tearDown() { try? FileManager.default.removeItem(atPath: runtime) }
 
-    func record(expiresAt: Int64?, refresh: String? = "r1", provider: String? = "local", type: CredentialType = .oauth2) -> Credential {
-        Credential(service: id.service, type: type, provider: provider, accessToken: "old", refreshToken: refresh,
-                   expiresAt: expiresAt, updatedAt: 1)
+    func record(
+        expiresAt: Int64?, refresh: String? = "r1", provider: String? = "local", type: CredentialType = .oauth2
+    ) -> Credential {
+        Credential(
+            service: id.service, type: type, provider: provider, accessToken: "old", refreshToken: refresh,
+            expiresAt: expiresAt, updatedAt: 1)
     }
 
     func state(_ c: Credential, grant: OAuth2Provider.Grant? = .authorizationCode) -> CredentialState {
@@ -29,7 +33,8 @@ final class CredentialStateTests: XCTestCase {
         XCTAssertEqual(state(record(expiresAt: 900, provider: nil)), .loginRequired, "no provider to renew with")
         // client_credentials renews without a refresh token (status and get agree).
         XCTAssertEqual(state(record(expiresAt: 900, refresh: nil), grant: .clientCredentials), .refreshable)
-        XCTAssertEqual(state(record(expiresAt: 900, refresh: nil), grant: nil), .loginRequired, "provider not configured")
+        XCTAssertEqual(
+            state(record(expiresAt: 900, refresh: nil), grant: nil), .loginRequired, "provider not configured")
         XCTAssertEqual(state(record(expiresAt: 900, refresh: nil, type: .oauth1)), .loginRequired)
         var refused = record(expiresAt: 5_000)
         refused.refusal = Refusal(reason: "invalid_grant", at: 990)
@@ -52,13 +57,15 @@ final class CredentialStateTests: XCTestCase {
                 XCTAssertTrue(e.localizedDescription.contains("127.0.0.1:9000"), "names the item")
             }
         }
-        XCTAssertThrowsError(try Credential.fromRecord(Data("a b".utf8), id: id), "a bare secret-tool token with a space")
+        XCTAssertThrowsError(
+            try Credential.fromRecord(Data("a b".utf8), id: id), "a bare secret-tool token with a space")
     }
 
     // MARK: Refresh
 
     func provider(grant: String = "authorization_code") -> (String) throws -> OAuth2Provider {
-        let config = try! Config.parse("""
+        let config = try! Config.parse(
+            """
             [providers.local]
             token_url = "http://127.0.0.1:9000/token"
             client_id = "cid"
@@ -69,8 +76,9 @@ final class CredentialStateTests: XCTestCase {
     }
 
     func refresher(_ store: MemoryStore, _ t: HTTPTransport, warnings: Warnings = Warnings()) -> Refresher {
-        Refresher(vault: CredentialVault(store: store, runtimeDirectory: runtime), transport: t, clock: FixedClock(1_000),
-                  provider: provider(), warn: { warnings.items.append($0) })
+        Refresher(
+            vault: CredentialVault(store: store, runtimeDirectory: runtime), transport: t, clock: FixedClock(1_000),
+            provider: provider(), warn: { warnings.items.append($0) })
     }
 
     final class Warnings: @unchecked Sendable { var items: [String] = [] }
@@ -79,12 +87,16 @@ final class CredentialStateTests: XCTestCase {
         let store = MemoryStore()
         try store.save(record(expiresAt: 900))
         let t = ScriptedTransport([ScriptedTransport.json(#"{"error":"invalid_grant"}"#, status: 400)])
-        XCTAssertThrowsError(try refresher(store, t).usable(id, minValid: 60)) { XCTAssertEqual(($0 as? TokenVaultError)?.exitCode, 4) }
+        XCTAssertThrowsError(try refresher(store, t).usable(id, minValid: 60)) {
+            XCTAssertEqual(($0 as? TokenVaultError)?.exitCode, 4)
+        }
         let marked = try XCTUnwrap(store.load(id))
         XCTAssertNotNil(marked.refusal)
         XCTAssertEqual(marked.refreshToken, "r1", "the record is kept")
         // The next get does not ask the provider again.
-        XCTAssertThrowsError(try refresher(store, t).usable(id, minValid: 60)) { XCTAssertEqual(($0 as? TokenVaultError)?.exitCode, 4) }
+        XCTAssertThrowsError(try refresher(store, t).usable(id, minValid: 60)) {
+            XCTAssertEqual(($0 as? TokenVaultError)?.exitCode, 4)
+        }
         XCTAssertEqual(t.requests.count, 1)
         // `tokenvault refresh` asks again, and a success clears the mark.
         t.answers = [ScriptedTransport.json(#"{"access_token":"new","expires_in":3600}"#)]
@@ -97,7 +109,9 @@ final class CredentialStateTests: XCTestCase {
         let store = MemoryStore()
         try store.save(record(expiresAt: 900))
         let vault = CredentialVault(store: store, runtimeDirectory: runtime)
-        let t = ScriptedTransport([ScriptedTransport.json(#"{"access_token":"refreshed","refresh_token":"r2","expires_in":3600}"#)])
+        let t = ScriptedTransport([
+            ScriptedTransport.json(#"{"access_token":"refreshed","refresh_token":"r2","expires_in":3600}"#)
+        ])
         t.meanwhile = {
             var mine = self.record(expiresAt: 9_000, refresh: "user-r")
             mine.accessToken = "user-set"
@@ -122,7 +136,9 @@ final class CredentialStateTests: XCTestCase {
         for expires in [#""nan""#, #""inf""#, "1e300", #""9.3e18""#, "-5", "1.5"] {
             let store = MemoryStore()
             try store.save(record(expiresAt: 900))
-            let t = ScriptedTransport([ScriptedTransport.json(#"{"access_token":"new","refresh_token":"r2","expires_in":\#(expires)}"#)])
+            let t = ScriptedTransport([
+                ScriptedTransport.json(#"{"access_token":"new","refresh_token":"r2","expires_in":\#(expires)}"#)
+            ])
             XCTAssertThrowsError(try refresher(store, t).usable(id, minValid: 60), expires) { e in
                 XCTAssertEqual((e as? TokenVaultError)?.exitCode, 65, expires)
             }
@@ -135,7 +151,9 @@ final class CredentialStateTests: XCTestCase {
     func testARenewalTheStoreRefusesIsSpooledAndWrittenByTheNextRun() throws {
         let store = MemoryStore()
         try store.save(record(expiresAt: 900))
-        let t = ScriptedTransport([ScriptedTransport.json(#"{"access_token":"new","refresh_token":"r2","expires_in":3600}"#)])
+        let t = ScriptedTransport([
+            ScriptedTransport.json(#"{"access_token":"new","refresh_token":"r2","expires_in":3600}"#)
+        ])
         store.failSaves = .vault("cannot write the vault: No space left on device")
         let warnings = Warnings()
         XCTAssertEqual(try refresher(store, t, warnings: warnings).usable(id, minValid: 60)?.accessToken, "new")
@@ -156,8 +174,11 @@ final class CredentialStateTests: XCTestCase {
     func testProviderTextNeverEchoesWhatWasSent() throws {
         let store = MemoryStore()
         try store.save(record(expiresAt: 900, refresh: "rt-secret-123"))
-        let t = ScriptedTransport([ScriptedTransport.json(
-            #"{"error":"invalid_client","error_description":"client csecret-value with token rt-secret-123 \u001b[31mrejected"}"#, status: 401)])
+        let t = ScriptedTransport([
+            ScriptedTransport.json(
+                #"{"error":"invalid_client","error_description":"client csecret-value with token rt-secret-123 \u001b[31mrejected"}"#,
+                status: 401)
+        ])
         XCTAssertThrowsError(try refresher(store, t).usable(id, minValid: 60)) { e in
             let m = e.localizedDescription
             XCTAssertEqual((e as? TokenVaultError)?.exitCode, 76)
@@ -174,7 +195,10 @@ final class HostileInputTests: XCTestCase {
     let id = CredentialID(service: try! ServiceKey(parsing: "api.example.com"))
 
     func testNumbersThatWouldTrapAreRefused() {
-        for v in [#""nan""#, #""inf""#, #""-inf""#, "1e300", #""1e300""#, #""9.3e18""#, "9300000000000000000", "-1", #""12abc""#] {
+        for v in [
+            #""nan""#, #""inf""#, #""-inf""#, "1e300", #""1e300""#, #""9.3e18""#, "9300000000000000000", "-1",
+            #""12abc""#,
+        ] {
             for key in ["expires_in", "expires_at"] {
                 let json = #"{"access_token":"a","\#(key)":\#(v)}"#
                 XCTAssertThrowsError(try TokenInput.parse(Data(json.utf8), id: id, now: 100), json) { e in
@@ -182,8 +206,13 @@ final class HostileInputTests: XCTestCase {
                 }
             }
         }
-        XCTAssertEqual(try TokenInput.parse(Data(#"{"access_token":"a","expires_in":"3600.0"}"#.utf8), id: id, now: 100).expiresAt, 3_700)
-        XCTAssertEqual(try TokenInput.parse(Data(#"{"access_token":"a","expires_at":"2030-01-01T00:00:00Z"}"#.utf8), id: id, now: 100).expiresAt, 1_893_456_000)
+        XCTAssertEqual(
+            try TokenInput.parse(Data(#"{"access_token":"a","expires_in":"3600.0"}"#.utf8), id: id, now: 100).expiresAt,
+            3_700)
+        XCTAssertEqual(
+            try TokenInput.parse(
+                Data(#"{"access_token":"a","expires_at":"2030-01-01T00:00:00Z"}"#.utf8), id: id, now: 100
+            ).expiresAt, 1_893_456_000)
     }
 
     func testTheVaultWriterRefusesWhatItCannotEncode() throws {

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import XCTest
+
 @testable import TokenVaultKit
 
 /// Answers from a table by URL, counting the requests.
@@ -19,18 +20,29 @@ final class DiscoveryUnitTests: XCTestCase {
     override func setUp() { dir = NSTemporaryDirectory() + "tv-disc-" + UUID().uuidString.prefix(8) }
     override func tearDown() { try? FileManager.default.removeItem(atPath: dir) }
 
-    func document(_ issuer: String, token: String? = "https://idp.example/token") -> Result<HTTPResponse, TokenVaultError> {
+    func document(
+        _ issuer: String, token: String? = "https://idp.example/token"
+    ) -> Result<HTTPResponse, TokenVaultError> {
         var o: [String: Any] = ["issuer": issuer, "authorization_endpoint": "https://idp.example/auth"]
         if let token { o["token_endpoint"] = token }
-        return .success(HTTPResponse(status: 200, contentType: "application/json", body: try! JSONSerialization.data(withJSONObject: o)))
+        return .success(
+            HTTPResponse(
+                status: 200, contentType: "application/json", body: try! JSONSerialization.data(withJSONObject: o)))
     }
 
     func testWellKnownAddresses() {
-        XCTAssertEqual(Discovery.urls("https://idp.example/realms/ops/"),
-                       ["https://idp.example/realms/ops/.well-known/openid-configuration",
-                        "https://idp.example/.well-known/oauth-authorization-server/realms/ops"])
-        XCTAssertEqual(Discovery.urls("https://idp.example"),
-                       ["https://idp.example/.well-known/openid-configuration", "https://idp.example/.well-known/oauth-authorization-server"])
+        XCTAssertEqual(
+            Discovery.urls("https://idp.example/realms/ops/"),
+            [
+                "https://idp.example/realms/ops/.well-known/openid-configuration",
+                "https://idp.example/.well-known/oauth-authorization-server/realms/ops",
+            ])
+        XCTAssertEqual(
+            Discovery.urls("https://idp.example"),
+            [
+                "https://idp.example/.well-known/openid-configuration",
+                "https://idp.example/.well-known/oauth-authorization-server",
+            ])
     }
 
     func testTheIssuerMustMatchAllowingEntraIDsTenantPlaceholder() {
@@ -38,8 +50,12 @@ final class DiscoveryUnitTests: XCTestCase {
         XCTAssertFalse(Discovery.issuerMatches("https://idp.example/x/", configured: "https://idp.example/x"))
         let entra = "https://login.microsoftonline.com/{tenantid}/v2.0"
         XCTAssertTrue(Discovery.issuerMatches(entra, configured: "https://login.microsoftonline.com/common/v2.0"))
-        XCTAssertTrue(Discovery.issuerMatches(entra, configured: "https://login.microsoftonline.com/72f988bf-86f1-41af-91ab-2d7cd011db47/v2.0"))
-        XCTAssertFalse(Discovery.issuerMatches(entra, configured: "https://login.microsoftonline.com/a/b/v2.0"), "one segment only")
+        XCTAssertTrue(
+            Discovery.issuerMatches(
+                entra, configured: "https://login.microsoftonline.com/72f988bf-86f1-41af-91ab-2d7cd011db47/v2.0"))
+        XCTAssertFalse(
+            Discovery.issuerMatches(entra, configured: "https://login.microsoftonline.com/a/b/v2.0"), "one segment only"
+        )
         XCTAssertFalse(Discovery.issuerMatches(entra, configured: "https://login.microsoftonline.com//v2.0"))
         XCTAssertFalse(Discovery.issuerMatches(entra, configured: "https://evil.example/common/v2.0"))
     }
@@ -48,9 +64,15 @@ final class DiscoveryUnitTests: XCTestCase {
         let issuer = "https://idp.example/realms/ops"
         let transport = URLTableTransport([issuer + "/.well-known/openid-configuration": document(issuer)])
         var warnings: [String] = []
-        func discovery(at now: Int64) -> Discovery { Discovery(cacheDirectory: dir, transport: transport, now: now, warn: { warnings.append($0) }) }
-        XCTAssertEqual(try discovery(at: 1000).endpoints(issuer: issuer, provider: "ops")["token_url"], "https://idp.example/token")
-        XCTAssertEqual(try discovery(at: 1000 + 86399).endpoints(issuer: issuer, provider: "ops")["authorize_url"], "https://idp.example/auth")
+        func discovery(at now: Int64) -> Discovery {
+            Discovery(cacheDirectory: dir, transport: transport, now: now, warn: { warnings.append($0) })
+        }
+        XCTAssertEqual(
+            try discovery(at: 1000).endpoints(issuer: issuer, provider: "ops")["token_url"], "https://idp.example/token"
+        )
+        XCTAssertEqual(
+            try discovery(at: 1000 + 86399).endpoints(issuer: issuer, provider: "ops")["authorize_url"],
+            "https://idp.example/auth")
         XCTAssertEqual(transport.asked.count, 1, "cached")
         _ = try discovery(at: 1000 + 86400).endpoints(issuer: issuer, provider: "ops")
         XCTAssertEqual(transport.asked.count, 2, "stale: fetched again")
@@ -58,8 +80,11 @@ final class DiscoveryUnitTests: XCTestCase {
         XCTAssertEqual(stat(dir, &st), 0)
         XCTAssertEqual(st.st_mode & 0o777, 0o700)
         // The issuer cannot be reached: the stale copy, with a warning.
-        transport.answers[issuer + "/.well-known/openid-configuration"] = .failure(.temporary("cannot reach idp.example"))
-        XCTAssertEqual(try discovery(at: 1000 + 3 * 86400).endpoints(issuer: issuer, provider: "ops")["token_url"], "https://idp.example/token")
+        transport.answers[issuer + "/.well-known/openid-configuration"] = .failure(
+            .temporary("cannot reach idp.example"))
+        XCTAssertEqual(
+            try discovery(at: 1000 + 3 * 86400).endpoints(issuer: issuer, provider: "ops")["token_url"],
+            "https://idp.example/token")
         XCTAssertEqual(warnings.count, 1)
         // Forgotten (an endpoint failed): nothing to stand in.
         discovery(at: 0).forget(issuer: issuer)
@@ -72,7 +97,11 @@ final class DiscoveryUnitTests: XCTestCase {
         let issuer = "https://idp.example"
         func code(_ answer: Result<HTTPResponse, TokenVaultError>) -> Int32? {
             let t = URLTableTransport([issuer + "/.well-known/openid-configuration": answer])
-            do { _ = try Discovery(cacheDirectory: dir, transport: t, now: 0, warn: { _ in }).endpoints(issuer: issuer, provider: "p"); return 0 } catch {
+            do {
+                _ = try Discovery(cacheDirectory: dir, transport: t, now: 0, warn: { _ in }).endpoints(
+                    issuer: issuer, provider: "p")
+                return 0
+            } catch {
                 return (error as? TokenVaultError)?.exitCode
             }
         }
@@ -84,7 +113,8 @@ final class DiscoveryUnitTests: XCTestCase {
     }
 
     func testResolveFillsOnlyWhatIsNotSetAndChecksWhatItFills() throws {
-        let config = try Config.parse("""
+        let config = try Config.parse(
+            """
             [providers.ops]
             issuer = "https://idp.example/realms/ops"
             client_id = "cli"
@@ -97,7 +127,11 @@ final class DiscoveryUnitTests: XCTestCase {
         XCTAssertEqual(p.tokenURL, "https://idp.example/token")
         XCTAssertEqual(p.scopes, ["openid"])
         XCTAssertEqual(p.service.description, "idp.example", "from the issuer, not a discovered endpoint")
-        XCTAssertThrowsError(try OAuth2Provider.resolve("ops", config: config, configPath: "c") { _, _ in ["token_url": "http://idp.example/token"] }) {
+        XCTAssertThrowsError(
+            try OAuth2Provider.resolve("ops", config: config, configPath: "c") { _, _ in
+                ["token_url": "http://idp.example/token"]
+            }
+        ) {
             XCTAssertEqual(($0 as? TokenVaultError)?.exitCode, 78, "a discovered plain-http endpoint off loopback")
         }
     }

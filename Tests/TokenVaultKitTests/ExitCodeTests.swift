@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import TokenVaultKit
 
 /// The exit-code table that --help and the man page print is the one the
@@ -14,7 +15,8 @@ final class ExitCodeTests: XCTestCase {
         XCTAssertEqual(Set(documented).count, documented.count, "a code listed twice")
         XCTAssertEqual(documented, documented.sorted())
         for error in errors {
-            XCTAssertTrue(documented.contains(error.exitCode), "\(error) exits \(error.exitCode), which is undocumented")
+            XCTAssertTrue(
+                documented.contains(error.exitCode), "\(error) exits \(error.exitCode), which is undocumented")
         }
         // Every documented failure code is one some error uses (0 is success; 2 is doctor's own
         // verdict; 130 is Ctrl-C's, from its handler).

@@ -1,5 +1,6 @@
 import TokenVaultTestSupport
 import XCTest
+
 @testable import TokenVaultKit
 
 /// FileVault and AutoStore with test doubles for the key cache and the Secret Service.
@@ -8,7 +9,8 @@ final class FileVaultUnitTests: XCTestCase {
 
     override func setUpWithError() throws {
         dir = NSTemporaryDirectory() + "tvu-" + UUID().uuidString.prefix(8)
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
     }
 
     override func tearDown() { try? FileManager.default.removeItem(atPath: dir) }
@@ -16,15 +18,24 @@ final class FileVaultUnitTests: XCTestCase {
     final class CountingCache: KeyCache, @unchecked Sendable {
         var stored: [String: [UInt8]] = [:]
         var loads = 0
-        func load(name: String) -> SecureBytes? { loads += 1; return stored[name].map { SecureBytes($0) } }
+        func load(name: String) -> SecureBytes? {
+            loads += 1
+            return stored[name].map { SecureBytes($0) }
+        }
         func store(name: String, key: SecureBytes, ttl: Int) { stored[name] = key.bytes }
         func forget(name: String) -> Bool { stored.removeValue(forKey: name) != nil }
-        func forgetAll() -> Int { defer { stored = [:] }; return stored.count }
+        func forgetAll() -> Int {
+            defer { stored = [:] }
+            return stored.count
+        }
     }
 
     func vault(pass: String?, cache: KeyCache = NoKeyCache(), ttl: Int = 0) -> FileVault {
-        FileVault(path: dir + "/v/vault", passphrase: PassphraseSource(settings: Settings(environment: pass.map { ["TOKENVAULT_PASSPHRASE": $0] } ?? [:]), terminalPath: nil),
-                  keyCache: cache, keyTTL: ttl, newVaultParams: .minimum)
+        FileVault(
+            path: dir + "/v/vault",
+            passphrase: PassphraseSource(
+                settings: Settings(environment: pass.map { ["TOKENVAULT_PASSPHRASE": $0] } ?? [:]), terminalPath: nil),
+            keyCache: cache, keyTTL: ttl, newVaultParams: .minimum)
     }
 
     func cred(_ host: String, _ token: String, updated: Int64 = 1) throws -> Credential {
@@ -73,7 +84,8 @@ final class FileVaultUnitTests: XCTestCase {
         XCTAssertEqual(try auto.locate(try cred("a.com", "").id)?.credential.accessToken, "new")
         XCTAssertEqual(try auto.locate(try cred("a.com", "").id)?.backend, "file")
         try auto.save(try cred("b.com", "b", updated: 3))
-        XCTAssertEqual(try ss.load(try cred("b.com", "").id)?.accessToken, "b", "new credentials go to the Secret Service")
+        XCTAssertEqual(
+            try ss.load(try cred("b.com", "").id)?.accessToken, "b", "new credentials go to the Secret Service")
         XCTAssertEqual(try auto.list().count, 2)
 
         let away = AutoStore(secretService: nil, unavailableReason: "no bus", quiet: false, file: file)

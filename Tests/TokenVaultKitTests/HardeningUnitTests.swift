@@ -1,6 +1,7 @@
 import Foundation
 import TokenVaultTestSupport
 import XCTest
+
 @testable import TokenVaultKit
 
 /// The library's side of the second hardening round (docs/security.md).
@@ -12,7 +13,9 @@ final class HardeningUnitTests: XCTestCase {
     let id = CredentialID(service: try! ServiceKey(parsing: "api.example.com"))
 
     func record(_ token: String, generation: Int64) -> Credential {
-        var c = Credential(service: id.service, type: .oauth2, provider: "p", accessToken: token, refreshToken: "rt-" + token, updatedAt: 1)
+        var c = Credential(
+            service: id.service, type: .oauth2, provider: "p", accessToken: token, refreshToken: "rt-" + token,
+            updatedAt: 1)
         c.generation = generation
         return c
     }
@@ -48,7 +51,8 @@ final class HardeningUnitTests: XCTestCase {
         // Another spool entry, then the record changes by one field: dropped, with a notice.
         let now = try XCTUnwrap(store.load(id))
         vault = CredentialVault(store: store, runtimeDirectory: dir)
-        XCTAssertTrue(vault.keepInSpool(record("again", generation: now.generation), computedFrom: .computed(from: now)))
+        XCTAssertTrue(
+            vault.keepInSpool(record("again", generation: now.generation), computedFrom: .computed(from: now)))
         var edited = now
         edited.scope = "other"
         try store.save(edited)
@@ -61,8 +65,10 @@ final class HardeningUnitTests: XCTestCase {
         XCTAssertEqual(try vault.load(id)?.accessToken, "renewed")
         // An entry of an older version, which says only a generation: dropped.
         try FileManager.default.createDirectory(atPath: dir + "/spool", withIntermediateDirectories: true)
-        let legacy = #"{"record":"{\"access_token\":\"legacy\",\"type\":\"oauth2\"}","read_generation":\#(now.generation)}"#
-        try legacy.write(toFile: dir + "/spool/" + CredentialVault.fileName(id) + ".json", atomically: true, encoding: .utf8)
+        let legacy =
+            #"{"record":"{\"access_token\":\"legacy\",\"type\":\"oauth2\"}","read_generation":\#(now.generation)}"#
+        try legacy.write(
+            toFile: dir + "/spool/" + CredentialVault.fileName(id) + ".json", atomically: true, encoding: .utf8)
         vault = CredentialVault(store: store, runtimeDirectory: dir)
         XCTAssertEqual(try vault.load(id)?.accessToken, "renewed")
         XCTAssertTrue(vault.notices.joined().contains("dropped"))
@@ -84,38 +90,66 @@ final class HardeningUnitTests: XCTestCase {
     func testTheTenantPlaceholderIsExactlyOnePathSegment() {
         let entra = "https://login.example/{tenantid}/v2.0"
         XCTAssertTrue(Discovery.issuerMatches(entra, configured: "https://login.example/common/v2.0"))
-        XCTAssertTrue(Discovery.issuerMatches("https://login.example/{tenantid}", configured: "https://login.example/t1"))
-        for bad in ["https://login.example/../v2.0", "https://login.example/./v2.0", "https://login.example/a@b/v2.0",
-                    "https://login.example/a b/v2.0", "https://login.example/a/b/v2.0"] {
+        XCTAssertTrue(
+            Discovery.issuerMatches("https://login.example/{tenantid}", configured: "https://login.example/t1"))
+        for bad in [
+            "https://login.example/../v2.0", "https://login.example/./v2.0", "https://login.example/a@b/v2.0",
+            "https://login.example/a b/v2.0", "https://login.example/a/b/v2.0",
+        ] {
             XCTAssertFalse(Discovery.issuerMatches(entra, configured: bad), bad)
         }
         // Never the host, never part of a segment.
         XCTAssertFalse(Discovery.issuerMatches("https://{tenantid}/v2.0", configured: "https://evil.example/v2.0"))
-        XCTAssertFalse(Discovery.issuerMatches("https://{tenantid}.login.example/v2.0", configured: "https://evil.example/x.login.example/v2.0"))
-        XCTAssertFalse(Discovery.issuerMatches("https://login.example{tenantid}/v2.0", configured: "https://login.example.evil.example/v2.0"))
-        XCTAssertFalse(Discovery.issuerMatches("https://login.example/t-{tenantid}/v2.0", configured: "https://login.example/t-x/v2.0"))
+        XCTAssertFalse(
+            Discovery.issuerMatches(
+                "https://{tenantid}.login.example/v2.0", configured: "https://evil.example/x.login.example/v2.0"))
+        XCTAssertFalse(
+            Discovery.issuerMatches(
+                "https://login.example{tenantid}/v2.0", configured: "https://login.example.evil.example/v2.0"))
+        XCTAssertFalse(
+            Discovery.issuerMatches(
+                "https://login.example/t-{tenantid}/v2.0", configured: "https://login.example/t-x/v2.0"))
     }
 
     func testADerivedNameKeepsThePortAndThePath() {
         XCTAssertEqual(DiscoveredProviders.name(for: "http://127.0.0.1:18080/iss"), "127-0-0-1-18080-iss")
-        XCTAssertNotEqual(DiscoveredProviders.name(for: "http://127.0.0.1:18080/iss"), DiscoveredProviders.name(for: "http://127.0.0.1:18081/iss"))
-        XCTAssertEqual(DiscoveredProviders.name(for: "https://idp.example.com/realms/ops"), "idp-example-com-realms-ops")
+        XCTAssertNotEqual(
+            DiscoveredProviders.name(for: "http://127.0.0.1:18080/iss"),
+            DiscoveredProviders.name(for: "http://127.0.0.1:18081/iss"))
+        XCTAssertEqual(
+            DiscoveredProviders.name(for: "https://idp.example.com/realms/ops"), "idp-example-com-realms-ops")
         // Two issuers that read alike: the second is told apart by a hash of its issuer.
         var config = Config()
-        config.providers["a-b-example"] = { var t = ProviderConfig(); t.issuer = "https://a.b.example"; t.client_id = "c"; return t }()
+        config.providers["a-b-example"] = {
+            var t = ProviderConfig()
+            t.issuer = "https://a.b.example"
+            t.client_id = "c"
+            return t
+        }()
         config.discoveredProviders = ["a-b-example"]
-        XCTAssertEqual(try DiscoveredProviders.choose(given: nil, issuer: "https://a.b.example", clientID: "c", config: config), "a-b-example")
-        let other = try? DiscoveredProviders.choose(given: nil, issuer: "https://a-b.example", clientID: "c", config: config)
+        XCTAssertEqual(
+            try DiscoveredProviders.choose(given: nil, issuer: "https://a.b.example", clientID: "c", config: config),
+            "a-b-example")
+        let other = try? DiscoveredProviders.choose(
+            given: nil, issuer: "https://a-b.example", clientID: "c", config: config)
         XCTAssertNotNil(other)
         XCTAssertNotEqual(other, "a-b-example")
-        XCTAssertThrowsError(try DiscoveredProviders.choose(given: "a-b-example", issuer: "https://a-b.example", clientID: "c", config: config)) {
+        XCTAssertThrowsError(
+            try DiscoveredProviders.choose(
+                given: "a-b-example", issuer: "https://a-b.example", clientID: "c", config: config)
+        ) {
             XCTAssertEqual(($0 as? TokenVaultError)?.exitCode, 64)
         }
     }
 
     func testACredentialOfAnotherIssuerIsNeverSentToThisOne() throws {
         var config = Config()
-        config.providers["p"] = { var t = ProviderConfig(); t.token_url = "https://idp.example/token"; t.client_id = "c"; return t }()
+        config.providers["p"] = {
+            var t = ProviderConfig()
+            t.token_url = "https://idp.example/token"
+            t.client_id = "c"
+            return t
+        }()
         let p = try OAuth2Provider.resolve("p", config: config, configPath: "config.toml")
         XCTAssertEqual(p.issuedBy, "https://idp.example")
         var c = p.issued(record("a", generation: 1), previous: nil, now: 1)
@@ -132,13 +166,20 @@ final class HardeningUnitTests: XCTestCase {
 
     func testURLsFromOutsideAreWrittenOutAgainOrRefused() {
         XCTAssertEqual(OutsideText.url("HTTPS://Login.Example/a?b=c#d"), "https://login.example/a?b=c#d")
-        XCTAssertEqual(OutsideText.url("https://example.com/device\u{202E}/lave"), "https://example.com/device%E2%80%AE/lave")
-        XCTAssertEqual(OutsideText.url("https://example.com/x?code=1\u{2028}x"), "https://example.com/x?code=1%E2%80%A8x")
+        XCTAssertEqual(
+            OutsideText.url("https://example.com/device\u{202E}/lave"), "https://example.com/device%E2%80%AE/lave")
+        XCTAssertEqual(
+            OutsideText.url("https://example.com/x?code=1\u{2028}x"), "https://example.com/x?code=1%E2%80%A8x")
         XCTAssertEqual(OutsideText.url("http://[::1]:8080/cb"), "http://[::1]:8080/cb")
         XCTAssertEqual(OutsideText.url("https://idp.example:8443"), "https://idp.example:8443")
-        XCTAssertEqual(OutsideText.url("https://idp.example/a%20b?x=%2F"), "https://idp.example/a%20b?x=%2F", "encoding kept as sent")
-        for bad in ["https://example.com/\u{1B}[2J", "https://bank.example@evil.example/", "javascript:alert(1)", "https://exa\u{202E}mple.com/",
-                    "https:///path", "https://example.com/a b", "ftp://example.com/", "https://example.com/\u{85}"] {
+        XCTAssertEqual(
+            OutsideText.url("https://idp.example/a%20b?x=%2F"), "https://idp.example/a%20b?x=%2F",
+            "encoding kept as sent")
+        for bad in [
+            "https://example.com/\u{1B}[2J", "https://bank.example@evil.example/", "javascript:alert(1)",
+            "https://exa\u{202E}mple.com/",
+            "https:///path", "https://example.com/a b", "ftp://example.com/", "https://example.com/\u{85}",
+        ] {
             XCTAssertNil(OutsideText.url(bad), bad.debugDescription)
         }
         XCTAssertEqual(OutsideText.line("a\u{1B}[2Jb\u{2028}c\u{202E}d\u{9B}e"), "a [2Jb c d e")
@@ -165,7 +206,8 @@ final class HardeningUnitTests: XCTestCase {
         try AtomicFile.replace(dir + "/providers.toml", with: Array("x = 1\n".utf8), what: "test")
         XCTAssertEqual(stat(dir + "/providers.toml", &st), 0)
         XCTAssertEqual(st.st_mode & 0o777, 0o600)
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir), ["providers.toml"], "no temporary left")
+        XCTAssertEqual(
+            try FileManager.default.contentsOfDirectory(atPath: dir), ["providers.toml"], "no temporary left")
     }
 
     func testGitURLsAreSplitAsGitSplitsThem() throws {
@@ -181,12 +223,18 @@ final class HardeningUnitTests: XCTestCase {
     }
 
     func testAbsurdNumbersInAStoredRecordAreRefusedNotACrash() {
-        for bad in [#""expires_at":-9223372036854775808"#, #""expires_at":9223372036854775807"#, #""updated_at":-1"#,
-                    #""refresh_expires_at":-9223372036854775807"#, #""generation":-5"#, #""generation":9223372036854775807"#] {
+        for bad in [
+            #""expires_at":-9223372036854775808"#, #""expires_at":9223372036854775807"#, #""updated_at":-1"#,
+            #""refresh_expires_at":-9223372036854775807"#, #""generation":-5"#, #""generation":9223372036854775807"#,
+        ] {
             let record = Data(#"{"access_token":"a","type":"oauth2",\#(bad)}"#.utf8)
-            XCTAssertThrowsError(try Credential.fromRecord(record, id: id), bad) { XCTAssertEqual(($0 as? TokenVaultError)?.exitCode, 65, bad) }
+            XCTAssertThrowsError(try Credential.fromRecord(record, id: id), bad) {
+                XCTAssertEqual(($0 as? TokenVaultError)?.exitCode, 65, bad)
+            }
         }
-        XCTAssertNoThrow(try Credential.fromRecord(Data(#"{"access_token":"a","expires_at":1,"generation":1795447082573883}"#.utf8), id: id))
+        XCTAssertNoThrow(
+            try Credential.fromRecord(
+                Data(#"{"access_token":"a","expires_at":1,"generation":1795447082573883}"#.utf8), id: id))
     }
 
     func testSuggestionsAreTheClosestNameWhenItIsClose() {
@@ -204,7 +252,9 @@ final class HardeningUnitTests: XCTestCase {
         for (word, candidates, expected) in table {
             XCTAssertEqual(Suggestion.closest(to: word, in: candidates), expected, word)
         }
-        XCTAssertEqual(Suggestion.text(for: "jsno", in: ["raw", "json"], listName: "one of"), "did you mean json? one of: raw, json")
+        XCTAssertEqual(
+            Suggestion.text(for: "jsno", in: ["raw", "json"], listName: "one of"),
+            "did you mean json? one of: raw, json")
         XCTAssertEqual(Suggestion.text(for: "yaml", in: ["raw", "json"], listName: "one of"), "one of: raw, json")
     }
 }

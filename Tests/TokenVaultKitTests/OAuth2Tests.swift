@@ -1,27 +1,36 @@
 import TokenVaultTestSupport
 import XCTest
+
 @testable import TokenVaultKit
 
 final class TokenResponseTests: XCTestCase {
     let id = CredentialID(service: try! ServiceKey(parsing: "api.weibo.com"))
 
     func cred(_ body: String, status: Int = 200, type: String? = nil) throws -> Credential {
-        try TokenResponse.credential(from: HTTPResponse(status: status, contentType: type, body: Data(body.utf8)),
-                                     id: id, provider: "weibo", host: "api.weibo.com", now: 100)
+        try TokenResponse.credential(
+            from: HTTPResponse(status: status, contentType: type, body: Data(body.utf8)),
+            id: id, provider: "weibo", host: "api.weibo.com", now: 100)
     }
 
     func code(_ body: String, status: Int = 400, type: String? = nil) -> Int32? {
-        do { _ = try cred(body, status: status, type: type); return 0 } catch { return (error as? TokenVaultError)?.exitCode }
+        do {
+            _ = try cred(body, status: status, type: type)
+            return 0
+        } catch { return (error as? TokenVaultError)?.exitCode }
     }
 
     func testTolerantParsing() throws {
         // Weibo: JSON as text/plain, numbers as strings.
-        let w = try cred(#"{"access_token":"2.00x","remind_in":"157679999","expires_in":157679999,"uid":"1404376560"}"#, type: "text/plain;charset=UTF-8")
+        let w = try cred(
+            #"{"access_token":"2.00x","remind_in":"157679999","expires_in":157679999,"uid":"1404376560"}"#,
+            type: "text/plain;charset=UTF-8")
         XCTAssertEqual(w.expiresAt, 100 + 157_679_999)
         XCTAssertEqual(w.extra["uid"], .string("1404376560"))
         XCTAssertEqual(w.provider, "weibo")
         // GitHub: form-encoded.
-        let g = try cred("access_token=gho_16C7e42F292c6912E7710c838347Ae178B4a&scope=repo%2Cgist&token_type=bearer", type: "application/x-www-form-urlencoded")
+        let g = try cred(
+            "access_token=gho_16C7e42F292c6912E7710c838347Ae178B4a&scope=repo%2Cgist&token_type=bearer",
+            type: "application/x-www-form-urlencoded")
         XCTAssertEqual(g.accessToken, "gho_16C7e42F292c6912E7710c838347Ae178B4a")
         XCTAssertEqual(g.scope, "repo,gist")
         XCTAssertNil(g.expiresAt, "no expires_in: no expiry")
@@ -32,7 +41,9 @@ final class TokenResponseTests: XCTestCase {
         XCTAssertEqual(code(#"{"error":"invalid_grant","error_description":"Token has been expired or revoked."}"#), 4)
         XCTAssertEqual(code(#"{"error":"access_denied"}"#), 4)
         XCTAssertEqual(code(#"{"error":"expired_token"}"#), 4)
-        for c in ["invalid_client", "unauthorized_client", "invalid_scope", "invalid_request", "unsupported_grant_type"] {
+        for c in [
+            "invalid_client", "unauthorized_client", "invalid_scope", "invalid_request", "unsupported_grant_type",
+        ] {
             XCTAssertEqual(code(#"{"error":"\#(c)"}"#, status: 401), 76, c)
         }
         XCTAssertEqual(code("error=invalid_client&error_description=bad+secret"), 76, "form-encoded errors too")
@@ -69,16 +80,22 @@ final class OAuth2ProviderTests: XCTestCase {
     }
 
     func exit(_ name: String, _ toml: String) -> Int32? {
-        do { _ = try resolve(name, toml); return 0 } catch { return (error as? TokenVaultError)?.exitCode }
+        do {
+            _ = try resolve(name, toml)
+            return 0
+        } catch { return (error as? TokenVaultError)?.exitCode }
     }
 
     func testPresetsAreExtendedByConfig() throws {
-        let p = try resolve("google", "[providers.google]\nclient_id = \"cid\"\nclient_secret = \"s\"\nscopes = [\"email\"]\n")
+        let p = try resolve(
+            "google", "[providers.google]\nclient_id = \"cid\"\nclient_secret = \"s\"\nscopes = [\"email\"]\n")
         XCTAssertEqual(p.tokenURL, "https://oauth2.googleapis.com/token")
         XCTAssertEqual(p.service.description, "www.googleapis.com")
         XCTAssertEqual(p.authParams["access_type"], "offline")
         XCTAssertEqual(p.scopes, ["email"])
-        let local = try resolve("local", """
+        let local = try resolve(
+            "local",
+            """
             [providers.local]
             token_url = "http://127.0.0.1:9000/o/token/"
             client_id = "x"
@@ -86,7 +103,9 @@ final class OAuth2ProviderTests: XCTestCase {
             client_secret_command = "printf 'se cret'"
             """)
         XCTAssertEqual(local.service.description, "127.0.0.1:9000", "service defaults to the token_url's host")
-        XCTAssertEqual(try local.clientCredentials().headers, ["Authorization: Basic " + Data("x:se%20cret".utf8).base64EncodedString()])
+        XCTAssertEqual(
+            try local.clientCredentials().headers,
+            ["Authorization: Basic " + Data("x:se%20cret".utf8).base64EncodedString()])
     }
 
     func testConfigurationErrorsAre78() {
@@ -96,10 +115,20 @@ final class OAuth2ProviderTests: XCTestCase {
             XCTAssertTrue((error as? TokenVaultError)?.hint?.contains("client_id") ?? false)
         }
         XCTAssertEqual(exit("nosuch", ""), 78)
-        XCTAssertEqual(exit("x", "[providers.x]\ntoken_url = \"http://example.com/token\"\nclient_id = \"a\"\n"), 78, "plain http off loopback")
+        XCTAssertEqual(
+            exit("x", "[providers.x]\ntoken_url = \"http://example.com/token\"\nclient_id = \"a\"\n"), 78,
+            "plain http off loopback")
         XCTAssertEqual(exit("x", "[providers.x]\ntoken_url = \"http://localhost:1/t\"\nclient_id = \"a\"\n"), 0)
-        XCTAssertEqual(exit("x", "[providers.x]\ntoken_url = \"https://a.example/t\"\nclient_id = \"a\"\nclient_secret = \"1\"\nclient_secret_file = \"/f\"\n"), 78)
-        XCTAssertEqual(exit("x", "[providers.x]\ntoken_url = \"https://a.example/t\"\nclient_id = \"a\"\nheader = \"no token here\"\n"), 78)
+        XCTAssertEqual(
+            exit(
+                "x",
+                "[providers.x]\ntoken_url = \"https://a.example/t\"\nclient_id = \"a\"\nclient_secret = \"1\"\nclient_secret_file = \"/f\"\n"
+            ), 78)
+        XCTAssertEqual(
+            exit(
+                "x",
+                "[providers.x]\ntoken_url = \"https://a.example/t\"\nclient_id = \"a\"\nheader = \"no token here\"\n"),
+            78)
         XCTAssertEqual(exit("twitter", "[providers.twitter]\nclient_id = \"a\"\n"), 78, "OAuth 1.0a is not OAuth 2.0")
     }
 }
@@ -116,7 +145,8 @@ final class RefresherTests: XCTestCase {
     override func tearDown() { try? FileManager.default.removeItem(atPath: lockDir) }
 
     func provider(grant: String = "authorization_code") -> (String) throws -> OAuth2Provider {
-        let config = try! Config.parse("""
+        let config = try! Config.parse(
+            """
             [providers.local]
             token_url = "http://127.0.0.1:9000/token"
             client_id = "cid"
@@ -127,13 +157,19 @@ final class RefresherTests: XCTestCase {
     }
 
     func setUp(_ store: MemoryStore, expiresAt: Int64?, refresh: String? = "r1") throws {
-        try store.save(Credential(service: id.service, type: .oauth2, provider: "local", accessToken: "old",
-                                  refreshToken: refresh, expiresAt: expiresAt, updatedAt: 1))
+        try store.save(
+            Credential(
+                service: id.service, type: .oauth2, provider: "local", accessToken: "old",
+                refreshToken: refresh, expiresAt: expiresAt, updatedAt: 1))
     }
 
-    func refresher(_ store: MemoryStore, _ t: HTTPTransport, now: Int64 = 1_000, warnings: Locked? = nil, grant: String = "authorization_code") -> Refresher {
-        Refresher(vault: CredentialVault(store: store, runtimeDirectory: lockDir), transport: t, clock: FixedClock(now),
-                  provider: provider(grant: grant), warn: { warnings?.append($0) })
+    func refresher(
+        _ store: MemoryStore, _ t: HTTPTransport, now: Int64 = 1_000, warnings: Locked? = nil,
+        grant: String = "authorization_code"
+    ) -> Refresher {
+        Refresher(
+            vault: CredentialVault(store: store, runtimeDirectory: lockDir), transport: t, clock: FixedClock(now),
+            provider: provider(grant: grant), warn: { warnings?.append($0) })
     }
 
     final class Locked: @unchecked Sendable {
@@ -152,7 +188,9 @@ final class RefresherTests: XCTestCase {
     func testRefreshStoresTheRotatedTokenFirst() throws {
         let store = MemoryStore()
         try setUp(store, expiresAt: 1_030)  // 30 s left, min_valid 60
-        let t = ScriptedTransport([ScriptedTransport.json(#"{"access_token":"new","refresh_token":"r2","expires_in":3600}"#)])
+        let t = ScriptedTransport([
+            ScriptedTransport.json(#"{"access_token":"new","refresh_token":"r2","expires_in":3600}"#)
+        ])
         let c = try refresher(store, t).usable(id, minValid: 60)
         XCTAssertEqual(c?.accessToken, "new")
         XCTAssertEqual(try store.load(id)?.refreshToken, "r2")
@@ -203,8 +241,9 @@ final class RefresherTests: XCTestCase {
             XCTAssertEqual((e as? TokenVaultError)?.exitCode, 4)
         }
         try setUp(store, expiresAt: 1_030, refresh: nil)
-        XCTAssertEqual(try refresher(store, ScriptedTransport([])).usable(id, minValid: 60)?.accessToken, "old",
-                       "still valid, cannot refresh: printed as it is")
+        XCTAssertEqual(
+            try refresher(store, ScriptedTransport([])).usable(id, minValid: 60)?.accessToken, "old",
+            "still valid, cannot refresh: printed as it is")
     }
 
     func testClientCredentialsFetchesANewToken() throws {
@@ -225,7 +264,8 @@ final class RefresherTests: XCTestCase {
 
 final class RevocationTests: XCTestCase {
     func testWeiboAndRFC7009Requests() throws {
-        let config = try Config.parse("""
+        let config = try Config.parse(
+            """
             [providers.weibo]
             client_id = "wid"
             client_secret = "ws"
@@ -237,7 +277,8 @@ final class RevocationTests: XCTestCase {
             client_auth = "basic"
             """)
         let weibo = try OAuth2Provider.resolve("weibo", config: config, configPath: "c")
-        let c = Credential(service: weibo.service, type: .oauth2, provider: "weibo", accessToken: "2.00at", refreshToken: nil)
+        let c = Credential(
+            service: weibo.service, type: .oauth2, provider: "weibo", accessToken: "2.00at", refreshToken: nil)
         let w = try Revocation.request(for: c, provider: weibo)
         XCTAssertEqual(w.url, "https://api.weibo.com/oauth2/revokeoauth2")
         XCTAssertEqual(String(decoding: w.body, as: UTF8.self), "access_token=2.00at")
@@ -247,7 +288,12 @@ final class RevocationTests: XCTestCase {
         let r = try Revocation.request(for: d, provider: std)
         XCTAssertEqual(String(decoding: r.body, as: UTF8.self), "token=rt&token_type_hint=refresh_token")
         XCTAssertTrue(r.headers.contains("Authorization: Basic " + Data("cid:cs".utf8).base64EncodedString()))
-        XCTAssertThrowsError(try Revocation.request(for: c, provider: try OAuth2Provider.resolve("github", config: try Config.parse("[providers.github]\nclient_id = \"g\"\n"), configPath: "c"))) { e in
+        XCTAssertThrowsError(
+            try Revocation.request(
+                for: c,
+                provider: try OAuth2Provider.resolve(
+                    "github", config: try Config.parse("[providers.github]\nclient_id = \"g\"\n"), configPath: "c"))
+        ) { e in
             XCTAssertEqual((e as? TokenVaultError)?.exitCode, 78, "no revoke_url")
         }
     }
@@ -255,10 +301,16 @@ final class RevocationTests: XCTestCase {
 
 final class LoginUnitTests: XCTestCase {
     func testWeiboDisplayNameFromUsersShow() throws {
-        let config = try Config.parse("[providers.weibo]\nclient_id = \"wid\"\nredirect_uri = \"http://127.0.0.1:8085/callback\"\n")
+        let config = try Config.parse(
+            "[providers.weibo]\nclient_id = \"wid\"\nredirect_uri = \"http://127.0.0.1:8085/callback\"\n")
         let weibo = try OAuth2Provider.resolve("weibo", config: config, configPath: "c")
-        let t = ScriptedTransport([.success(HTTPResponse(status: 200, contentType: "text/plain",
-                                                         body: Data(#"{"id":1404376560,"screen_name":"zaku","avatar_large":"https://tva.example/1.jpg"}"#.utf8)))])
+        let t = ScriptedTransport([
+            .success(
+                HTTPResponse(
+                    status: 200, contentType: "text/plain",
+                    body: Data(
+                        #"{"id":1404376560,"screen_name":"zaku","avatar_large":"https://tva.example/1.jpg"}"#.utf8)))
+        ])
         let login = OAuth2Login(provider: weibo, transport: t, clock: FixedClock(0), notify: { _ in })
         var c = Credential(service: weibo.service, type: .oauth2, provider: "weibo", accessToken: "2.00at")
         c.extra["uid"] = .string("1404376560")
@@ -269,7 +321,10 @@ final class LoginUnitTests: XCTestCase {
         XCTAssertEqual(t.requests[0].url, "https://api.weibo.com/2/users/show.json?access_token=2.00at&uid=1404376560")
         // The authorize URL carries the fixed redirect and no secret.
         let url = try login.authorizationURL(redirectURI: weibo.redirectURI!, state: "s", pkce: PKCE(), scopes: [])
-        XCTAssertTrue(url.hasPrefix("https://api.weibo.com/oauth2/authorize?response_type=code&client_id=wid&redirect_uri=http%3A%2F%2F127.0.0.1%3A8085%2Fcallback"), url)
+        XCTAssertTrue(
+            url.hasPrefix(
+                "https://api.weibo.com/oauth2/authorize?response_type=code&client_id=wid&redirect_uri=http%3A%2F%2F127.0.0.1%3A8085%2Fcallback"
+            ), url)
     }
 
     func testPKCEMatchesRFC7636AppendixB() {

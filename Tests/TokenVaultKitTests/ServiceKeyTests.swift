@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import TokenVaultKit
 
 final class ServiceKeyTests: XCTestCase {
@@ -7,8 +8,10 @@ final class ServiceKeyTests: XCTestCase {
     }
 
     func testEveryWayOfTypingAHostIsOneKey() throws {
-        for form in ["api.weibo.com", "API.Weibo.com", "https://api.weibo.com/2/", "https://API.WEIBO.COM:443/x?y#z",
-                     "api.weibo.com:443", "weibo", "WEIBO", "https://api.weibo.com"] {
+        for form in [
+            "api.weibo.com", "API.Weibo.com", "https://api.weibo.com/2/", "https://API.WEIBO.COM:443/x?y#z",
+            "api.weibo.com:443", "weibo", "WEIBO", "https://api.weibo.com",
+        ] {
             XCTAssertEqual(try key(form), "api.weibo.com", form)
         }
     }
@@ -25,9 +28,11 @@ final class ServiceKeyTests: XCTestCase {
     }
 
     func testHostileNamesAreUsageErrors() {
-        let bad = ["", " ", "a b", "api.x.com\n", "a\u{0}b", "../../etc", "..", "a..b", ".x.com", "x.com.", "-x.com",
-                   "x.com/path", "ftp://x.com", "https://user:pw@x.com/", "x.com:", "x.com:0", "x.com:65536", "x.com:８０",
-                   String(repeating: "a", count: 254), "https://", "x_y?.com", "[::1", "[zz]:80", "exa\u{301}mple.com"]
+        let bad = [
+            "", " ", "a b", "api.x.com\n", "a\u{0}b", "../../etc", "..", "a..b", ".x.com", "x.com.", "-x.com",
+            "x.com/path", "ftp://x.com", "https://user:pw@x.com/", "x.com:", "x.com:0", "x.com:65536", "x.com:８０",
+            String(repeating: "a", count: 254), "https://", "x_y?.com", "[::1", "[zz]:80", "exa\u{301}mple.com",
+        ]
         for b in bad {
             XCTAssertThrowsError(try key(b), b.debugDescription) { e in
                 XCTAssertEqual((e as? TokenVaultError)?.exitCode, 64, b.debugDescription)

@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import TokenVaultKit
 
 /// Every setting from the environment, resolved in one place: unset, empty,
@@ -32,7 +33,11 @@ final class SettingsTests: XCTestCase {
     }
 
     func testTheBackendSaysWhoChoseIt() throws {
-        let config = { () throws -> Config in var c = Config(); c.backend = "file"; return c }
+        let config = { () throws -> Config in
+            var c = Config()
+            c.backend = "file"
+            return c
+        }
         XCTAssertNil(try settings(.backend, "").backendOverride, "an empty TOKENVAULT_BACKEND is unset")
         XCTAssertEqual(try settings(.backend, "").backend(config: config).chosenBy, .config)
         XCTAssertEqual(try settings(.backend, nil).backend { Config() }.chosenBy, .defaultValue)
@@ -42,7 +47,9 @@ final class SettingsTests: XCTestCase {
         XCTAssertEqual(forced.chosenBy, .environment)
         XCTAssertThrowsError(try settings(.backend, "files").backendOverride) { error in
             XCTAssertEqual((error as? TokenVaultError)?.exitCode, 78)
-            XCTAssertTrue(error.errorText.hasPrefix("TOKENVAULT_BACKEND must be auto, secret-service, file or etcd"), error.errorText)
+            XCTAssertTrue(
+                error.errorText.hasPrefix("TOKENVAULT_BACKEND must be auto, secret-service, file or etcd"),
+                error.errorText)
         }
         XCTAssertEqual(try settings(.kdfProfile, "Sensitive").kdfProfile, .sensitive)
         XCTAssertEqual(try settings(.kdfProfile, "").kdfProfile, .moderate)
@@ -58,19 +65,27 @@ final class SettingsTests: XCTestCase {
         XCTAssertEqual(s.runtimeDirectory, "/home/u/.cache/tokenvault/run", "no XDG_RUNTIME_DIR: never /tmp")
         XCTAssertEqual(s.with(.vault, "/v").vaultPath, "/v")
         XCTAssertEqual(s.with(.config, "").configPath, "/home/u/.config/tokenvault/config.toml", "empty is unset")
-        XCTAssertEqual(Settings(environment: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/run/bus,guid=abc;tcp:host=x"]).sessionBusShown,
-                       "unix:path=/run/bus")
-        XCTAssertEqual(Settings(environment: ["TOKENVAULT_ETCD_ENDPOINTS": " http://a:1 ,,http://b:2"]).etcdEndpoints, ["http://a:1", "http://b:2"])
+        XCTAssertEqual(
+            Settings(environment: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/run/bus,guid=abc;tcp:host=x"])
+                .sessionBusShown,
+            "unix:path=/run/bus")
+        XCTAssertEqual(
+            Settings(environment: ["TOKENVAULT_ETCD_ENDPOINTS": " http://a:1 ,,http://b:2"]).etcdEndpoints,
+            ["http://a:1", "http://b:2"])
     }
 
     /// The names are spelled in Settings.swift alone: everything else reads the resolved values.
     func testEnvironmentVariableNamesAreSpelledInOneFile() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         let sources = root.appendingPathComponent("Sources")
         // tokenvault's own anywhere in code; the general ones (HOME, TERM) as a whole literal.
         let names = EnvironmentVariable.allCases.map { $0.name.hasPrefix("TOKENVAULT_") ? $0.name : "\"\($0.name)\"" }
         var found: [String] = []
-        let files = FileManager.default.enumerator(atPath: sources.path)?.compactMap { $0 as? String }.filter { $0.hasSuffix(".swift") } ?? []
+        let files =
+            FileManager.default.enumerator(atPath: sources.path)?.compactMap { $0 as? String }.filter {
+                $0.hasSuffix(".swift")
+            } ?? []
         XCTAssertGreaterThan(files.count, 40)
         for file in files where !file.hasSuffix("Configuration/Settings.swift") && !file.hasSuffix("ManualText.swift") {
             let text = try String(contentsOf: sources.appendingPathComponent(file), encoding: .utf8)
@@ -84,7 +99,8 @@ final class SettingsTests: XCTestCase {
 
     /// docs/reference.md's environment table names every variable there is.
     func testTheReferenceListsEveryVariable() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         let reference = try String(contentsOf: root.appendingPathComponent("docs/reference.md"), encoding: .utf8)
         let table = try XCTUnwrap(reference.components(separatedBy: "## Environment").last)
         for variable in EnvironmentVariable.allCases {

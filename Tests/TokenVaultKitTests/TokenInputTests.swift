@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import TokenVaultKit
 
 final class TokenInputTests: XCTestCase {
@@ -9,7 +10,9 @@ final class TokenInputTests: XCTestCase {
     }
 
     func testTokenEndpointJSON() throws {
-        let c = try parse(#"{"access_token":"a","refresh_token":"r","expires_in":3600,"token_type":"bearer","scope":"read write","uid":"42"}"#)
+        let c = try parse(
+            #"{"access_token":"a","refresh_token":"r","expires_in":3600,"token_type":"bearer","scope":"read write","uid":"42"}"#
+        )
         XCTAssertEqual(c.type, .oauth2)
         XCTAssertEqual(c.accessToken, "a")
         XCTAssertEqual(c.refreshToken, "r")
@@ -26,7 +29,8 @@ final class TokenInputTests: XCTestCase {
         XCTAssertEqual(try parse(#"{"access_token":"a","expires_at":1700000000}"#).expiresAt, 1_700_000_000)
         XCTAssertEqual(try parse(#"{"access_token":"a","expires_at":"1700000000"}"#).expiresAt, 1_700_000_000)
         XCTAssertEqual(try parse(#"{"access_token":"a","expires_at":"2023-11-14T22:13:20Z"}"#).expiresAt, 1_700_000_000)
-        XCTAssertEqual(try parse(#"{"access_token":"a","expires_at":"2023-11-14T23:13:20.5+01:00"}"#).expiresAt, 1_700_000_000)
+        XCTAssertEqual(
+            try parse(#"{"access_token":"a","expires_at":"2023-11-14T23:13:20.5+01:00"}"#).expiresAt, 1_700_000_000)
         XCTAssertNil(try parse(#"{"access_token":"a"}"#).expiresAt, "no expires_in: no expiry")
         XCTAssertEqual(try parse(#"{"access_token":"a","scope":["x","y"]}"#).scope, "x y")
     }
@@ -42,10 +46,13 @@ final class TokenInputTests: XCTestCase {
     }
 
     func testMalformedInputIsBadInput() {
-        for bad in ["", "\n", "{", "[]", "null", #"{"access_token":5}"#, #"{"access_token":""}"#, #"{"oauth_token":"t"}"#,
-                    #"{"access_token":"a","expires_in":-1}"#, #"{"access_token":"a","expires_in":"x"}"#,
-                    #"{"access_token":"a","expires_at":"yesterday"}"#, #"{"access_token":"a b"}"#,
-                    #"{"access_token":"a\nb"}"#, "a\nb", "a b", #"{"error":"invalid_grant"}"#, #"{"access_token":"a","refresh_token":7}"#] {
+        for bad in [
+            "", "\n", "{", "[]", "null", #"{"access_token":5}"#, #"{"access_token":""}"#, #"{"oauth_token":"t"}"#,
+            #"{"access_token":"a","expires_in":-1}"#, #"{"access_token":"a","expires_in":"x"}"#,
+            #"{"access_token":"a","expires_at":"yesterday"}"#, #"{"access_token":"a b"}"#,
+            #"{"access_token":"a\nb"}"#, "a\nb", "a b", #"{"error":"invalid_grant"}"#,
+            #"{"access_token":"a","refresh_token":7}"#,
+        ] {
             XCTAssertThrowsError(try parse(bad), bad.debugDescription) { e in
                 XCTAssertEqual((e as? TokenVaultError)?.exitCode, 65, bad.debugDescription)
             }
@@ -55,7 +62,8 @@ final class TokenInputTests: XCTestCase {
     }
 
     func testRecordRoundTripKeepsEverything() throws {
-        var c = try parse(#"{"access_token":"a","refresh_token":"r","expires_in":5,"scope":"s","n":1.5,"o":{"k":[1,true,null]}}"#)
+        var c = try parse(
+            #"{"access_token":"a","refresh_token":"r","expires_in":5,"scope":"s","n":1.5,"o":{"k":[1,true,null]}}"#)
         c.provider = "weibo"
         let back = try Credential.fromRecord(c.recordJSON(), id: c.id)
         XCTAssertEqual(back, c)

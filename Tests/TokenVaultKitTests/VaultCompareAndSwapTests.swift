@@ -1,6 +1,7 @@
 import Foundation
 import TokenVaultTestSupport
 import XCTest
+
 @testable import TokenVaultKit
 
 /// The vault on a store several hosts write (`SharedStore`), with the
@@ -14,7 +15,9 @@ final class VaultCompareAndSwapTests: XCTestCase {
     let id = CredentialID(service: try! ServiceKey(parsing: "api.example.com"))
 
     func record(_ token: String) -> Credential {
-        Credential(service: id.service, type: .oauth2, provider: "p", accessToken: token, refreshToken: "rt-" + token, updatedAt: 1)
+        Credential(
+            service: id.service, type: .oauth2, provider: "p", accessToken: token, refreshToken: "rt-" + token,
+            updatedAt: 1)
     }
 
     func testAWriteThatLosesOneSwapReadsAgainAndLands() throws {
@@ -67,7 +70,9 @@ final class VaultCompareAndSwapTests: XCTestCase {
         }
         XCTAssertThrowsError(try vault.write(record("mine"))) { error in
             XCTAssertEqual((error as? TokenVaultError)?.exitCode, 75)
-            XCTAssertEqual(error.errorText, "the record of api.example.com (default) kept changing while it was written; try again")
+            XCTAssertEqual(
+                error.errorText, "the record of api.example.com (default) kept changing while it was written; try again"
+            )
         }
         XCTAssertEqual(n, 20)
         XCTAssertThrowsError(try vault.delete(id)) { error in
@@ -87,13 +92,17 @@ final class VaultCompareAndSwapTests: XCTestCase {
         XCTAssertTrue(vault.keepInSpool(record("renewed"), computedFrom: .computed(from: read)))
         // The next read writes it, by a swap over the record it was computed from.
         XCTAssertEqual(try vault.load(id)?.accessToken, "renewed")
-        XCTAssertTrue(vault.notices.contains { $0.hasPrefix("wrote the record of api.example.com (default) kept in the spool") }, "\(vault.notices)")
+        XCTAssertTrue(
+            vault.notices.contains { $0.hasPrefix("wrote the record of api.example.com (default) kept in the spool") },
+            "\(vault.notices)")
         // Again, but another host logs in between the spool's read and its swap: the spool is dropped.
         let now = try XCTUnwrap(store.load(id))
         XCTAssertTrue(vault.keepInSpool(record("renewed-again"), computedFrom: .computed(from: now)))
         store.meanwhile = { s in try? s.save(self.record("newer-login")) }
         XCTAssertEqual(try vault.load(id)?.accessToken, "newer-login")
-        XCTAssertTrue(vault.notices.contains { $0.hasPrefix("dropped the renewed record of api.example.com (default)") }, "\(vault.notices)")
+        XCTAssertTrue(
+            vault.notices.contains { $0.hasPrefix("dropped the renewed record of api.example.com (default)") },
+            "\(vault.notices)")
         store.meanwhile = nil
         XCTAssertFalse(vault.spool.exists(id), "the spool entry is gone, not retried over the newer record")
     }

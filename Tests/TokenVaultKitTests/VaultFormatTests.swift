@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import TokenVaultKit
 
 /// The vault format with libsodium's minimum Argon2id cost, so that every
@@ -13,8 +14,13 @@ final class VaultFormatTests: XCTestCase {
 
     func sample() throws -> VaultContents {
         var v = VaultContents()
-        v.put(Credential(service: try ServiceKey(parsing: "api.weibo.com"), type: .oauth2, accessToken: "tok", refreshToken: "r", expiresAt: 5))
-        v.put(Credential(service: try ServiceKey(parsing: "127.0.0.1:9000"), account: "bot", type: .token, accessToken: "t2"))
+        v.put(
+            Credential(
+                service: try ServiceKey(parsing: "api.weibo.com"), type: .oauth2, accessToken: "tok", refreshToken: "r",
+                expiresAt: 5))
+        v.put(
+            Credential(
+                service: try ServiceKey(parsing: "127.0.0.1:9000"), account: "bot", type: .token, accessToken: "t2"))
         return v
     }
 
@@ -27,13 +33,19 @@ final class VaultFormatTests: XCTestCase {
         let file = try VaultFormat.seal(try sample(), key: k, salt: salt, params: .minimum)
         let back = try open(file, key: k)
         XCTAssertEqual(try back.credentials(), try sample().credentials())
-        XCTAssertEqual(try back.credential(CredentialID(service: try ServiceKey(parsing: "127.0.0.1:9000"), account: "bot"))?.accessToken, "t2")
+        XCTAssertEqual(
+            try back.credential(CredentialID(service: try ServiceKey(parsing: "127.0.0.1:9000"), account: "bot"))?
+                .accessToken, "t2")
         XCTAssertNil(try back.credential(CredentialID(service: try ServiceKey(parsing: "127.0.0.1:9000"))))
         // The lookup that walks the raw bytes agrees with the decoded entries.
         let raw = try VaultFormat.open(file, header: try VaultFormat.parseHeader(file), key: k)
-        XCTAssertEqual(try raw.credential(CredentialID(service: try ServiceKey(parsing: "127.0.0.1:9000"), account: "bot"))?.accessToken, "t2")
-        XCTAssertEqual(try raw.credential(CredentialID(service: try ServiceKey(parsing: "api.weibo.com")))?.refreshToken, "r")
-        XCTAssertNil(try raw.credential(CredentialID(service: try ServiceKey(parsing: "api.weibo.com"), account: "bot")))
+        XCTAssertEqual(
+            try raw.credential(CredentialID(service: try ServiceKey(parsing: "127.0.0.1:9000"), account: "bot"))?
+                .accessToken, "t2")
+        XCTAssertEqual(
+            try raw.credential(CredentialID(service: try ServiceKey(parsing: "api.weibo.com")))?.refreshToken, "r")
+        XCTAssertNil(
+            try raw.credential(CredentialID(service: try ServiceKey(parsing: "api.weibo.com"), account: "bot")))
         XCTAssertEqual((file.count - 96 - 16) % 512, 0, "padded to 512-byte blocks")
     }
 
@@ -72,8 +84,9 @@ final class VaultFormatTests: XCTestCase {
     func testAbsurdParametersAreRefusedBeforeDeriving() throws {
         let k = try key()
         for (ops, mem) in [(UInt64(1), UInt64(1) << 40), (1_000_000, 8192), (0, 8192), (1, 1024)] {
-            var header = VaultFormat.Header(params: KDFParams(opsLimit: ops, memLimit: mem), salt: salt,
-                                            nonce: [UInt8](repeating: 0, count: 24), keyCheck: VaultFormat.keyCheck(k))
+            var header = VaultFormat.Header(
+                params: KDFParams(opsLimit: ops, memLimit: mem), salt: salt,
+                nonce: [UInt8](repeating: 0, count: 24), keyCheck: VaultFormat.keyCheck(k))
             header.salt = salt
             let file = header.bytes() + [UInt8](repeating: 0, count: 528)
             XCTAssertThrowsError(try VaultFormat.parseHeader(file), "\(ops)/\(mem)") { e in

@@ -18,11 +18,14 @@ extension TokenVault {
             let source = chosenBy.rawValue
             let backends = context.backends
             if choice == .etcd { return try reportEtcd(try backends.etcdStore(), source: source) }
-            let probe = SecretServiceStore.probe(context.settings, timeout: try context.settings.dbusTimeout, detailed: true)
+            let probe = SecretServiceStore.probe(
+                context.settings, timeout: try context.settings.dbusTimeout, detailed: true)
             let vault = try backends.fileVault()
             let inUse = choice == .secretService || (choice == .auto && probe.available) ? "secret-service" : "file"
             var ss = probe.available ? "available (\(probe.detail) via D-Bus)" : "unavailable: \(probe.detail)"
-            if let locked = probe.locked { ss += locked ? ", default collection locked" : ", default collection unlocked" }
+            if let locked = probe.locked {
+                ss += locked ? ", default collection locked" : ", default collection unlocked"
+            }
             let fileState = vault.exists ? "exists" : "not created yet"
             if json {
                 var o: [String: JSONValue] = [
@@ -38,12 +41,16 @@ extension TokenVault {
             } else {
                 let why: String
                 switch choice {
-                case .auto: why = probe.available ? "auto: the Secret Service answers" : "auto: the Secret Service does not answer"
+                case .auto:
+                    why =
+                        probe.available
+                        ? "auto: the Secret Service answers" : "auto: the Secret Service does not answer"
                 default: why = "set by \(source)"
                 }
-                Output.value(inUse == "secret-service"
-                    ? "secret-service (\(probe.detail.isEmpty ? "Secret Service" : probe.detail) via D-Bus)"
-                    : "file: \(vault.path)")
+                Output.value(
+                    inUse == "secret-service"
+                        ? "secret-service (\(probe.detail.isEmpty ? "Secret Service" : probe.detail) via D-Bus)"
+                        : "file: \(vault.path)")
                 Output.value("  why: \(why)")
                 Output.value("  secret service: \(ss)")
                 Output.value("  file vault: \(vault.path) (\(fileState))")
@@ -58,19 +65,29 @@ extension TokenVault {
             let s = store.settings
             let endpoints = store.endpointReport()
             let auth = s.username.map { "user \($0)" } ?? "none"
-            let tls = s.endpoints.contains { $0.hasPrefix("https:") }
-                ? "https" + (s.tls.caFile.map { ", CA \($0)" } ?? ", system CAs") + (s.tls.certFile.map { ", client certificate \($0)" } ?? "")
+            let tls =
+                s.endpoints.contains { $0.hasPrefix("https:") }
+                ? "https" + (s.tls.caFile.map { ", CA \($0)" } ?? ", system CAs")
+                    + (s.tls.certFile.map { ", client certificate \($0)" } ?? "")
                 : "off (loopback http)"
             let key = store.keyState()
             if json {
-                Output.json(.object([
-                    "in_use": .string("etcd"), "choice": .string("etcd"), "chosen_by": .string(source),
-                    "etcd": .object([
-                        "endpoints": .array(endpoints.map { .object(["endpoint": .string($0.endpoint), "state": .string($0.state), "leader": .bool($0.isLeader)]) }),
-                        "prefix": .string(s.prefix), "auth": .string(auth), "tls": .string(tls),
-                        "lease_ttl": .integer(Int64(s.leaseTTL)), "timeout": .integer(Int64(s.timeout)), "key": .string(key),
-                    ]),
-                ]))
+                Output.json(
+                    .object([
+                        "in_use": .string("etcd"), "choice": .string("etcd"), "chosen_by": .string(source),
+                        "etcd": .object([
+                            "endpoints": .array(
+                                endpoints.map {
+                                    .object([
+                                        "endpoint": .string($0.endpoint), "state": .string($0.state),
+                                        "leader": .bool($0.isLeader),
+                                    ])
+                                }),
+                            "prefix": .string(s.prefix), "auth": .string(auth), "tls": .string(tls),
+                            "lease_ttl": .integer(Int64(s.leaseTTL)), "timeout": .integer(Int64(s.timeout)),
+                            "key": .string(key),
+                        ]),
+                    ]))
             } else {
                 Output.value("etcd (prefix \(s.prefix))")
                 Output.value("  why: set by \(source)")

@@ -15,8 +15,9 @@ extension DeletesCredential {
         let id = try credential.id(in: context)
         let removed = try context.vault().delete(id)
         guard removed else { throw try context.notFound(id) }
-        context.result("deleted \(id)", json: json,
-                      ["service": .string(id.service.description), "account": .string(id.account), "deleted": .bool(true)])
+        context.result(
+            "deleted \(id)", json: json,
+            ["service": .string(id.service.description), "account": .string(id.account), "deleted": .bool(true)])
     }
 }
 

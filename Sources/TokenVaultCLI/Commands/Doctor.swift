@@ -51,18 +51,24 @@ extension TokenVault {
         func report(_ checks: [DoctorChecks.Check]) throws {
             let failed = checks.filter { $0.status == .failed }.count
             if json {
-                Output.json(.object([
-                    "ok": .bool(failed == 0),
-                    "checks": .array(checks.map { c in
-                        var o: [String: JSONValue] = ["check": .string(c.name), "status": .string(c.status.rawValue), "detail": .string(c.detail)]
-                        o["fix"] = c.fix.map { .string($0) } ?? .null
-                        return .object(o)
-                    }),
-                ]))
+                Output.json(
+                    .object([
+                        "ok": .bool(failed == 0),
+                        "checks": .array(
+                            checks.map { c in
+                                var o: [String: JSONValue] = [
+                                    "check": .string(c.name), "status": .string(c.status.rawValue),
+                                    "detail": .string(c.detail),
+                                ]
+                                o["fix"] = c.fix.map { .string($0) } ?? .null
+                                return .object(o)
+                            }),
+                    ]))
             } else {
                 for c in checks {
-                    let mark = Terminal.paint(c.status == .ok ? "✓" : c.status == .failed ? "✗" : "-",
-                                              c.status == .ok ? .green : c.status == .failed ? .red : nil, on: colour.enabled)
+                    let mark = Terminal.paint(
+                        c.status == .ok ? "✓" : c.status == .failed ? "✗" : "-",
+                        c.status == .ok ? .green : c.status == .failed ? .red : nil, on: colour.enabled)
                     Output.value("\(mark) \(c.name): \(c.detail)" + (c.fix.map { " — fix: \($0)" } ?? ""))
                 }
                 Output.value(failed == 0 ? "all is well" : "\(failed) check\(failed == 1 ? "" : "s") failed")

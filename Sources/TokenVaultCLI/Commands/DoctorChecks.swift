@@ -30,12 +30,19 @@ final class DoctorChecks {
         do {
             let c = try Config.load(settings)
             let exists = FileManager.default.fileExists(atPath: configPath)
-            add("config", .ok, exists ? "\(configPath), \(c.providers.count) provider table\(c.providers.count == 1 ? "" : "s")"
-                : "\(configPath) does not exist: the defaults apply")
+            add(
+                "config", .ok,
+                exists
+                    ? "\(configPath), \(c.providers.count) provider table\(c.providers.count == 1 ? "" : "s")"
+                    : "\(configPath) does not exist: the defaults apply")
             for (name, error) in c.brokenProviders.sorted(by: { $0.key < $1.key }) {
-                add("provider \(name)", .failed, error.errorText, fix: "fix that line; until then only provider \(name) cannot be used")
+                add(
+                    "provider \(name)", .failed, error.errorText,
+                    fix: "fix that line; until then only provider \(name) cannot be used")
             }
-            if let problem = c.etcdProblem { add("[etcd]", .failed, problem.errorText, fix: "fix that line of the [etcd] table") }
+            if let problem = c.etcdProblem {
+                add("[etcd]", .failed, problem.errorText, fix: "fix that line of the [etcd] table")
+            }
             return c
         } catch {
             add("config", .failed, error.errorText, fix: (error as? TokenVaultError)?.hint ?? "edit \(configPath)")
@@ -59,8 +66,11 @@ final class DoctorChecks {
     func checkSecretService(_ choice: BackendChoice?) {
         let usesSecretService = choice == .auto || choice == .secretService
         if let missing = SecretServiceStore.missingBus(settings) {
-            add("d-bus", choice == .secretService ? .failed : .info, missing,
-                fix: usesSecretService ? "the file vault is used; for the Secret Service, run in a desktop session (or dbus-run-session)" : nil)
+            add(
+                "d-bus", choice == .secretService ? .failed : .info, missing,
+                fix: usesSecretService
+                    ? "the file vault is used; for the Secret Service, run in a desktop session (or dbus-run-session)"
+                    : nil)
             return
         }
         add("d-bus", .ok, "session bus \(settings.sessionBus ?? "at \(settings.runtimeBus)")")
@@ -68,10 +78,14 @@ final class DoctorChecks {
         let probe = SecretServiceStore.probe(settings, timeout: (try? settings.dbusTimeout) ?? 3, detailed: true)
         let ms = (DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1_000_000
         if !probe.available {
-            add("secret service", choice == .secretService ? .failed : .info, "\(probe.detail) (\(ms) ms)",
-                fix: choice == .secretService ? "start gnome-keyring (or another Secret Service), or set backend = \"file\"" : nil)
+            add(
+                "secret service", choice == .secretService ? .failed : .info, "\(probe.detail) (\(ms) ms)",
+                fix: choice == .secretService
+                    ? "start gnome-keyring (or another Secret Service), or set backend = \"file\"" : nil)
         } else if probe.locked == true {
-            add("secret service", usesSecretService ? .failed : .info, "\(probe.detail), default collection locked (\(ms) ms)",
+            add(
+                "secret service", usesSecretService ? .failed : .info,
+                "\(probe.detail), default collection locked (\(ms) ms)",
                 fix: usesSecretService ? "unlock the keyring (log in to the desktop, or seahorse)" : nil)
         } else {
             let state = probe.locked == false ? "default collection unlocked" : "collection state unknown"
@@ -89,7 +103,9 @@ final class DoctorChecks {
             } else if !health.exists {
                 add("file vault", .info, "\(vault.path): not created yet")
             } else {
-                let key = try settings.keyTTL == 0 ? "key not cached (\(EnvironmentVariable.keyTTL.name)=0)"
+                let key =
+                    try settings.keyTTL == 0
+                    ? "key not cached (\(EnvironmentVariable.keyTTL.name)=0)"
                     : health.keyCached ? "key cached" : "key not cached"
                 add("file vault", .ok, "\(vault.path), format \(health.formatVersion ?? 0), private, \(key)")
             }
@@ -100,9 +116,13 @@ final class DoctorChecks {
 
     /// The directories tokenvault keeps locks, the spool and the discovery cache in.
     func checkDirectories() {
-        for (name, path) in [("runtime directory", settings.runtimeDirectory), ("discovery cache", Discovery.defaultDirectory(settings))] {
+        for (name, path) in [
+            ("runtime directory", settings.runtimeDirectory), ("discovery cache", Discovery.defaultDirectory(settings)),
+        ] {
             if let problem = PrivateDirectory.problem(path) {
-                add(name, .failed, problem, fix: "run: chmod 700 \(ShellWord.word(path)) (and make it yours), or remove it")
+                add(
+                    name, .failed, problem,
+                    fix: "run: chmod 700 \(ShellWord.word(path)) (and make it yours), or remove it")
             } else {
                 add(name, .ok, path)
             }
@@ -114,7 +134,8 @@ final class DoctorChecks {
         do {
             let store = try backends.etcdStore()
             for e in store.endpointReport() {
-                add("etcd \(e.endpoint)", e.reached ? .ok : .failed, e.state,
+                add(
+                    "etcd \(e.endpoint)", e.reached ? .ok : .failed, e.state,
                     fix: e.reached ? nil : "check the endpoint, the network and ca_file in [etcd]")
             }
             add("etcd auth", .info, store.settings.username.map { "user \($0)" } ?? "none")
@@ -127,17 +148,34 @@ final class DoctorChecks {
     func checkCompletions() {
         let home = settings.home
         let completions: [(String, [String])] = [
-            ("bash", ["/usr/local/share/bash-completion/completions/tokenvault", "/usr/share/bash-completion/completions/tokenvault",
-                      home + "/.local/share/bash-completion/completions/tokenvault"]),
-            ("zsh", ["/usr/local/share/zsh/site-functions/_tokenvault", "/usr/share/zsh/vendor-completions/_tokenvault"]),
-            ("fish", ["/usr/local/share/fish/vendor_completions.d/tokenvault.fish", "/usr/share/fish/vendor_completions.d/tokenvault.fish",
-                      home + "/.config/fish/completions/tokenvault.fish"]),
+            (
+                "bash",
+                [
+                    "/usr/local/share/bash-completion/completions/tokenvault",
+                    "/usr/share/bash-completion/completions/tokenvault",
+                    home + "/.local/share/bash-completion/completions/tokenvault",
+                ]
+            ),
+            (
+                "zsh",
+                ["/usr/local/share/zsh/site-functions/_tokenvault", "/usr/share/zsh/vendor-completions/_tokenvault"]
+            ),
+            (
+                "fish",
+                [
+                    "/usr/local/share/fish/vendor_completions.d/tokenvault.fish",
+                    "/usr/share/fish/vendor_completions.d/tokenvault.fish",
+                    home + "/.config/fish/completions/tokenvault.fish",
+                ]
+            ),
         ]
         for (shell, paths) in completions {
             if let found = paths.first(where: { FileManager.default.fileExists(atPath: $0) }) {
                 add("\(shell) completion", .ok, found)
             } else {
-                add("\(shell) completion", .info, "not installed", fix: "make install, or: tokenvault --generate-completion-script \(shell) > FILE")
+                add(
+                    "\(shell) completion", .info, "not installed",
+                    fix: "make install, or: tokenvault --generate-completion-script \(shell) > FILE")
             }
         }
     }
@@ -155,14 +193,21 @@ final class DoctorChecks {
         let now = SystemClock().now
         var bad = 0
         for c in rows.map(\.credential) {
-            let status = CredentialStatus(of: c, now: now, minValid: config.minValidSeconds, grant: { directory.grant(of: $0) })
+            let status = CredentialStatus(
+                of: c, now: now, minValid: config.minValidSeconds, grant: { directory.grant(of: $0) })
             let fix = c.loginHint.replacing("run: ", with: "")
             if status.state == .loginRequired {
                 bad += 1
-                add("credential \(c.id)", .failed, "login required" + (c.refusal.map { ": \($0.reason)" } ?? ""), fix: fix)
-            } else if c.refreshToken != nil, let at = c.refreshExpiresAt, config.warnBeforeSeconds > 0, at - now < config.warnBeforeSeconds {
+                add(
+                    "credential \(c.id)", .failed, "login required" + (c.refusal.map { ": \($0.reason)" } ?? ""),
+                    fix: fix)
+            } else if c.refreshToken != nil, let at = c.refreshExpiresAt, config.warnBeforeSeconds > 0,
+                at - now < config.warnBeforeSeconds
+            {
                 bad += 1
-                add("credential \(c.id)", .failed, "its refresh token dies \(at > now ? "in \(Format.ago(at - now))" : "now")", fix: fix)
+                add(
+                    "credential \(c.id)", .failed,
+                    "its refresh token dies \(at > now ? "in \(Format.ago(at - now))" : "now")", fix: fix)
             }
         }
         if bad == 0 { add("credentials", .ok, "\(rows.count) stored, none needs a login") }
@@ -172,23 +217,32 @@ final class DoctorChecks {
     func checkProviders(_ config: Config) {
         let transport = CurlTransport(timeout: config.httpTimeout)
         for (name, table) in config.providers.sorted(by: { $0.key < $1.key }) {
-            guard let url = table.issuer.map({ Discovery.urls($0)[0] }) ?? table.token_url ?? table.access_token_url else { continue }
+            guard let url = table.issuer.map({ Discovery.urls($0)[0] }) ?? table.token_url ?? table.access_token_url
+            else { continue }
             let started = DispatchTime.now()
             do {
                 let r = try transport.send(HTTPRequest(method: "GET", url: url, headers: []))
                 let ms = (DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1_000_000
                 guard let at = r.dateSeconds else {
-                    add("provider \(name)", .ok, "\(url) answered HTTP \(r.status) in \(ms) ms (no Date header to compare clocks)")
+                    add(
+                        "provider \(name)", .ok,
+                        "\(url) answered HTTP \(r.status) in \(ms) ms (no Date header to compare clocks)")
                     continue
                 }
                 let skew = at - SystemClock().now
                 if abs(skew) > 60 {
-                    add("provider \(name)", .failed, "\(url)'s clock differs from this one by \(skew) s", fix: "set the clock (timedatectl set-ntp true)")
+                    add(
+                        "provider \(name)", .failed, "\(url)'s clock differs from this one by \(skew) s",
+                        fix: "set the clock (timedatectl set-ntp true)")
                 } else {
-                    add("provider \(name)", .ok, "\(url) answered HTTP \(r.status) in \(ms) ms; clocks agree within \(abs(skew)) s")
+                    add(
+                        "provider \(name)", .ok,
+                        "\(url) answered HTTP \(r.status) in \(ms) ms; clocks agree within \(abs(skew)) s")
                 }
             } catch {
-                add("provider \(name)", .failed, error.errorText, fix: "check the network and the provider's URLs in \(settings.configPath)")
+                add(
+                    "provider \(name)", .failed, error.errorText,
+                    fix: "check the network and the provider's URLs in \(settings.configPath)")
             }
         }
     }

@@ -18,8 +18,9 @@ extension TokenVault {
 
         @OptionGroup var credential: CredentialOptions
 
-        @Argument(parsing: .postTerminator, help: ArgumentHelp("The command and its arguments, after --.", valueName: "cmd"),
-                  completion: .shellCommand(Completions.commandThenFiles))
+        @Argument(
+            parsing: .postTerminator, help: ArgumentHelp("The command and its arguments, after --.", valueName: "cmd"),
+            completion: .shellCommand(Completions.commandThenFiles))
         var command: [String]
 
         func run(in context: Context) throws {

@@ -51,22 +51,32 @@ extension TokenVault {
 
         @OptionGroup var credential: CredentialOptions
 
-        @Option(help: ArgumentHelp("Print this field instead of the access token.", valueName: "name"),
-                completion: .list(Completions.fieldNames))
+        @Option(
+            help: ArgumentHelp("Print this field instead of the access token.", valueName: "name"),
+            completion: .list(Completions.fieldNames))
         var field: String?
 
-        @Option(help: ArgumentHelp("raw: the value; json: the whole record; header: an HTTP header line; env: export lines for eval; kubectl: an ExecCredential; sasl: a SASL initial response.", valueName: "format"),
-                completion: .list(GetFormat.names), transform: GetFormat.parse)
+        @Option(
+            help: ArgumentHelp(
+                "raw: the value; json: the whole record; header: an HTTP header line; env: export lines for eval; kubectl: an ExecCredential; sasl: a SASL initial response.",
+                valueName: "format"),
+            completion: .list(GetFormat.names), transform: GetFormat.parse)
         var format: GetFormat = .raw
 
         @Option(help: ArgumentHelp("The mail account for --format sasl.", valueName: "email"))
         var user: String?
 
-        @Option(help: ArgumentHelp("The SASL mechanism for --format sasl: xoauth2 (default) or oauthbearer (RFC 7628).", valueName: "sasl"),
-                completion: .list(SASLMechanism.names), transform: SASLMechanism.parse)
+        @Option(
+            help: ArgumentHelp(
+                "The SASL mechanism for --format sasl: xoauth2 (default) or oauthbearer (RFC 7628).", valueName: "sasl"),
+            completion: .list(SASLMechanism.names), transform: SASLMechanism.parse)
         var sasl: SASLMechanism?
 
-        @Option(name: .customLong("min-valid"), help: ArgumentHelp("Seconds of validity required before refreshing (default: config min_valid, else 60).", valueName: "seconds"))
+        @Option(
+            name: .customLong("min-valid"),
+            help: ArgumentHelp(
+                "Seconds of validity required before refreshing (default: config min_valid, else 60).",
+                valueName: "seconds"))
         var minValid: Int?
 
         @Flag(name: .customLong("no-refresh"), help: "Never refresh; print what is stored.")
@@ -78,14 +88,17 @@ extension TokenVault {
                 throw ValidationError("--field goes with --format raw or env")
             }
             if format.isSASL, user == nil { throw ValidationError("--format sasl needs --user EMAIL") }
-            if !format.isSASL, user != nil || sasl != nil { throw ValidationError("--user and --sasl go with --format sasl") }
+            if !format.isSASL, user != nil || sasl != nil {
+                throw ValidationError("--user and --sasl go with --format sasl")
+            }
         }
 
         func run(in context: Context) throws {
             let exec = format == .kubectl ? try ExecCredentialRequest.from(context.settings) : nil
             if let exec { context.interactive = exec.interactive }
             let id = try credential.id(in: context)
-            let c = format.handsOutAccessToken(field: field)
+            let c =
+                format.handsOutAccessToken(field: field)
                 ? try context.usable(id, minValid: minValid, refresh: !noRefresh)
                 : try context.stored(id, minValid: minValid, refresh: !noRefresh)
             switch format {
@@ -117,8 +130,9 @@ extension TokenVault {
         private func value(of c: Credential) throws -> String {
             guard let field else { return c.accessToken }
             guard let v = c.field(field) else {
-                throw TokenVaultError.usage("\(c.id) has no field \(field)",
-                                            hint: "fields: \(c.fieldNames.joined(separator: ", "))")
+                throw TokenVaultError.usage(
+                    "\(c.id) has no field \(field)",
+                    hint: "fields: \(c.fieldNames.joined(separator: ", "))")
             }
             guard !v.contains(where: \.isNewline) else {
                 throw TokenVaultError.badInput("the field \(field) spans several lines; use --format json")
@@ -143,7 +157,9 @@ enum HeaderLine {
         guard c.type != .oauth1 else {
             throw TokenVaultError.usage(
                 "\(c.id) is an OAuth 1.0a credential: each request needs its own signature, not a bearer header",
-                hint: "sign a request with: tokenvault header \(ShellWord.word(c.service.description)) --method GET --url URL")
+                hint:
+                    "sign a request with: tokenvault header \(ShellWord.word(c.service.description)) --method GET --url URL"
+            )
         }
         return "Authorization: Bearer \(c.accessToken)"
     }

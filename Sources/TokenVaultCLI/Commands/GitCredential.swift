@@ -28,8 +28,9 @@ extension TokenVault {
         @Argument(help: ArgumentHelp("get, store or erase (sent by git).", valueName: "action"))
         var action: String
 
-        @Option(help: "Which login to answer with (default: the username git sends, if stored, else default).",
-                completion: .custom(Completions.accounts))
+        @Option(
+            help: "Which login to answer with (default: the username git sends, if stored, else default).",
+            completion: .custom(Completions.accounts))
         var account: String?
 
         func validate() throws {
@@ -41,10 +42,13 @@ extension TokenVault {
             let request = try GitCredentialRequest.parse(Self.readInput())
             guard ["get", "erase", "store"].contains(action) else { return }  // git: ignore unknown actions
             guard action != "store", let proto = request.proto, let host = request.host else { return }
-            let matches = try context.providers.gitProviders(protocol: proto, host: host, configPath: context.settings.configPath)
+            let matches = try context.providers.gitProviders(
+                protocol: proto, host: host, configPath: context.settings.configPath)
             guard let (match, stored) = try find(matches, request: request, context: context) else {
                 if let first = matches.first {
-                    Output.notice("no credential stored for \(host) (provider \(first.provider)); log in with: tokenvault login \(first.provider)")
+                    Output.notice(
+                        "no credential stored for \(host) (provider \(first.provider)); log in with: tokenvault login \(first.provider)"
+                    )
                 }
                 return
             }
@@ -56,8 +60,10 @@ extension TokenVault {
         }
 
         /// The first matching provider with a credential stored for the account.
-        private func find(_ matches: [GitProviderMatch], request: GitCredentialRequest,
-                          context: Context) throws -> (GitProviderMatch, Credential)? {
+        private func find(
+            _ matches: [GitProviderMatch], request: GitCredentialRequest,
+            context: Context
+        ) throws -> (GitProviderMatch, Credential)? {
             let vault = try context.vault()
             for match in matches {
                 var accounts = [try AccountChoice(option: account, settings: context.settings).name]
@@ -71,7 +77,9 @@ extension TokenVault {
             return nil
         }
 
-        private func answer(_ stored: Credential, match: GitProviderMatch, request: GitCredentialRequest, context: Context) throws {
+        private func answer(
+            _ stored: Credential, match: GitProviderMatch, request: GitCredentialRequest, context: Context
+        ) throws {
             guard stored.type != .oauth1 else {
                 Output.notice("\(stored.id) is an OAuth 1.0a credential; git cannot use it as a password")
                 return
@@ -86,7 +94,8 @@ extension TokenVault {
                 return
             }
             let username = request.username ?? match.username
-            for value in [username, c.accessToken] where value.contains(where: { $0.isNewline }) || value.contains("\0") {
+            for value in [username, c.accessToken] where value.contains(where: { $0.isNewline }) || value.contains("\0")
+            {
                 throw TokenVaultError.badInput("the credential for \(c.id) contains a line break; git cannot take it")
             }
             var lines = ["username=\(username)", "password=\(c.accessToken)"]
@@ -100,7 +109,8 @@ extension TokenVault {
             guard let password = request.password, stored.hasAccessToken(password) else { return }
             let status = context.status(of: stored)
             guard status.renewal.isPossible else {
-                Output.notice("\(host) rejected the token of \(stored.id), which cannot be renewed; \(stored.loginHint)")
+                Output.notice(
+                    "\(host) rejected the token of \(stored.id), which cannot be renewed; \(stored.loginHint)")
                 return
             }
             var marked = stored

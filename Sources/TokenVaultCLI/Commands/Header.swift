@@ -21,8 +21,9 @@ extension TokenVault {
 
         @OptionGroup var credential: CredentialOptions
 
-        @Option(help: "The request's HTTP method (for signed OAuth 1.0a requests).",
-                completion: .list(["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]))
+        @Option(
+            help: "The request's HTTP method (for signed OAuth 1.0a requests).",
+            completion: .list(["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]))
         var method: String = "GET"
 
         @Option(help: "The request's URL (for signed OAuth 1.0a requests).")
@@ -38,11 +39,14 @@ extension TokenVault {
                 return
             }
             guard let url else {
-                throw TokenVaultError.usage("\(c.id) is an OAuth 1.0a credential: give the request's --url (and --method) to sign")
+                throw TokenVaultError.usage(
+                    "\(c.id) is an OAuth 1.0a credential: give the request's --url (and --method) to sign")
             }
             guard let name = c.provider else {
-                throw TokenVaultError.config("\(c.id) is tied to no provider, so there is no consumer key to sign with",
-                                             hint: "store it again with: tokenvault set \(ShellWord.word(c.service.description)) --provider NAME")
+                throw TokenVaultError.config(
+                    "\(c.id) is tied to no provider, so there is no consumer key to sign with",
+                    hint: "store it again with: tokenvault set \(ShellWord.word(c.service.description)) --provider NAME"
+                )
             }
             var form: [(String, String)] = []
             if data {
@@ -53,8 +57,9 @@ extension TokenVault {
                 form = OAuth1Signer.parseQuery(text.trimmedNewlines())
             }
             let signer = try context.oauth1Provider(name).signer(token: c.accessToken, tokenSecret: c.tokenSecret)
-            let value = try signer.authorization(method: method.uppercased(), url: url, form: form,
-                                                 nonce: OAuth1Signer.freshNonce(), timestamp: context.clock.now)
+            let value = try signer.authorization(
+                method: method.uppercased(), url: url, form: form,
+                nonce: OAuth1Signer.freshNonce(), timestamp: context.clock.now)
             Output.value("Authorization: " + value)
         }
     }

@@ -9,7 +9,9 @@ extension TokenVault {
         static let configuration = CommandConfiguration(
             commandName: "list",
             abstract: "List stored credentials: service, account, provider, type, state, expiry. Never a secret.",
-            discussion: "RT EXPIRES is when the refresh token dies: \"unknown\" when the provider did not say, \"-\" without a refresh token.")
+            discussion:
+                "RT EXPIRES is when the refresh token dies: \"unknown\" when the provider did not say, \"-\" without a refresh token."
+        )
 
         @Flag(help: "Print a JSON array.")
         var json = false
@@ -35,8 +37,10 @@ extension TokenVault {
                 let rt = c.refreshToken == nil ? "-" : Format.refreshExpiry(c, now: now) ?? "unknown"
                 let state = context.status(of: c).state
                 states.append(state)
-                table.append([c.service.description, c.account, c.provider ?? "-", c.type.rawValue, state.rawValue,
-                              Format.expiry(c, now: now), rt, r.backend])
+                table.append([
+                    c.service.description, c.account, c.provider ?? "-", c.type.rawValue, state.rawValue,
+                    Format.expiry(c, now: now), rt, r.backend,
+                ])
             }
             // Narrow terminals lose BACKEND, then RT EXPIRES, TYPE and PROVIDER.
             Summary.printTable(table, dropping: [7, 6, 3, 2], painted: colour.enabled) { row, column in
@@ -95,8 +99,10 @@ enum Summary {
     /// A table on stdout: the first row is the header. On a terminal narrower
     /// than the table, the columns of `dropping` go first, in that order; with
     /// `colour`, a cell's paint (rows after the header) when `painted`.
-    static func printTable(_ rows: [[String]], dropping: [Int] = [], painted: Bool = false,
-                           colour: (_ row: Int, _ column: Int) -> Terminal.Paint? = { _, _ in nil }) {
+    static func printTable(
+        _ rows: [[String]], dropping: [Int] = [], painted: Bool = false,
+        colour: (_ row: Int, _ column: Int) -> Terminal.Paint? = { _, _ in nil }
+    ) {
         let widths = rows[0].indices.map { i in rows.map { $0[i].count }.max() ?? 0 }
         var columns = Array(rows[0].indices)
         func total() -> Int { columns.map { widths[$0] }.reduce(0, +) + 2 * (columns.count - 1) }

@@ -19,8 +19,9 @@ extension TokenVault {
         func run(in context: Context) throws {
             if all {
                 let n = KernelKeyring().forgetAll()
-                context.result(n == 0 ? "no cached vault key" : "forgot \(n) cached vault key\(n == 1 ? "" : "s")", json: json,
-                              ["forgotten": .integer(Int64(n))])
+                context.result(
+                    n == 0 ? "no cached vault key" : "forgot \(n) cached vault key\(n == 1 ? "" : "s")", json: json,
+                    ["forgotten": .integer(Int64(n))])
                 return
             }
             var backends = Backends(settings: context.settings, keyCache: KernelKeyring())
@@ -28,15 +29,18 @@ extension TokenVault {
             if try context.backendChoice == .etcd {
                 let etcd = try backends.etcdStore()
                 let forgot = etcd.forgetCachedKey()
-                context.result(forgot ? "forgot the cached key of the fleet vault (prefix \(etcd.settings.prefix))"
-                                     : "no cached key for the fleet vault (prefix \(etcd.settings.prefix))", json: json,
-                              ["forgotten": .integer(forgot ? 1 : 0), "vault": .string("etcd " + etcd.settings.prefix)])
+                context.result(
+                    forgot
+                        ? "forgot the cached key of the fleet vault (prefix \(etcd.settings.prefix))"
+                        : "no cached key for the fleet vault (prefix \(etcd.settings.prefix))", json: json,
+                    ["forgotten": .integer(forgot ? 1 : 0), "vault": .string("etcd " + etcd.settings.prefix)])
                 return
             }
             let vault = try backends.fileVault()
             let forgot = vault.forgetCachedKey()
-            context.result(forgot ? "forgot the cached key of \(vault.path)" : "no cached key for \(vault.path)", json: json,
-                          ["forgotten": .integer(forgot ? 1 : 0), "vault": .string(vault.path)])
+            context.result(
+                forgot ? "forgot the cached key of \(vault.path)" : "no cached key for \(vault.path)", json: json,
+                ["forgotten": .integer(forgot ? 1 : 0), "vault": .string(vault.path)])
         }
     }
 }

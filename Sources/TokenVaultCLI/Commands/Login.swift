@@ -30,23 +30,38 @@ extension TokenVault {
                   tokenvault login --issuer https://idp.example.com/realms/ops --client-id cli
                 """)
 
-        @Argument(help: ArgumentHelp("A built-in or configured provider (see tokenvault providers); with --issuer, the name to keep it under.", valueName: "provider"),
-                  completion: .custom(Completions.providers))
+        @Argument(
+            help: ArgumentHelp(
+                "A built-in or configured provider (see tokenvault providers); with --issuer, the name to keep it under.",
+                valueName: "provider"),
+            completion: .custom(Completions.providers))
         var provider: String?
 
-        @Option(help: ArgumentHelp("An OpenID Connect issuer to log in to without a config entry (with --client-id); kept in providers.toml beside the config.", valueName: "url"))
+        @Option(
+            help: ArgumentHelp(
+                "An OpenID Connect issuer to log in to without a config entry (with --client-id); kept in providers.toml beside the config.",
+                valueName: "url"))
         var issuer: String?
 
-        @Option(name: .customLong("client-id"), help: ArgumentHelp("The client id registered at --issuer.", valueName: "id"))
+        @Option(
+            name: .customLong("client-id"), help: ArgumentHelp("The client id registered at --issuer.", valueName: "id")
+        )
         var clientID: String?
 
-        @Option(help: ArgumentHelp("With --issuer: the provider name to keep it under (default: one derived from the issuer's host, port and path).", valueName: "name"))
+        @Option(
+            help: ArgumentHelp(
+                "With --issuer: the provider name to keep it under (default: one derived from the issuer's host, port and path).",
+                valueName: "name"))
         var name: String?
 
-        @Option(help: "Which of several logins to the service (default: $\(EnvironmentVariable.account.name), else default).")
+        @Option(
+            help:
+                "Which of several logins to the service (default: $\(EnvironmentVariable.account.name), else default).")
         var account: String?
 
-        @Option(name: .customLong("scope"), help: ArgumentHelp("A scope to ask for besides the provider's (repeatable).", valueName: "scope"))
+        @Option(
+            name: .customLong("scope"),
+            help: ArgumentHelp("A scope to ask for besides the provider's (repeatable).", valueName: "scope"))
         var scopes: [String] = []
 
         /// How the user takes part, when they say; else the one that can work here.
@@ -87,19 +102,28 @@ extension TokenVault {
         func validate() throws {
             if let port, !(1...65535).contains(port) { throw ValidationError("--port must be from 1 to 65535") }
             if timeout <= 0 { throw ValidationError("--timeout must be a positive number of seconds") }
-            if provider == nil, issuer == nil { throw ValidationError("name a provider, or give --issuer and --client-id") }
+            if provider == nil, issuer == nil {
+                throw ValidationError("name a provider, or give --issuer and --client-id")
+            }
             if (issuer == nil) != (clientID == nil) { throw ValidationError("--issuer and --client-id go together") }
-            if name != nil, issuer == nil { throw ValidationError("--name names the provider of --issuer; without --issuer, give the provider itself") }
+            if name != nil, issuer == nil {
+                throw ValidationError(
+                    "--name names the provider of --issuer; without --issuer, give the provider itself")
+            }
             if let name, let provider, name.lowercased() != provider.lowercased() {
                 throw ValidationError("give the provider's name once: as the argument or as --name")
             }
             // A name kept in providers.toml and typed in commands: one plain word.
             if issuer != nil, let given = (name ?? provider)?.lowercased(),
-               given.isEmpty || given.count > 63 || !given.unicodeScalars.allSatisfy({ ("a"..."z").contains($0) || ("0"..."9").contains($0) || "._-".unicodeScalars.contains($0) })
+                given.isEmpty || given.count > 63
+                    || !given.unicodeScalars.allSatisfy({
+                        ("a"..."z").contains($0) || ("0"..."9").contains($0) || "._-".unicodeScalars.contains($0)
+                    })
             {
                 throw ValidationError("a provider name is 1 to 63 letters, digits, '.', '_' or '-'")
             }
-            if let bad = scopes.first(where: { $0.isEmpty || $0.contains(where: { $0.isWhitespace || $0.isNewline }) }) {
+            if let bad = scopes.first(where: { $0.isEmpty || $0.contains(where: { $0.isWhitespace || $0.isNewline }) })
+            {
                 throw ValidationError("invalid scope \("\"\(bad)\""): one scope per --scope, without spaces")
             }
         }
@@ -107,15 +131,17 @@ extension TokenVault {
         func run(in context: Context) throws {
             let account = try AccountChoice(option: self.account, settings: context.settings).name
             let providerName = try issuerProvider(context) ?? (provider ?? "").lowercased()
-            let table = try ProviderConfig.table(for: providerName, config: try context.config,
-                                                 configPath: context.settings.configPath)
+            let table = try ProviderConfig.table(
+                for: providerName, config: try context.config,
+                configPath: context.settings.configPath)
             if table.type == "oauth1" {
                 try loginOAuth1(providerName, account: account, context: context)
                 return
             }
             let p = try context.oauth2Provider(providerName)
             let id = CredentialID(service: p.service, account: account)
-            let flow = chooseFlow(grant: p.grant, hasDevice: p.deviceAuthorizationURL != nil, settings: context.settings)
+            let flow = chooseFlow(
+                grant: p.grant, hasDevice: p.deviceAuthorizationURL != nil, settings: context.settings)
             sayNothingStored(id, provider: p.name, before: try checkOwner(id, provider: p.name, context: context))
             // Client credentials involve nobody: no login lock.
             var held: LoginLock?
@@ -124,13 +150,15 @@ extension TokenVault {
                 held = h
             }
             defer { held?.release() }
-            let login = OAuth2Login(provider: p, transport: CurlTransport(timeout: try context.httpTimeout),
-                                    clock: context.clock, notify: { Output.notice($0) })
+            let login = OAuth2Login(
+                provider: p, transport: CurlTransport(timeout: try context.httpTimeout),
+                clock: context.clock, notify: { Output.notice($0) })
             let wanted = login.scopes(adding: scopes)
             var credential: Credential
             switch flow {
             case .device:
-                credential = try login.device(id: id, scopes: wanted, timeout: Double(timeout), show: drawQR) { seconds in
+                credential = try login.device(id: id, scopes: wanted, timeout: Double(timeout), show: drawQR) {
+                    seconds in
                     Posix.sleep(min(max(seconds, 0), 600))
                 }
             case .clientCredentials:
@@ -146,8 +174,11 @@ extension TokenVault {
             try Interruption.holding {
                 if let issuer, let clientID {
                     // Kept once the login worked, so `providers`, `get NAME` and refresh find it.
-                    try DiscoveredProviders.add(name: providerName, issuer: issuer, clientID: clientID, settings: context.settings)
-                    Interruption.say("the provider \(providerName) was kept in providers.toml, but no credential was stored under \(id)")
+                    try DiscoveredProviders.add(
+                        name: providerName, issuer: issuer, clientID: clientID, settings: context.settings)
+                    Interruption.say(
+                        "the provider \(providerName) was kept in providers.toml, but no credential was stored under \(id)"
+                    )
                 }
                 try store(credential, provider: p.name, context: context)
             }
@@ -159,8 +190,9 @@ extension TokenVault {
         /// worked). A name is never taken from another issuer.
         func issuerProvider(_ context: Context) throws -> String? {
             guard let issuer, let clientID else { return nil }
-            let chosen = try DiscoveredProviders.choose(given: (name ?? provider)?.lowercased(), issuer: issuer, clientID: clientID,
-                                                        config: try context.config)
+            let chosen = try DiscoveredProviders.choose(
+                given: (name ?? provider)?.lowercased(), issuer: issuer, clientID: clientID,
+                config: try context.config)
             // A table kept from before (same issuer and client) stays as the user left it.
             if try context.config.providers[chosen] == nil {
                 var table = ProviderConfig()
@@ -175,11 +207,13 @@ extension TokenVault {
         func announce(_ credential: Credential, provider: String, prefix: String = "", context: Context) {
             let name = Summary.displayName(credential)
             let who = name.map { " as \($0)" } ?? ""
-            context.result("\(prefix)logged in to \(provider)\(who); stored under \(credential.id)", json: json, [
-                "service": .string(credential.service.description), "account": .string(credential.account),
-                "provider": .string(provider), "user": name.map { .string($0) } ?? .null,
-                "expires_at": credential.expiresAt.map { .integer($0) } ?? .null,
-            ])
+            context.result(
+                "\(prefix)logged in to \(provider)\(who); stored under \(credential.id)", json: json,
+                [
+                    "service": .string(credential.service.description), "account": .string(credential.account),
+                    "provider": .string(provider), "user": name.map { .string($0) } ?? .null,
+                    "expires_at": credential.expiresAt.map { .integer($0) } ?? .null,
+                ])
         }
 
         enum Flow { case browser, paste, device, clientCredentials }
@@ -209,7 +243,9 @@ extension TokenVault {
                 Output.notice("no browser can open here (\(why)): using the device flow (--browser opens one anyway)")
                 return .device
             }
-            Output.notice("no browser can open here (\(why)): paste mode, open the URL on any device (--browser opens one anyway)")
+            Output.notice(
+                "no browser can open here (\(why)): paste mode, open the URL on any device (--browser opens one anyway)"
+            )
             return .paste
         }
 
@@ -218,7 +254,9 @@ extension TokenVault {
         /// Returns what is stored under `id` now.
         func checkOwner(_ id: CredentialID, provider: String, context: Context) throws -> Credential? {
             let stored = try context.vault().load(id)
-            if !force, let conflict = stored?.ownerConflict(with: provider, command: "login \(ShellWord.word(provider))") {
+            if !force,
+                let conflict = stored?.ownerConflict(with: provider, command: "login \(ShellWord.word(provider))")
+            {
                 throw conflict
             }
             return stored
@@ -227,7 +265,8 @@ extension TokenVault {
         /// Ctrl-C from here until the store says that nothing was stored, and
         /// what `id` holds meanwhile (docs/security.md, "Interrupted").
         func sayNothingStored(_ id: CredentialID, provider: String, before: Credential?) {
-            let kept = before == nil ? "\(id) still has no credential" : "the credential stored under \(id) is unchanged"
+            let kept =
+                before == nil ? "\(id) still has no credential" : "the credential stored under \(id) is unchanged"
             Interruption.say("nothing was stored: the login to \(provider) did not finish, and \(kept)")
         }
 
@@ -236,7 +275,8 @@ extension TokenVault {
         func store(_ credential: Credential, provider: String, context: Context) throws {
             try Interruption.holding {
                 try context.vault().write(credential)
-                Interruption.say("the login to \(provider) had finished: its credential is stored under \(credential.id)")
+                Interruption.say(
+                    "the login to \(provider) had finished: its credential is stored under \(credential.id)")
             }
         }
 
@@ -249,15 +289,21 @@ extension TokenVault {
             if let held = try LoginLock.attempt(vault, id) { return held }
             let pid = LoginLock.holder(vault, id).map { " (process \($0))" } ?? ""
             guard isatty(0) == 1 || isatty(2) == 1 else {
-                throw TokenVaultError.temporary("a login to \(provider) for \(id) is already pending\(pid); finish it there, then try again")
+                throw TokenVaultError.temporary(
+                    "a login to \(provider) for \(id) is already pending\(pid); finish it there, then try again")
             }
             Output.notice("a login to \(provider) for \(id) is already pending\(pid); waiting for it (Ctrl-C to stop)")
             Interruption.say("this command stored nothing; the other login\(pid) goes on")
             let bound = Double(timeout)
-            guard let held = try WaitLine.during({ "waiting for the other login\(pid): \(WaitLine.left(bound, $0)) (Ctrl-C to stop)" }, {
-                try LoginLock.wait(vault, id, until: Date().timeIntervalSince1970 + bound)
-            }) else {
-                throw TokenVaultError.temporary("the login to \(provider) for \(id) was still pending after \(timeout) s")
+            guard
+                let held = try WaitLine.during(
+                    { "waiting for the other login\(pid): \(WaitLine.left(bound, $0)) (Ctrl-C to stop)" },
+                    {
+                        try LoginLock.wait(vault, id, until: Date().timeIntervalSince1970 + bound)
+                    })
+            else {
+                throw TokenVaultError.temporary(
+                    "the login to \(provider) for \(id) was still pending after \(timeout) s")
             }
             if let after = try vault.load(id), after != before {
                 held.release()
@@ -270,23 +316,33 @@ extension TokenVault {
 
         /// OAuth 1.0a: loopback callback, or `oob` and a PIN with --no-browser.
         private func loginOAuth1(_ name: String, account: String, context: Context) throws {
-            if mode == .device { throw TokenVaultError.usage("OAuth 1.0a has no device flow; use --no-browser for the PIN") }
-            if !scopes.isEmpty { throw TokenVaultError.usage("OAuth 1.0a has no scopes (Flickr: set perms in the config)") }
+            if mode == .device {
+                throw TokenVaultError.usage("OAuth 1.0a has no device flow; use --no-browser for the PIN")
+            }
+            if !scopes.isEmpty {
+                throw TokenVaultError.usage("OAuth 1.0a has no scopes (Flickr: set perms in the config)")
+            }
             let p = try context.oauth1Provider(name)
-            let login = OAuth1Login(provider: p, transport: CurlTransport(timeout: try context.httpTimeout),
-                                    clock: context.clock, notify: { Output.notice($0) })
+            let login = OAuth1Login(
+                provider: p, transport: CurlTransport(timeout: try context.httpTimeout),
+                clock: context.clock, notify: { Output.notice($0) })
             let id = CredentialID(service: p.service, account: account)
             var pin = mode == .noBrowser
             if mode == nil, let why = Browser.unavailable(context.settings) {
-                Output.notice("no browser can open here (\(why)): type the PIN the provider shows instead (--browser opens one anyway)")
+                Output.notice(
+                    "no browser can open here (\(why)): type the PIN the provider shows instead (--browser opens one anyway)"
+                )
                 pin = true
             }
             sayNothingStored(id, provider: p.name, before: try checkOwner(id, provider: p.name, context: context))
             guard let held = try pendingLogin(id, provider: p.name, context: context) else { return }
             defer { held.release() }
-            let credential = pin
+            let credential =
+                pin
                 ? try login.pin(id: id) { Swift.readLine() }
-                : try login.loopback(id: id, port: port, timeout: Double(timeout)) { Browser.open($0, settings: context.settings) }
+                : try login.loopback(id: id, port: port, timeout: Double(timeout)) {
+                    Browser.open($0, settings: context.settings)
+                }
             try store(credential, provider: p.name, context: context)
             announce(credential, provider: p.name, context: context)
         }
@@ -300,7 +356,8 @@ enum Browser {
     static func unavailable(_ settings: Settings) -> String? {
         if settings[.sshConnection] != nil, !settings.desktop { return "an SSH session without a display" }
         if settings[.browser] == nil, !settings.desktop {
-            return "no $\(EnvironmentVariable.browser.name), \(EnvironmentVariable.display.name) or \(EnvironmentVariable.waylandDisplay.name)"
+            return
+                "no $\(EnvironmentVariable.browser.name), \(EnvironmentVariable.display.name) or \(EnvironmentVariable.waylandDisplay.name)"
         }
         return nil
     }
@@ -312,21 +369,29 @@ enum Browser {
         let command: String
         if let browser = settings[.browser] {
             command = browser
-        } else if let xdg = ["/usr/bin/xdg-open", "/usr/local/bin/xdg-open"].first(where: { (path: String) in access(path, X_OK) == 0 }) {
+        } else if let xdg = ["/usr/bin/xdg-open", "/usr/local/bin/xdg-open"].first(where: { (path: String) in
+            access(path, X_OK) == 0
+        }) {
             command = xdg
         } else {
-            Output.notice("no browser to open (set \(EnvironmentVariable.browser.name), or install xdg-utils): open the URL above yourself")
+            Output.notice(
+                "no browser to open (set \(EnvironmentVariable.browser.name), or install xdg-utils): open the URL above yourself"
+            )
             return
         }
         // $BROWSER may carry arguments ("firefox --new-window"): the shell splits it. The
         // browser lives on in the background; the shell reports how it ended if that was
         // within half a second, else 0.
-        let watch = #"$1 "$2" & b=$!; for i in 1 2 3 4 5; do kill -0 "$b" 2>/dev/null || { wait "$b"; exit $?; }; sleep 0.1; done; exit 0"#
+        let watch =
+            #"$1 "$2" & b=$!; for i in 1 2 3 4 5; do kill -0 "$b" 2>/dev/null || { wait "$b"; exit $?; }; sleep 0.1; done; exit 0"#
         do {
-            let (status, _) = try Posix.spawn(["/bin/sh", "-c", watch, "sh", command, url], env: ChildEnvironment.scrubbed(settings.environment),
-                                              capture: false, wait: true)
+            let (status, _) = try Posix.spawn(
+                ["/bin/sh", "-c", watch, "sh", command, url], env: ChildEnvironment.scrubbed(settings.environment),
+                capture: false, wait: true)
             if status != 0 {
-                Output.warning("the browser (\(OutsideText.line(command, limit: 80))) failed (exit \(status)\(status == 127 ? ": not found" : "")): open the URL above yourself")
+                Output.warning(
+                    "the browser (\(OutsideText.line(command, limit: 80))) failed (exit \(status)\(status == 127 ? ": not found" : "")): open the URL above yourself"
+                )
             }
         } catch {
             Output.warning("cannot start the browser: \(error.errorText); open the URL above yourself")

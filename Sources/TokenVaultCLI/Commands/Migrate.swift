@@ -23,12 +23,14 @@ extension TokenVault {
                 from etcd when the configured backend is etcd; else from the other local one.
                 """)
 
-        @Option(help: ArgumentHelp("The backend to move to: secret-service, file or etcd.", valueName: "backend"),
-                completion: .list(MigrationTarget.names), transform: MigrationTarget.parse)
+        @Option(
+            help: ArgumentHelp("The backend to move to: secret-service, file or etcd.", valueName: "backend"),
+            completion: .list(MigrationTarget.names), transform: MigrationTarget.parse)
         var to: MigrationTarget
 
-        @Option(help: ArgumentHelp("The backend to move from: secret-service, file or etcd.", valueName: "backend"),
-                completion: .list(MigrationTarget.names), transform: MigrationTarget.parse)
+        @Option(
+            help: ArgumentHelp("The backend to move from: secret-service, file or etcd.", valueName: "backend"),
+            completion: .list(MigrationTarget.names), transform: MigrationTarget.parse)
         var from: MigrationTarget?
 
         @Flag(name: .customLong("keep-backend"), help: "Leave the backend setting of config.toml as it is.")
@@ -49,9 +51,12 @@ extension TokenVault {
             }
             let moved = try move(from: source, to: target, context: context)
             let set = useTarget(context)
-            context.result("moved \(moved) credential\(moved == 1 ? "" : "s") from \(source.name) to \(target.name)", json: json, [
-                "moved": .integer(Int64(moved)), "from": .string(source.name), "to": .string(target.name), "backend_set": .bool(set),
-            ])
+            context.result(
+                "moved \(moved) credential\(moved == 1 ? "" : "s") from \(source.name) to \(target.name)", json: json,
+                [
+                    "moved": .integer(Int64(moved)), "from": .string(source.name), "to": .string(target.name),
+                    "backend_set": .bool(set),
+                ])
         }
 
         /// The store to move from (--from, else the other local backend, or the
@@ -66,11 +71,13 @@ extension TokenVault {
                 case .etcd: return try backends.etcdStore()
                 }
             }
-            let origin: MigrationTarget? = try from ?? {
-                if to == .etcd { return nil } // both local backends: auto
-                if try context.backendChoice == .etcd { return .etcd }
-                return to == .file ? .secretService : .file
-            }()
+            let origin: MigrationTarget? =
+                try from
+                ?? {
+                    if to == .etcd { return nil }  // both local backends: auto
+                    if try context.backendChoice == .etcd { return .etcd }
+                    return to == .file ? .secretService : .file
+                }()
             return (try origin.map(open) ?? backends.open(.auto), try open(to), file)
         }
 
@@ -95,7 +102,9 @@ extension TokenVault {
                         if !targetChanged, existing.map({ !$0.isNewer(than: c) }) ?? true {
                             try target.save(c)
                             guard try target.load(id) == c else {
-                                throw TokenVaultError.vault("the copy of \(id) in \(target.name) does not read back the same; nothing was deleted")
+                                throw TokenVaultError.vault(
+                                    "the copy of \(id) in \(target.name) does not read back the same; nothing was deleted"
+                                )
                             }
                         }
                         targetBefore[id] = try target.load(id)
@@ -119,13 +128,17 @@ extension TokenVault {
             let path = context.settings.configPath
             do {
                 try Config.setBackend(to.rawValue, context.settings)
-                Output.notice("set backend = \"\(to.rawValue)\" in \(path), so new logins go there too (--keep-backend: not)")
+                Output.notice(
+                    "set backend = \"\(to.rawValue)\" in \(path), so new logins go there too (--keep-backend: not)")
                 if let forced = context.settings[.backend], forced != to.rawValue {
-                    Output.warning("\(EnvironmentVariable.backend.name)=\(forced) still overrides it in this environment")
+                    Output.warning(
+                        "\(EnvironmentVariable.backend.name)=\(forced) still overrides it in this environment")
                 }
                 return true
             } catch {
-                Output.warning("could not set the backend in \(path) (\(error.errorText)); add this line at its top: backend = \"\(to.rawValue)\"")
+                Output.warning(
+                    "could not set the backend in \(path) (\(error.errorText)); add this line at its top: backend = \"\(to.rawValue)\""
+                )
                 return false
             }
         }

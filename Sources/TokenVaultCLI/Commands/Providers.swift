@@ -21,15 +21,22 @@ extension TokenVault {
                 let preset = ProviderPreset.named(name)
                 let configured = config.providers[name]
                 let type = configured?.type ?? preset?.type ?? "oauth2"
-                var origin = config.discoveredProviders.contains(name) ? "login --issuer"
+                var origin =
+                    config.discoveredProviders.contains(name)
+                    ? "login --issuer"
                     : preset == nil ? "configured" : (configured == nil ? "built-in" : "built-in, configured")
                 if config.brokenProviders[name] != nil { origin += ", broken (see the warning)" }
                 rows.append((name, type, directory.service(of: name) ?? "?", origin))
             }
             if json {
-                Output.json(.array(rows.map {
-                    .object(["name": .string($0.0), "type": .string($0.1), "service": .string($0.2), "source": .string($0.3)])
-                }))
+                Output.json(
+                    .array(
+                        rows.map {
+                            .object([
+                                "name": .string($0.0), "type": .string($0.1), "service": .string($0.2),
+                                "source": .string($0.3),
+                            ])
+                        }))
                 return
             }
             Summary.printTable([["PROVIDER", "TYPE", "SERVICE", "SOURCE"]] + rows.map { [$0.0, $0.1, $0.2, $0.3] })

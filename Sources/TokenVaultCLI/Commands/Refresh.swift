@@ -25,15 +25,22 @@ extension TokenVault {
             // A token that never expires and has no way to renew: nothing to do, and nothing wrong.
             let stored = try context.locate(id).credential
             if stored.expiresAt == nil, !context.status(of: stored).renewal.isPossible {
-                context.result("\(id) never expires: nothing to renew", json: json,
-                              ["service": .string(id.service.description), "account": .string(id.account), "refreshed": .bool(false), "expires_at": .null])
+                context.result(
+                    "\(id) never expires: nothing to renew", json: json,
+                    [
+                        "service": .string(id.service.description), "account": .string(id.account),
+                        "refreshed": .bool(false), "expires_at": .null,
+                    ])
                 return
             }
             let c = try context.usable(id, minValid: nil, force: true)
-            context.result("refreshed \(c.id); expires \(c.expiresAt.map { Format.date($0) } ?? "never")", json: json, [
-                "service": .string(id.service.description), "account": .string(id.account), "refreshed": .bool(true),
-                "expires_at": c.expiresAt.map { .integer($0) } ?? .null,
-            ])
+            context.result(
+                "refreshed \(c.id); expires \(c.expiresAt.map { Format.date($0) } ?? "never")", json: json,
+                [
+                    "service": .string(id.service.description), "account": .string(id.account),
+                    "refreshed": .bool(true),
+                    "expires_at": c.expiresAt.map { .integer($0) } ?? .null,
+                ])
         }
     }
 }

@@ -24,16 +24,20 @@ extension TokenVault {
             let id = try credential.id(in: context)
             let c = try context.locate(id).credential
             guard c.type == .oauth2 || c.type == .token, let name = c.provider else {
-                throw TokenVaultError.usage("\(id) is not tied to an OAuth 2.0 provider, so it cannot be revoked here",
-                                            hint: "delete the local copy with: tokenvault delete \(ShellWord.word(id.service.description))")
+                throw TokenVaultError.usage(
+                    "\(id) is not tied to an OAuth 2.0 provider, so it cannot be revoked here",
+                    hint: "delete the local copy with: tokenvault delete \(ShellWord.word(id.service.description))")
             }
             let provider = try context.oauth2Provider(name)
             try Revocation.revoke(c, provider: provider, transport: CurlTransport(timeout: try context.httpTimeout))
             // Deleted only if it is still the record that was revoked (not a new login made meanwhile).
             try context.vault().delete(id, if: .computed(from: c))
-            context.result("revoked \(id) at \(name) and deleted it locally", json: json, [
-                "service": .string(id.service.description), "account": .string(id.account), "provider": .string(name), "revoked": .bool(true),
-            ])
+            context.result(
+                "revoked \(id) at \(name) and deleted it locally", json: json,
+                [
+                    "service": .string(id.service.description), "account": .string(id.account),
+                    "provider": .string(name), "revoked": .bool(true),
+                ])
         }
     }
 }

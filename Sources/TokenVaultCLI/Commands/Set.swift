@@ -20,8 +20,9 @@ extension TokenVault {
 
         @OptionGroup var credential: CredentialOptions
 
-        @Option(help: "Tie the credential to a provider, so it can be refreshed and revoked.",
-                completion: .custom(Completions.providers))
+        @Option(
+            help: "Tie the credential to a provider, so it can be refreshed and revoked.",
+            completion: .custom(Completions.providers))
         var provider: String?
 
         @Flag(help: "With --provider: replace a credential another provider stored under the same service and account.")
@@ -35,8 +36,11 @@ extension TokenVault {
             if let provider, try context.providers.service(of: provider) == nil {
                 throw TokenVaultError.config("unknown provider \(provider)", hint: "see: tokenvault providers")
             }
-            if let provider, !force, let conflict = try context.vault().load(id)?.ownerConflict(
-                with: provider, command: "set \(ShellWord.word(id.service.description)) --provider \(ShellWord.word(provider))") {
+            if let provider, !force,
+                let conflict = try context.vault().load(id)?.ownerConflict(
+                    with: provider,
+                    command: "set \(ShellWord.word(id.service.description)) --provider \(ShellWord.word(provider))")
+            {
                 throw conflict
             }
             let input = try StandardInput.read(prompt: "Token for \(id.service): ")
@@ -47,11 +51,13 @@ extension TokenVault {
             // A new record: any refusal mark on the old one goes with it (docs/reference.md).
             try context.vault().write(c)
             let backend = try context.store().writesTo
-            context.result("stored \(id) in \(backend)", json: json, [
-                "service": .string(id.service.description), "account": .string(id.account),
-                "provider": c.provider.map { .string($0) } ?? .null, "stored_in": .string(backend),
-                "expires_at": c.expiresAt.map { .integer($0) } ?? .null,
-            ])
+            context.result(
+                "stored \(id) in \(backend)", json: json,
+                [
+                    "service": .string(id.service.description), "account": .string(id.account),
+                    "provider": c.provider.map { .string($0) } ?? .null, "stored_in": .string(backend),
+                    "expires_at": c.expiresAt.map { .integer($0) } ?? .null,
+                ])
         }
     }
 }

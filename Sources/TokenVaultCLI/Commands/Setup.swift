@@ -20,13 +20,15 @@ enum Tool {
             let candidate = "\(dir)/\(name)"
             if access(candidate, X_OK) == 0 { return candidate }
         }
-        throw TokenVaultError.usage("\(name) is not on the PATH", hint: "install \(name), or set it up by hand (see docs/adapters.md)")
+        throw TokenVaultError.usage(
+            "\(name) is not on the PATH", hint: "install \(name), or set it up by hand (see docs/adapters.md)")
     }
 
     @discardableResult
     static func run(_ argv: [String], settings: Settings) throws -> (status: Int32, output: String) {
-        let (status, out) = try Posix.spawn([try path(argv[0], settings: settings)] + argv.dropFirst(), env: settings.environment, capture: true,
-                                            showErrors: true, wait: true)
+        let (status, out) = try Posix.spawn(
+            [try path(argv[0], settings: settings)] + argv.dropFirst(), env: settings.environment, capture: true,
+            showErrors: true, wait: true)
         return (status, String(decoding: out, as: UTF8.self))
     }
 
@@ -57,8 +59,10 @@ extension TokenVault.Setup {
                   tokenvault setup git git.example.com --dry-run
                 """)
 
-        @Argument(help: ArgumentHelp("A provider (github) or one of its git hosts (github.com).", valueName: "host-or-provider"),
-                  completion: .custom(Completions.providers))
+        @Argument(
+            help: ArgumentHelp(
+                "A provider (github) or one of its git hosts (github.com).", valueName: "host-or-provider"),
+            completion: .custom(Completions.providers))
         var target: String?
 
         @Flag(help: "Write the user's global git config, not the current repository's.")
@@ -94,7 +98,9 @@ extension TokenVault.Setup {
                     commands.append(["git", "config", scope, "--add", key, helper])
                 }
                 if commands.isEmpty {
-                    Output.notice("\(url): \(undo ? "not set up by tokenvault; nothing to remove" : "already set up (provider \(provider))")")
+                    Output.notice(
+                        "\(url): \(undo ? "not set up by tokenvault; nothing to remove" : "already set up (provider \(provider))")"
+                    )
                     continue
                 }
                 for argv in commands {
@@ -105,7 +111,10 @@ extension TokenVault.Setup {
                     }
                 }
                 if !dryRun {
-                    Output.notice(undo ? "\(url): git no longer asks tokenvault" : "\(url): git asks tokenvault (provider \(provider)) for its token")
+                    Output.notice(
+                        undo
+                            ? "\(url): git no longer asks tokenvault"
+                            : "\(url): git asks tokenvault (provider \(provider)) for its token")
                 }
             }
         }
@@ -117,7 +126,9 @@ extension TokenVault.Setup {
             var claims: [(rule: GitHostRule, provider: String)] = []
             for name in directory.names {
                 guard let hosts = directory.table(name)?.git_hosts else { continue }
-                for h in hosts { claims.append((try GitHostRule(parsing: h, provider: name, configPath: configPath), name)) }
+                for h in hosts {
+                    claims.append((try GitHostRule(parsing: h, provider: name, configPath: configPath), name))
+                }
             }
             let chosen: [(rule: GitHostRule, provider: String)]
             if let target {
@@ -125,23 +136,28 @@ extension TokenVault.Setup {
                 if directory.names.contains(name) {
                     chosen = claims.filter { $0.provider == name }
                     guard !chosen.isEmpty else {
-                        throw TokenVaultError.usage("provider \(name) claims no git host",
-                                                    hint: "add git_hosts = [\"HOST\"] to [providers.\(Config.tableKey(name))] in \(configPath)")
+                        throw TokenVaultError.usage(
+                            "provider \(name) claims no git host",
+                            hint: "add git_hosts = [\"HOST\"] to [providers.\(Config.tableKey(name))] in \(configPath)")
                     }
                 } else {
                     let rule = try GitHostRule(parsing: target, provider: "?", configPath: configPath)
                     chosen = claims.filter { $0.rule == rule }
                     guard !chosen.isEmpty else {
-                        throw TokenVaultError.usage("no provider claims the git host \(Quoted.text(target))",
-                                                    hint: "add it to git_hosts of its provider in \(configPath), then run this again")
+                        throw TokenVaultError.usage(
+                            "no provider claims the git host \(Quoted.text(target))",
+                            hint: "add it to git_hosts of its provider in \(configPath), then run this again")
                     }
                 }
             } else {
                 let stored = Set(try context.vault().listIDs().map(\.service))
-                chosen = claims.filter { c in directory.service(of: c.provider).map { s in stored.contains { $0.description == s } } ?? false }
+                chosen = claims.filter { c in
+                    directory.service(of: c.provider).map { s in stored.contains { $0.description == s } } ?? false
+                }
                 guard !chosen.isEmpty else {
-                    throw TokenVaultError.usage("no stored credential belongs to a provider with git hosts",
-                                                hint: "name one: tokenvault setup git github (or log in first: tokenvault login github)")
+                    throw TokenVaultError.usage(
+                        "no stored credential belongs to a provider with git hosts",
+                        hint: "name one: tokenvault setup git github (or log in first: tokenvault login github)")
                 }
             }
             var seen = Set<String>()
@@ -167,8 +183,9 @@ extension TokenVault.Setup {
         @Argument(help: ArgumentHelp("The kubeconfig user to write.", valueName: "user"))
         var user: String
 
-        @Option(help: ArgumentHelp("The service whose token the user gets.", valueName: "service"),
-                completion: .custom(Completions.services))
+        @Option(
+            help: ArgumentHelp("The service whose token the user gets.", valueName: "service"),
+            completion: .custom(Completions.services))
         var service: String?
 
         @Option(help: "Which of several logins to the service.", completion: .custom(Completions.accounts))
@@ -181,7 +198,9 @@ extension TokenVault.Setup {
         var undo = false
 
         func validate() throws {
-            if !undo, service == nil { throw ValidationError("--service names the credential the user takes its token from") }
+            if !undo, service == nil {
+                throw ValidationError("--service names the credential the user takes its token from")
+            }
             if user.isEmpty || user.contains(where: { $0.isWhitespace || $0.isNewline }) {
                 throw ValidationError("a kubeconfig user is one word")
             }
@@ -194,9 +213,11 @@ extension TokenVault.Setup {
             } else {
                 let key = try context.serviceKey(service ?? "")
                 if let account { try CredentialID.validateAccount(account) }
-                argv = ["kubectl", "config", "set-credentials", user, "--exec-api-version=client.authentication.k8s.io/v1",
-                        "--exec-command=\(Tool.selfPath)", "--exec-arg=get", "--exec-arg=\(key)",
-                        "--exec-arg=--format", "--exec-arg=kubectl", "--exec-interactive-mode=Never"]
+                argv = [
+                    "kubectl", "config", "set-credentials", user, "--exec-api-version=client.authentication.k8s.io/v1",
+                    "--exec-command=\(Tool.selfPath)", "--exec-arg=get", "--exec-arg=\(key)",
+                    "--exec-arg=--format", "--exec-arg=kubectl", "--exec-interactive-mode=Never",
+                ]
                 if let account { argv += ["--exec-arg=--account", "--exec-arg=\(account)"] }
             }
             if dryRun {
@@ -205,7 +226,10 @@ extension TokenVault.Setup {
             }
             let r = try Tool.run(argv, settings: context.settings)
             guard r.status == 0 else { throw TokenVaultError.config("\(Tool.shown(argv)) failed (exit \(r.status))") }
-            Output.notice(undo ? "removed the kubeconfig user \(user)" : "kubeconfig user \(user) takes its token from tokenvault (\(service ?? ""))")
+            Output.notice(
+                undo
+                    ? "removed the kubeconfig user \(user)"
+                    : "kubeconfig user \(user) takes its token from tokenvault (\(service ?? ""))")
         }
     }
 }

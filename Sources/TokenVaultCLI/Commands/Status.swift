@@ -18,12 +18,15 @@ extension TokenVault {
                   tokenvault status api.weibo.com >/dev/null || tokenvault login weibo
                 """)
 
-        @Argument(help: ArgumentHelp("A host, URL or provider name; all credentials when left out.", valueName: "service"),
-                  completion: .custom(Completions.services))
+        @Argument(
+            help: ArgumentHelp("A host, URL or provider name; all credentials when left out.", valueName: "service"),
+            completion: .custom(Completions.services))
         var service: String?
 
-        @Option(help: "Which of several logins to the service (default: $\(EnvironmentVariable.account.name), else default).",
-                completion: .custom(Completions.accounts))
+        @Option(
+            help:
+                "Which of several logins to the service (default: $\(EnvironmentVariable.account.name), else default).",
+            completion: .custom(Completions.accounts))
         var account: String?
 
         @Flag(help: "Print JSON.")
@@ -51,10 +54,11 @@ extension TokenVault {
         func overview(_ context: Context) throws {
             let rows = try context.vault().listLocated()
             if json {
-                Output.json(.object([
-                    "backend": .string(try context.backendChoice.rawValue),
-                    "credentials": .array(rows.map { Summary.json($0, status: context.status(of: $0.credential)) }),
-                ]))
+                Output.json(
+                    .object([
+                        "backend": .string(try context.backendChoice.rawValue),
+                        "credentials": .array(rows.map { Summary.json($0, status: context.status(of: $0.credential)) }),
+                    ]))
                 return
             }
             Output.value("backend: \(try context.backendChoice.rawValue)")
@@ -62,26 +66,37 @@ extension TokenVault {
             for r in rows {
                 let state = context.status(of: r.credential).state
                 let painted = Terminal.paint(state.rawValue, Terminal.paint(for: state), on: colour.enabled)
-                Output.value("  \(r.credential.id): \(r.credential.type.rawValue), \(painted), expires \(Format.expiry(r.credential, now: context.clock.now)), in \(r.backend)")
+                Output.value(
+                    "  \(r.credential.id): \(r.credential.type.rawValue), \(painted), expires \(Format.expiry(r.credential, now: context.clock.now)), in \(r.backend)"
+                )
             }
         }
 
         /// The lines of one credential: what it is, where, for whom, until when, and its state.
-        func details(_ found: StoredCredential, status: CredentialStatus, accountReason: String, now: Int64) -> [(String, String)] {
+        func details(
+            _ found: StoredCredential, status: CredentialStatus, accountReason: String, now: Int64
+        ) -> [(String, String)] {
             let c = found.credential
             var lines = [
-                ("service", c.service.description), ("account", "\(c.account) (\(accountReason))"), ("type", c.type.rawValue),
+                ("service", c.service.description), ("account", "\(c.account) (\(accountReason))"),
+                ("type", c.type.rawValue),
                 ("stored in", found.backend),
             ]
             if let p = c.provider { lines.append(("provider", p)) }
             if let name = Summary.displayName(c) { lines.append(("user", name)) }
             let claims = Summary.idTokenClaims(c)
             if !claims.isEmpty {
-                lines.append(("id token", ["sub", "email", "name"].compactMap { k in claims[k].map { "\(k) \($0)" } }.joined(separator: ", ")
-                              + " (not verified)"))
+                lines.append(
+                    (
+                        "id token",
+                        ["sub", "email", "name"].compactMap { k in claims[k].map { "\(k) \($0)" } }.joined(
+                            separator: ", ")
+                            + " (not verified)"
+                    ))
             }
             if let scope = c.scope { lines.append(("scope", scope)) }
-            lines.append(("expires", c.expiresAt.map { "\(Format.date($0)) (\(Format.expiry(c, now: now)))" } ?? "never"))
+            lines.append(
+                ("expires", c.expiresAt.map { "\(Format.date($0)) (\(Format.expiry(c, now: now)))" } ?? "never"))
             if let left = Format.refreshExpiry(c, now: now), let at = c.refreshExpiresAt {
                 lines.append(("refresh token", "dies \(Format.date(at)) (\(left))"))
             }
@@ -89,7 +104,8 @@ extension TokenVault {
             if let refusal = status.refusal {
                 lines.append(("refused", "\(Format.date(refusal.at)): \(refusal.reason)"))
             }
-            lines.append(("state", Terminal.paint(status.state.rawValue, Terminal.paint(for: status.state), on: colour.enabled)))
+            lines.append(
+                ("state", Terminal.paint(status.state.rawValue, Terminal.paint(for: status.state), on: colour.enabled)))
             return lines
         }
     }

@@ -26,7 +26,9 @@ public struct ExecCredentialRequest: Sendable, Equatable {
             throw TokenVaultError.badInput("\(variable) has no apiVersion")
         }
         guard version == v1beta1 || version == v1 else {
-            throw TokenVaultError.badInput("kubectl asked for an ExecCredential of \(Quoted.text(version)); tokenvault writes \(v1beta1) and \(v1)")
+            throw TokenVaultError.badInput(
+                "kubectl asked for an ExecCredential of \(Quoted.text(version)); tokenvault writes \(v1beta1) and \(v1)"
+            )
         }
         var interactive = false
         if case .object(let spec)? = object["spec"], case .bool(let b)? = spec["interactive"] { interactive = b }
@@ -38,7 +40,9 @@ public struct ExecCredentialRequest: Sendable, Equatable {
     public func response(token: String, expiresAt: Int64?) -> JSONValue {
         var status: [String: JSONValue] = ["token": .string(token)]
         if let expiresAt { status["expirationTimestamp"] = .string(ExecCredentialRequest.rfc3339(expiresAt)) }
-        return .object(["apiVersion": .string(apiVersion), "kind": .string("ExecCredential"), "status": .object(status)])
+        return .object([
+            "apiVersion": .string(apiVersion), "kind": .string("ExecCredential"), "status": .object(status),
+        ])
     }
 
     static func rfc3339(_ unix: Int64) -> String {
@@ -56,12 +60,14 @@ public enum SASLMechanism: String, Sendable, CaseIterable {
     /// The initial response, base64-encoded as IMAP `AUTHENTICATE` and SMTP `AUTH` take it.
     public func initialResponse(user: String, token: String) throws -> String {
         guard !user.isEmpty, user.utf8.count <= 320,
-              !user.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F || $0 == " " })
+            !user.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F || $0 == " " })
         else {
-            throw TokenVaultError.usage("--user must be the mail account (an email address) without spaces or control characters")
+            throw TokenVaultError.usage(
+                "--user must be the mail account (an email address) without spaces or control characters")
         }
         guard !token.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
-            throw TokenVaultError.badInput("the stored access token contains control characters; it cannot go into a SASL response")
+            throw TokenVaultError.badInput(
+                "the stored access token contains control characters; it cannot go into a SASL response")
         }
         let message: String
         switch self {

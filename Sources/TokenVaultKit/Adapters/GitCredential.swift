@@ -70,7 +70,8 @@ public struct GitCredentialRequest: Sendable, Equatable {
         var authority = afterScheme[..<end]
         if let at = authority.firstIndex(of: "@") {
             let user = authority[..<at]
-            out["username"] = Posix.percentDecoded(String(user.split(separator: ":", maxSplits: 1).first ?? "")) ?? String(user)
+            out["username"] =
+                Posix.percentDecoded(String(user.split(separator: ":", maxSplits: 1).first ?? "")) ?? String(user)
             authority = authority[authority.index(after: at)...]
         }
         out["host"] = Posix.percentDecoded(String(authority)) ?? String(authority)
@@ -92,8 +93,9 @@ public struct GitHostRule: Sendable, Equatable {
 
     public init(parsing entry: String, provider: String, configPath: String) throws {
         func bad(_ why: String) -> TokenVaultError {
-            .config("provider \(provider): git_hosts entry \(Quoted.text(entry)) \(why)",
-                    hint: "fix git_hosts in [providers.\(Config.tableKey(provider))] of \(configPath)")
+            .config(
+                "provider \(provider): git_hosts entry \(Quoted.text(entry)) \(why)",
+                hint: "fix git_hosts in [providers.\(Config.tableKey(provider))] of \(configPath)")
         }
         var rest = Substring(entry.lowercased())
         scheme = "https"
@@ -103,8 +105,11 @@ public struct GitHostRule: Sendable, Equatable {
         }
         if rest.hasSuffix("/") { rest = rest.dropLast() }
         guard scheme == "https" || scheme == "http" else { throw bad("must be https:// (or http:// for loopback)") }
-        guard !rest.isEmpty, !rest.contains(where: { $0 == "/" || $0 == "@" || $0.isWhitespace || $0.asciiValue.map { $0 < 0x20 } == true }),
-              let key = GitHostRule.key(scheme, String(rest))
+        guard !rest.isEmpty,
+            !rest.contains(where: {
+                $0 == "/" || $0 == "@" || $0.isWhitespace || $0.asciiValue.map { $0 < 0x20 } == true
+            }),
+            let key = GitHostRule.key(scheme, String(rest))
         else {
             throw bad("must be a host, host:port or scheme://host[:port], without a path")
         }
@@ -144,8 +149,10 @@ extension ProviderDirectory {
             guard let table = table(name), let hosts = table.git_hosts else { continue }
             let rules = try hosts.map { try GitHostRule(parsing: $0, provider: name, configPath: configPath) }
             guard rules.contains(where: { $0.matches(protocol: proto, host: host) }) else { continue }
-            matches.append(GitProviderMatch(provider: name, service: try table.serviceKey(provider: name),
-                                            username: table.git_username ?? "oauth2"))
+            matches.append(
+                GitProviderMatch(
+                    provider: name, service: try table.serviceKey(provider: name),
+                    username: table.git_username ?? "oauth2"))
         }
         return matches
     }

@@ -72,7 +72,9 @@ public struct Config: Sendable, Equatable {
     public static func setBackend(_ value: String, _ settings: Settings) throws {
         let path = settings.configPath
         let line = "backend = \"\(value)\""
-        var lines = (try text(of: path)).map { $0.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) } ?? []
+        var lines =
+            (try text(of: path)).map { $0.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) }
+            ?? []
         if lines.last == "" { lines.removeLast() }
         let firstTable = lines.firstIndex { $0.trimmedSpaces().hasPrefix("[") } ?? lines.endIndex
         let existing = lines[..<firstTable].firstIndex { l in
@@ -91,9 +93,11 @@ public struct Config: Sendable, Equatable {
     /// `name` as a TOML key: bare when it can be (letters, digits, `-`, `_`),
     /// else a quoted string, so a hint that shows a table header is valid TOML.
     public static func tableKey(_ name: String) -> String {
-        let bare = !name.isEmpty && name.unicodeScalars.allSatisfy {
-            ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) || $0 == "-" || $0 == "_"
-        }
+        let bare =
+            !name.isEmpty
+            && name.unicodeScalars.allSatisfy {
+                ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) || $0 == "-" || $0 == "_"
+            }
         return bare ? name : tomlString(name)
     }
 
@@ -144,7 +148,6 @@ public struct Config: Sendable, Equatable {
     static let settings = ["backend", "min_valid", "timeout", "warn_before", "providers", "etcd"]
 }
 
-
 /// The config read ahead of its first `load`.
 private final class ReadAhead: @unchecked Sendable {
     nonisolated(unsafe) private static var pending: ReadAhead?
@@ -167,11 +170,13 @@ private final class ReadAhead: @unchecked Sendable {
     /// What was read ahead for `path`, waited for, once (a later load reads
     /// the file again); nil when nothing was.
     static func take(path: String) -> Result<Config, Error>? {
-        guard let ahead = lock.withLock({ () -> ReadAhead? in
-            guard let p = pending, p.path == path else { return nil }
-            pending = nil
-            return p
-        }) else { return nil }
+        guard
+            let ahead = lock.withLock({ () -> ReadAhead? in
+                guard let p = pending, p.path == path else { return nil }
+                pending = nil
+                return p
+            })
+        else { return nil }
         ahead.done.wait()
         return ahead.result
     }

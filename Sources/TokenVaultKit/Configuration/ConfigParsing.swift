@@ -16,13 +16,16 @@ extension Config {
         do {
             root = try TOMLTable(string: text)
         } catch let e as TOMLParseError {
-            throw located.syntaxError(line: e.source.begin.line, column: e.source.begin.column, description: e.description)
+            throw located.syntaxError(
+                line: e.source.begin.line, column: e.source.begin.column, description: e.description)
         }
         var c = Config()
         try c.readTopLevel(root, located: located)
         if let v = root["providers"] {
             guard let providers = v.table else {
-                throw TokenVaultError.config("\(located.location(table: [], key: "providers")): providers must be a table of providers, e.g. [providers.NAME]")
+                throw TokenVaultError.config(
+                    "\(located.location(table: [], key: "providers")): providers must be a table of providers, e.g. [providers.NAME]"
+                )
             }
             for (name, value) in providers { c.readProvider(name, value, located: located) }
         }
@@ -36,7 +39,9 @@ extension Config {
     private mutating func readTopLevel(_ root: TOMLTable, located: ConfigText) throws {
         let settings = Config.settings
         for (key, _) in root where !settings.contains(key) {
-            let close = Suggestion.closest(to: key, in: settings).map { "did you mean \($0)?" } ?? "settings: " + settings.joined(separator: ", ")
+            let close =
+                Suggestion.closest(to: key, in: settings).map { "did you mean \($0)?" } ?? "settings: "
+                + settings.joined(separator: ", ")
             throw TokenVaultError.config("\(located.location(table: [], key: key)): unknown setting \(key) (\(close))")
         }
         func wrong(_ key: String, _ expected: String) -> TokenVaultError {
@@ -51,18 +56,23 @@ extension Config {
         }
         if let v = root["backend"] {
             guard let b = v.string else {
-                throw wrong("backend", ConfigType.describe(String.self, key: "backend") + ", not " + Config.kind(v.type))
+                throw wrong(
+                    "backend", ConfigType.describe(String.self, key: "backend") + ", not " + Config.kind(v.type))
             }
             guard BackendChoice(rawValue: b) != nil else {
-                let close = Suggestion.closest(to: b, in: BackendChoice.allCases.map(\.rawValue)).map { "did you mean \($0)? " } ?? ""
-                throw TokenVaultError.config("\(located.location(table: [], key: "backend")): backend must be \(BackendChoice.spelled), not \(Quoted.text(b))",
-                                             hint: close.isEmpty ? nil : close + "fix backend in \(located.path)")
+                let close =
+                    Suggestion.closest(to: b, in: BackendChoice.allCases.map(\.rawValue)).map { "did you mean \($0)? " }
+                    ?? ""
+                throw TokenVaultError.config(
+                    "\(located.location(table: [], key: "backend")): backend must be \(BackendChoice.spelled), not \(Quoted.text(b))",
+                    hint: close.isEmpty ? nil : close + "fix backend in \(located.path)")
             }
             backend = b
         }
         minValid = try integer("min_valid", { $0 >= 0 }, "a whole number of seconds, 0 or more, e.g. min_valid = 60")
         timeout = try integer("timeout", { $0 > 0 }, "a positive whole number of seconds, e.g. timeout = 30")
-        warnBefore = try integer("warn_before", { $0 >= 0 }, "a whole number of seconds, 0 or more, e.g. warn_before = 604800")
+        warnBefore = try integer(
+            "warn_before", { $0 >= 0 }, "a whole number of seconds, 0 or more, e.g. warn_before = 604800")
     }
 
     /// One `[providers.NAME]` table; a mistake in it breaks only that provider.
@@ -70,12 +80,18 @@ extension Config {
         let table = ["providers", name]
         do {
             guard let t = value.table else {
-                throw TokenVaultError.config("\(located.location(table: ["providers"], key: name)): providers.\(name) must be a table ([providers.\(Config.tableKey(name))])")
+                throw TokenVaultError.config(
+                    "\(located.location(table: ["providers"], key: name)): providers.\(name) must be a table ([providers.\(Config.tableKey(name))])"
+                )
             }
             let p = try Config.decodeTable(ProviderConfig.self, t, table: table, located: located)
-            for (key, v) in [("refresh_token_lifetime", p.refresh_token_lifetime), ("refresh_token_idle", p.refresh_token_idle)] {
+            for (key, v) in [
+                ("refresh_token_lifetime", p.refresh_token_lifetime), ("refresh_token_idle", p.refresh_token_idle),
+            ] {
                 if let v, v <= 0 {
-                    throw TokenVaultError.config("\(located.location(table: table, key: key)): providers.\(name).\(key) must be a positive number of seconds")
+                    throw TokenVaultError.config(
+                        "\(located.location(table: table, key: key)): providers.\(name).\(key) must be a positive number of seconds"
+                    )
                 }
             }
             providers[name] = p
@@ -91,7 +107,8 @@ extension Config {
     private mutating func readEtcd(_ value: TOMLValueConvertible, located: ConfigText) {
         do {
             guard let t = value.table else {
-                throw TokenVaultError.config("\(located.location(table: [], key: "etcd")): etcd must be a table, e.g. [etcd]")
+                throw TokenVaultError.config(
+                    "\(located.location(table: [], key: "etcd")): etcd must be a table, e.g. [etcd]")
             }
             let e = try Config.decodeTable(EtcdConfig.self, t, table: ["etcd"], located: located)
             try e.check(path: located.location(table: ["etcd"], key: nil))
@@ -119,7 +136,9 @@ extension Config {
 
     /// One table decoded strictly; its mistake named with `file:line`, the
     /// key, did-you-mean for an unknown key, and the type a value must have.
-    static func decodeTable<T: Decodable>(_ type: T.Type, _ table: TOMLTable, table path: [String], located: ConfigText) throws -> T {
+    static func decodeTable<T: Decodable>(
+        _ type: T.Type, _ table: TOMLTable, table path: [String], located: ConfigText
+    ) throws -> T {
         let dotted = path.joined(separator: ".")
         do {
             return try TOMLDecoder(strictDecoding: true).decode(T.self, from: table)
@@ -127,17 +146,22 @@ extension Config {
             let keys = e.keys.keys.sorted()
             let key = keys.first ?? "?"
             let known = knownKeys(of: T.self)
-            let close = Suggestion.closest(to: key, in: known).map { "did you mean \($0)?" } ?? "settings here: " + known.joined(separator: ", ")
-            throw TokenVaultError.config("\(located.location(table: path, key: key)): unknown setting \(dotted).\(key) (\(close))")
+            let close =
+                Suggestion.closest(to: key, in: known).map { "did you mean \($0)?" } ?? "settings here: "
+                + known.joined(separator: ", ")
+            throw TokenVaultError.config(
+                "\(located.location(table: path, key: key)): unknown setting \(dotted).\(key) (\(close))")
         } catch let DecodingError.typeMismatch(expected, ctx) {
             let key = ctx.codingPath.first?.stringValue ?? "?"
             let found = table[key].map { ", not " + kind($0.type) } ?? ""
             let wanted = ConfigType.describe(declaredType(of: key, in: T.self) ?? expected, key: key)
-            throw TokenVaultError.config("\(located.location(table: path, key: key)): \(dotted).\(key) must be \(wanted)\(found)")
+            throw TokenVaultError.config(
+                "\(located.location(table: path, key: key)): \(dotted).\(key) must be \(wanted)\(found)")
         } catch let DecodingError.valueNotFound(expected, ctx) {
             let key = ctx.codingPath.first?.stringValue ?? "?"
             let wanted = ConfigType.describe(declaredType(of: key, in: T.self) ?? expected, key: key)
-            throw TokenVaultError.config("\(located.location(table: path, key: key)): \(dotted).\(key) must be \(wanted)")
+            throw TokenVaultError.config(
+                "\(located.location(table: path, key: key)): \(dotted).\(key) must be \(wanted)")
         } catch {
             throw TokenVaultError.config("\(located.location(table: path, key: nil)): \(dotted): \(error)")
         }
@@ -158,5 +182,7 @@ extension Config {
     static func knownKeys<T>(of type: T.Type) -> [String] { fields(of: type).map(\.key).sorted() }
 
     /// The type `key` is declared with (`Optional<Array<String>>`), for the message.
-    static func declaredType<T>(of key: String, in type: T.Type) -> Any.Type? { fields(of: type).first { $0.key == key }?.type }
+    static func declaredType<T>(of key: String, in type: T.Type) -> Any.Type? {
+        fields(of: type).first { $0.key == key }?.type
+    }
 }

@@ -83,8 +83,9 @@ struct ConfigText {
         }
         let shown = OutsideText.line(source, limit: 120)
         let caret = String(repeating: " ", count: max(0, min(column - 1, shown.count))) + "^"
-        return .configSyntax("\(path):\(line):\(column): \(what)", excerpt: [shown, caret],
-                             hint: "fix line \(line) of \(path); every command that reads the config stops until it is fixed")
+        return .configSyntax(
+            "\(path):\(line):\(column): \(what)", excerpt: [shown, caret],
+            hint: "fix line \(line) of \(path); every command that reads the config stops until it is fixed")
     }
 }
 
@@ -93,7 +94,8 @@ enum ConfigType {
     static func describe(_ type: Any.Type, key: String) -> String {
         switch type {
         case is [String].Type, is [String]?.Type: "an array of strings, e.g. \(key) = [\"a\", \"b\"]"
-        case is [String: String].Type, is [String: String]?.Type: "a table of strings, e.g. \(key) = { name = \"value\" }"
+        case is [String: String].Type, is [String: String]?.Type:
+            "a table of strings, e.g. \(key) = { name = \"value\" }"
         case is Int.Type, is Int?.Type, is Int64.Type, is Int64?.Type: "a whole number, e.g. \(key) = 30"
         case is Bool.Type, is Bool?.Type: "true or false, e.g. \(key) = true"
         case is String.Type, is String?.Type: "a string, e.g. \(key) = \"value\""

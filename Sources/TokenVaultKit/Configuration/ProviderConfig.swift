@@ -59,7 +59,9 @@ public struct ProviderConfig: Codable, Sendable, Equatable {
 
     /// `scheme://host[:port]` of a URL, lower-cased; nil when it has no host.
     static func origin(of url: String) -> String? {
-        guard let c = URLComponents(string: url), let scheme = c.scheme, let host = c.host, !host.isEmpty else { return nil }
+        guard let c = URLComponents(string: url), let scheme = c.scheme, let host = c.host, !host.isEmpty else {
+            return nil
+        }
         return scheme.lowercased() + "://" + host.lowercased() + (c.port.map { ":\($0)" } ?? "")
     }
 
@@ -72,17 +74,21 @@ public struct ProviderConfig: Codable, Sendable, Equatable {
         guard preset != nil || own != nil else {
             let names = ProviderDirectory(config: config).names
             let define = "or define [providers.\(Config.tableKey(name))] in \(configPath)"
-            throw TokenVaultError.config("unknown provider \(Quoted.text(name))",
-                                         hint: Suggestion.text(for: name, in: names, listName: "providers") + "; " + define)
+            throw TokenVaultError.config(
+                "unknown provider \(Quoted.text(name))",
+                hint: Suggestion.text(for: name, in: names, listName: "providers") + "; " + define)
         }
-        return try (preset?.config ?? ProviderConfig()).overlaid(by: own).withTenant(provider: name, configPath: configPath)
+        return try (preset?.config ?? ProviderConfig()).overlaid(by: own).withTenant(
+            provider: name, configPath: configPath)
     }
 
     /// The OAuth 2.0 endpoints, by config key: what `{tenant}` fills in and
     /// what an issuer's discovery document may supply.
     static var endpoints: [(key: String, field: WritableKeyPath<ProviderConfig, String?>)] {
-        [("authorize_url", \.authorize_url), ("token_url", \.token_url), ("revoke_url", \.revoke_url),
-         ("device_authorization_url", \.device_authorization_url), ("userinfo_url", \.userinfo_url)]
+        [
+            ("authorize_url", \.authorize_url), ("token_url", \.token_url), ("revoke_url", \.revoke_url),
+            ("device_authorization_url", \.device_authorization_url), ("userinfo_url", \.userinfo_url),
+        ]
     }
 
     /// Endpoints with `{tenant}` filled in: the `tenant` key, else `common`.
@@ -91,10 +97,13 @@ public struct ProviderConfig: Codable, Sendable, Equatable {
         guard fields.contains(where: { self[keyPath: $0]?.contains("{tenant}") == true }) else { return self }
         let tenant = self.tenant ?? "common"
         guard !tenant.isEmpty, tenant.utf8.count <= 64,
-              tenant.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)) || $0 == "-" || $0 == "." })
+            tenant.unicodeScalars.allSatisfy({
+                $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)) || $0 == "-" || $0 == "."
+            })
         else {
-            throw TokenVaultError.config("provider \(name): tenant must be a tenant id or domain (letters, digits, '-', '.'), not \(Quoted.text(tenant))",
-                                         hint: "fix tenant in [providers.\(Config.tableKey(name))] of \(configPath)")
+            throw TokenVaultError.config(
+                "provider \(name): tenant must be a tenant id or domain (letters, digits, '-', '.'), not \(Quoted.text(tenant))",
+                hint: "fix tenant in [providers.\(Config.tableKey(name))] of \(configPath)")
         }
         var m = self
         for f in fields { m[keyPath: f] = m[keyPath: f]?.replacing("{tenant}", with: tenant) }
@@ -109,10 +118,12 @@ public struct ProviderConfig: Codable, Sendable, Equatable {
         func take<T>(_ field: WritableKeyPath<ProviderConfig, T?>) {
             if let v = own[keyPath: field] { m[keyPath: field] = v }
         }
-        for field in [\ProviderConfig.type, \.service, \.authorize_url, \.token_url, \.revoke_url, \.device_authorization_url,
-                      \.userinfo_url, \.grant, \.client_id, \.client_auth, \.redirect_uri, \.header,
-                      \.request_token_url, \.access_token_url, \.consumer_key, \.perms, \.git_username, \.tenant,
-                      \.issuer, \.private_key_file, \.credentials_file, \.audience, \.subject] {
+        for field in [
+            \ProviderConfig.type, \.service, \.authorize_url, \.token_url, \.revoke_url, \.device_authorization_url,
+            \.userinfo_url, \.grant, \.client_id, \.client_auth, \.redirect_uri, \.header,
+            \.request_token_url, \.access_token_url, \.consumer_key, \.perms, \.git_username, \.tenant,
+            \.issuer, \.private_key_file, \.credentials_file, \.audience, \.subject,
+        ] {
             take(field)
         }
         take(\.scopes)
@@ -121,8 +132,10 @@ public struct ProviderConfig: Codable, Sendable, Equatable {
         take(\.refresh_token_idle)
         take(\.pkce)
         if let v = own.auth_params { m.auth_params = (m.auth_params ?? [:]).merging(v) { $1 } }
-        for group in [[\ProviderConfig.client_secret, \.client_secret_file, \.client_secret_command],
-                      [\ProviderConfig.consumer_secret, \.consumer_secret_file, \.consumer_secret_command]]
+        for group in [
+            [\ProviderConfig.client_secret, \.client_secret_file, \.client_secret_command],
+            [\ProviderConfig.consumer_secret, \.consumer_secret_file, \.consumer_secret_command],
+        ]
         where group.contains(where: { own[keyPath: $0] != nil }) {
             for field in group { m[keyPath: field] = own[keyPath: field] }
         }

@@ -70,7 +70,9 @@ public struct ProviderPreset: Sendable {
         },
     ]
 
-    private static func preset(_ name: String, _ type: String, _ service: String, _ fill: (inout ProviderConfig) -> Void) -> ProviderPreset {
+    private static func preset(
+        _ name: String, _ type: String, _ service: String, _ fill: (inout ProviderConfig) -> Void
+    ) -> ProviderPreset {
         var c = ProviderConfig()
         c.type = type
         c.service = service
@@ -89,7 +91,8 @@ public struct ProviderDirectory: Sendable {
     public init(config: Config) { self.config = config }
 
     public var names: [String] {
-        Array(Set(ProviderPreset.all.map(\.name)).union(config.providers.keys).union(config.brokenProviders.keys)).sorted()
+        Array(Set(ProviderPreset.all.map(\.name)).union(config.providers.keys).union(config.brokenProviders.keys))
+            .sorted()
     }
 
     /// The provider's `header` template ("x-auth-token: {token}"), checked;
@@ -111,7 +114,9 @@ public struct ProviderDirectory: Sendable {
     /// ones first, each name once.
     public func owners(of service: ServiceKey) -> [String] {
         let configured = config.providers.keys.sorted().filter { self.service(of: $0) == service.description }
-        let presets = ProviderPreset.all.map(\.name).filter { !configured.contains($0) && self.service(of: $0) == service.description }
+        let presets = ProviderPreset.all.map(\.name).filter {
+            !configured.contains($0) && self.service(of: $0) == service.description
+        }
         return configured + presets
     }
 
@@ -144,7 +149,7 @@ extension ProviderConfig {
     /// The `header` template, checked: one "Name: value" line containing {token}.
     static func checkedHeader(_ header: String, provider name: String) throws -> String {
         guard header.contains("{token}"), header.contains(":"), !header.contains(where: \.isNewline),
-              !header.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
+            !header.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
         else {
             throw TokenVaultError.config("provider \(name): header must be one \"Name: value\" line containing {token}")
         }
@@ -153,10 +158,14 @@ extension ProviderConfig {
 
     /// The one-of-three secret setting (`client_secret`, `client_secret_file`,
     /// `client_secret_command`, or the `consumer_` ones): nil when none is set.
-    static func secretSource(value: String?, file: String?, command: String?, provider name: String, prefix: String) throws -> SecretSource? {
-        let sources = [value.map { SecretSource.value($0) }, file.map { .file($0) }, command.map { .command($0) }].compactMap { $0 }
+    static func secretSource(
+        value: String?, file: String?, command: String?, provider name: String, prefix: String
+    ) throws -> SecretSource? {
+        let sources = [value.map { SecretSource.value($0) }, file.map { .file($0) }, command.map { .command($0) }]
+            .compactMap { $0 }
         guard sources.count <= 1 else {
-            throw TokenVaultError.config("provider \(name): set only one of \(prefix)_secret, \(prefix)_secret_file, \(prefix)_secret_command")
+            throw TokenVaultError.config(
+                "provider \(name): set only one of \(prefix)_secret, \(prefix)_secret_file, \(prefix)_secret_command")
         }
         return sources.first
     }
@@ -171,13 +180,17 @@ public enum NextStep {
     public static func missing(_ id: CredentialID, stored: [CredentialID], owners: [String]) -> String {
         let accounts = stored.filter { $0.service == id.service }.map(\.account).sorted()
         if !accounts.isEmpty {
-            let close = Suggestion.closest(to: id.account, in: accounts).map { "did you mean --account \(ShellWord.word($0))? " } ?? ""
+            let close =
+                Suggestion.closest(to: id.account, in: accounts).map {
+                    "did you mean --account \(ShellWord.word($0))? "
+                } ?? ""
             return close + "accounts stored for \(id.service): " + accounts.map(ShellWord.word).joined(separator: ", ")
         }
         let acct = id.account == Credential.defaultAccount ? "" : " --account \(ShellWord.word(id.account))"
         if let owner = owners.first {
             let others = owners.dropFirst().map(ShellWord.word)
-            return "run: tokenvault login \(ShellWord.word(owner))\(acct)" + (others.isEmpty ? "" : " (or: \(others.joined(separator: ", ")))")
+            return "run: tokenvault login \(ShellWord.word(owner))\(acct)"
+                + (others.isEmpty ? "" : " (or: \(others.joined(separator: ", ")))")
         }
         let set = "tokenvault set \(ShellWord.word(id.service.description))\(acct) < token.json"
         let services = Array(Set(stored.map(\.service.description))).sorted()

@@ -47,12 +47,14 @@ public enum EnvironmentVariable: String, CaseIterable, Sendable {
         case .passphraseFile: "A file holding the vault passphrase; the first passphrase source asked."
         case .passphraseCommand: "A shell command printing the vault passphrase; asked second."
         case .passphrase: "The vault passphrase itself; asked third, before the terminal."
-        case .keyTTL: "Seconds the derived vault key stays cached in the kernel user keyring, 0 to 2592000 (default: 900; 0: not cached)."
+        case .keyTTL:
+            "Seconds the derived vault key stays cached in the kernel user keyring, 0 to 2592000 (default: 900; 0: not cached)."
         case .kdfProfile: "interactive, moderate (default) or sensitive: the Argon2id cost of a new vault."
         case .dbusTimeout: "Seconds to wait for the Secret Service, 0.1 to 60 (default: 3)."
         case .unlockTimeout:
             "Seconds to wait for a locked Secret Service collection to be unlocked, 0 to 3600 (default: 60 with DISPLAY or WAYLAND_DISPLAY, else 0); then 77."
-        case .account: "The account when --account is not given (per shell, or per directory with direnv); default: default."
+        case .account:
+            "The account when --account is not given (per shell, or per directory with direnv); default: default."
         case .etcdEndpoints: "Comma-separated etcd endpoints; override endpoints of [etcd]."
         case .etcdPrefix: "The etcd key prefix; overrides prefix of [etcd]."
         case .accessToken: "Set by exec for the command it runs: the access token (OAuth 1.0a: the token)."
@@ -64,9 +66,11 @@ public enum EnvironmentVariable: String, CaseIterable, Sendable {
         case .xdgCacheHome:
             "Holds the discovery cache, and without XDG_RUNTIME_DIR the locks and the spool in tokenvault/run (default: ~/.cache), never a shared directory."
         case .xdgRuntimeDir: "Holds the per-credential locks and the spool in tokenvault/, created 0700."
-        case .dbusSessionBusAddress: "The session bus the Secret Service is looked for on; without one, auto uses the file vault."
+        case .dbusSessionBusAddress:
+            "The session bus the Secret Service is looked for on; without one, auto uses the file vault."
         case .display, .waylandDisplay: "A desktop session: a browser and the keyring's unlock prompt can be shown."
-        case .sshConnection: "With no DISPLAY or WAYLAND_DISPLAY: login picks the device flow or paste mode, as no browser can open."
+        case .sshConnection:
+            "With no DISPLAY or WAYLAND_DISPLAY: login picks the device flow or paste mode, as no browser can open."
         case .browser: "The browser login opens, with the URL as last argument (default: xdg-open)."
         case .noColor: "Set and not empty: no colour, whatever --color auto would choose."
         case .term: "dumb: no colour."
@@ -172,10 +176,14 @@ public struct Settings: Sendable {
         return n
     }
 
-    private func seconds(_ v: EnvironmentVariable, in range: ClosedRange<Double>, default value: Double) throws -> Double {
+    private func seconds(
+        _ v: EnvironmentVariable, in range: ClosedRange<Double>, default value: Double
+    ) throws -> Double {
         guard let text = self[v] else { return value }
         guard let n = Double(text.trimmedSpaces()), n.isFinite, range.contains(n) else {
-            throw invalid(v, text, "must be a number of seconds from \(range.lowerBound.shortText) to \(range.upperBound.shortText)")
+            throw invalid(
+                v, text,
+                "must be a number of seconds from \(range.lowerBound.shortText) to \(range.upperBound.shortText)")
         }
         return n
     }

@@ -115,7 +115,9 @@ public struct Credential: Equatable, Sendable {
 
     /// Extra fields that name who logged in, in the order `status` prefers
     /// them; cleaned for the terminal where they enter (`OutsideText.line`).
-    public static let displayKeys = ["screen_name", "name", "login", "username", "fullname", "preferred_username", "email"]
+    public static let displayKeys = [
+        "screen_name", "name", "login", "username", "fullname", "preferred_username", "email",
+    ]
 
     /// The `--field` names that stand for the access token itself.
     public static let accessTokenFields: Set<String> = ["access_token", "token", "oauth_token"]
@@ -157,7 +159,8 @@ public struct Credential: Equatable, Sendable {
 extension Credential {
     private static let knownKeys: Set<String> = [
         "version", "service", "account", "type", "provider", "access_token", "refresh_token",
-        "token_secret", "token_type", "scope", "expires_at", "refresh_expires_at", "extra", "updated_at", "generation", "refused", "issuer",
+        "token_secret", "token_type", "scope", "expires_at", "refresh_expires_at", "extra", "updated_at", "generation",
+        "refused", "issuer",
     ]
 
     /// The record as stored: a JSON object with sorted keys.
@@ -194,13 +197,17 @@ extension Credential {
         do {
             // Times and counts that arithmetic is done on: a record another tool
             // wrote with an absurd number is refused, never a crash.
-            for (field, value) in [("expires_at", c.expiresAt), ("refresh_expires_at", c.refreshExpiresAt), ("updated_at", c.updatedAt),
-                                   ("refused.at", c.refusal?.at)] {
+            for (field, value) in [
+                ("expires_at", c.expiresAt), ("refresh_expires_at", c.refreshExpiresAt), ("updated_at", c.updatedAt),
+                ("refused.at", c.refusal?.at),
+            ] {
                 if let value, !(0...TokenInput.maxTime).contains(value) {
                     throw TokenVaultError.badInput("\(field) is \(value), not a time from 1970 to 9999")
                 }
             }
-            if c.generation < 0 || c.generation == .max { throw TokenVaultError.badInput("generation is \(c.generation)") }
+            if c.generation < 0 || c.generation == .max {
+                throw TokenVaultError.badInput("generation is \(c.generation)")
+            }
             try TokenInput.checkToken(c.accessToken, field: "access_token")
             if let r = c.refreshToken { try TokenInput.checkToken(r, field: "refresh_token") }
             if let s = c.tokenSecret { try TokenInput.checkToken(s, field: "token_secret") }
@@ -217,7 +224,8 @@ extension Credential {
         } else {
             let text = String(decoding: data, as: UTF8.self).trimmedWhitespace()
             guard !text.isEmpty, !text.contains(where: { $0.isNewline }) else {
-                throw TokenVaultError.badInput("the stored record for \(id) is unusable: it is neither a JSON record nor one token line")
+                throw TokenVaultError.badInput(
+                    "the stored record for \(id) is unusable: it is neither a JSON record nor one token line")
             }
             return Credential(service: id.service, account: id.account, type: .token, accessToken: text)
         }
@@ -257,8 +265,9 @@ extension Credential {
     public func ownerConflict(with provider: String, command: String) -> TokenVaultError? {
         guard let owner = self.provider, owner != provider else { return nil }
         let acct = account == Credential.defaultAccount ? "" : " --account \(ShellWord.word(account))"
-        return .usage("\(id) holds a credential of provider \(owner); \(provider) would replace it",
-                      hint: "keep both: tokenvault \(command) --account NAME; replace it: tokenvault \(command)\(acct) --force")
+        return .usage(
+            "\(id) holds a credential of provider \(owner); \(provider) would replace it",
+            hint: "keep both: tokenvault \(command) --account NAME; replace it: tokenvault \(command)\(acct) --force")
     }
 }
 

@@ -23,8 +23,9 @@ public struct ServiceKey: Hashable, Sendable, CustomStringConvertible, Comparabl
     /// turns into the service that provider stores under.
     public init(parsing raw: String, providerService: (String) -> String? = { _ in nil }) throws {
         func refuse(_ why: String) -> TokenVaultError {
-            .usage("invalid service \(Quoted.text(raw)): \(why)",
-                   hint: "give a host (api.example.com), a URL (https://api.example.com/v1/) or a provider name")
+            .usage(
+                "invalid service \(Quoted.text(raw)): \(why)",
+                hint: "give a host (api.example.com), a URL (https://api.example.com/v1/) or a provider name")
         }
         if raw.isEmpty { throw refuse("it is empty") }
         if raw.utf8.count > 2048 { throw refuse("it is too long") }
@@ -71,7 +72,9 @@ public struct ServiceKey: Hashable, Sendable, CustomStringConvertible, Comparabl
         }
         let lower = host.lowercased()
         if lower.isEmpty { throw refuse("no host") }
-        if lower.utf8.count > ServiceKey.maxLength { throw refuse("the host is longer than \(ServiceKey.maxLength) characters") }
+        if lower.utf8.count > ServiceKey.maxLength {
+            throw refuse("the host is longer than \(ServiceKey.maxLength) characters")
+        }
         if !authority.hasPrefix("[") {
             if lower.contains("..") { throw refuse("'..' is not allowed") }
             if lower.hasPrefix(".") || lower.hasSuffix(".") { throw refuse("a host cannot start or end with '.'") }
@@ -84,7 +87,7 @@ public struct ServiceKey: Hashable, Sendable, CustomStringConvertible, Comparabl
         var port: Int?
         if let portText {
             guard !portText.isEmpty, portText.count <= 5, portText.allSatisfy(\.isASCII),
-                  let p = Int(portText), (1...65535).contains(p)
+                let p = Int(portText), (1...65535).contains(p)
             else { throw refuse("the port must be a number from 1 to 65535") }
             port = p == defaultPort ? nil : p
         }

@@ -28,8 +28,11 @@ public enum TokenInput {
         }
         // Neither JSON nor one token line: say where the JSON went wrong.
         if trimmed.contains(where: { $0.isNewline }) || (try? checkToken(trimmed, field: "token")) == nil {
-            let where_ = JSONSyntax.firstProblem(trimmed).map { "line \($0.line), column \($0.column): \($0.what)" } ?? "?"
-            throw TokenVaultError.badInput("the input is not JSON (\(where_)), nor one token line (a token has no white space or control characters)")
+            let where_ =
+                JSONSyntax.firstProblem(trimmed).map { "line \($0.line), column \($0.column): \($0.what)" } ?? "?"
+            throw TokenVaultError.badInput(
+                "the input is not JSON (\(where_)), nor one token line (a token has no white space or control characters)"
+            )
         }
         return Credential(service: id.service, account: id.account, type: .token, accessToken: trimmed, updatedAt: now)
     }
@@ -41,7 +44,9 @@ public enum TokenInput {
             value = try JSONDecoder().decode(JSONValue.self, from: data)
         } catch {
             let text = String(decoding: data, as: UTF8.self)
-            let where_ = JSONSyntax.firstProblem(text).map { "line \($0.line), column \($0.column): \($0.what)" } ?? "it cannot be read"
+            let where_ =
+                JSONSyntax.firstProblem(text).map { "line \($0.line), column \($0.column): \($0.what)" }
+                ?? "it cannot be read"
             throw TokenVaultError.badInput("the input is not JSON (\(where_))")
         }
         guard case .object(let o) = value else {
@@ -65,7 +70,9 @@ public enum TokenInput {
             c.scope = OutsideText.line(text, limit: 4096)
         }
         try readExpiries(taking: &o, into: &c, now: now)
-        for key in ["provider", "service", "account", "type", "version", "updated_at", "issuer"] { o.removeValue(forKey: key) }
+        for key in ["provider", "service", "account", "type", "version", "updated_at", "issuer"] {
+            o.removeValue(forKey: key)
+        }
         for key in Credential.displayKeys {
             if case .string(let v)? = o[key] { o[key] = .string(OutsideText.line(v)) }
         }
@@ -79,7 +86,9 @@ public enum TokenInput {
     private static func tokens(taking o: inout [String: JSONValue], id: CredentialID) throws -> Credential {
         var c: Credential
         if let token = o.removeValue(forKey: "oauth_token") {
-            guard let t = token.string, !t.isEmpty else { throw TokenVaultError.badInput("oauth_token must be a non-empty string") }
+            guard let t = token.string, !t.isEmpty else {
+                throw TokenVaultError.badInput("oauth_token must be a non-empty string")
+            }
             guard let s = o.removeValue(forKey: "oauth_token_secret")?.string, !s.isEmpty else {
                 throw TokenVaultError.badInput("an OAuth 1.0a token needs oauth_token_secret")
             }
@@ -97,7 +106,9 @@ public enum TokenInput {
             c = Credential(service: id.service, account: id.account, type: .oauth2, accessToken: token)
         }
         if let r = o.removeValue(forKey: "refresh_token"), r != .null {
-            guard let s = r.string, !s.isEmpty else { throw TokenVaultError.badInput("refresh_token must be a non-empty string") }
+            guard let s = r.string, !s.isEmpty else {
+                throw TokenVaultError.badInput("refresh_token must be a non-empty string")
+            }
             try checkToken(s, field: "refresh_token")
             c.refreshToken = s
         }
@@ -114,7 +125,8 @@ public enum TokenInput {
             c.expiresAt = try parseTime(e)
         } else if let e = expiresIn, e != .null {
             guard let seconds = seconds(e, in: 0...maxLifetime) else {
-                throw TokenVaultError.badInput("expires_in must be a whole number of seconds from 0 to \(maxLifetime), got \(safe(e.text))")
+                throw TokenVaultError.badInput(
+                    "expires_in must be a whole number of seconds from 0 to \(maxLifetime), got \(safe(e.text))")
             }
             c.expiresAt = now + seconds
         }
@@ -124,7 +136,8 @@ public enum TokenInput {
         for key in ["refresh_token_expires_in", "refresh_expires_in"] {
             guard let e = o.removeValue(forKey: key), e != .null, c.refreshExpiresAt == nil else { continue }
             guard let seconds = seconds(e, in: 0...maxLifetime) else {
-                throw TokenVaultError.badInput("\(key) must be a whole number of seconds from 0 to \(maxLifetime), got \(safe(e.text))")
+                throw TokenVaultError.badInput(
+                    "\(key) must be a whole number of seconds from 0 to \(maxLifetime), got \(safe(e.text))")
             }
             if seconds > 0 { c.refreshExpiresAt = now + seconds }
         }
@@ -149,7 +162,9 @@ public enum TokenInput {
             d = n
         default: return nil
         }
-        guard d.isFinite, d == d.rounded(), d >= Double(range.lowerBound), d <= Double(range.upperBound) else { return nil }
+        guard d.isFinite, d == d.rounded(), d >= Double(range.lowerBound), d <= Double(range.upperBound) else {
+            return nil
+        }
         return Int64(d)
     }
 
@@ -163,7 +178,8 @@ public enum TokenInput {
         if let s = v.string {
             if let t = RFC3339.parse(s), t.isFinite, t >= 0, t <= Double(maxTime) { return Int64(t) }
         }
-        throw TokenVaultError.badInput("expires_at must be unix seconds or an RFC 3339 time up to 9999, got \(safe(v.text))")
+        throw TokenVaultError.badInput(
+            "expires_at must be unix seconds or an RFC 3339 time up to 9999, got \(safe(v.text))")
     }
 
     /// Tokens go into headers and `export` lines: refuse what would break them.

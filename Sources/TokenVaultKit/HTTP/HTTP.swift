@@ -19,8 +19,10 @@ public struct HTTPRequest: Sendable {
 
     /// A form-encoded POST (RFC 6749 §4.1.3 and friends).
     public static func form(_ url: String, _ fields: [(String, String)], headers: [String] = []) -> HTTPRequest {
-        HTTPRequest(url: url, headers: ["Content-Type: application/x-www-form-urlencoded", "Accept: application/json"] + headers,
-                    body: Data(FormEncoding.encode(fields).utf8))
+        HTTPRequest(
+            url: url,
+            headers: ["Content-Type: application/x-www-form-urlencoded", "Accept: application/json"] + headers,
+            body: Data(FormEncoding.encode(fields).utf8))
     }
 }
 
@@ -36,11 +38,13 @@ public struct HTTPResponse: Sendable {
         // "Sun, 06 Nov 1994 08:49:37 GMT"
         let parts = (date ?? "").split(separator: " ")
         let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-        guard parts.count == 6, parts[5] == "GMT", let day = Int32(parts[1]), let month = months.firstIndex(of: String(parts[2])),
-              let year = Int32(parts[3]), (1970...9999).contains(year), (1...31).contains(day)
+        guard parts.count == 6, parts[5] == "GMT", let day = Int32(parts[1]),
+            let month = months.firstIndex(of: String(parts[2])),
+            let year = Int32(parts[3]), (1970...9999).contains(year), (1...31).contains(day)
         else { return nil }
         let clock = parts[4].split(separator: ":").compactMap { Int32($0) }
-        guard clock.count == 3, (0...23).contains(clock[0]), (0...59).contains(clock[1]), (0...60).contains(clock[2]) else { return nil }
+        guard clock.count == 3, (0...23).contains(clock[0]), (0...59).contains(clock[1]), (0...60).contains(clock[2])
+        else { return nil }
         var t = tm()
         t.tm_year = year - 1900
         t.tm_mon = Int32(month)
@@ -100,8 +104,10 @@ public struct CurlTransport: HTTPTransport {
     /// One exchange through libcurl, or the `HTTPFailure` that says why there
     /// is no response. `connectMilliseconds` bounds connecting alone, so a dead
     /// endpoint is left quickly for the next.
-    static func exchange(_ request: HTTPRequest, timeoutMilliseconds: Int, connectMilliseconds: Int = 0,
-                         maxBody: Int, tls: TLSFiles = TLSFiles()) throws -> HTTPResponse {
+    static func exchange(
+        _ request: HTTPRequest, timeoutMilliseconds: Int, connectMilliseconds: Int = 0,
+        maxBody: Int, tls: TLSFiles = TLSFiles()
+    ) throws -> HTTPResponse {
         var response = tv_http_response()
         let headers = request.headers.map { strdup($0) } + [nil]
         let files = [tls.caFile, tls.certFile, tls.keyFile].map { $0.map { strdup($0) } ?? nil }
@@ -111,12 +117,14 @@ public struct CurlTransport: HTTPTransport {
             files.forEach { free($0) }
             free(agent)
         }
-        var options = tv_http_options(timeout_ms: timeoutMilliseconds, connect_timeout_ms: connectMilliseconds, max_body: maxBody,
-                                      user_agent: agent, ca_file: files[0], cert_file: files[1], key_file: files[2])
+        var options = tv_http_options(
+            timeout_ms: timeoutMilliseconds, connect_timeout_ms: connectMilliseconds, max_body: maxBody,
+            user_agent: agent, ca_file: files[0], cert_file: files[1], key_file: files[2])
         let rc = headers.map { UnsafePointer($0) }.withUnsafeBufferPointer { h in
             request.body.withUnsafeBytes { b in
-                tv_http_request(request.method, request.url, h.baseAddress, b.baseAddress?.assumingMemoryBound(to: CChar.self),
-                                b.count, &options, &response)
+                tv_http_request(
+                    request.method, request.url, h.baseAddress, b.baseAddress?.assumingMemoryBound(to: CChar.self),
+                    b.count, &options, &response)
             }
         }
         defer { tv_http_response_free(&response) }
@@ -125,7 +133,8 @@ public struct CurlTransport: HTTPTransport {
         switch Int(rc) {
         case TV_HTTP_OK:
             let body = response.body.map { Data(bytes: $0, count: response.body_len) } ?? Data()
-            var r = HTTPResponse(status: response.status, contentType: response.content_type.map { String(cString: $0) }, body: body)
+            var r = HTTPResponse(
+                status: response.status, contentType: response.content_type.map { String(cString: $0) }, body: body)
             let date = withUnsafeBytes(of: response.date) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
             r.date = date.isEmpty ? nil : OutsideText.line(date, limit: 64)
             return r
@@ -184,8 +193,9 @@ public struct HTTPFailure: Error, Sendable {
             return .badInput("\(peer) sent a response larger than \(limit >> 20) MiB; refused")
         case .noLibrary:
             // Not a network failure: retrying will not help (69, not 75).
-            return .backendUnavailable("libcurl cannot be loaded, so \(what) cannot be reached: \(detail)",
-                                       hint: "install libcurl (Debian: apt-get install libcurl4)")
+            return .backendUnavailable(
+                "libcurl cannot be loaded, so \(what) cannot be reached: \(detail)",
+                hint: "install libcurl (Debian: apt-get install libcurl4)")
         case .tls, .failed:
             return .temporary("the exchange with \(peer) failed: \(detail)")
         }
@@ -218,7 +228,9 @@ public enum FormEncoding {
         var out: [(String, String)] = []
         for pair in text.split(separator: "&", omittingEmptySubsequences: true) {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard parts.count == 2, let k = unescape(parts[0]), let v = unescape(parts[1]), !k.isEmpty else { return nil }
+            guard parts.count == 2, let k = unescape(parts[0]), let v = unescape(parts[1]), !k.isEmpty else {
+                return nil
+            }
             out.append((k, v))
         }
         return out.isEmpty ? nil : out
@@ -235,7 +247,7 @@ public enum FormEncoding {
             } else if c == UInt8(ascii: "%") {
                 let h1 = u.index(after: i)
                 guard h1 < u.endIndex, u.index(after: h1) < u.endIndex,
-                      let v = UInt8(String(decoding: [u[h1], u[u.index(after: h1)]], as: UTF8.self), radix: 16)
+                    let v = UInt8(String(decoding: [u[h1], u[u.index(after: h1)]], as: UTF8.self), radix: 16)
                 else { return nil }
                 bytes.append(v)
                 i = u.index(after: h1)

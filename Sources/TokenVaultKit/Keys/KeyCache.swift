@@ -66,7 +66,8 @@ public struct KernelKeyring: KeyCache {
             // "type;uid;gid;perm;description"
             let text = String(cString: desc)
             guard text.hasPrefix("user;"), let name = text.split(separator: ";", maxSplits: 4).last,
-                  name.hasPrefix(KernelKeyring.prefix) else { continue }
+                name.hasPrefix(KernelKeyring.prefix)
+            else { continue }
             if keyctl_invalidate(id) == 0 || keyctl_unlink(id, KEY_SPEC_USER_KEYRING) == 0 { forgotten += 1 }
         }
         return forgotten

@@ -1,7 +1,7 @@
+internal import CTokenVault
 import Dispatch
 import FoundationEssentials
 import Glibc
-internal import CTokenVault
 
 /// Where the vault passphrase comes from, first found wins (docs/security.md):
 /// `TOKENVAULT_PASSPHRASE_FILE`, `TOKENVAULT_PASSPHRASE_COMMAND` (its stdout),
@@ -13,14 +13,15 @@ public struct PassphraseSource: Sendable {
     public var terminalPath: String?
 
     public init(settings: Settings, terminalPath: String? = "/dev/tty") {
-        given = EnvironmentVariable.passphraseSources.lazy.compactMap { v -> (EnvironmentVariable, SecretSource)? in
-            guard let value = settings[v] else { return nil }
-            switch v {
-            case .passphraseFile: return (v, .file(value))
-            case .passphraseCommand: return (v, .command(value))
-            default: return (v, .value(value))
-            }
-        }.first
+        given =
+            EnvironmentVariable.passphraseSources.lazy.compactMap { v -> (EnvironmentVariable, SecretSource)? in
+                guard let value = settings[v] else { return nil }
+                switch v {
+                case .passphraseFile: return (v, .file(value))
+                case .passphraseCommand: return (v, .command(value))
+                default: return (v, .value(value))
+                }
+            }.first
         self.terminalPath = terminalPath
     }
 
@@ -49,8 +50,9 @@ public struct PassphraseSource: Sendable {
 
     private func terminal() throws -> TerminalInput {
         guard let terminalPath, let tty = TerminalInput(path: terminalPath) else {
-            throw TokenVaultError.permission("the vault is locked and there is no passphrase source and no terminal",
-                                             hint: PassphraseSource.noSourceHint)
+            throw TokenVaultError.permission(
+                "the vault is locked and there is no passphrase source and no terminal",
+                hint: PassphraseSource.noSourceHint)
         }
         return tty
     }
@@ -63,7 +65,9 @@ public struct PassphraseSource: Sendable {
     public func obtain(creating: Bool) throws -> SecureBytes {
         if let given = try fromEnvironment() { return given }
         let tty = try terminal()
-        guard creating else { return try nonEmpty(tty.readSecret(prompt: "Vault passphrase: ")[...], source: "the passphrase") }
+        guard creating else {
+            return try nonEmpty(tty.readSecret(prompt: "Vault passphrase: ")[...], source: "the passphrase")
+        }
         var failure = "no passphrase was chosen"
         for round in 1...3 {
             let first = try nonEmpty(tty.readSecret(prompt: "New vault passphrase: ")[...], source: "the passphrase")
@@ -90,7 +94,9 @@ public struct PassphraseSource: Sendable {
         defer { Sodium.wipe(&bytes) }
         var reason = [CChar](repeating: 0, count: 256)
         let score = bytes.withUnsafeBufferPointer { b in
-            b.baseAddress!.withMemoryRebound(to: CChar.self, capacity: b.count) { tv_pwquality_check($0, &reason, reason.count) }
+            b.baseAddress!.withMemoryRebound(to: CChar.self, capacity: b.count) {
+                tv_pwquality_check($0, &reason, reason.count)
+            }
         }
         guard score == -1 else { return nil }
         return OutsideText.line(String(cString: reason), limit: 160)
@@ -111,8 +117,9 @@ public struct PassphraseSource: Sendable {
             if let opened = try check(secret) { return opened }
             if attempt < 3 { tty.say("wrong passphrase; try again (\(3 - attempt) left)\n") }
         }
-        throw TokenVaultError.permission("wrong passphrase for \(what) (three tries)",
-                                         hint: "it is the passphrase the vault was created with; nothing else opens it")
+        throw TokenVaultError.permission(
+            "wrong passphrase for \(what) (three tries)",
+            hint: "it is the passphrase the vault was created with; nothing else opens it")
     }
 
     private func nonEmpty(_ b: ArraySlice<UInt8>, source: String) throws -> SecureBytes {

@@ -48,10 +48,13 @@ enum SecretSource: Sendable {
 /// `/bin/sh -c COMMAND`, its stdout captured, stdin from /dev/null, in the
 /// environment without the passphrase variables (`ChildEnvironment`).
 enum ShellCommand {
-    static func run(_ command: String, failure: (String) -> TokenVaultError = { .config($0) }) throws -> (Int32, [UInt8]) {
+    static func run(
+        _ command: String, failure: (String) -> TokenVaultError = { .config($0) }
+    ) throws -> (Int32, [UInt8]) {
         do {
-            return try Posix.spawn(["/bin/sh", "-c", command], env: ChildEnvironment.scrubbed(ProcessInfo.processInfo.environment),
-                                   capture: true, showErrors: true, wait: true)
+            return try Posix.spawn(
+                ["/bin/sh", "-c", command], env: ChildEnvironment.scrubbed(ProcessInfo.processInfo.environment),
+                capture: true, showErrors: true, wait: true)
         } catch {
             throw failure("cannot run /bin/sh")
         }

@@ -33,9 +33,13 @@ enum Sodium {
     static let argon2id13 = UInt8(crypto_pwhash_ALG_ARGON2ID13)
     static let opsLimitMin = UInt64(crypto_pwhash_OPSLIMIT_MIN)
     static let memLimitMin = UInt64(crypto_pwhash_MEMLIMIT_MIN)
-    static let interactive = (ops: UInt64(crypto_pwhash_OPSLIMIT_INTERACTIVE), mem: UInt64(crypto_pwhash_MEMLIMIT_INTERACTIVE))
+    static let interactive = (
+        ops: UInt64(crypto_pwhash_OPSLIMIT_INTERACTIVE), mem: UInt64(crypto_pwhash_MEMLIMIT_INTERACTIVE)
+    )
     static let moderate = (ops: UInt64(crypto_pwhash_OPSLIMIT_MODERATE), mem: UInt64(crypto_pwhash_MEMLIMIT_MODERATE))
-    static let sensitive = (ops: UInt64(crypto_pwhash_OPSLIMIT_SENSITIVE), mem: UInt64(crypto_pwhash_MEMLIMIT_SENSITIVE))
+    static let sensitive = (
+        ops: UInt64(crypto_pwhash_OPSLIMIT_SENSITIVE), mem: UInt64(crypto_pwhash_MEMLIMIT_SENSITIVE)
+    )
 
     /// Derives a 32-byte key with Argon2id v1.3.
     static func deriveKey(passphrase: SecureBytes, salt: [UInt8], ops: UInt64, mem: UInt64) throws -> SecureBytes {
@@ -97,8 +101,12 @@ enum Sodium {
     /// Decrypts in place: the ciphertext and tag in `buffer` become the plaintext at
     /// its start (libsodium allows m == c). Returns the plaintext length, or nil when
     /// the tag does not verify (libsodium then zeroes the output).
-    static func openInPlace(_ buffer: UnsafeMutableRawBufferPointer, ad: [UInt8], nonce: [UInt8], key: SecureBytes) -> Int? {
-        guard buffer.count >= tagBytes, let base = buffer.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return nil }
+    static func openInPlace(
+        _ buffer: UnsafeMutableRawBufferPointer, ad: [UInt8], nonce: [UInt8], key: SecureBytes
+    ) -> Int? {
+        guard buffer.count >= tagBytes, let base = buffer.baseAddress?.assumingMemoryBound(to: UInt8.self) else {
+            return nil
+        }
         var outLen: UInt64 = 0
         let rc = key.withUnsafeBytes { k in
             crypto_aead_xchacha20poly1305_ietf_decrypt(
@@ -124,8 +132,9 @@ enum Sodium {
         var out = [UInt8](repeating: 0, count: bytes)
         if let key {
             key.withUnsafeBytes { k in
-                _ = crypto_generichash(&out, bytes, message, UInt64(message.count),
-                                       k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count)
+                _ = crypto_generichash(
+                    &out, bytes, message, UInt64(message.count),
+                    k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count)
             }
         } else {
             _ = crypto_generichash(&out, bytes, message, UInt64(message.count), nil, 0)

@@ -26,7 +26,9 @@ public struct OAuth1Provider: Sendable {
         }
         func url(_ key: String, _ value: String?) throws -> String {
             guard let value else {
-                throw TokenVaultError.config("provider \(name) has no \(key)", hint: "set \(key) in [providers.\(Config.tableKey(name))] of \(configPath)")
+                throw TokenVaultError.config(
+                    "provider \(name) has no \(key)",
+                    hint: "set \(key) in [providers.\(Config.tableKey(name))] of \(configPath)")
             }
             try OAuth2Provider.checkEndpoint(value, provider: name, key: key, configPath: configPath)
             return value
@@ -36,23 +38,33 @@ public struct OAuth1Provider: Sendable {
         let accessURL = try url("access_token_url", p.access_token_url)
         let registerAt = registration[name].map { "register an application at \($0), then " } ?? ""
         guard let key = p.consumer_key, !key.isEmpty else {
-            throw TokenVaultError.config("no consumer key for \(name)",
-                                         hint: "\(registerAt)set consumer_key and consumer_secret (or consumer_secret_file / consumer_secret_command) in [providers.\(Config.tableKey(name))] of \(configPath)")
+            throw TokenVaultError.config(
+                "no consumer key for \(name)",
+                hint:
+                    "\(registerAt)set consumer_key and consumer_secret (or consumer_secret_file / consumer_secret_command) in [providers.\(Config.tableKey(name))] of \(configPath)"
+            )
         }
-        guard let secret = try ProviderConfig.secretSource(value: p.consumer_secret, file: p.consumer_secret_file,
-                                                           command: p.consumer_secret_command, provider: name, prefix: "consumer")
+        guard
+            let secret = try ProviderConfig.secretSource(
+                value: p.consumer_secret, file: p.consumer_secret_file,
+                command: p.consumer_secret_command, provider: name, prefix: "consumer")
         else {
-            throw TokenVaultError.config("no consumer secret for \(name)",
-                                         hint: "set consumer_secret, consumer_secret_file or consumer_secret_command in [providers.\(Config.tableKey(name))] of \(configPath)")
+            throw TokenVaultError.config(
+                "no consumer secret for \(name)",
+                hint:
+                    "set consumer_secret, consumer_secret_file or consumer_secret_command in [providers.\(Config.tableKey(name))] of \(configPath)"
+            )
         }
         let service = try p.serviceKey(provider: name)
-        return OAuth1Provider(name: name, service: service, requestTokenURL: requestURL, authorizeURL: authorizeURL,
-                              accessTokenURL: accessURL, consumerKey: key, perms: p.perms, consumerSecret: secret)
+        return OAuth1Provider(
+            name: name, service: service, requestTokenURL: requestURL, authorizeURL: authorizeURL,
+            accessTokenURL: accessURL, consumerKey: key, perms: p.perms, consumerSecret: secret)
     }
 
     /// A signer for this consumer and the given token.
     public func signer(token: String? = nil, tokenSecret: String? = nil) throws -> OAuth1Signer {
-        OAuth1Signer(consumerKey: consumerKey, consumerSecret: try consumerSecret.read(what: "the consumer secret of \(name)"),
-                     token: token, tokenSecret: tokenSecret)
+        OAuth1Signer(
+            consumerKey: consumerKey, consumerSecret: try consumerSecret.read(what: "the consumer secret of \(name)"),
+            token: token, tokenSecret: tokenSecret)
     }
 }

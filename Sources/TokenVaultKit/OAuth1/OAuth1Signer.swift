@@ -13,7 +13,10 @@ public struct OAuth1Signer: Sendable {
     public var tokenSecret: String?
     public var method: Method
 
-    public init(consumerKey: String, consumerSecret: String, token: String? = nil, tokenSecret: String? = nil, method: Method = .hmacSHA1) {
+    public init(
+        consumerKey: String, consumerSecret: String, token: String? = nil, tokenSecret: String? = nil,
+        method: Method = .hmacSHA1
+    ) {
         self.consumerKey = consumerKey
         self.consumerSecret = consumerSecret
         self.token = token
@@ -29,13 +32,16 @@ public struct OAuth1Signer: Sendable {
     /// The `Authorization: OAuth …` header value for a request. `form` is the
     /// form-encoded body's parameters, which are signed too; `extra` carries
     /// oauth_callback or oauth_verifier.
-    public func authorization(method httpMethod: String, url: String, form: [(String, String)] = [],
-                              extra: [(String, String)] = [], nonce: String, timestamp: Int64, realm: String? = nil) throws -> String {
-        var oauth = [
-            ("oauth_consumer_key", consumerKey), ("oauth_nonce", nonce),
-            ("oauth_signature_method", method.rawValue), ("oauth_timestamp", String(timestamp)),
-            ("oauth_version", "1.0"),
-        ] + extra
+    public func authorization(
+        method httpMethod: String, url: String, form: [(String, String)] = [],
+        extra: [(String, String)] = [], nonce: String, timestamp: Int64, realm: String? = nil
+    ) throws -> String {
+        var oauth =
+            [
+                ("oauth_consumer_key", consumerKey), ("oauth_nonce", nonce),
+                ("oauth_signature_method", method.rawValue), ("oauth_timestamp", String(timestamp)),
+                ("oauth_version", "1.0"),
+            ] + extra
         if let token { oauth.append(("oauth_token", token)) }
         let signature = try sign(method: httpMethod, url: url, parameters: oauth + form)
         oauth.append(("oauth_signature", signature))
@@ -60,7 +66,8 @@ public struct OAuth1Signer: Sendable {
             var message = [CChar](repeating: 0, count: 256)
             guard tv_hmac_sha1(keyBytes, keyBytes.count, data, data.count, &mac, &message, message.count) == 1 else {
                 let why = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-                throw TokenVaultError.backendUnavailable("cannot sign the OAuth 1.0a request: \(why)", hint: "install libssl3")
+                throw TokenVaultError.backendUnavailable(
+                    "cannot sign the OAuth 1.0a request: \(why)", hint: "install libssl3")
             }
             return Data(mac).base64EncodedString()
         }

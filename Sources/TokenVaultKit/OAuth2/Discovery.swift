@@ -40,7 +40,9 @@ public struct Discovery {
             document = try fetch(issuer, provider: name)
         } catch let error as TokenVaultError {
             guard case .temporary = error, let cached else { throw error }
-            warn("could not fetch the discovery document of \(name) (\(error.errorText)); using the one fetched \(now - cached.fetchedAt) s ago")
+            warn(
+                "could not fetch the discovery document of \(name) (\(error.errorText)); using the one fetched \(now - cached.fetchedAt) s ago"
+            )
             return try Self.checked(cached.document, issuer: issuer, provider: name)
         }
         let endpoints = try Self.checked(document, issuer: issuer, provider: name)
@@ -48,24 +50,31 @@ public struct Discovery {
         return endpoints
     }
 
-    static let fields = [("authorization_endpoint", "authorize_url"), ("token_endpoint", "token_url"),
-                         ("revocation_endpoint", "revoke_url"), ("device_authorization_endpoint", "device_authorization_url"),
-                         ("userinfo_endpoint", "userinfo_url")]
+    static let fields = [
+        ("authorization_endpoint", "authorize_url"), ("token_endpoint", "token_url"),
+        ("revocation_endpoint", "revoke_url"), ("device_authorization_endpoint", "device_authorization_url"),
+        ("userinfo_endpoint", "userinfo_url"),
+    ]
 
-    static func checked(_ document: [String: JSONValue], issuer: String, provider name: String) throws -> [String: String] {
+    static func checked(
+        _ document: [String: JSONValue], issuer: String, provider name: String
+    ) throws -> [String: String] {
         guard let stated = document["issuer"]?.string else {
             throw TokenVaultError.badInput("the discovery document of \(name) names no issuer")
         }
         guard issuerMatches(stated, configured: issuer) else {
-            throw TokenVaultError.config("the discovery document of \(name) is for issuer \(Quoted.text(stated)), not \(Quoted.text(issuer)); refusing its endpoints",
-                                         hint: "check issuer in [providers.\(Config.tableKey(name))]")
+            throw TokenVaultError.config(
+                "the discovery document of \(name) is for issuer \(Quoted.text(stated)), not \(Quoted.text(issuer)); refusing its endpoints",
+                hint: "check issuer in [providers.\(Config.tableKey(name))]")
         }
         var out: [String: String] = [:]
         for (key, configKey) in fields {
             guard let v = document[key]?.string, !v.isEmpty else { continue }
             // Printed (the login URL) and sent to: parsed and written out again, or refused.
             guard let url = OutsideText.url(v) else {
-                throw TokenVaultError.badInput("the discovery document of \(name) has a \(key) that is not a plain http(s) URL: \(OutsideText.line(v))")
+                throw TokenVaultError.badInput(
+                    "the discovery document of \(name) has a \(key) that is not a plain http(s) URL: \(OutsideText.line(v))"
+                )
             }
             out[configKey] = url
         }
@@ -83,10 +92,12 @@ public struct Discovery {
         if stated == configured { return true }
         guard let range = stated.firstRange(of: "{tenantid}") else { return false }
         let prefix = stated[..<range.lowerBound], suffix = stated[range.upperBound...]
-        guard let scheme = prefix.firstRange(of: "://"), prefix[scheme.upperBound...].contains("/"), prefix.hasSuffix("/"),
-              suffix.isEmpty || suffix.hasPrefix("/"), !suffix.contains("{tenantid}")
+        guard let scheme = prefix.firstRange(of: "://"), prefix[scheme.upperBound...].contains("/"),
+            prefix.hasSuffix("/"),
+            suffix.isEmpty || suffix.hasPrefix("/"), !suffix.contains("{tenantid}")
         else { return false }
-        guard configured.hasPrefix(prefix), configured.hasSuffix(suffix), configured.count > prefix.count + suffix.count else { return false }
+        guard configured.hasPrefix(prefix), configured.hasSuffix(suffix), configured.count > prefix.count + suffix.count
+        else { return false }
         let middle = configured.dropFirst(prefix.count).dropLast(suffix.count)
         return middle != "." && middle != ".." && !middle.contains(where: { "/?#@\\".contains($0) || $0.isWhitespace })
     }
@@ -108,9 +119,12 @@ public struct Discovery {
         for url in Self.urls(issuer) {
             let r = try transport.send(HTTPRequest(method: "GET", url: url, headers: ["Accept: application/json"]))
             if (500..<600).contains(r.status) {
-                throw TokenVaultError.temporary("the discovery document of \(name) is unavailable (HTTP \(r.status) from \(url))")
+                throw TokenVaultError.temporary(
+                    "the discovery document of \(name) is unavailable (HTTP \(r.status) from \(url))")
             }
-            if (200..<300).contains(r.status), case .object(let o)? = try? JSONDecoder().decode(JSONValue.self, from: r.body) {
+            if (200..<300).contains(r.status),
+                case .object(let o)? = try? JSONDecoder().decode(JSONValue.self, from: r.body)
+            {
                 return o
             }
             last = "HTTP \(r.status) from \(url)"
@@ -129,7 +143,9 @@ public struct Discovery {
     /// same kind. Anything else (a shared or misconfigured XDG_CACHE_HOME,
     /// another user's file) is ignored and said once: the document is fetched
     /// again rather than a planted token endpoint believed.
-    private func readCache(_ issuer: String, provider name: String) -> (fetchedAt: Int64, document: [String: JSONValue])? {
+    private func readCache(
+        _ issuer: String, provider name: String
+    ) -> (fetchedAt: Int64, document: [String: JSONValue])? {
         let file = path(issuer)
         var st = stat()
         guard lstat(file, &st) == 0 else { return nil }
@@ -140,9 +156,9 @@ public struct Discovery {
             return nil
         }
         guard let data = FileManager.default.contents(atPath: file),
-              case .object(let o)? = try? JSONDecoder().decode(JSONValue.self, from: data),
-              o["issuer"]?.string == issuer, let at = o["fetched_at"]?.int64, case .object(let doc)? = o["document"],
-              (0...now).contains(at)  // a time to come, or one whose age overflows: not a copy to believe
+            case .object(let o)? = try? JSONDecoder().decode(JSONValue.self, from: data),
+            o["issuer"]?.string == issuer, let at = o["fetched_at"]?.int64, case .object(let doc)? = o["document"],
+            (0...now).contains(at)  // a time to come, or one whose age overflows: not a copy to believe
         else { return nil }
         return (at, doc)
     }
@@ -152,17 +168,25 @@ public struct Discovery {
         var st = stat()
         guard lstat(path, &st) == 0 else { return "it cannot be read" }
         let kind = st.st_mode & S_IFMT
-        if directory ? kind != S_IFDIR : kind != S_IFREG { return directory ? "its directory is not a directory" : "it is not a regular file" }
-        if st.st_uid != geteuid() { return "\(directory ? "its directory" : "it") belongs to another user (uid \(st.st_uid))" }
+        if directory ? kind != S_IFDIR : kind != S_IFREG {
+            return directory ? "its directory is not a directory" : "it is not a regular file"
+        }
+        if st.st_uid != geteuid() {
+            return "\(directory ? "its directory" : "it") belongs to another user (uid \(st.st_uid))"
+        }
         if st.st_mode & 0o022 != 0 {
-            return "\(directory ? "its directory" : "it") is writable by others (mode \(String(st.st_mode & 0o777, radix: 8)))"
+            return
+                "\(directory ? "its directory" : "it") is writable by others (mode \(String(st.st_mode & 0o777, radix: 8)))"
         }
         return nil
     }
 
     private func writeCache(_ issuer: String, _ document: [String: JSONValue]) {
-        let record = JSONValue.object(["issuer": .string(issuer), "fetched_at": .integer(now), "document": .object(document)])
-        guard (try? PrivateDirectory.ensure(cacheDirectory)) != nil, let data = try? JSONEncoder.sorted.encode(record) else { return }
+        let record = JSONValue.object([
+            "issuer": .string(issuer), "fetched_at": .integer(now), "document": .object(document),
+        ])
+        guard (try? PrivateDirectory.ensure(cacheDirectory)) != nil, let data = try? JSONEncoder.sorted.encode(record)
+        else { return }
         try? AtomicFile.replace(path(issuer), with: Array(data), what: "the discovery cache")
     }
 }
@@ -213,7 +237,9 @@ public enum DiscoveredProviders {
         if given == nil { candidates.append(derived + "-" + Hex.encode(Sodium.hash(Array(issuer.utf8))).prefix(6)) }
         var conflict: TokenVaultError?
         for name in candidates {
-            guard let e = conflictError(name: name, issuer: issuer, clientID: clientID, config: config) else { return name }
+            guard let e = conflictError(name: name, issuer: issuer, clientID: clientID, config: config) else {
+                return name
+            }
             conflict = conflict ?? e
         }
         throw conflict!
@@ -221,19 +247,27 @@ public enum DiscoveredProviders {
 
     /// Why `name` cannot be kept for this issuer and client, or nil.
     static func conflictError(name: String, issuer: String, clientID: String, config: Config) -> TokenVaultError? {
-        let again = "tokenvault login --issuer \(ShellWord.word(issuer)) --client-id \(ShellWord.word(clientID)) --name OTHER"
-        if ProviderPreset.named(name) != nil || (config.providers[name] != nil && !config.discoveredProviders.contains(name)) {
-            return .usage("a provider named \(name) exists already; log in to it with: tokenvault login \(ShellWord.word(name))",
-                          hint: "or keep this issuer under another name: \(again)")
+        let again =
+            "tokenvault login --issuer \(ShellWord.word(issuer)) --client-id \(ShellWord.word(clientID)) --name OTHER"
+        if ProviderPreset.named(name) != nil
+            || (config.providers[name] != nil && !config.discoveredProviders.contains(name))
+        {
+            return .usage(
+                "a provider named \(name) exists already; log in to it with: tokenvault login \(ShellWord.word(name))",
+                hint: "or keep this issuer under another name: \(again)")
         }
         guard let existing = config.providers[name] else { return nil }
         if existing.issuer != issuer {
-            return .usage("provider \(name) already logs in to \(Quoted.text(existing.issuer ?? "?")); this login is for \(Quoted.text(issuer)), and an existing name is never pointed at another issuer",
-                          hint: "keep it under another name: \(again)")
+            return .usage(
+                "provider \(name) already logs in to \(Quoted.text(existing.issuer ?? "?")); this login is for \(Quoted.text(issuer)), and an existing name is never pointed at another issuer",
+                hint: "keep it under another name: \(again)")
         }
         if existing.client_id != clientID {
-            return .usage("provider \(name) logs in to \(Quoted.text(issuer)) with client id \(Quoted.text(existing.client_id ?? "")), not \(Quoted.text(clientID))",
-                          hint: "log in with: tokenvault login \(ShellWord.word(name)); or keep the other client under another name: \(again)")
+            return .usage(
+                "provider \(name) logs in to \(Quoted.text(issuer)) with client id \(Quoted.text(existing.client_id ?? "")), not \(Quoted.text(clientID))",
+                hint:
+                    "log in with: tokenvault login \(ShellWord.word(name)); or keep the other client under another name: \(again)"
+            )
         }
         return nil
     }
@@ -252,7 +286,9 @@ public enum DiscoveredProviders {
             var tables = Config()
             if let data = FileManager.default.contents(atPath: path) {
                 try TrustedFile.check(path, what: "the providers file")
-                guard let t = String(data: data, encoding: .utf8) else { throw TokenVaultError.config("\(path) is not UTF-8 text") }
+                guard let t = String(data: data, encoding: .utf8) else {
+                    throw TokenVaultError.config("\(path) is not UTF-8 text")
+                }
                 text = t
                 let parsed = try Config.parse(text, path: path)
                 tables.providers = parsed.providers
@@ -262,7 +298,8 @@ public enum DiscoveredProviders {
             if tables.providers[name] != nil { return }
             if text.isEmpty { text = "# Providers added by `tokenvault login --issuer`; edit or remove freely.\n" }
             if !text.hasSuffix("\n") { text += "\n" }
-            text += "\n[providers.\(try quoted(name))]\nissuer = \(try quoted(issuer))\nclient_id = \(try quoted(clientID))\n"
+            text +=
+                "\n[providers.\(try quoted(name))]\nissuer = \(try quoted(issuer))\nclient_id = \(try quoted(clientID))\n"
             _ = try Config.parse(text, path: path)
             try AtomicFile.replace(path, with: Array(text.utf8), what: "the providers file")
         }

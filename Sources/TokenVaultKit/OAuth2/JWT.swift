@@ -36,7 +36,9 @@ public enum JWT {
         case .secret(let secret):
             let input = Array((try part(["alg": .string("HS256"), "typ": .string("JWT")]) + "." + payload).utf8)
             var mac = [UInt8](repeating: 0, count: Int(crypto_auth_hmacsha256_BYTES))
-            guard secret.withUnsafeBytes({ $0.count }) > 0 else { throw TokenVaultError.config("an empty secret cannot sign a JWT") }
+            guard secret.withUnsafeBytes({ $0.count }) > 0 else {
+                throw TokenVaultError.config("an empty secret cannot sign a JWT")
+            }
             secret.withUnsafeBytes { k in
                 var state = crypto_auth_hmacsha256_state()
                 crypto_auth_hmacsha256_init(&state, k.bindMemory(to: UInt8.self).baseAddress!, k.count)
@@ -49,9 +51,12 @@ public enum JWT {
             // The key is read once: its type names the algorithm the header states.
             var message = [CChar](repeating: 0, count: 512)
             var alg: UnsafePointer<CChar>?
-            guard let handle = pem.withUnsafeBytes({ p in
-                tv_sign_key_open(p.baseAddress?.assumingMemoryBound(to: CChar.self), p.count, &alg, &message, message.count)
-            }), let alg else { throw signingError(message) }
+            guard
+                let handle = pem.withUnsafeBytes({ p in
+                    tv_sign_key_open(
+                        p.baseAddress?.assumingMemoryBound(to: CChar.self), p.count, &alg, &message, message.count)
+                }), let alg
+            else { throw signingError(message) }
             defer { tv_sign_key_free(handle) }
             var header: [String: JSONValue] = ["alg": .string(String(cString: alg)), "typ": .string("JWT")]
             if let keyID { header["kid"] = .string(keyID) }
@@ -77,15 +82,21 @@ public enum JWT {
     public static func claims(of token: String) -> [String: JSONValue]? {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let data = base64urlDecode(parts[1]),
-              case .object(let o)? = try? JSONDecoder().decode(JSONValue.self, from: data) else { return nil }
+            case .object(let o)? = try? JSONDecoder().decode(JSONValue.self, from: data)
+        else { return nil }
         return o
     }
 
     /// The claims every assertion carries: issuer, subject, audience, a
     /// lifetime of at most 5 minutes, and a `jti` never used before.
-    public static func assertionClaims(issuer: String, subject: String, audience: String, now: Int64) -> [String: JSONValue] {
-        ["iss": .string(issuer), "sub": .string(subject), "aud": .string(audience),
-         "iat": .integer(now), "nbf": .integer(now), "exp": .integer(now + lifetime), "jti": .string(PKCE.base64url(Sodium.randomBytes(16)))]
+    public static func assertionClaims(
+        issuer: String, subject: String, audience: String, now: Int64
+    ) -> [String: JSONValue] {
+        [
+            "iss": .string(issuer), "sub": .string(subject), "aud": .string(audience),
+            "iat": .integer(now), "nbf": .integer(now), "exp": .integer(now + lifetime),
+            "jti": .string(PKCE.base64url(Sodium.randomBytes(16))),
+        ]
     }
 }
 
@@ -98,21 +109,28 @@ public struct SigningKey {
     public var clientEmail: String?
     public var tokenURI: String?
 
-    public static func load(privateKeyFile: String?, credentialsFile: String?, provider name: String) throws -> SigningKey {
+    public static func load(
+        privateKeyFile: String?, credentialsFile: String?, provider name: String
+    ) throws -> SigningKey {
         if let path = credentialsFile {
             var bytes = try read(path, what: "the credentials file of \(name)")
             defer { Sodium.wipe(&bytes) }
             guard case .object(let o)? = try? JSONDecoder().decode(JSONValue.self, from: Data(bytes)),
-                  let pem = o["private_key"]?.string, let email = o["client_email"]?.string else {
-                throw TokenVaultError.config("provider \(name): credentials_file \(path) is not a service-account key (JSON with client_email and private_key)")
+                let pem = o["private_key"]?.string, let email = o["client_email"]?.string
+            else {
+                throw TokenVaultError.config(
+                    "provider \(name): credentials_file \(path) is not a service-account key (JSON with client_email and private_key)"
+                )
             }
             var pemBytes = Array(pem.utf8)
             defer { Sodium.wipe(&pemBytes) }
-            return SigningKey(key: .pem(SecureBytes(pemBytes), keyID: o["private_key_id"]?.string), clientEmail: email,
-                              tokenURI: o["token_uri"]?.string)
+            return SigningKey(
+                key: .pem(SecureBytes(pemBytes), keyID: o["private_key_id"]?.string), clientEmail: email,
+                tokenURI: o["token_uri"]?.string)
         }
         guard let path = privateKeyFile else {
-            throw TokenVaultError.config("provider \(name) signs with a private key but has no private_key_file or credentials_file")
+            throw TokenVaultError.config(
+                "provider \(name) signs with a private key but has no private_key_file or credentials_file")
         }
         var bytes = try read(path, what: "the private key of \(name)")
         defer { Sodium.wipe(&bytes) }
@@ -123,14 +141,17 @@ public struct SigningKey {
         let expanded = TrustedFile.expandingHome(path)
         try TrustedFile.check(expanded, what: what)
         var st = stat()
-        guard stat(expanded, &st) == 0 else { throw TokenVaultError.config("cannot read \(what) from \(path): \(String(cString: strerror(errno)))") }
+        guard stat(expanded, &st) == 0 else {
+            throw TokenVaultError.config("cannot read \(what) from \(path): \(String(cString: strerror(errno)))")
+        }
         // A key is a small regular file: never a FIFO or a device that would block or never end.
         guard st.st_mode & S_IFMT == S_IFREG, st.st_size <= 64 * 1024 else {
             throw TokenVaultError.config("\(what) \(path) is not a regular file of at most 64 KiB")
         }
         if st.st_mode & 0o044 != 0 {
-            throw TokenVaultError.permission("\(what) \(path) is readable by others (mode \(String(st.st_mode & 0o777, radix: 8))); refusing to use it",
-                                             hint: "run: chmod 600 \(ShellWord.word(path))")
+            throw TokenVaultError.permission(
+                "\(what) \(path) is readable by others (mode \(String(st.st_mode & 0o777, radix: 8))); refusing to use it",
+                hint: "run: chmod 600 \(ShellWord.word(path))")
         }
         guard let data = FileManager.default.contents(atPath: expanded), data.count <= 64 * 1024 else {
             throw TokenVaultError.config("cannot read \(what) from \(path)")

@@ -13,7 +13,9 @@ public final class LoopbackListener {
     /// Binds 127.0.0.1:`port` (0: an ephemeral port).
     public init(port: Int = 0) throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TokenVaultError.temporary("cannot open a socket: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else {
+            throw TokenVaultError.temporary("cannot open a socket: \(String(cString: strerror(errno)))")
+        }
         var yes: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
         var addr = sockaddr_in()
@@ -21,13 +23,16 @@ public final class LoopbackListener {
         addr.sin_port = in_port_t(UInt16(port).bigEndian)
         addr.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
         let bound = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard bound == 0, listen(fd, 8) == 0 else {
             let why = String(cString: strerror(errno))
             close(fd)
-            throw TokenVaultError.usage("cannot listen on 127.0.0.1:\(port) for the login redirect: \(why)",
-                                        hint: "free that port, or choose another with --port or redirect_uri")
+            throw TokenVaultError.usage(
+                "cannot listen on 127.0.0.1:\(port) for the login redirect: \(why)",
+                hint: "free that port, or choose another with --port or redirect_uri")
         }
         var actual = sockaddr_in()
         var len = socklen_t(MemoryLayout<sockaddr_in>.size)
@@ -41,7 +46,10 @@ public final class LoopbackListener {
     deinit { stop() }
 
     public func stop() {
-        if fd >= 0 { close(fd); fd = -1 }
+        if fd >= 0 {
+            close(fd)
+            fd = -1
+        }
     }
 
     /// Seconds one request may take to arrive in full: a client trickling
@@ -52,9 +60,11 @@ public final class LoopbackListener {
     /// login and returns its query parameters. A redirect that does not
     /// `belong` to it (a wrong or missing state: a stale tab, or any local
     /// process) gets an error page, and the wait goes on.
-    public func waitForRedirect(path: String = "/callback", timeout: Double,
-                                belongs: ([String: String]) -> Bool,
-                                page: ([String: String]) -> String) throws -> [String: String] {
+    public func waitForRedirect(
+        path: String = "/callback", timeout: Double,
+        belongs: ([String: String]) -> Bool,
+        page: ([String: String]) -> String
+    ) throws -> [String: String] {
         let deadline = Date().addingTimeInterval(timeout)
         while true {
             let left = deadline.timeIntervalSinceNow
@@ -74,13 +84,17 @@ public final class LoopbackListener {
             guard let target = readRequestTarget(client, until: requestEnd) else { continue }
             let (requestPath, query) = split(target)
             guard requestPath == path else {
-                respond(client, status: "404 Not Found", body: "<!doctype html><title>tokenvault</title><p>Not found.</p>")
+                respond(
+                    client, status: "404 Not Found", body: "<!doctype html><title>tokenvault</title><p>Not found.</p>")
                 continue
             }
             let params = Dictionary(FormEncoding.decode(query) ?? [], uniquingKeysWith: { first, _ in first })
             guard belongs(params) else {
-                respond(client, status: "400 Bad Request",
-                        body: "<!doctype html><title>tokenvault</title><p>This is not the login tokenvault is waiting for; it goes on waiting.</p>")
+                respond(
+                    client, status: "400 Bad Request",
+                    body:
+                        "<!doctype html><title>tokenvault</title><p>This is not the login tokenvault is waiting for; it goes on waiting.</p>"
+                )
                 continue
             }
             respond(client, status: "200 OK", body: page(params))
@@ -118,7 +132,8 @@ public final class LoopbackListener {
 
     private func respond(_ client: Int32, status: String, body: String) {
         let bytes = Array(body.utf8)
-        let head = "HTTP/1.1 \(status)\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: \(bytes.count)\r\n"
+        let head =
+            "HTTP/1.1 \(status)\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: \(bytes.count)\r\n"
             + "Cache-Control: no-store\r\nConnection: close\r\n\r\n"
         let all = Array(head.utf8) + bytes
         _ = all.withUnsafeBytes { write(client, $0.baseAddress!, $0.count) }
@@ -128,7 +143,8 @@ public final class LoopbackListener {
 private extension Array where Element == UInt8 {
     var containsHeaderEnd: Bool {
         guard count >= 4 else { return false }
-        for i in 0...(count - 4) where self[i] == 0x0D && self[i + 1] == 0x0A && self[i + 2] == 0x0D && self[i + 3] == 0x0A {
+        for i in 0...(count - 4)
+        where self[i] == 0x0D && self[i + 1] == 0x0A && self[i + 2] == 0x0D && self[i + 3] == 0x0A {
             return true
         }
         return false

@@ -21,10 +21,16 @@ public struct OAuth2Login {
     /// The URL the user opens to approve.
     public func authorizationURL(redirectURI: String, state: String, pkce: PKCE?, scopes: [String]) throws -> String {
         guard let base = provider.authorizeURL else {
-            throw TokenVaultError.config("provider \(provider.name) has no authorize_url",
-                                         hint: "set authorize_url in [providers.\(Config.tableKey(provider.name))], or use grant = \"client_credentials\"")
+            throw TokenVaultError.config(
+                "provider \(provider.name) has no authorize_url",
+                hint:
+                    "set authorize_url in [providers.\(Config.tableKey(provider.name))], or use grant = \"client_credentials\""
+            )
         }
-        var fields = [("response_type", "code"), ("client_id", provider.clientID), ("redirect_uri", redirectURI), ("state", state)]
+        var fields = [
+            ("response_type", "code"), ("client_id", provider.clientID), ("redirect_uri", redirectURI),
+            ("state", state),
+        ]
         if !scopes.isEmpty { fields.append(("scope", scopes.joined(separator: " "))) }
         if let pkce { fields += [("code_challenge", pkce.challenge), ("code_challenge_method", "S256")] }
         fields += provider.authParams.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
@@ -39,8 +45,10 @@ public struct OAuth2Login {
     }
 
     /// Loopback login: listen, let `openBrowser` show the URL, take one redirect, exchange the code.
-    public func loopback(id: CredentialID, scopes: [String], port: Int?, timeout: Double,
-                         openBrowser: (String) -> Void) throws -> Credential {
+    public func loopback(
+        id: CredentialID, scopes: [String], port: Int?, timeout: Double,
+        openBrowser: (String) -> Void
+    ) throws -> Credential {
         let fixed = provider.redirectURI.flatMap { URLComponents(string: $0) }
         let listener = try LoopbackListener(port: port ?? fixed?.port ?? 0)
         defer { listener.stop() }
@@ -52,13 +60,15 @@ public struct OAuth2Login {
         notify("open this URL to log in to \(provider.name):\n\n    \(url)\n")
         openBrowser(url)
         notify("waiting for the browser to come back to \(redirectURI) (up to \(Int(timeout)) s; Ctrl-C to stop)…")
-        let params = try WaitLine.during({ "waiting for the browser login: \(WaitLine.left(timeout, $0)) (Ctrl-C to stop)" }) {
+        let params = try WaitLine.during({
+            "waiting for the browser login: \(WaitLine.left(timeout, $0)) (Ctrl-C to stop)"
+        }) {
             try listener.waitForRedirect(path: path, timeout: timeout, belongs: { $0["state"] == state }) { params in
-            let ok = params["error"] == nil && params["state"] == state
-            return """
-                <!doctype html><meta charset="utf-8"><title>tokenvault</title>
-                <p>\(ok ? "You are logged in to \(Self.html(provider.name)). You may close this window." : "Login failed: \(Self.html(params["error"] ?? "unexpected answer")). You may close this window and see the terminal.")</p>
-                """
+                let ok = params["error"] == nil && params["state"] == state
+                return """
+                    <!doctype html><meta charset="utf-8"><title>tokenvault</title>
+                    <p>\(ok ? "You are logged in to \(Self.html(provider.name)). You may close this window." : "Login failed: \(Self.html(params["error"] ?? "unexpected answer")). You may close this window and see the terminal.")</p>
+                    """
             }
         }
         let code = try checkedCode(params, state: state)
@@ -79,8 +89,9 @@ public struct OAuth2Login {
         }
         if line.contains("://") || line.hasPrefix("?") || line.contains("code=") || line.contains("error=") {
             let query = line.split(separator: "?", maxSplits: 1).last.map(String.init) ?? ""
-            let params = Dictionary(FormEncoding.decode(query.split(separator: "#").first.map(String.init) ?? "") ?? [],
-                                    uniquingKeysWith: { first, _ in first })
+            let params = Dictionary(
+                FormEncoding.decode(query.split(separator: "#").first.map(String.init) ?? "") ?? [],
+                uniquingKeysWith: { first, _ in first })
             let code = try checkedCode(params, state: state)
             return try exchange(code: code, redirectURI: redirectURI, pkce: pkce, id: id)
         }
@@ -95,30 +106,39 @@ public struct OAuth2Login {
     /// approves, denies (`access_denied`, exit 4) or the code expires (`expired_token`, 4).
     /// `show` gets the URL to draw as a QR code: `verification_uri_complete`
     /// (the code inside) when the provider sent one, else `verification_uri`.
-    public func device(id: CredentialID, scopes: [String], timeout: Double, show: (String) -> Void = { _ in },
-                       sleep: (Double) -> Void) throws -> Credential {
+    public func device(
+        id: CredentialID, scopes: [String], timeout: Double, show: (String) -> Void = { _ in },
+        sleep: (Double) -> Void
+    ) throws -> Credential {
         guard let url = provider.deviceAuthorizationURL else {
-            throw TokenVaultError.config("provider \(provider.name) has no device_authorization_url",
-                                         hint: "set device_authorization_url in [providers.\(Config.tableKey(provider.name))], or log in with the browser")
+            throw TokenVaultError.config(
+                "provider \(provider.name) has no device_authorization_url",
+                hint:
+                    "set device_authorization_url in [providers.\(Config.tableKey(provider.name))], or log in with the browser"
+            )
         }
         let client = try provider.clientCredentials(now: clock.now)
         var fields = client.fields
         if !scopes.isEmpty { fields.append(("scope", scopes.joined(separator: " "))) }
         if client.fields.isEmpty { fields.insert(("client_id", provider.clientID), at: 0) }
         let host = (try? ServiceKey(parsing: url).description) ?? url
-        let start = try TokenResponse.successFields(try transport.send(.form(url, fields, headers: client.headers)),
-                                                    host: host, provider: provider.name, sentSecrets: client.secret.map { [$0] } ?? [])
+        let start = try TokenResponse.successFields(
+            try transport.send(.form(url, fields, headers: client.headers)),
+            host: host, provider: provider.name, sentSecrets: client.secret.map { [$0] } ?? [])
         guard let deviceCode = start["device_code"]?.string, let userCode = start["user_code"]?.string,
-              let verification = (start["verification_uri"] ?? start["verification_url"])?.string
+            let verification = (start["verification_uri"] ?? start["verification_url"])?.string
         else {
-            throw TokenVaultError.badInput("\(host) answered the device authorization without device_code, user_code or verification_uri")
+            throw TokenVaultError.badInput(
+                "\(host) answered the device authorization without device_code, user_code or verification_uri")
         }
         // Numbers from the provider are checked before use: an interval of 5000 s
         // or -1 must be a clear error, not a crash.
         func number(_ key: String, default value: Int64, _ range: ClosedRange<Int64>) throws -> Double {
             guard let v = start[key], v != .null else { return Double(value) }
             guard let n = TokenInput.seconds(v, in: range) else {
-                throw TokenVaultError.badInput("\(host) sent \(key) \(OutsideText.line(v.text)), not a number of seconds from \(range.lowerBound) to \(range.upperBound)")
+                throw TokenVaultError.badInput(
+                    "\(host) sent \(key) \(OutsideText.line(v.text)), not a number of seconds from \(range.lowerBound) to \(range.upperBound)"
+                )
             }
             return Double(n)
         }
@@ -128,7 +148,9 @@ public struct OAuth2Login {
         let shownURL = try Self.displayableURL(verification, host: host)
         notify("on any device, open \(shownURL) and enter the code: \(OutsideText.line(userCode))")
         var drawn = shownURL
-        if let complete = start["verification_uri_complete"]?.string, let shown = try? Self.displayableURL(complete, host: host) {
+        if let complete = start["verification_uri_complete"]?.string,
+            let shown = try? Self.displayableURL(complete, host: host)
+        {
             notify("(or open \(shown))")
             drawn = shown
         }
@@ -139,15 +161,21 @@ public struct OAuth2Login {
         let tokenHost = (try? ServiceKey(parsing: provider.tokenURL).description) ?? provider.tokenURL
         let reminder = "enter \(OutsideText.line(userCode)) at \(shownURL)"
         // One line for the whole polling, so a 1 s interval shows it too.
-        return try WaitLine.during({ _ in "waiting for approval: \(max(0, Int(deadline.timeIntervalSinceNow))) s left; \(reminder) (Ctrl-C to stop)" }) {
+        return try WaitLine.during({ _ in
+            "waiting for approval: \(max(0, Int(deadline.timeIntervalSinceNow))) s left; \(reminder) (Ctrl-C to stop)"
+        }) {
             while true {
                 sleep(interval)
                 guard Date() < deadline else {
-                    throw TokenVaultError.loginRequired("the device code expired before it was approved; nothing was stored",
-                                                        hint: "run: tokenvault login \(ShellWord.word(provider.name)) --device")
+                    throw TokenVaultError.loginRequired(
+                        "the device code expired before it was approved; nothing was stored",
+                        hint: "run: tokenvault login \(ShellWord.word(provider.name)) --device")
                 }
-                let poll = [("grant_type", "urn:ietf:params:oauth:grant-type:device_code"), ("device_code", deviceCode)]
-                let response = try transport.send(.form(provider.tokenURL, poll + client.fields, headers: client.headers))
+                let poll = [
+                    ("grant_type", "urn:ietf:params:oauth:grant-type:device_code"), ("device_code", deviceCode),
+                ]
+                let response = try transport.send(
+                    .form(provider.tokenURL, poll + client.fields, headers: client.headers))
                 if let fields = TokenResponse.fields(response.body), let code = fields["error"]?.string {
                     switch code {
                     case "authorization_pending": continue
@@ -155,12 +183,14 @@ public struct OAuth2Login {
                         interval += 5
                         continue
                     default:
-                        throw TokenResponse.error(code: code, description: fields["error_description"]?.text, provider: provider.name,
-                                                  sentSecrets: [deviceCode] + (client.secret.map { [$0] } ?? []))
+                        throw TokenResponse.error(
+                            code: code, description: fields["error_description"]?.text, provider: provider.name,
+                            sentSecrets: [deviceCode] + (client.secret.map { [$0] } ?? []))
                     }
                 }
-                let c = try TokenResponse.credential(from: response, id: id, provider: provider.name, host: tokenHost, now: clock.now,
-                                                     sentSecrets: [deviceCode] + (client.secret.map { [$0] } ?? []))
+                let c = try TokenResponse.credential(
+                    from: response, id: id, provider: provider.name, host: tokenHost, now: clock.now,
+                    sentSecrets: [deviceCode] + (client.secret.map { [$0] } ?? []))
                 return provider.issued(c, previous: nil, now: clock.now)
             }
         }
@@ -171,7 +201,8 @@ public struct OAuth2Login {
     /// as it is), else refused.
     static func displayableURL(_ url: String, host: String) throws -> String {
         guard let shown = OutsideText.url(url) else {
-            throw TokenVaultError.badInput("\(host) sent a verification_uri that is not a plain http(s) URL: \(OutsideText.line(url))")
+            throw TokenVaultError.badInput(
+                "\(host) sent a verification_uri that is not a plain http(s) URL: \(OutsideText.line(url))")
         }
         return shown
     }
@@ -185,7 +216,8 @@ public struct OAuth2Login {
             throw TokenResponse.error(code: error, description: params["error_description"], provider: provider.name)
         }
         guard params["state"] == state else {
-            throw TokenVaultError.badInput("the redirect's state does not match this login (a stale or forged redirect); nothing was stored")
+            throw TokenVaultError.badInput(
+                "the redirect's state does not match this login (a stale or forged redirect); nothing was stored")
         }
         guard let code = params["code"], !code.isEmpty else {
             throw TokenVaultError.badInput("the redirect carries no code; nothing was stored")
@@ -207,13 +239,16 @@ public struct OAuth2Login {
         return try tokenRequest(request.fields, id: id, sent: request.secrets, client: request.client)
     }
 
-    func tokenRequest(_ fields: [(String, String)], id: CredentialID, sent: [String],
-                      client given: OAuth2Provider.ClientAuthentication? = nil) throws -> Credential {
+    func tokenRequest(
+        _ fields: [(String, String)], id: CredentialID, sent: [String],
+        client given: OAuth2Provider.ClientAuthentication? = nil
+    ) throws -> Credential {
         let client = try given ?? provider.clientCredentials(now: clock.now)
         let response = try transport.send(.form(provider.tokenURL, fields + client.fields, headers: client.headers))
         let host = (try? ServiceKey(parsing: provider.tokenURL).description) ?? provider.tokenURL
-        let c = try TokenResponse.credential(from: response, id: id, provider: provider.name, host: host, now: clock.now,
-                                             sentSecrets: sent + (client.secret.map { [$0] } ?? []))
+        let c = try TokenResponse.credential(
+            from: response, id: id, provider: provider.name, host: host, now: clock.now,
+            sentSecrets: sent + (client.secret.map { [$0] } ?? []))
         return provider.issued(c, previous: nil, now: clock.now)
     }
 

@@ -10,7 +10,8 @@ public struct OAuth2Provider: Sendable {
         case privateKeyJWT = "private_key_jwt", clientSecretJWT = "client_secret_jwt"
     }
     public enum Grant: String, Sendable, CaseIterable {
-        case authorizationCode = "authorization_code", clientCredentials = "client_credentials", jwtBearer = "jwt_bearer"
+        case authorizationCode = "authorization_code", clientCredentials = "client_credentials", jwtBearer =
+            "jwt_bearer"
 
         /// Grants whose token is fetched again by the client alone, with no refresh token.
         public var fetchesAgain: Bool { self != .authorizationCode }
@@ -60,8 +61,10 @@ public struct OAuth2Provider: Sendable {
     /// Resolves `name` from the presets and the config. A provider with an
     /// `issuer` gets the endpoints it does not set from `discover` (docs/providers.md):
     /// issuer and provider name in, endpoints by config key out.
-    public static func resolve(_ name: String, config: Config, configPath: String,
-                               discover: ((String, String) throws -> [String: String])? = nil) throws -> OAuth2Provider {
+    public static func resolve(
+        _ name: String, config: Config, configPath: String,
+        discover: ((String, String) throws -> [String: String])? = nil
+    ) throws -> OAuth2Provider {
         var p = try ProviderConfig.table(for: name, config: config, configPath: configPath)
         let type = p.type ?? "oauth2"
         guard type == "oauth2" else {
@@ -87,11 +90,14 @@ public struct OAuth2Provider: Sendable {
             if p.scopes == nil { p.scopes = ["openid"] }
         }
         guard let tokenURL = try url("token_url", p.token_url) else {
-            throw TokenVaultError.config("provider \(name) has no token_url", hint: "set token_url (or issuer) in [providers.\(Config.tableKey(name))] of \(configPath)")
+            throw TokenVaultError.config(
+                "provider \(name) has no token_url",
+                hint: "set token_url (or issuer) in [providers.\(Config.tableKey(name))] of \(configPath)")
         }
         let (grant, auth, clientID) = try clientSettings(p, provider: name, configPath: configPath)
-        let secret = try ProviderConfig.secretSource(value: p.client_secret, file: p.client_secret_file,
-                                                     command: p.client_secret_command, provider: name, prefix: "client")
+        let secret = try ProviderConfig.secretSource(
+            value: p.client_secret, file: p.client_secret_file,
+            command: p.client_secret_command, provider: name, prefix: "client")
         let header = try ProviderConfig.checkedHeader(p.header ?? "Authorization: Bearer {token}", provider: name)
         return OAuth2Provider(
             name: name, service: service, issuedBy: p.issuedBy ?? tokenURL, tokenURL: tokenURL,
@@ -100,25 +106,31 @@ public struct OAuth2Provider: Sendable {
             userinfoURL: try url("userinfo_url", p.userinfo_url), grant: grant, scopes: p.scopes ?? [],
             clientID: clientID, clientAuth: auth, redirectURI: try url("redirect_uri", p.redirect_uri),
             pkce: p.pkce ?? true, authParams: p.auth_params ?? [:], headerTemplate: header,
-            refreshLifetime: p.refresh_token_lifetime.map(Int64.init), refreshIdle: p.refresh_token_idle.map(Int64.init),
+            refreshLifetime: p.refresh_token_lifetime.map(Int64.init),
+            refreshIdle: p.refresh_token_idle.map(Int64.init),
             secretSource: secret, privateKeyFile: p.private_key_file, credentialsFile: p.credentials_file,
             audience: p.audience, subject: p.subject)
     }
 
     /// The grant, how the client authenticates, and its id, checked together:
     /// a JWT needs a key, a client needs an id (a service-account key names its own).
-    private static func clientSettings(_ p: ProviderConfig, provider name: String, configPath: String) throws
+    private static func clientSettings(
+        _ p: ProviderConfig, provider name: String, configPath: String
+    ) throws
         -> (Grant, ClientAuth, String)
     {
         guard let grant = Grant(rawValue: p.grant ?? "authorization_code") else {
-            throw TokenVaultError.config("provider \(name): grant must be authorization_code, client_credentials or jwt_bearer")
+            throw TokenVaultError.config(
+                "provider \(name): grant must be authorization_code, client_credentials or jwt_bearer")
         }
         guard let auth = ClientAuth(rawValue: p.client_auth ?? "body") else {
-            throw TokenVaultError.config("provider \(name): client_auth must be body, basic, private_key_jwt or client_secret_jwt")
+            throw TokenVaultError.config(
+                "provider \(name): client_auth must be body, basic, private_key_jwt or client_secret_jwt")
         }
         if auth == .privateKeyJWT || grant == .jwtBearer, p.private_key_file == nil, p.credentials_file == nil {
-            throw TokenVaultError.config("provider \(name): \(grant == .jwtBearer ? "grant = \"jwt_bearer\"" : "client_auth = \"private_key_jwt\"") needs private_key_file (or credentials_file)",
-                                         hint: "set private_key_file in [providers.\(Config.tableKey(name))] of \(configPath)")
+            throw TokenVaultError.config(
+                "provider \(name): \(grant == .jwtBearer ? "grant = \"jwt_bearer\"" : "client_auth = \"private_key_jwt\"") needs private_key_file (or credentials_file)",
+                hint: "set private_key_file in [providers.\(Config.tableKey(name))] of \(configPath)")
         }
         if p.private_key_file != nil, p.credentials_file != nil {
             throw TokenVaultError.config("provider \(name): set one of private_key_file and credentials_file, not both")
@@ -126,9 +138,14 @@ public struct OAuth2Provider: Sendable {
         // A service-account key names its own account: no client id needed.
         let clientID = p.client_id ?? ""
         if clientID.isEmpty, !(grant == .jwtBearer && p.credentials_file != nil) {
-            let where_ = registration[name].map { "register an application at \($0), then " } ?? "register an application with the provider, then "
-            throw TokenVaultError.config("no client id for \(name)",
-                                         hint: "\(where_)set client_id (and client_secret, client_secret_file or client_secret_command) in [providers.\(Config.tableKey(name))] of \(configPath)")
+            let where_ =
+                registration[name].map { "register an application at \($0), then " }
+                ?? "register an application with the provider, then "
+            throw TokenVaultError.config(
+                "no client id for \(name)",
+                hint:
+                    "\(where_)set client_id (and client_secret, client_secret_file or client_secret_command) in [providers.\(Config.tableKey(name))] of \(configPath)"
+            )
         }
         return (grant, auth, clientID)
     }
@@ -151,7 +168,9 @@ public struct OAuth2Provider: Sendable {
         guard let stamped = c.issuer, stamped != issuedBy else { return }
         throw TokenVaultError.config(
             "the provider for \(c.id) (\(name)) now names another issuer (\(OutsideText.line(issuedBy)), not \(OutsideText.line(stamped))); log in again",
-            hint: "run: tokenvault login \(ShellWord.word(name))\(c.account == Credential.defaultAccount ? "" : " --account \(ShellWord.word(c.account))")")
+            hint:
+                "run: tokenvault login \(ShellWord.word(name))\(c.account == Credential.defaultAccount ? "" : " --account \(ShellWord.word(c.account))")"
+        )
     }
 
     /// When `fresh`'s refresh token dies (docs/providers.md): what the provider said,
@@ -184,8 +203,9 @@ public struct OAuth2Provider: Sendable {
         if lower.hasPrefix("http://"), let host = try? ServiceKey(parsing: url).host, isLoopback(host) {
             return
         }
-        throw TokenVaultError.config("provider \(provider): \(key) must be an https:// URL (http:// only for loopback), not \(Quoted.text(url))",
-                                     hint: "fix \(key) in [providers.\(Config.tableKey(provider))] of \(configPath)")
+        throw TokenVaultError.config(
+            "provider \(provider): \(key) must be an https:// URL (http:// only for loopback), not \(Quoted.text(url))",
+            hint: "fix \(key) in [providers.\(Config.tableKey(provider))] of \(configPath)")
     }
 
     static func isLoopback(_ host: String) -> Bool {
@@ -217,17 +237,26 @@ public struct OAuth2Provider: Sendable {
         case .privateKeyJWT, .clientSecretJWT:
             let key: JWT.Key
             if clientAuth == .privateKeyJWT {
-                key = try SigningKey.load(privateKeyFile: privateKeyFile, credentialsFile: credentialsFile, provider: name).key
+                key = try SigningKey.load(
+                    privateKeyFile: privateKeyFile, credentialsFile: credentialsFile, provider: name
+                ).key
             } else {
                 guard let secret = try secretSource?.read(what: "the client secret of \(name)") else {
-                    throw TokenVaultError.config("provider \(name): client_auth = \"client_secret_jwt\" needs a client_secret (or client_secret_file, client_secret_command)")
+                    throw TokenVaultError.config(
+                        "provider \(name): client_auth = \"client_secret_jwt\" needs a client_secret (or client_secret_file, client_secret_command)"
+                    )
                 }
                 key = .secret(SecureBytes(Array(secret.utf8)))
             }
             let claims = JWT.assertionClaims(issuer: clientID, subject: clientID, audience: tokenURL, now: now)
             let assertion = try JWT.sign(claims: claims, key: key)
-            return ([("client_id", clientID), ("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"),
-                     ("client_assertion", assertion)], [], assertion)
+            return (
+                [
+                    ("client_id", clientID),
+                    ("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"),
+                    ("client_assertion", assertion),
+                ], [], assertion
+            )
         }
     }
 
@@ -239,10 +268,13 @@ public struct OAuth2Provider: Sendable {
     /// which only configured client authentication is sent: a secret, or a JWT
     /// method; the assertion itself says who asks). `secrets` must never
     /// appear in a message.
-    func ownTokenRequest(scopes: [String], now: Int64) throws -> (fields: [(String, String)], client: ClientAuthentication, secrets: [String]) {
+    func ownTokenRequest(
+        scopes: [String], now: Int64
+    ) throws -> (fields: [(String, String)], client: ClientAuthentication, secrets: [String]) {
         if grant == .jwtBearer {
             let (fields, assertion) = try jwtBearerFields(scopes: scopes, now: now)
-            let client: ClientAuthentication = secretSource != nil || clientAuth == .privateKeyJWT ? try clientCredentials(now: now) : ([], [], nil)
+            let client: ClientAuthentication =
+                secretSource != nil || clientAuth == .privateKeyJWT ? try clientCredentials(now: now) : ([], [], nil)
             return (fields, client, [assertion] + (client.secret.map { [$0] } ?? []))
         }
         var fields = [("grant_type", "client_credentials")]
@@ -257,9 +289,11 @@ public struct OAuth2Provider: Sendable {
     /// `aud` the `audience` or the token URL; `scope` in the form and, for
     /// Google, in the claims.
     func jwtBearerFields(scopes: [String], now: Int64) throws -> (fields: [(String, String)], secret: String) {
-        let signing = try SigningKey.load(privateKeyFile: privateKeyFile, credentialsFile: credentialsFile, provider: name)
+        let signing = try SigningKey.load(
+            privateKeyFile: privateKeyFile, credentialsFile: credentialsFile, provider: name)
         let issuer = signing.clientEmail ?? clientID
-        var claims = JWT.assertionClaims(issuer: issuer, subject: subject ?? issuer, audience: audience ?? tokenURL, now: now)
+        var claims = JWT.assertionClaims(
+            issuer: issuer, subject: subject ?? issuer, audience: audience ?? tokenURL, now: now)
         if !scopes.isEmpty { claims["scope"] = .string(scopes.joined(separator: " ")) }
         let assertion = try JWT.sign(claims: claims, key: signing.key)
         var fields = [("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"), ("assertion", assertion)]

@@ -20,8 +20,10 @@ public struct Refresher {
     /// A provider's grant without resolving it (no discovery, no secrets); by default through `provider`.
     public var grant: ((String) -> OAuth2Provider.Grant?)?
 
-    public init(vault: CredentialVault, transport: HTTPTransport, clock: Clock,
-                provider: @escaping (String) throws -> OAuth2Provider, warn: @escaping (String) -> Void) {
+    public init(
+        vault: CredentialVault, transport: HTTPTransport, clock: Clock,
+        provider: @escaping (String) throws -> OAuth2Provider, warn: @escaping (String) -> Void
+    ) {
         self.vault = vault
         self.transport = transport
         self.clock = clock
@@ -39,7 +41,9 @@ public struct Refresher {
     /// which also asks again after a refusal). Nil when nothing is stored;
     /// exit 4 when a login is required. `loaded` is the record the caller
     /// already read, to spare a second lookup.
-    public func usable(_ id: CredentialID, minValid: Int64, force: Bool = false, loaded: Credential? = nil) throws -> Credential? {
+    public func usable(
+        _ id: CredentialID, minValid: Int64, force: Bool = false, loaded: Credential? = nil
+    ) throws -> Credential? {
         guard let first = try loaded ?? vault.load(id) else { return nil }
         let before = status(of: first, minValid: minValid)
         if force {
@@ -83,7 +87,9 @@ public struct Refresher {
             switch error {
             case .loginRequired:
                 // invalid_grant after something outside our lock rotated the token: re-read.
-                if let again = try vault.load(id), again.refreshToken != current.refreshToken, !again.isExpired(at: clock.now) {
+                if let again = try vault.load(id), again.refreshToken != current.refreshToken,
+                    !again.isExpired(at: clock.now)
+                {
                     return again
                 }
                 // Remembered (docs/reference.md): no command asks the provider again until a
@@ -97,7 +103,9 @@ public struct Refresher {
                     hint: current.loginHint)
             case .temporary where !current.isExpired(at: clock.now) && !force:
                 let left = (current.expiresAt ?? clock.now) - clock.now
-                warn("could not refresh the token for \(id) (\(error.errorText)); using the current one, valid \(left) s more")
+                warn(
+                    "could not refresh the token for \(id) (\(error.errorText)); using the current one, valid \(left) s more"
+                )
                 return current
             default:
                 throw error
@@ -116,7 +124,9 @@ public struct Refresher {
             return try vault.load(fresh.id)
         } catch let error as TokenVaultError {
             guard vault.keepInSpool(fresh, computedFrom: read) else { throw error }
-            warn("could not store the renewed token for \(fresh.id) (\(error.errorText)); it is kept in \(vault.runtimeDirectory)/spool and will be stored by the next run")
+            warn(
+                "could not store the renewed token for \(fresh.id) (\(error.errorText)); it is kept in \(vault.runtimeDirectory)/spool and will be stored by the next run"
+            )
             return fresh
         }
     }
@@ -144,7 +154,7 @@ public struct Refresher {
             fresh = try TokenInput.credential(from: object, id: current.id, now: clock.now)
         } catch let error as TokenVaultError {
             guard let rotated = object["refresh_token"]?.string, rotated != current.refreshToken,
-                  (try? TokenInput.checkToken(rotated, field: "refresh_token")) != nil
+                (try? TokenInput.checkToken(rotated, field: "refresh_token")) != nil
             else { throw error }
             var kept = current
             kept.issuer = p.issuedBy

@@ -13,11 +13,16 @@ public enum Revocation {
 
     /// The request and the secrets it carries, so that an error answer never
     /// echoes one (and a client_secret_command runs once).
-    static func prepared(for credential: Credential, provider: OAuth2Provider) throws -> (request: HTTPRequest, sent: [String]) {
+    static func prepared(
+        for credential: Credential, provider: OAuth2Provider
+    ) throws -> (request: HTTPRequest, sent: [String]) {
         try provider.checkIssued(credential)
         guard let url = provider.revokeURL else {
-            throw TokenVaultError.config("provider \(provider.name) has no revoke_url",
-                                         hint: "set revoke_url in [providers.\(Config.tableKey(provider.name))], or delete the local copy: tokenvault delete \(ShellWord.word(credential.service.description))")
+            throw TokenVaultError.config(
+                "provider \(provider.name) has no revoke_url",
+                hint:
+                    "set revoke_url in [providers.\(Config.tableKey(provider.name))], or delete the local copy: tokenvault delete \(ShellWord.word(credential.service.description))"
+            )
         }
         if url.contains("/oauth2/revokeoauth2") {
             return (.form(url, [("access_token", credential.accessToken)]), [credential.accessToken])
@@ -29,7 +34,10 @@ public enum Revocation {
             fields = [("token", credential.accessToken), ("token_type_hint", "access_token")]
         }
         let client = try provider.clientCredentials()  // a JWT method is audienced to the token URL
-        return (.form(url, fields + client.fields, headers: client.headers), [fields[0].1] + (client.secret.map { [$0] } ?? []))
+        return (
+            .form(url, fields + client.fields, headers: client.headers),
+            [fields[0].1] + (client.secret.map { [$0] } ?? [])
+        )
     }
 
     /// Sends it; throws the mapped error unless the provider accepted it (2xx).
@@ -39,11 +47,13 @@ public enum Revocation {
         if (200..<300).contains(response.status) { return }
         let host = (try? ServiceKey(parsing: request.url).description) ?? request.url
         if let fields = TokenResponse.fields(response.body), let code = fields["error"]?.string {
-            throw TokenResponse.error(code: code, description: fields["error_description"]?.text, provider: provider.name, sentSecrets: sent)
+            throw TokenResponse.error(
+                code: code, description: fields["error_description"]?.text, provider: provider.name, sentSecrets: sent)
         }
         if response.status >= 500 || response.status == 429 {
             throw TokenVaultError.temporary("\(host) answered HTTP \(response.status) to the revocation")
         }
-        throw TokenVaultError.badInput("\(host) answered HTTP \(response.status) to the revocation, with no OAuth error")
+        throw TokenVaultError.badInput(
+            "\(host) answered HTTP \(response.status) to the revocation, with no OAuth error")
     }
 }

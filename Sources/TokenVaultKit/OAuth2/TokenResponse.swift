@@ -11,7 +11,7 @@ public enum TokenResponse {
     public static func fields(_ body: Data) -> [String: JSONValue]? {
         if let v = try? JSONDecoder().decode(JSONValue.self, from: body), case .object(let o) = v { return o }
         guard let text = String(data: body, encoding: .utf8)?.trimmedWhitespace(),
-              !text.hasPrefix("<"), !text.contains("\n"), let pairs = FormEncoding.decode(text)
+            !text.hasPrefix("<"), !text.contains("\n"), let pairs = FormEncoding.decode(text)
         else { return nil }
         var o: [String: JSONValue] = [:]
         for (k, v) in pairs { o[k] = .string(v) }
@@ -19,8 +19,10 @@ public enum TokenResponse {
     }
 
     /// The credential in a successful answer, received at `now`; or the error it carries.
-    public static func credential(from response: HTTPResponse, id: CredentialID, provider: String,
-                                  host: String, now: Int64, sentSecrets: [String] = []) throws -> Credential {
+    public static func credential(
+        from response: HTTPResponse, id: CredentialID, provider: String,
+        host: String, now: Int64, sentSecrets: [String] = []
+    ) throws -> Credential {
         let object = try successFields(response, host: host, provider: provider, sentSecrets: sentSecrets)
         var c = try TokenInput.credential(from: object, id: id, now: now)
         c.provider = provider
@@ -31,11 +33,15 @@ public enum TokenResponse {
     /// `sentSecrets` are what the request carried as secrets (a refresh token,
     /// the client secret): a provider that echoes one in its error never gets it
     /// onto the terminal.
-    public static func successFields(_ response: HTTPResponse, host: String, provider: String,
-                                     sentSecrets: [String] = []) throws -> [String: JSONValue] {
+    public static func successFields(
+        _ response: HTTPResponse, host: String, provider: String,
+        sentSecrets: [String] = []
+    ) throws -> [String: JSONValue] {
         let object = fields(response.body)
         if let object, let code = object["error"]?.text {
-            throw error(code: code, description: object["error_description"]?.text, provider: provider, sentSecrets: sentSecrets)
+            throw error(
+                code: code, description: object["error_description"]?.text, provider: provider, sentSecrets: sentSecrets
+            )
         }
         guard (200..<300).contains(response.status) else {
             let what = looksLikeHTML(response) ? "an HTML page" : "no OAuth error"
@@ -45,19 +51,24 @@ public enum TokenResponse {
             throw TokenVaultError.badInput("\(host) answered HTTP \(response.status) with \(what)")
         }
         guard let object else {
-            throw TokenVaultError.badInput("\(host) answered with \(looksLikeHTML(response) ? "an HTML page" : "something that is neither JSON nor form data"), not a token")
+            throw TokenVaultError.badInput(
+                "\(host) answered with \(looksLikeHTML(response) ? "an HTML page" : "something that is neither JSON nor form data"), not a token"
+            )
         }
         return object
     }
 
     /// RFC 6749 §5.2 (and RFC 8628 §3.5) error codes to exit codes.
-    public static func error(code: String, description: String?, provider: String, sentSecrets: [String] = []) -> TokenVaultError {
+    public static func error(
+        code: String, description: String?, provider: String, sentSecrets: [String] = []
+    ) -> TokenVaultError {
         let desc = description.map { OutsideText.line($0, redacting: sentSecrets) }
         let shown = OutsideText.line(code, redacting: sentSecrets)
         switch code {
         case "invalid_grant", "access_denied", "expired_token":
-            return .loginRequired("the provider answered \(shown)\(desc.map { ": \($0)" } ?? "")",
-                                  hint: "run: tokenvault login \(ShellWord.word(provider))")
+            return .loginRequired(
+                "the provider answered \(shown)\(desc.map { ": \($0)" } ?? "")",
+                hint: "run: tokenvault login \(ShellWord.word(provider))")
         case "server_error", "temporarily_unavailable":
             return .temporary("the provider answered \(shown)\(desc.map { ": \($0)" } ?? "")")
         default:

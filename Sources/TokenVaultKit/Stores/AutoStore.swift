@@ -35,7 +35,9 @@ public final class AutoStore: CredentialStore {
     }
 
     private func warnUnchecked() {
-        if let unavailableReason, !quiet { warnings.append("the Secret Service was not checked (\(unavailableReason))") }
+        if let unavailableReason, !quiet {
+            warnings.append("the Secret Service was not checked (\(unavailableReason))")
+        }
     }
 
     public var uncheckedNote: String? { unchecked.isEmpty ? nil : unchecked.joined(separator: "; ") }

@@ -49,7 +49,8 @@ public struct Backends {
     }
 
     func secretService() throws -> SecretServiceStore {
-        SecretServiceStore(timeout: try settings.dbusTimeout, unlock: try .init(settings: settings), bus: settings.sessionBusShown)
+        SecretServiceStore(
+            timeout: try settings.dbusTimeout, unlock: try .init(settings: settings), bus: settings.sessionBusShown)
     }
 
     public func open(_ choice: BackendChoice) throws -> CredentialStore {
@@ -58,8 +59,9 @@ public struct Backends {
         case .file: return try fileVault()
         case .secretService:
             if let missing = SecretServiceStore.missingBus(settings) {
-                throw TokenVaultError.backendUnavailable("the Secret Service is not available: \(missing)",
-                                                         hint: "start a Secret Service (e.g. gnome-keyring) or use \(EnvironmentVariable.backend.name)=file")
+                throw TokenVaultError.backendUnavailable(
+                    "the Secret Service is not available: \(missing)",
+                    hint: "start a Secret Service (e.g. gnome-keyring) or use \(EnvironmentVariable.backend.name)=file")
             }
             return try secretService()
         case .auto:
@@ -68,7 +70,8 @@ public struct Backends {
             if let missing = SecretServiceStore.missingBus(settings) {
                 return AutoStore(secretService: nil, unavailableReason: missing, quiet: true, file: try fileVault())
             }
-            return AutoStore(secretService: try secretService(), unavailableReason: nil, quiet: false, file: try fileVault())
+            return AutoStore(
+                secretService: try secretService(), unavailableReason: nil, quiet: false, file: try fileVault())
         }
     }
 }

@@ -7,8 +7,10 @@ import Glibc
 /// call is left to finish or die with the process. With `waiting`, a wait
 /// over a second is shown on a terminal (`WaitLine`) by the waiting thread
 /// itself, in one-second slices: no thread more than the call's own.
-func withDeadline<T: Sendable>(_ seconds: Double, waiting describe: ((_ elapsed: Int) -> String)? = nil,
-                               _ body: @escaping @Sendable () -> T) -> T? {
+func withDeadline<T: Sendable>(
+    _ seconds: Double, waiting describe: ((_ elapsed: Int) -> String)? = nil,
+    _ body: @escaping @Sendable () -> T
+) -> T? {
     let box = DeadlineBox<T>()
     Posix.spawnThread(stackSize: 1 << 20) {
         box.value = body()

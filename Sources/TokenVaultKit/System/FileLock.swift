@@ -17,15 +17,20 @@ struct FileLock {
         }
         let holder = FileLock.holder(path).map { "process \($0)" } ?? "another tokenvault process"
         let what = Posix.basename(path).split(separator: "-").first.map(String.init) ?? "a"
-        guard let lock = try WaitLine.during({ "waiting for \(holder), which holds the \(what) lock (\($0) s)" }, {
-            try FileLock(path: path, wait: true)
-        }) else { throw TokenVaultError.internal("a blocking flock returned without the lock") }
+        guard
+            let lock = try WaitLine.during(
+                { "waiting for \(holder), which holds the \(what) lock (\($0) s)" },
+                {
+                    try FileLock(path: path, wait: true)
+                })
+        else { throw TokenVaultError.internal("a blocking flock returned without the lock") }
         self = lock
     }
 
     /// The process that wrote the lock file last (each holder writes its pid).
     static func holder(_ path: String) -> Int32? {
-        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else { return nil }
+        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8)
+        else { return nil }
         return Int32(text.trimmedWhitespace())
     }
 

@@ -48,8 +48,13 @@ public enum Posix {
         var out: [UInt8] = []
         var bytes = Array(s.utf8)[...]
         while let b = bytes.popFirst() {
-            guard b == UInt8(ascii: "%") else { out.append(b); continue }
-            guard bytes.count >= 2, let v = UInt8(String(decoding: bytes.prefix(2), as: UTF8.self), radix: 16) else { return nil }
+            guard b == UInt8(ascii: "%") else {
+                out.append(b)
+                continue
+            }
+            guard bytes.count >= 2, let v = UInt8(String(decoding: bytes.prefix(2), as: UTF8.self), radix: 16) else {
+                return nil
+            }
             out.append(v)
             bytes = bytes.dropFirst(2)
         }
@@ -58,18 +63,23 @@ public enum Posix {
 
     /// Runs `body` on a new thread of `stackSize` bytes.
     public static func spawnThread(stackSize: Int = 1 << 20, _ body: @escaping @Sendable () -> Void) {
-        final class Box: @unchecked Sendable { let body: @Sendable () -> Void; init(_ b: @escaping @Sendable () -> Void) { body = b } }
+        final class Box: @unchecked Sendable {
+            let body: @Sendable () -> Void
+            init(_ b: @escaping @Sendable () -> Void) { body = b }
+        }
         var attr = pthread_attr_t.init()
         pthread_attr_init(&attr)
         pthread_attr_setstacksize(&attr, stackSize)
         pthread_attr_setdetachstate(&attr, Int32(PTHREAD_CREATE_DETACHED))
         let box = Unmanaged.passRetained(Box(body)).toOpaque()
         var thread = pthread_t()
-        let rc = pthread_create(&thread, &attr, { arg in
-            let box = Unmanaged<Box>.fromOpaque(arg!).takeRetainedValue()
-            box.body()
-            return nil
-        }, box)
+        let rc = pthread_create(
+            &thread, &attr,
+            { arg in
+                let box = Unmanaged<Box>.fromOpaque(arg!).takeRetainedValue()
+                box.body()
+                return nil
+            }, box)
         pthread_attr_destroy(&attr)
         if rc != 0 {
             Unmanaged<Box>.fromOpaque(box).release()
@@ -83,14 +93,18 @@ public enum Posix {
     /// messages), else to /dev/null. Waits for it when `wait`; its exit
     /// status and output.
     @discardableResult
-    public static func spawn(_ argv: [String], env: [String: String], capture: Bool, showErrors: Bool = false,
-                             wait: Bool) throws -> (status: Int32, output: [UInt8]) {
+    public static func spawn(
+        _ argv: [String], env: [String: String], capture: Bool, showErrors: Bool = false,
+        wait: Bool
+    ) throws -> (status: Int32, output: [UInt8]) {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         var pipeFDs: [Int32] = [-1, -1]
         if capture {
-            guard pipe(&pipeFDs) == 0 else { throw TokenVaultError.internal("cannot create a pipe: \(String(cString: strerror(errno)))") }
+            guard pipe(&pipeFDs) == 0 else {
+                throw TokenVaultError.internal("cannot create a pipe: \(String(cString: strerror(errno)))")
+            }
             for fd in pipeFDs { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
             posix_spawn_file_actions_adddup2(&actions, pipeFDs[1], 1)
         } else {

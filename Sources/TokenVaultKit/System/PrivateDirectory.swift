@@ -13,8 +13,9 @@ public enum PrivateDirectory {
             guard lstat(path, &st) == 0 else { throw TokenVaultError.vault("cannot read \(path)") }
         }
         guard st.st_mode & S_IFMT == S_IFDIR, st.st_uid == geteuid(), st.st_mode & 0o077 == 0 else {
-            throw TokenVaultError.permission("\(path) is not a private directory of yours (0700, owned by you)",
-                                             hint: "remove it, or set XDG_RUNTIME_DIR to a private directory")
+            throw TokenVaultError.permission(
+                "\(path) is not a private directory of yours (0700, owned by you)",
+                hint: "remove it, or set XDG_RUNTIME_DIR to a private directory")
         }
     }
 

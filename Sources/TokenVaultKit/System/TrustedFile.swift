@@ -16,8 +16,9 @@ enum TrustedFile {
         var st = stat()
         guard stat(path, &st) == 0 else { return }  // a missing file is the caller's error
         guard st.st_uid == geteuid() || st.st_uid == 0 else {
-            throw TokenVaultError.permission("\(what) \(path) belongs to another user; refusing to use it",
-                                             hint: "use a file of your own")
+            throw TokenVaultError.permission(
+                "\(what) \(path) belongs to another user; refusing to use it",
+                hint: "use a file of your own")
         }
         guard st.st_mode & 0o022 == 0 else {
             throw TokenVaultError.permission(

@@ -1,7 +1,7 @@
+internal import CTokenVault
 import Dispatch
 import FoundationEssentials
 import Glibc
-internal import CTokenVault
 
 /// A QR code from libqrencode (loaded on first use), drawn for a terminal.
 public struct QRCode: Sendable {
@@ -18,8 +18,9 @@ public struct QRCode: Sendable {
         guard width > 0, let out else {
             let why = message.map { String(cString: $0) } ?? "unknown"
             if tv_qr_library_available() == 0 {
-                throw TokenVaultError.backendUnavailable("cannot draw a QR code: libqrencode cannot be loaded (\(why))",
-                                                         hint: "install libqrencode4, or use --no-qr")
+                throw TokenVaultError.backendUnavailable(
+                    "cannot draw a QR code: libqrencode cannot be loaded (\(why))",
+                    hint: "install libqrencode4, or use --no-qr")
             }
             throw TokenVaultError.badInput("cannot draw a QR code: \(why)")
         }

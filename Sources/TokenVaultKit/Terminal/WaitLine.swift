@@ -18,7 +18,9 @@ public final class WaitLine: @unchecked Sendable {
 
     /// Runs `body`; when it takes longer than a second, `describe(seconds
     /// waited)` is shown until it returns.
-    public static func during<T>(_ describe: @escaping @Sendable (_ elapsed: Int) -> String, _ body: () throws -> T) rethrows -> T {
+    public static func during<T>(
+        _ describe: @escaping @Sendable (_ elapsed: Int) -> String, _ body: () throws -> T
+    ) rethrows -> T {
         guard enabled else { return try body() }
         let line = WaitLine(describe)
         Posix.spawnThread { [line] in line.show() }

@@ -33,7 +33,12 @@ enum JSONSyntax {
         func problem(_ what: String) -> Problem {
             var line = 1, column = 1
             for b in bytes[..<min(at, bytes.count)] {
-                if b == 0x0A { line += 1; column = 1 } else if b & 0xC0 != 0x80 { column += 1 }
+                if b == 0x0A {
+                    line += 1
+                    column = 1
+                } else if b & 0xC0 != 0x80 {
+                    column += 1
+                }
             }
             return Problem(line: line, column: column, what: what)
         }
@@ -55,8 +60,9 @@ enum JSONSyntax {
             case UInt8(ascii: "{"): try object(depth: depth)
             case UInt8(ascii: "["): try array(depth: depth)
             case UInt8(ascii: "\""): try string()
-            case UInt8(ascii: "-"), UInt8(ascii: "0"), UInt8(ascii: "1"), UInt8(ascii: "2"), UInt8(ascii: "3"), UInt8(ascii: "4"),
-                 UInt8(ascii: "5"), UInt8(ascii: "6"), UInt8(ascii: "7"), UInt8(ascii: "8"), UInt8(ascii: "9"):
+            case UInt8(ascii: "-"), UInt8(ascii: "0"), UInt8(ascii: "1"), UInt8(ascii: "2"), UInt8(ascii: "3"),
+                UInt8(ascii: "4"),
+                UInt8(ascii: "5"), UInt8(ascii: "6"), UInt8(ascii: "7"), UInt8(ascii: "8"), UInt8(ascii: "9"):
                 try number()
             case UInt8(ascii: "t"): try word("true")
             case UInt8(ascii: "f"): try word("false")
@@ -70,7 +76,10 @@ enum JSONSyntax {
         mutating func object(depth: Int) throws {
             at += 1
             skipSpace()
-            if current == UInt8(ascii: "}") { at += 1; return }
+            if current == UInt8(ascii: "}") {
+                at += 1
+                return
+            }
             while true {
                 guard current == UInt8(ascii: "\"") else { throw problem("a key in double quotes should be here") }
                 try string()
@@ -79,7 +88,11 @@ enum JSONSyntax {
                 skipSpace()
                 try value(depth: depth + 1)
                 skipSpace()
-                if current == UInt8(ascii: ",") { at += 1; skipSpace(); continue }
+                if current == UInt8(ascii: ",") {
+                    at += 1
+                    skipSpace()
+                    continue
+                }
                 try expect(UInt8(ascii: "}"), "',' or '}' should be here")
                 return
             }
@@ -88,11 +101,18 @@ enum JSONSyntax {
         mutating func array(depth: Int) throws {
             at += 1
             skipSpace()
-            if current == UInt8(ascii: "]") { at += 1; return }
+            if current == UInt8(ascii: "]") {
+                at += 1
+                return
+            }
             while true {
                 try value(depth: depth + 1)
                 skipSpace()
-                if current == UInt8(ascii: ",") { at += 1; skipSpace(); continue }
+                if current == UInt8(ascii: ",") {
+                    at += 1
+                    skipSpace()
+                    continue
+                }
                 try expect(UInt8(ascii: "]"), "',' or ']' should be here")
                 return
             }
@@ -102,14 +122,19 @@ enum JSONSyntax {
             at += 1
             while let c = current {
                 switch c {
-                case UInt8(ascii: "\""): at += 1; return
+                case UInt8(ascii: "\""):
+                    at += 1
+                    return
                 case UInt8(ascii: "\\"):
                     at += 1
-                    guard let e = current, "\"\\/bfnrtu".utf8.contains(e) else { throw problem("an unknown escape in a string") }
+                    guard let e = current, "\"\\/bfnrtu".utf8.contains(e) else {
+                        throw problem("an unknown escape in a string")
+                    }
                     at += 1
                     if e == UInt8(ascii: "u") {
                         for _ in 0..<4 {
-                            guard let h = current, (0x30...0x39).contains(h) || (0x41...0x46).contains(h) || (0x61...0x66).contains(h)
+                            guard let h = current,
+                                (0x30...0x39).contains(h) || (0x41...0x46).contains(h) || (0x61...0x66).contains(h)
                             else { throw problem("\\u needs four hex digits") }
                             at += 1
                         }
@@ -128,7 +153,10 @@ enum JSONSyntax {
                 while let c = current, (0x30...0x39).contains(c) { at += 1 }
             }
             if current == UInt8(ascii: "0") { at += 1 } else { try digits() }
-            if current == UInt8(ascii: ".") { at += 1; try digits() }
+            if current == UInt8(ascii: ".") {
+                at += 1
+                try digits()
+            }
             if current == UInt8(ascii: "e") || current == UInt8(ascii: "E") {
                 at += 1
                 if current == UInt8(ascii: "+") || current == UInt8(ascii: "-") { at += 1 }

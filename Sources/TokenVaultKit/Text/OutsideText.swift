@@ -40,7 +40,8 @@ public enum OutsideText {
     /// host that is not plain ASCII, white space or a control character
     /// anywhere, more than 4 KiB.
     public static func url(_ s: String) -> String? {
-        guard s.utf8.count <= 4096, !s.unicodeScalars.contains(where: { $0.value <= 0x20 || (0x7F...0x9F).contains($0.value) })
+        guard s.utf8.count <= 4096,
+            !s.unicodeScalars.contains(where: { $0.value <= 0x20 || (0x7F...0x9F).contains($0.value) })
         else { return nil }
         var ascii = ""
         for scalar in s.unicodeScalars {
@@ -50,13 +51,15 @@ public enum OutsideText {
                 for byte in String(scalar).utf8 { ascii += "%" + Hex.encode([byte]).uppercased() }
             }
         }
-        guard let c = URLComponents(string: ascii), let scheme = c.scheme?.lowercased(), scheme == "https" || scheme == "http",
-              let host = c.percentEncodedHost, !host.isEmpty, !host.contains("%"), c.percentEncodedUser == nil,
-              c.percentEncodedPassword == nil
+        guard let c = URLComponents(string: ascii), let scheme = c.scheme?.lowercased(),
+            scheme == "https" || scheme == "http",
+            let host = c.percentEncodedHost, !host.isEmpty, !host.contains("%"), c.percentEncodedUser == nil,
+            c.percentEncodedPassword == nil
         else { return nil }
         // The authority is what came before the first "/", "?" or "#": an "@" in it is a user name.
         let rest = ascii.dropFirst(scheme.count + 3)
-        guard ascii.lowercased().hasPrefix(scheme + "://"), !rest.prefix(while: { !"/?#".contains($0) }).contains("@") else { return nil }
+        guard ascii.lowercased().hasPrefix(scheme + "://"), !rest.prefix(while: { !"/?#".contains($0) }).contains("@")
+        else { return nil }
         var out = URLComponents()
         out.scheme = scheme
         out.percentEncodedHost = host.lowercased()

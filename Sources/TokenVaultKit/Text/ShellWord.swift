@@ -33,9 +33,12 @@ public enum ShellWord {
     /// shell treats specially (letters, digits, `@%+=:,./_-`), else `quoted`.
     /// Control characters are shown as spaces: a hint is one line.
     public static func word(_ s: String) -> String {
-        let safe = !s.isEmpty && s.unicodeScalars.allSatisfy {
-            ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) || "@%+=:,./_-".unicodeScalars.contains($0)
-        }
+        let safe =
+            !s.isEmpty
+            && s.unicodeScalars.allSatisfy {
+                ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)))
+                    || "@%+=:,./_-".unicodeScalars.contains($0)
+            }
         return safe ? s : quoted(OutsideText.line(s, limit: 300))
     }
 }

@@ -4,14 +4,18 @@ extension StringProtocol {
     /// Without leading and trailing white space and line breaks.
     public func trimmedWhitespace() -> String {
         let isSpace: (Character) -> Bool = { $0.isWhitespace || $0.isNewline }
-        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else { return "" }
+        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else {
+            return ""
+        }
         return String(self[first...last])
     }
 
     /// Without leading and trailing spaces and tabs (line breaks kept).
     public func trimmedSpaces() -> String {
         let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" }
-        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else { return "" }
+        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else {
+            return ""
+        }
         return String(self[first...last])
     }
 }
@@ -29,7 +33,9 @@ extension String {
 
     /// Without leading and trailing line breaks.
     public func trimmedNewlines() -> String {
-        guard let first = firstIndex(where: { !$0.isNewline }), let last = lastIndex(where: { !$0.isNewline }) else { return "" }
+        guard let first = firstIndex(where: { !$0.isNewline }), let last = lastIndex(where: { !$0.isNewline }) else {
+            return ""
+        }
         return String(self[first...last])
     }
 }

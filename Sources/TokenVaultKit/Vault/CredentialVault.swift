@@ -177,7 +177,9 @@ public final class CredentialVault {
             let current = try store.load(id: id)
             func drop() -> StoredCredential? {
                 spool.remove(id)
-                notices.append("dropped the renewed record of \(id) that an earlier run kept in the spool: the stored record was replaced since (a login, a set or a delete), and the newer one wins; the refresh token in the dropped record may still be valid at the provider")
+                notices.append(
+                    "dropped the renewed record of \(id) that an earlier run kept in the spool: the stored record was replaced since (a login, a set or a delete), and the newer one wins; the refresh token in the dropped record may still be valid at the provider"
+                )
                 return nil
             }
             guard let read = entry.computedFrom, read.holds(for: current) else { return drop() }
@@ -229,11 +231,12 @@ struct Spool {
 
     func get(_ id: CredentialID) -> Entry? {
         guard let data = FileManager.default.contents(atPath: path(id)),
-              let value = try? JSONDecoder().decode(JSONValue.self, from: data), case .object(let o) = value,
-              let record = o["record"]?.string, let c = try? Credential.fromRecord(Data(record.utf8), id: id)
+            let value = try? JSONDecoder().decode(JSONValue.self, from: data), case .object(let o) = value,
+            let record = o["record"]?.string, let c = try? Credential.fromRecord(Data(record.utf8), id: id)
         else { return nil }
         switch o["computed_from"] {
-        case .string(let hex)?: return Entry(credential: c, computedFrom: Hex.decode(hex).map { .unchanged(fingerprint: $0) })
+        case .string(let hex)?:
+            return Entry(credential: c, computedFrom: Hex.decode(hex).map { .unchanged(fingerprint: $0) })
         case .null?: return Entry(credential: c, computedFrom: .unchanged(fingerprint: nil))
         default: return Entry(credential: c, computedFrom: nil)
         }

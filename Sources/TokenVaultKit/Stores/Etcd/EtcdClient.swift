@@ -30,9 +30,15 @@ enum EtcdCompare {
     var json: JSONValue {
         switch self {
         case .modRevision(let k, let r):
-            return .object(["key": .string(EtcdClient.b64(k)), "target": .string("MOD"), "result": .string("EQUAL"), "mod_revision": .string(String(r))])
+            return .object([
+                "key": .string(EtcdClient.b64(k)), "target": .string("MOD"), "result": .string("EQUAL"),
+                "mod_revision": .string(String(r)),
+            ])
         case .createRevision(let k, let r):
-            return .object(["key": .string(EtcdClient.b64(k)), "target": .string("CREATE"), "result": .string("EQUAL"), "create_revision": .string(String(r))])
+            return .object([
+                "key": .string(EtcdClient.b64(k)), "target": .string("CREATE"), "result": .string("EQUAL"),
+                "create_revision": .string(String(r)),
+            ])
         }
     }
 }
@@ -45,7 +51,10 @@ enum EtcdOp {
 
     var json: JSONValue {
         switch self {
-        case .put(let k, let v): return .object(["request_put": .object(["key": .string(EtcdClient.b64(k)), "value": .string(EtcdClient.b64(v))])])
+        case .put(let k, let v):
+            return .object([
+                "request_put": .object(["key": .string(EtcdClient.b64(k)), "value": .string(EtcdClient.b64(v))])
+            ])
         case .delete(let k): return .object(["request_delete_range": .object(["key": .string(EtcdClient.b64(k))])])
         case .range(let k): return .object(["request_range": .object(["key": .string(EtcdClient.b64(k))])])
         }
@@ -78,7 +87,9 @@ final class EtcdClient: @unchecked Sendable {
     /// What etcd says while it elects a leader or catches up (whatever the gRPC code).
     /// etcd reports some passing states only in the words of its message,
     /// under code Unknown (2): the server's protocol, not text of ours.
-    static let transientMessages = ["request timed out", "leader changed", "no leader", "too many requests", "timed out", "not capable"]
+    static let transientMessages = [
+        "request timed out", "leader changed", "no leader", "too many requests", "timed out", "not capable",
+    ]
 
     static func b64(_ bytes: [UInt8]) -> String { Data(bytes).base64EncodedString() }
 
@@ -102,7 +113,9 @@ final class EtcdClient: @unchecked Sendable {
     }
 
     func list(prefix: [UInt8], keysOnly: Bool = false) throws -> [EtcdKeyValue] {
-        var body: [String: JSONValue] = ["key": .string(Self.b64(prefix)), "range_end": .string(Self.b64(Self.rangeEnd(prefix)))]
+        var body: [String: JSONValue] = [
+            "key": .string(Self.b64(prefix)), "range_end": .string(Self.b64(Self.rangeEnd(prefix))),
+        ]
         if keysOnly { body["keys_only"] = .bool(true) }
         return try range(body)
     }
@@ -119,14 +132,21 @@ final class EtcdClient: @unchecked Sendable {
 
     /// A transaction; returns whether the comparisons held, and the range
     /// results of whichever branch ran (in order).
-    func txn(_ compare: [EtcdCompare], success: [EtcdOp], failure: [EtcdOp] = [], readOnly: Bool = false) throws -> (Bool, [[EtcdKeyValue]]) {
-        let o = try call("/v3/kv/txn", [
-            "compare": .array(compare.map(\.json)), "success": .array(success.map(\.json)), "failure": .array(failure.map(\.json)),
-        ], idempotent: readOnly)
+    func txn(
+        _ compare: [EtcdCompare], success: [EtcdOp], failure: [EtcdOp] = [], readOnly: Bool = false
+    ) throws -> (Bool, [[EtcdKeyValue]]) {
+        let o = try call(
+            "/v3/kv/txn",
+            [
+                "compare": .array(compare.map(\.json)), "success": .array(success.map(\.json)),
+                "failure": .array(failure.map(\.json)),
+            ], idempotent: readOnly)
         var ranges: [[EtcdKeyValue]] = []
         if case .array(let responses)? = o["responses"] {
             for r in responses {
-                if case .object(let ro) = r, case .object(let range)? = ro["response_range"] { ranges.append(Self.kvs(range)) }
+                if case .object(let ro) = r, case .object(let range)? = ro["response_range"] {
+                    ranges.append(Self.kvs(range))
+                }
             }
         }
         return (o["succeeded"] == .bool(true), ranges)
@@ -136,7 +156,9 @@ final class EtcdClient: @unchecked Sendable {
 
     func grantLease(ttl: Int) throws -> Int64 {
         let o = try call("/v3/lease/grant", ["TTL": .string(String(ttl))], idempotent: false, ambiguousIsFailure: true)
-        guard let id = o["ID"]?.int64, id != 0 else { throw TokenVaultError.vault("etcd granted no lease: \(o["error"]?.text ?? "no ID")") }
+        guard let id = o["ID"]?.int64, id != 0 else {
+            throw TokenVaultError.vault("etcd granted no lease: \(o["error"]?.text ?? "no ID")")
+        }
         return id
     }
 
@@ -153,8 +175,9 @@ final class EtcdClient: @unchecked Sendable {
 
     /// Waits (up to `wait` seconds) for the lock `name`, bound to `lease`; returns the key that holds it.
     func lock(_ name: [UInt8], lease: Int64, wait: Int) throws -> [UInt8] {
-        let o = try call("/v3/lock/lock", ["name": .string(Self.b64(name)), "lease": .string(String(lease))],
-                         idempotent: false, ambiguousIsFailure: true, callTimeout: wait)
+        let o = try call(
+            "/v3/lock/lock", ["name": .string(Self.b64(name)), "lease": .string(String(lease))],
+            idempotent: false, ambiguousIsFailure: true, callTimeout: wait)
         guard let k = o["key"]?.string.flatMap({ Data(base64Encoded: $0) }), !k.isEmpty else {
             throw TokenVaultError.vault("etcd answered a lock request without a key")
         }
@@ -182,8 +205,8 @@ final class EtcdClient: @unchecked Sendable {
 
     /// What went wrong with one endpoint.
     private enum Failure {
-        case unreachable(String)   // nothing was sent: try the next endpoint
-        case unavailable(String)   // sent, and the cluster could not serve it now (election, timeout)
+        case unreachable(String)  // nothing was sent: try the next endpoint
+        case unavailable(String)  // sent, and the cluster could not serve it now (election, timeout)
     }
 
     /// One call, failing over between endpoints and retrying through an
@@ -191,8 +214,10 @@ final class EtcdClient: @unchecked Sendable {
     /// been applied throws `EtcdAmbiguous` (or, with `ambiguousIsFailure`,
     /// is treated as not done: a lease nobody uses expires, a lock wait ends
     /// with its lease).
-    private func call(_ path: String, _ body: [String: JSONValue], idempotent: Bool, ambiguousIsFailure: Bool = false,
-                      callTimeout: Int? = nil, only: String? = nil) throws -> [String: JSONValue] {
+    private func call(
+        _ path: String, _ body: [String: JSONValue], idempotent: Bool, ambiguousIsFailure: Bool = false,
+        callTimeout: Int? = nil, only: String? = nil
+    ) throws -> [String: JSONValue] {
         let endpoints = only.map { [$0] } ?? settings.endpoints
         let total = Double(callTimeout ?? settings.timeout)
         let deadline = Date().addingTimeInterval(total)
@@ -213,7 +238,8 @@ final class EtcdClient: @unchecked Sendable {
                 let retryable = (idempotent || ambiguousIsFailure) && callTimeout == nil && endpoints.count > 1
                 let attemptSeconds = retryable ? min(left, max(1.5, total / 3)) : left
                 if settings.username != nil, only == nil || path != "/v3/maintenance/status",
-                   let why = try signInPassing(endpoint, seconds: min(left, max(1.5, total / 3))) {
+                    let why = try signInPassing(endpoint, seconds: min(left, max(1.5, total / 3)))
+                {
                     last = why
                     continue
                 }
@@ -231,7 +257,10 @@ final class EtcdClient: @unchecked Sendable {
                 case .tokenExpired(let message):
                     // Simple tokens live 5 minutes: sign in again, once.
                     guard !reauthenticated else { throw refused(message) }
-                    lock.withLock { authenticated = false; token = nil }
+                    lock.withLock {
+                        authenticated = false
+                        token = nil
+                    }
                     reauthenticated = true
                     try authenticateIfNeeded(endpoint, seconds: left)
                     start = index
@@ -262,8 +291,9 @@ final class EtcdClient: @unchecked Sendable {
     /// 69 for one never reached (the configuration is likely wrong).
     private func unanswered(_ last: String, within total: Double) -> TokenVaultError {
         guard EtcdReachMark.seen(settings) else {
-            return .backendUnavailable("no etcd endpoint has ever answered (\(settings.endpoints.joined(separator: ", "))): \(last)",
-                                       hint: "check endpoints and ca_file in the [etcd] table, or \(EnvironmentVariable.etcdEndpoints.name)")
+            return .backendUnavailable(
+                "no etcd endpoint has ever answered (\(settings.endpoints.joined(separator: ", "))): \(last)",
+                hint: "check endpoints and ca_file in the [etcd] table, or \(EnvironmentVariable.etcdEndpoints.name)")
         }
         return .temporary("the etcd cluster did not answer within \(Int(total)) s: \(last)")
     }
@@ -287,14 +317,17 @@ final class EtcdClient: @unchecked Sendable {
     }
 
     /// One call to one endpoint, within `seconds`.
-    private func ask(_ endpoint: String, _ path: String, _ payload: Data, seconds: Double, mode: Repeating) throws -> Outcome {
+    private func ask(
+        _ endpoint: String, _ path: String, _ payload: Data, seconds: Double, mode: Repeating
+    ) throws -> Outcome {
         var headers = ["Content-Type: application/json"]
         if let t = lock.withLock({ token }) { headers.append("Authorization: \(t)") }
         let request = HTTPRequest(method: "POST", url: endpoint + path, headers: headers, body: payload)
         let response: HTTPResponse
         do {
-            response = try CurlTransport.exchange(request, timeoutMilliseconds: Int(seconds * 1000),
-                                                  connectMilliseconds: min(Int(seconds * 1000), 1000), maxBody: 4 << 20, tls: settings.tls)
+            response = try CurlTransport.exchange(
+                request, timeoutMilliseconds: Int(seconds * 1000),
+                connectMilliseconds: min(Int(seconds * 1000), 1000), maxBody: 4 << 20, tls: settings.tls)
         } catch let failure as HTTPFailure {
             try Self.unusable(failure, endpoint: endpoint)
             let why = failure.error(peer: "etcd at \(endpoint)", what: "etcd").errorText
@@ -302,13 +335,16 @@ final class EtcdClient: @unchecked Sendable {
             if failure.maybeSent, mode.ambiguityThrows { throw EtcdAmbiguous(detail: why) }
             return .passing(why)
         }
-        guard let v = try? JSONDecoder().decode(JSONValue.self, from: response.body), case .object(let object) = v else {
-            throw TokenVaultError.backendUnavailable("\(endpoint) is not an etcd v3 gateway (HTTP \(response.status) with no JSON)",
-                                                     hint: "check the endpoints in the [etcd] table; etcd 3.4 or later serves /v3/")
+        guard let v = try? JSONDecoder().decode(JSONValue.self, from: response.body), case .object(let object) = v
+        else {
+            throw TokenVaultError.backendUnavailable(
+                "\(endpoint) is not an etcd v3 gateway (HTTP \(response.status) with no JSON)",
+                hint: "check the endpoints in the [etcd] table; etcd 3.4 or later serves /v3/")
         }
         if response.status == 200, object["error"] == nil { return .answered(object) }
         let code = GRPCCode(object["code"]?.int64)
-        let message = OutsideText.line(object["message"]?.string ?? object["error"]?.string ?? "HTTP \(response.status)")
+        let message = OutsideText.line(
+            object["message"]?.string ?? object["error"]?.string ?? "HTTP \(response.status)")
         switch code {
         case .unauthenticated where settings.username != nil:
             return .tokenExpired(message)
@@ -319,8 +355,9 @@ final class EtcdClient: @unchecked Sendable {
             if mode.ambiguityThrows, !message.contains("no leader") { throw EtcdAmbiguous(detail: why) }
             return .passing(why)
         case .failedPrecondition where message.contains("authentication is not enabled"):
-            throw TokenVaultError.config("etcd at \(endpoint) has authentication off, but [etcd] sets a username",
-                                         hint: "remove username from [etcd], or enable auth on the cluster")
+            throw TokenVaultError.config(
+                "etcd at \(endpoint) has authentication off, but [etcd] sets a username",
+                hint: "remove username from [etcd], or enable auth on the cluster")
         default:
             throw TokenVaultError.vault("etcd at \(endpoint) refused the request: \(message)")
         }
@@ -328,8 +365,9 @@ final class EtcdClient: @unchecked Sendable {
 
     /// 77: the cluster refused the user (or an anonymous request).
     private func refused(_ message: String) -> TokenVaultError {
-        .permission("etcd refused \(settings.username.map { "user \($0)" } ?? "the request"): \(message)",
-                    hint: "grant the user read and write on the prefix \(settings.prefix) (see docs/fleet.md)")
+        .permission(
+            "etcd refused \(settings.username.map { "user \($0)" } ?? "the request"): \(message)",
+            hint: "grant the user read and write on the prefix \(settings.prefix) (see docs/fleet.md)")
     }
 
     /// A failure no other endpoint or retry can mend (69): libcurl is missing,
@@ -339,8 +377,9 @@ final class EtcdClient: @unchecked Sendable {
         case .noLibrary:
             throw failure.error(peer: "etcd at \(endpoint)", what: "etcd")
         case .tls:
-            throw TokenVaultError.backendUnavailable("TLS with etcd at \(endpoint) failed: \(failure.detail)",
-                                                     hint: "check ca_file, cert_file and key_file in the [etcd] table")
+            throw TokenVaultError.backendUnavailable(
+                "TLS with etcd at \(endpoint) failed: \(failure.detail)",
+                hint: "check ca_file, cert_file and key_file in the [etcd] table")
         default:
             return
         }
@@ -357,8 +396,11 @@ final class EtcdClient: @unchecked Sendable {
         let response: HTTPResponse
         do {
             response = try CurlTransport.exchange(
-                HTTPRequest(method: "POST", url: endpoint + "/v3/auth/authenticate", headers: ["Content-Type: application/json"], body: body),
-                timeoutMilliseconds: Int(seconds * 1000), connectMilliseconds: min(Int(seconds * 1000), 1000), maxBody: 1 << 16, tls: settings.tls)
+                HTTPRequest(
+                    method: "POST", url: endpoint + "/v3/auth/authenticate",
+                    headers: ["Content-Type: application/json"], body: body),
+                timeoutMilliseconds: Int(seconds * 1000), connectMilliseconds: min(Int(seconds * 1000), 1000),
+                maxBody: 1 << 16, tls: settings.tls)
         } catch let failure as HTTPFailure {
             try Self.unusable(failure, endpoint: endpoint)
             throw failure.error(peer: "etcd at \(endpoint)", what: "etcd")
@@ -367,26 +409,31 @@ final class EtcdClient: @unchecked Sendable {
             throw TokenVaultError.backendUnavailable("\(endpoint) is not an etcd v3 gateway (HTTP \(response.status))")
         }
         if let t = o["token"]?.string, !t.isEmpty {
-            lock.withLock { token = t; authenticated = true }
+            lock.withLock {
+                token = t
+                authenticated = true
+            }
             return
         }
         let message = OutsideText.line(o["message"]?.string ?? "HTTP \(response.status)")
         if message.contains("authentication is not enabled") {
-            throw TokenVaultError.config("etcd at \(endpoint) has authentication off, but [etcd] sets a username",
-                                         hint: "remove username from [etcd], or enable auth on the cluster")
+            throw TokenVaultError.config(
+                "etcd at \(endpoint) has authentication off, but [etcd] sets a username",
+                hint: "remove username from [etcd], or enable auth on the cluster")
         }
         if response.status == 503 || GRPCCode(o["code"]?.int64).isRetryable {
             throw TokenVaultError.temporary("etcd at \(endpoint) cannot sign in now: \(message)")
         }
-        throw TokenVaultError.permission("etcd refused user \(user): \(message)", hint: "check etcd.password_file or etcd.password_command")
+        throw TokenVaultError.permission(
+            "etcd refused user \(user): \(message)", hint: "check etcd.password_file or etcd.password_command")
     }
 }
 
 /// The status codes of etcd's gRPC gateway, by name.
 enum GRPCCode: Int64, Sendable {
     case ok = 0, cancelled, unknown, invalidArgument, deadlineExceeded, notFound, alreadyExists, permissionDenied,
-         resourceExhausted, failedPrecondition, aborted, outOfRange, unimplemented, `internal`, unavailable, dataLoss,
-         unauthenticated
+        resourceExhausted, failedPrecondition, aborted, outOfRange, unimplemented, `internal`, unavailable, dataLoss,
+        unauthenticated
 
     /// A code outside the table is Unknown.
     init(_ value: Int64?) { self = value.flatMap(GRPCCode.init(rawValue:)) ?? .unknown }

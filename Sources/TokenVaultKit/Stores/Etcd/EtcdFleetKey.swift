@@ -9,7 +9,9 @@ extension EtcdStore {
     // MARK: The fleet key
 
     fileprivate func cacheName() -> String {
-        "etcd-" + Hex.encode(Sodium.hash(Array((settings.endpoints.sorted().joined(separator: ",") + "\n" + settings.prefix).utf8)))
+        "etcd-"
+            + Hex.encode(
+                Sodium.hash(Array((settings.endpoints.sorted().joined(separator: ",") + "\n" + settings.prefix).utf8)))
     }
 
     fileprivate func namingKey(_ key: SecureBytes) -> SecureBytes {
@@ -48,28 +50,33 @@ extension EtcdStore {
         }
 
         init(_ value: [UInt8]) throws {
-            let damaged = TokenVaultError.vault("the fleet's key record in etcd is damaged; refused",
-                                                hint: "restore it from a backup; without it no credential under the prefix can be read")
+            let damaged = TokenVaultError.vault(
+                "the fleet's key record in etcd is damaged; refused",
+                hint: "restore it from a backup; without it no credential under the prefix can be read")
             guard let v = try? JSONDecoder().decode(JSONValue.self, from: Data(value)), case .object(let o) = v,
-                  o["format"]?.string == "tokenvault-etcd-kdf-1", o["alg"]?.string == "argon2id13",
-                  let ops = o["opslimit"]?.int64, let mem = o["memlimit"]?.int64, ops > 0, mem > 0,
-                  let salt = o["salt"]?.string.flatMap({ Data(base64Encoded: $0) }), salt.count == Sodium.saltBytes,
-                  let check = o["key_check"]?.string.flatMap({ Data(base64Encoded: $0) }), check.count == 16
+                o["format"]?.string == "tokenvault-etcd-kdf-1", o["alg"]?.string == "argon2id13",
+                let ops = o["opslimit"]?.int64, let mem = o["memlimit"]?.int64, ops > 0, mem > 0,
+                let salt = o["salt"]?.string.flatMap({ Data(base64Encoded: $0) }), salt.count == Sodium.saltBytes,
+                let check = o["key_check"]?.string.flatMap({ Data(base64Encoded: $0) }), check.count == 16
             else { throw damaged }
             params = KDFParams(opsLimit: UInt64(ops), memLimit: UInt64(mem))
             guard params.isSane else {
-                throw TokenVaultError.vault("the fleet's key record in etcd has absurd key-derivation parameters (opslimit \(ops), memlimit \(mem)); refused")
+                throw TokenVaultError.vault(
+                    "the fleet's key record in etcd has absurd key-derivation parameters (opslimit \(ops), memlimit \(mem)); refused"
+                )
             }
             self.salt = Array(salt)
             self.check = Array(check)
         }
 
         var value: [UInt8] {
-            Array(JSONValue.object([
-                "format": .string("tokenvault-etcd-kdf-1"), "alg": .string("argon2id13"),
-                "opslimit": .integer(Int64(params.opsLimit)), "memlimit": .integer(Int64(params.memLimit)),
-                "salt": .string(Data(salt).base64EncodedString()), "key_check": .string(Data(check).base64EncodedString()),
-            ]).text.utf8)
+            Array(
+                JSONValue.object([
+                    "format": .string("tokenvault-etcd-kdf-1"), "alg": .string("argon2id13"),
+                    "opslimit": .integer(Int64(params.opsLimit)), "memlimit": .integer(Int64(params.memLimit)),
+                    "salt": .string(Data(salt).base64EncodedString()),
+                    "key_check": .string(Data(check).base64EncodedString()),
+                ]).text.utf8)
         }
     }
 
@@ -89,8 +96,10 @@ extension EtcdStore {
                 unlocked = Unlocked(key: cached.key, names: cached.names, kdfValue: kdf.value)
                 return cached.key
             }
-            let key = try passphrase.unlock("the fleet vault in etcd (prefix \(settings.prefix))") { secret -> SecureBytes? in
-                let key = try Sodium.deriveKey(passphrase: secret, salt: record.salt, ops: record.params.opsLimit, mem: record.params.memLimit)
+            let key = try passphrase.unlock("the fleet vault in etcd (prefix \(settings.prefix))") {
+                secret -> SecureBytes? in
+                let key = try Sodium.deriveKey(
+                    passphrase: secret, salt: record.salt, ops: record.params.opsLimit, mem: record.params.memLimit)
                 return Sodium.equal(VaultFormat.keyCheck(key), record.check) ? key : nil
             }
             let u = Unlocked(key: key, names: namingKey(key), kdfValue: kdf.value)
@@ -103,7 +112,8 @@ extension EtcdStore {
         let salt = Sodium.randomBytes(Sodium.saltBytes)
         let key = try Sodium.deriveKey(passphrase: secret, salt: salt, ops: newParams.opsLimit, mem: newParams.memLimit)
         let record = KDFRecord(params: newParams, salt: salt, check: VaultFormat.keyCheck(key))
-        let (created, _) = try client.txn([.createRevision(kdfKey, 0)], success: [.put(kdfKey, record.value)], readOnly: true)
+        let (created, _) = try client.txn(
+            [.createRevision(kdfKey, 0)], success: [.put(kdfKey, record.value)], readOnly: true)
         guard created else {
             // Another host created the fleet key at the same moment: use theirs.
             return try unlock(creating: false)
@@ -136,10 +146,12 @@ extension EtcdStore {
                 var member: String?
                 if case .object(let h)? = o["header"] { member = h["member_id"]?.text }
                 let isLeader = leader != nil && leader == member
-                let version = "etcd \(OutsideText.line(o["version"]?.string ?? "?", limit: 40))" + (isLeader ? ", leader" : "")
+                let version =
+                    "etcd \(OutsideText.line(o["version"]?.string ?? "?", limit: 40))" + (isLeader ? ", leader" : "")
                 return EndpointState(endpoint: e, reached: true, state: version, isLeader: isLeader)
             } catch {
-                return EndpointState(endpoint: e, reached: false, state: "unreachable: \(error.errorText)", isLeader: false)
+                return EndpointState(
+                    endpoint: e, reached: false, state: "unreachable: \(error.errorText)", isLeader: false)
             }
         }
     }
@@ -150,7 +162,8 @@ extension EtcdStore {
             guard let kdf = try client.get(kdfKey) else { return "not created yet" }
             let r = try KDFRecord(kdf.value)
             let cached = cachedKey().map { Sodium.equal(VaultFormat.keyCheck($0.key), r.check) } ?? false
-            return "present (argon2id, opslimit \(r.params.opsLimit), memlimit \(r.params.memLimit >> 20) MiB), key \(cached ? "cached" : "not cached")"
+            return
+                "present (argon2id, opslimit \(r.params.opsLimit), memlimit \(r.params.memLimit >> 20) MiB), key \(cached ? "cached" : "not cached")"
         } catch {
             return "unreadable: \(error.errorText)"
         }

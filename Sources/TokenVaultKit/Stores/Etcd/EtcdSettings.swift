@@ -21,18 +21,22 @@ public struct EtcdSettings: Sendable {
         var endpoints = table.endpoints ?? []
         if let given = settings.etcdEndpoints { endpoints = given }
         guard !endpoints.isEmpty else {
-            throw TokenVaultError.config("the etcd backend has no endpoints",
-                                         hint: "set endpoints in the [etcd] table of \(configPath), or \(EnvironmentVariable.etcdEndpoints.name)")
+            throw TokenVaultError.config(
+                "the etcd backend has no endpoints",
+                hint: "set endpoints in the [etcd] table of \(configPath), or \(EnvironmentVariable.etcdEndpoints.name)"
+            )
         }
         for e in endpoints {
-            guard let url = URL(string: e), let scheme = url.scheme, ["http", "https"].contains(scheme), url.host != nil,
-                  url.path.isEmpty || url.path == "/", url.query == nil
+            guard let url = URL(string: e), let scheme = url.scheme, ["http", "https"].contains(scheme),
+                url.host != nil,
+                url.path.isEmpty || url.path == "/", url.query == nil
             else {
                 throw TokenVaultError.config("etcd endpoint \(Quoted.text(e)) is not an http(s)://HOST:PORT address")
             }
             if scheme == "http", !OAuth2Provider.isLoopback(url.host ?? "") {
-                throw TokenVaultError.config("etcd endpoint \(e) is plain http to another host; use https with ca_file",
-                                             hint: "tokens are encrypted, but the etcd password and lock traffic are not")
+                throw TokenVaultError.config(
+                    "etcd endpoint \(e) is plain http to another host; use https with ca_file",
+                    hint: "tokens are encrypted, but the etcd password and lock traffic are not")
             }
         }
         let prefix = settings.etcdPrefix ?? table.prefix ?? "tokenvault/"
@@ -49,7 +53,8 @@ public struct EtcdSettings: Sendable {
         return EtcdSettings(
             endpoints: endpoints.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }, prefix: prefix,
             username: table.username,
-            password: table.password_file.map { SecretSource.file($0) } ?? table.password_command.map { SecretSource.command($0) },
+            password: table.password_file.map { SecretSource.file($0) }
+                ?? table.password_command.map { SecretSource.command($0) },
             tls: CurlTransport.TLSFiles(caFile: table.ca_file, certFile: table.cert_file, keyFile: table.key_file),
             timeout: table.timeout ?? 5, leaseTTL: table.lease_ttl ?? 30)
     }
@@ -60,8 +65,8 @@ public struct EtcdSettings: Sendable {
 /// (the configuration is likely wrong).
 enum EtcdReachMark {
     static func path(_ s: EtcdSettings) -> String {
-        Settings().runtimeDirectory + "/etcd-" +
-            Hex.encode(Sodium.hash(Array(s.endpoints.sorted().joined(separator: ",").utf8))) + ".reached"
+        Settings().runtimeDirectory + "/etcd-"
+            + Hex.encode(Sodium.hash(Array(s.endpoints.sorted().joined(separator: ",").utf8))) + ".reached"
     }
 
     static func note(_ s: EtcdSettings) {

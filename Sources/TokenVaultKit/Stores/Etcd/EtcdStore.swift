@@ -45,7 +45,9 @@ public final class EtcdStore: SharedStore {
     /// Fleet locks this process holds: the lock key and its create revision.
     private var held: [CredentialID: (key: [UInt8], createRevision: Int64)] = [:]
 
-    public init(settings: EtcdSettings, passphrase: PassphraseSource, keyCache: KeyCache, keyTTL: Int, newParams: KDFParams) {
+    public init(
+        settings: EtcdSettings, passphrase: PassphraseSource, keyCache: KeyCache, keyTTL: Int, newParams: KDFParams
+    ) {
         self.settings = settings
         self.client = EtcdClient(settings: settings)
         self.passphrase = passphrase
@@ -132,7 +134,8 @@ public final class EtcdStore: SharedStore {
             }
             return try body()
         }
-        throw TokenVaultError.temporary("could not take the fleet lock for \(id): etcd granted it to expired leases three times")
+        throw TokenVaultError.temporary(
+            "could not take the fleet lock for \(id): etcd granted it to expired leases three times")
     }
 
     // MARK: Reading
@@ -158,7 +161,9 @@ public final class EtcdStore: SharedStore {
         if unlocked == nil, let cached = cachedKey() {
             let key = recordKey(id, names: cached.names)
             let (_, ranges) = try client.txn([], success: [.range(kdfKey), .range(key)], readOnly: true)
-            if let kdf = ranges.first?.first, kdf.value == cached.kdfValue || (try? checkKey(cached.key, kdf.value)) == true {
+            if let kdf = ranges.first?.first,
+                kdf.value == cached.kdfValue || (try? checkKey(cached.key, kdf.value)) == true
+            {
                 unlocked = Unlocked(key: cached.key, names: cached.names, kdfValue: kdf.value)
                 return try remember(id, ranges.count > 1 ? ranges[1].first : nil)
             }
@@ -191,20 +196,26 @@ public final class EtcdStore: SharedStore {
         Sodium.pad(&plain, blockSize: Self.padBlock)
         defer { Sodium.wipe(&plain) }
         let nonce = Sodium.randomBytes(Sodium.nonceBytes)
-        return Self.magic + nonce + Sodium.seal(plain, ad: Self.associatedData(key: key, createRevision: createRevision, version: version),
-                                                 nonce: nonce, key: u.key)
+        return Self.magic + nonce
+            + Sodium.seal(
+                plain, ad: Self.associatedData(key: key, createRevision: createRevision, version: version),
+                nonce: nonce, key: u.key)
     }
 
     static func entry(_ c: Credential) throws -> [UInt8] {
         let s = Array(c.service.description.utf8), a = Array(c.account.utf8)
-        guard s.count < 1 << 16, a.count < 1 << 16 else { throw TokenVaultError.badInput("the service or account name is too long") }
-        return [1, UInt8(s.count & 0xff), UInt8(s.count >> 8)] + s + [UInt8(a.count & 0xff), UInt8(a.count >> 8)] + a + Array(c.recordJSON())
+        guard s.count < 1 << 16, a.count < 1 << 16 else {
+            throw TokenVaultError.badInput("the service or account name is too long")
+        }
+        return [1, UInt8(s.count & 0xff), UInt8(s.count >> 8)] + s + [UInt8(a.count & 0xff), UInt8(a.count >> 8)] + a
+            + Array(c.recordJSON())
     }
 
     private func tampered(_ kv: EtcdKeyValue, _ why: String) -> TokenVaultError {
         let shown = String(decoding: kv.key, as: UTF8.self)
-        return TokenVaultError.vault("the etcd value \(Quoted.text(shown)) \(why); refused",
-                                     hint: "restore it from a backup, or delete it and log in again")
+        return TokenVaultError.vault(
+            "the etcd value \(Quoted.text(shown)) \(why); refused",
+            hint: "restore it from a backup, or delete it and log in again")
     }
 
     /// The credential in `kv`; nil for a placeholder. 74 for anything that
@@ -215,12 +226,17 @@ public final class EtcdStore: SharedStore {
         guard kv.value.count >= nonceEnd + Sodium.tagBytes, Array(kv.value[0..<head]) == Self.magic else {
             throw tampered(kv, "is not a tokenvault record")
         }
-        let ad = Self.associatedData(key: kv.key, createRevision: kv.version == 1 ? 0 : kv.createRevision, version: kv.version)
-        guard var plain = Sodium.open(kv.value[nonceEnd...], ad: ad, nonce: Array(kv.value[head..<nonceEnd]), key: u.key) else {
+        let ad = Self.associatedData(
+            key: kv.key, createRevision: kv.version == 1 ? 0 : kv.createRevision, version: kv.version)
+        guard
+            var plain = Sodium.open(kv.value[nonceEnd...], ad: ad, nonce: Array(kv.value[head..<nonceEnd]), key: u.key)
+        else {
             throw tampered(kv, "does not authenticate: changed, copied from another key, or an old value put back")
         }
         defer { Sodium.wipe(&plain) }
-        guard let n = Sodium.unpad(plain, blockSize: Self.padBlock), n >= 1 else { throw tampered(kv, "has bad padding") }
+        guard let n = Sodium.unpad(plain, blockSize: Self.padBlock), n >= 1 else {
+            throw tampered(kv, "has bad padding")
+        }
         if plain[0] == 0 { return nil }
         guard plain[0] == 1, n >= 5 else { throw tampered(kv, "has an unknown entry kind") }
         let sLen = Int(plain[1]) | Int(plain[2]) << 8
@@ -233,7 +249,9 @@ public final class EtcdStore: SharedStore {
         guard let key = try? ServiceKey(parsing: service) else { throw tampered(kv, "names a bad service") }
         let found = CredentialID(service: key, account: account)
         if let id, id != found { throw tampered(kv, "holds another credential") }
-        guard recordKey(found, names: u.names) == kv.key else { throw tampered(kv, "is stored under another credential's key") }
+        guard recordKey(found, names: u.names) == kv.key else {
+            throw tampered(kv, "is stored under another credential's key")
+        }
         return try Credential.fromRecord(Data(plain[aAt + 2 + aLen..<n]), id: found)
     }
 
@@ -258,11 +276,12 @@ public final class EtcdStore: SharedStore {
         // etcd's numbers come from outside: a version with no successor is a damaged answer, not a crash.
         let (version, overflow) = base.version.addingReportingOverflow(1)
         guard !overflow, base.version >= 1, base.createRevision >= 1 else {
-            throw tampered(base, "has an impossible version (\(base.version)) or create revision (\(base.createRevision))")
+            throw tampered(
+                base, "has an impossible version (\(base.version)) or create revision (\(base.createRevision))")
         }
         let value = try seal(try Self.entry(c), key: key, createRevision: base.createRevision, version: version)
         if try transact(key, expected: base, put: value, lockOf: c.id) {
-            slots[c.id] = nil // its new mod revision is unknown: the next conditional write reads again
+            slots[c.id] = nil  // its new mod revision is unknown: the next conditional write reads again
             return true
         }
         _ = try read(c.id)
@@ -280,21 +299,27 @@ public final class EtcdStore: SharedStore {
     /// mod revision is `expected`'s (absent when nil), and, when `lockOf` is a
     /// credential whose fleet lock we hold, while that lock key still exists.
     /// An answer that never came is resolved by reading the key back.
-    private func transact(_ key: [UInt8], expected: EtcdKeyValue?, put value: [UInt8]?, lockOf id: CredentialID?) throws -> Bool {
+    private func transact(
+        _ key: [UInt8], expected: EtcdKeyValue?, put value: [UInt8]?, lockOf id: CredentialID?
+    ) throws -> Bool {
         var compare: [EtcdCompare] = [expected.map { .modRevision(key, $0.modRevision) } ?? .createRevision(key, 0)]
         let lock = id.flatMap { held[$0] }
         if let lock { compare.append(.createRevision(lock.key, lock.createRevision)) }
         let op: EtcdOp = value.map { .put(key, $0) } ?? .delete(key)
         for _ in 0..<10 {
             do {
-                let (ok, ranges) = try client.txn(compare, success: [op], failure: [.range(key)] + (lock.map { [.range($0.key)] } ?? []))
+                let (ok, ranges) = try client.txn(
+                    compare, success: [op], failure: [.range(key)] + (lock.map { [.range($0.key)] } ?? []))
                 if ok { return true }
                 let now = ranges.first?.first
                 if let lock, now?.modRevision == expected?.modRevision, now != nil || expected == nil,
-                   ranges.count > 1, ranges[1].first?.createRevision != lock.createRevision {
+                    ranges.count > 1, ranges[1].first?.createRevision != lock.createRevision
+                {
                     // Our lease ran out while we renewed, yet nobody wrote since: the
                     // provider's answer is the newest truth, so store it (docs/fleet.md).
-                    warnings.append("the fleet lock for \(id.map { "\($0)" } ?? "a credential") expired during the refresh (lease_ttl \(settings.leaseTTL) s is too short for this provider?); the result was stored anyway, since no one else wrote")
+                    warnings.append(
+                        "the fleet lock for \(id.map { "\($0)" } ?? "a credential") expired during the refresh (lease_ttl \(settings.leaseTTL) s is too short for this provider?); the result was stored anyway, since no one else wrote"
+                    )
                     compare.removeLast()
                     held[id!] = nil
                     continue
@@ -306,10 +331,12 @@ public final class EtcdStore: SharedStore {
                 if let value, now?.value == value { return true }
                 if value == nil, now == nil, expected != nil { return true }
                 if now?.modRevision != expected?.modRevision || (now == nil) != (expected == nil) { return false }
-                _ = ambiguous // not applied: send it again
+                _ = ambiguous  // not applied: send it again
             }
         }
-        throw TokenVaultError.temporary("etcd did not settle a write of \(Quoted.text(String(decoding: key, as: UTF8.self))); nothing was lost, try again")
+        throw TokenVaultError.temporary(
+            "etcd did not settle a write of \(Quoted.text(String(decoding: key, as: UTF8.self))); nothing was lost, try again"
+        )
     }
 }
 

@@ -16,7 +16,8 @@ public final class FileVault: CredentialStore {
     /// The key, once derived or fetched from the cache, with the header it opened.
     private var unlocked: (key: SecureBytes, salt: [UInt8], params: KDFParams)?
 
-    public init(path: String, passphrase: PassphraseSource, keyCache: KeyCache, keyTTL: Int, newVaultParams: KDFParams) {
+    public init(path: String, passphrase: PassphraseSource, keyCache: KeyCache, keyTTL: Int, newVaultParams: KDFParams)
+    {
         self.path = path
         self.directory = Posix.dirname(path)
         self.passphrase = passphrase
@@ -43,8 +44,9 @@ public final class FileVault: CredentialStore {
         guard exists else { return Health(exists: false, problem: nil, formatVersion: nil, keyCached: false) }
         do {
             let header = try readHeaderOnly()
-            return Health(exists: true, problem: nil, formatVersion: Int(VaultFormat.version),
-                          keyCached: (try? cachedKey(for: header)) != nil)
+            return Health(
+                exists: true, problem: nil, formatVersion: Int(VaultFormat.version),
+                keyCached: (try? cachedKey(for: header)) != nil)
         } catch let error as TokenVaultError {
             return Health(exists: true, problem: error, formatVersion: nil, keyCached: false)
         } catch {
@@ -133,15 +135,18 @@ public final class FileVault: CredentialStore {
             switch errno {
             case ENOENT: return nil
             case ELOOP:
-                throw TokenVaultError.permission("the vault \(path) is a symbolic link; refusing to follow it",
-                                                 hint: "replace the link by the file itself, or point \(EnvironmentVariable.vault.name) at the file")
+                throw TokenVaultError.permission(
+                    "the vault \(path) is a symbolic link; refusing to follow it",
+                    hint: "replace the link by the file itself, or point \(EnvironmentVariable.vault.name) at the file")
             default:
                 throw TokenVaultError.vault("cannot open the vault \(path): \(String(cString: strerror(errno)))")
             }
         }
         var st = stat()
         do {
-            guard fstat(fd, &st) == 0 else { throw TokenVaultError.vault("cannot read the vault \(path): \(String(cString: strerror(errno)))") }
+            guard fstat(fd, &st) == 0 else {
+                throw TokenVaultError.vault("cannot read the vault \(path): \(String(cString: strerror(errno)))")
+            }
             try checkDirectory()
             try checkVaultFile(st)
             guard Int(st.st_size) <= 1 << 30 else { throw VaultFormat.corrupt("it is larger than 1 GiB") }
@@ -175,7 +180,8 @@ public final class FileVault: CredentialStore {
     private func cachedKey(for header: VaultFormat.Header) throws -> SecureBytes? {
         if let u = unlocked, u.salt == header.salt, u.params == header.params { return u.key }
         guard keyTTL > 0, let key = keyCache.load(name: cacheName()), key.count == Sodium.keyBytes,
-              VaultFormat.keyMatches(key, header: header) else { return nil }
+            VaultFormat.keyMatches(key, header: header)
+        else { return nil }
         return key
     }
 
@@ -185,7 +191,8 @@ public final class FileVault: CredentialStore {
             return key
         }
         let key = try passphrase.unlock("the vault \(path)") { secret -> SecureBytes? in
-            let key = try Sodium.deriveKey(passphrase: secret, salt: header.salt, ops: header.params.opsLimit, mem: header.params.memLimit)
+            let key = try Sodium.deriveKey(
+                passphrase: secret, salt: header.salt, ops: header.params.opsLimit, mem: header.params.memLimit)
             return VaultFormat.keyMatches(key, header: header) ? key : nil
         }
         keyCache.store(name: cacheName(), key: key, ttl: keyTTL)
@@ -197,7 +204,8 @@ public final class FileVault: CredentialStore {
         if let u = unlocked { return (u.key, u.salt, u.params) }
         let secret = try passphrase.obtain(creating: true)
         let salt = Sodium.randomBytes(Sodium.saltBytes)
-        let key = try Sodium.deriveKey(passphrase: secret, salt: salt, ops: newVaultParams.opsLimit, mem: newVaultParams.memLimit)
+        let key = try Sodium.deriveKey(
+            passphrase: secret, salt: salt, ops: newVaultParams.opsLimit, mem: newVaultParams.memLimit)
         keyCache.store(name: cacheName(), key: key, ttl: keyTTL)
         unlocked = (key, salt, newVaultParams)
         return (key, salt, newVaultParams)
@@ -218,15 +226,24 @@ public final class FileVault: CredentialStore {
         defer {
             if !ok { unlink(tmp) }
         }
-        guard fchmod(fd, 0o600) == 0 else { close(fd); throw ioError("cannot set the temporary file's permissions") }
+        guard fchmod(fd, 0o600) == 0 else {
+            close(fd)
+            throw ioError("cannot set the temporary file's permissions")
+        }
         var done = 0
         while done < sealed.count {
             let n = sealed.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + done, sealed.count - done) }
             if n < 0, errno == EINTR { continue }
-            guard n > 0 else { close(fd); throw ioError("cannot write the vault") }
+            guard n > 0 else {
+                close(fd)
+                throw ioError("cannot write the vault")
+            }
             done += n
         }
-        guard fsync(fd) == 0 else { close(fd); throw ioError("cannot flush the vault to disk") }
+        guard fsync(fd) == 0 else {
+            close(fd)
+            throw ioError("cannot flush the vault to disk")
+        }
         close(fd)
         guard rename(tmp, path) == 0 else { throw ioError("cannot replace the vault") }
         ok = true
@@ -261,8 +278,9 @@ public final class FileVault: CredentialStore {
         var st = stat()
         guard stat(directory, &st) == 0 else { throw ioError("cannot read the vault directory") }
         guard st.st_uid == geteuid() else {
-            throw TokenVaultError.permission("the vault directory \(directory) belongs to another user",
-                                             hint: "use a directory of your own (\(EnvironmentVariable.vault.name))")
+            throw TokenVaultError.permission(
+                "the vault directory \(directory) belongs to another user",
+                hint: "use a directory of your own (\(EnvironmentVariable.vault.name))")
         }
         guard st.st_mode & 0o077 == 0 else {
             throw TokenVaultError.permission(
@@ -272,7 +290,9 @@ public final class FileVault: CredentialStore {
     }
 
     private func checkVaultFile(_ st: stat) throws {
-        guard st.st_mode & S_IFMT == S_IFREG else { throw TokenVaultError.vault("the vault \(path) is not a regular file") }
+        guard st.st_mode & S_IFMT == S_IFREG else {
+            throw TokenVaultError.vault("the vault \(path) is not a regular file")
+        }
         guard st.st_uid == geteuid() else {
             throw TokenVaultError.permission("the vault \(path) belongs to another user")
         }

@@ -12,7 +12,9 @@ public struct KDFParams: Equatable, Sendable {
         self.memLimit = memLimit
     }
 
-    public static var interactive: KDFParams { .init(opsLimit: Sodium.interactive.ops, memLimit: Sodium.interactive.mem) }
+    public static var interactive: KDFParams {
+        .init(opsLimit: Sodium.interactive.ops, memLimit: Sodium.interactive.mem)
+    }
     public static var moderate: KDFParams { .init(opsLimit: Sodium.moderate.ops, memLimit: Sodium.moderate.mem) }
     public static var sensitive: KDFParams { .init(opsLimit: Sodium.sensitive.ops, memLimit: Sodium.sensitive.mem) }
     /// libsodium's minimum: only for tests, which make many vaults.
@@ -84,8 +86,9 @@ public enum VaultFormat {
     }
 
     static func corrupt(_ why: String) -> TokenVaultError {
-        .vault("the vault is corrupted or was tampered with (\(why)); nothing was read from it",
-               hint: "restore the vault file from a backup, or move it away to start a new one")
+        .vault(
+            "the vault is corrupted or was tampered with (\(why)); nothing was read from it",
+            hint: "restore the vault file from a backup, or move it away to start a new one")
     }
 
     /// Reads and checks the header; refuses absurd KDF parameters before any work.
@@ -99,12 +102,15 @@ public enum VaultFormat {
             throw corrupt("the header checksum does not match")
         }
         guard file[8] == version else { throw corrupt("unknown format version \(file[8])") }
-        guard file[9] == Sodium.argon2id13, file[10] == 0, file[11] == 0 else { throw corrupt("unknown key derivation") }
+        guard file[9] == Sodium.argon2id13, file[10] == 0, file[11] == 0 else {
+            throw corrupt("unknown key derivation")
+        }
         let ops = file[12..<16].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         let mem = file[16..<24].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         let params = KDFParams(opsLimit: ops, memLimit: mem)
         guard params.isSane else { throw corrupt("absurd key-derivation parameters: opslimit \(ops), memlimit \(mem)") }
-        return Header(params: params, salt: Array(file[24..<40]), nonce: Array(file[40..<64]), keyCheck: Array(file[64..<80]))
+        return Header(
+            params: params, salt: Array(file[24..<40]), nonce: Array(file[40..<64]), keyCheck: Array(file[64..<80]))
     }
 
     public static func keyCheck(_ key: SecureBytes) -> [UInt8] {
@@ -139,8 +145,11 @@ public enum VaultFormat {
     }
 
     /// Encrypts `contents` under a fresh nonce.
-    public static func seal(_ contents: VaultContents, key: SecureBytes, salt: [UInt8], params: KDFParams) throws -> [UInt8] {
-        let header = Header(params: params, salt: salt, nonce: Sodium.randomBytes(Sodium.nonceBytes), keyCheck: keyCheck(key))
+    public static func seal(
+        _ contents: VaultContents, key: SecureBytes, salt: [UInt8], params: KDFParams
+    ) throws -> [UInt8] {
+        let header = Header(
+            params: params, salt: salt, nonce: Sodium.randomBytes(Sodium.nonceBytes), keyCheck: keyCheck(key))
         let ad = header.bytes()
         var plain = try contents.plaintext()
         defer { Sodium.wipe(&plain) }
@@ -172,9 +181,11 @@ public struct VaultContents: Sendable {
         var entries: [Entry] = []
         try plain.forEachEntry { service, account, record in
             let bytes = plain.bytes
-            entries.append(Entry(service: String(decoding: bytes[service], as: UTF8.self),
-                                 account: String(decoding: bytes[account], as: UTF8.self),
-                                 record: Array(bytes[record])))
+            entries.append(
+                Entry(
+                    service: String(decoding: bytes[service], as: UTF8.self),
+                    account: String(decoding: bytes[account], as: UTF8.self),
+                    record: Array(bytes[record])))
         }
         self.entries = entries
     }
@@ -186,16 +197,21 @@ public struct VaultContents: Sendable {
         func put(_ v: Int, _ bytes: Int, _ what: String) throws {
             guard v >= 0, v < 1 << (8 * bytes) else {
                 Sodium.wipe(&out)
-                throw TokenVaultError.badInput("\(what) is too long for the vault (\(v) bytes, at most \((1 << (8 * bytes)) - 1)); nothing was stored")
+                throw TokenVaultError.badInput(
+                    "\(what) is too long for the vault (\(v) bytes, at most \((1 << (8 * bytes)) - 1)); nothing was stored"
+                )
             }
             for i in 0..<bytes { out.append(UInt8(truncatingIfNeeded: v >> (8 * i))) }
         }
         try put(entries.count, 4, "the number of credentials")
         for e in entries {
             let s = Array(e.service.utf8), a = Array(e.account.utf8)
-            try put(s.count, 2, "the service name"); out += s
-            try put(a.count, 2, "the account name"); out += a
-            try put(e.record.count, 4, "the record"); out += e.record
+            try put(s.count, 2, "the service name")
+            out += s
+            try put(a.count, 2, "the account name")
+            out += a
+            try put(e.record.count, 4, "the record")
+            out += e.record
         }
         return out
     }
@@ -281,8 +297,8 @@ public struct VaultPlaintext: Sendable {
         do {
             try forEachEntry { s, a, record in
                 if found == nil, s.count == service.count, a.count == account.count,
-                   memcmp(p.baseAddress! + s.lowerBound, service, s.count) == 0,
-                   memcmp(p.baseAddress! + a.lowerBound, account, a.count) == 0
+                    memcmp(p.baseAddress! + s.lowerBound, service, s.count) == 0,
+                    memcmp(p.baseAddress! + a.lowerBound, account, a.count) == 0
                 {
                     found = record
                 }
@@ -315,7 +331,9 @@ final class SensitiveBuffer: @unchecked Sendable {
 
     /// Maps `size` bytes of `fd` copy-on-write, so decrypting in place never touches the file.
     init(mapping fd: Int32, size: Int) throws {
-        guard size > 0, let p = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_POPULATE, fd, 0), p != MAP_FAILED else {
+        guard size > 0, let p = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_POPULATE, fd, 0),
+            p != MAP_FAILED
+        else {
             throw TokenVaultError.vault("cannot map the vault into memory: \(String(cString: strerror(errno)))")
         }
         base = p

@@ -48,7 +48,8 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
     /// otherwise try to autolaunch a bus (dbus-launch, X11).
     public static func missingBus(_ settings: Settings) -> String? {
         if settings.sessionBus != nil { return nil }
-        return access(settings.runtimeBus, F_OK) == 0 ? nil : "no D-Bus session bus: \(EnvironmentVariable.dbusSessionBusAddress.name) is not set"
+        return access(settings.runtimeBus, F_OK) == 0
+            ? nil : "no D-Bus session bus: \(EnvironmentVariable.dbusSessionBusAddress.name) is not set"
     }
 
     /// Probes the session bus. `detailed` also asks who provides the service and
@@ -58,7 +59,12 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
             return Status(available: false, detail: missing, sessionBusConfigured: false)
         }
         let bus = settings.sessionBusShown
-        let answer = withDeadline(timeout, waiting: { "waiting for the Secret Service: \(WaitLine.left(timeout, $0)) of \(timeout.shortText) s (bus \(bus))" }) { () -> Status in
+        let answer = withDeadline(
+            timeout,
+            waiting: {
+                "waiting for the Secret Service: \(WaitLine.left(timeout, $0)) of \(timeout.shortText) s (bus \(bus))"
+            }
+        ) { () -> Status in
             var message: UnsafeMutablePointer<CChar>?
             guard tv_service_open(&message) != 0 else {
                 return Status(available: false, detail: describe(takeMessage(&message)))
@@ -68,12 +74,14 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
             let pid = tv_secrets_owner_pid(Int32(timeout * 1000))
             var who = "a Secret Service"
             if pid > 0, let cmdline = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline"),
-               let argv0 = cmdline.split(separator: 0).first {
+                let argv0 = cmdline.split(separator: 0).first
+            {
                 who = String(decoding: argv0, as: UTF8.self).split(separator: "/").last.map(String.init) ?? who
             }
             return Status(available: true, detail: who, locked: lockedState < 0 ? nil : lockedState == 1)
         }
-        return answer ?? Status(available: false, detail: "the session bus did not answer within \(timeout.shortText) s")
+        return answer
+            ?? Status(available: false, detail: "the session bus did not answer within \(timeout.shortText) s")
     }
 
     private static func describe(_ glibMessage: String) -> String {
@@ -86,16 +94,25 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
         return glibMessage
     }
 
-    private func call<T: Sendable>(_ what: String, _ body: @escaping @Sendable () -> Result<T, TokenVaultError>) throws -> T {
+    private func call<T: Sendable>(
+        _ what: String, _ body: @escaping @Sendable () -> Result<T, TokenVaultError>
+    ) throws -> T {
         let (bound, bus) = (timeout, self.bus)
-        let answer = withDeadline(timeout, waiting: { "waiting for the Secret Service: \(WaitLine.left(bound, $0)) of \(bound.shortText) s to \(what) (bus \(bus))" }) {
+        let answer = withDeadline(
+            timeout,
+            waiting: {
+                "waiting for the Secret Service: \(WaitLine.left(bound, $0)) of \(bound.shortText) s to \(what) (bus \(bus))"
+            }
+        ) {
             SecretServiceHeadStart.wait()
             return body()
         }
         guard let result = answer else {
             throw TokenVaultError.backendUnavailable(
                 "the Secret Service did not answer within \(timeout.shortText) s while trying to \(what)",
-                hint: "is the keyring locked or the session bus stuck? unlock it, or use \(EnvironmentVariable.backend.name)=file")
+                hint:
+                    "is the keyring locked or the session bus stuck? unlock it, or use \(EnvironmentVariable.backend.name)=file"
+            )
         }
         return try result.get()
     }
@@ -103,11 +120,16 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
     /// The text of a message the shim allocated, freed.
     private static func takeMessage(_ message: inout UnsafeMutablePointer<CChar>?) -> String {
         guard let m = message else { return "unknown error" }
-        defer { tv_free(m); message = nil }
+        defer {
+            tv_free(m)
+            message = nil
+        }
         return String(cString: m)
     }
 
-    private static func failure<T>(_ what: String, _ message: inout UnsafeMutablePointer<CChar>?) -> Result<T, TokenVaultError> {
+    private static func failure<T>(
+        _ what: String, _ message: inout UnsafeMutablePointer<CChar>?
+    ) -> Result<T, TokenVaultError> {
         .failure(.backendUnavailable("the Secret Service could not \(what): \(describe(takeMessage(&message)))"))
     }
 
@@ -127,7 +149,8 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
     /// stays locked. False when it was not locked, true when it was unlocked.
     @discardableResult
     func ensureUnlocked(_ what: String) throws -> Bool {
-        let (locked, label) = try call("check whether the keyring is locked") { () -> Result<(Bool, String?), TokenVaultError> in
+        let (locked, label) = try call("check whether the keyring is locked") {
+            () -> Result<(Bool, String?), TokenVaultError> in
             var label: UnsafeMutablePointer<CChar>?
             let state = tv_default_collection_state(&label)
             return .success((state == 1, label.map { _ in SecretServiceStore.takeMessage(&label) }))
@@ -135,7 +158,10 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
         guard locked else { return false }
         let name = label.map { "\u{201C}\($0)\u{201D}" } ?? "(the default one)"
         let deadline = Date().addingTimeInterval(unlock.timeout)
-        var why = unlock.timeout > 0 ? "it was not unlocked within \(unlock.timeout.shortText) s" : "\(EnvironmentVariable.unlockTimeout.name) is 0 (the default without a desktop session)"
+        var why =
+            unlock.timeout > 0
+            ? "it was not unlocked within \(unlock.timeout.shortText) s"
+            : "\(EnvironmentVariable.unlockTimeout.name) is 0 (the default without a desktop session)"
         if unlock.timeout > 0, unlock.desktop {
             let answer = withDeadline(unlock.timeout) { () -> Int32 in
                 var message: UnsafeMutablePointer<CChar>?
@@ -154,7 +180,9 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
         }
         throw TokenVaultError.permission(
             "the Secret Service collection \(name) is locked and \(why); cannot \(what); nothing was changed",
-            hint: "unlock the keyring (log in to the desktop, or use seahorse), then try again; \(EnvironmentVariable.unlockTimeout.name)=SECONDS waits for it")
+            hint:
+                "unlock the keyring (log in to the desktop, or use seahorse), then try again; \(EnvironmentVariable.unlockTimeout.name)=SECONDS waits for it"
+        )
     }
 
     private func lookup(_ id: CredentialID) throws -> Credential? {
@@ -195,8 +223,9 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
             defer { others.forEach { free($0) } }
             let ok = others.map { UnsafePointer($0) }.withUnsafeBufferPointer { otherTypes in
                 secret.withUnsafeBytes { s in
-                    tv_store(service, account, type, otherTypes.baseAddress, label,
-                             s.baseAddress!.assumingMemoryBound(to: CChar.self), &message)
+                    tv_store(
+                        service, account, type, otherTypes.baseAddress, label,
+                        s.baseAddress!.assumingMemoryBound(to: CChar.self), &message)
                 }
             }
             return ok == 1 ? .success(()) : SecretServiceStore.failure("store \(credential.id)", &message)
@@ -223,9 +252,12 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
             let found = IDs()
             for type in CredentialType.allCases {
                 var message: UnsafeMutablePointer<CChar>?
-                let ok = tv_search(type.rawValue, 0, Unmanaged.passUnretained(found).toOpaque(), { context, service, account, _ in
-                    Unmanaged<IDs>.fromOpaque(context!).takeUnretainedValue().items.append((String(cString: service!), String(cString: account!)))
-                }, &message)
+                let ok = tv_search(
+                    type.rawValue, 0, Unmanaged.passUnretained(found).toOpaque(),
+                    { context, service, account, _ in
+                        Unmanaged<IDs>.fromOpaque(context!).takeUnretainedValue().items.append(
+                            (String(cString: service!), String(cString: account!)))
+                    }, &message)
                 if ok == 0 { return SecretServiceStore.failure("list credentials", &message) }
             }
             return .success(found.items)
@@ -242,10 +274,16 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
             // `secret-tool store service H account A type token` are listed too.
             for type in CredentialType.allCases {
                 var message: UnsafeMutablePointer<CChar>?
-                let ok = tv_search(type.rawValue, 1, Unmanaged.passUnretained(found).toOpaque(), { context, service, account, secret in
-                    let rows = Unmanaged<Rows>.fromOpaque(context!).takeUnretainedValue()
-                    rows.items.append((String(cString: service!), String(cString: account!), Data(bytes: secret!, count: strlen(secret!))))
-                }, &message)
+                let ok = tv_search(
+                    type.rawValue, 1, Unmanaged.passUnretained(found).toOpaque(),
+                    { context, service, account, secret in
+                        let rows = Unmanaged<Rows>.fromOpaque(context!).takeUnretainedValue()
+                        rows.items.append(
+                            (
+                                String(cString: service!), String(cString: account!),
+                                Data(bytes: secret!, count: strlen(secret!))
+                            ))
+                    }, &message)
                 if ok == 0 { return SecretServiceStore.failure("list credentials", &message) }
             }
             return .success(found.items)
@@ -278,7 +316,8 @@ public enum SecretServiceHeadStart {
     public static func start(_ settings: Settings) -> Bool {
         guard !started, SecretServiceStore.missingBus(settings) == nil else { return false }
         // One that is not a backend is the command's error to report.
-        guard let forced = try? settings.backendOverride.map({ $0 == .auto || $0 == .secretService }) ?? true, forced else { return false }
+        guard let forced = try? settings.backendOverride.map({ $0 == .auto || $0 == .secretService }) ?? true, forced
+        else { return false }
         started = true
         Posix.spawnThread(stackSize: 1 << 22) {
             // A config that cannot be read is reported by the command itself.
