@@ -13,7 +13,7 @@ STATIC_CXX = $(CURDIR)/.build/static-cxx
 RELEASE_FLAGS = -c release --static-swift-stdlib --product tokenvault -Xlinker -L$(STATIC_CXX)
 RELEASE_BIN = .build/release/tokenvault
 
-.PHONY: deps build release test demo bench install uninstall docs clean
+.PHONY: deps build release test lint format demo bench install uninstall docs clean
 
 deps:
 	@scripts/deps.sh
@@ -39,9 +39,17 @@ release: deps
 
 # The tests start their own private D-Bus with an unlocked gnome-keyring
 # (one per test class) and their own throwaway homes.
-test: deps
+test: deps lint
 	swift build --build-tests
 	swift test --skip-build --disable-swift-testing
+
+# The formatter ships with the toolchain; .swift-format is its configuration.
+# `make test` lints first, so drift fails before the long part.
+lint:
+	swift format lint --strict --recursive --parallel Sources Tests Package.swift
+
+format:
+	swift format format --in-place --recursive --parallel Sources Tests Package.swift
 
 demo: release
 	scripts/demo.sh $(RELEASE_BIN)
