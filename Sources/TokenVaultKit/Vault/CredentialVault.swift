@@ -145,9 +145,7 @@ public final class CredentialVault {
     }
 
     static func microsecondsNow() -> Int64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return Int64(ts.tv_sec) * 1_000_000 + Int64(ts.tv_nsec / 1000)
+        Int64(Date().timeIntervalSince1970 * 1_000_000)
     }
 
     // MARK: Spool
