@@ -28,9 +28,27 @@ static const tv_curl_api *tv_curl(void) {
     return global_ok ? &api : NULL;
 }
 
+/* What the callbacks of one transfer share. */
+typedef struct {
+    const tv_curl_api *api;
+    CURL *handle;
+    const tv_http_options *options;
+    tv_http_response *out;
+} tv_http_transfer;
+
 static size_t tv_http_collect(char *data, size_t size, size_t n, void *userdata) {
-    tv_http_response *r = userdata;
+    tv_http_transfer *t = userdata;
+    tv_http_response *r = t->out;
     size_t len = size * n;
+    if (t->options->sink) {
+        long status = 0;
+        char *ct = NULL;
+        t->api->curl_easy_getinfo(t->handle, CURLINFO_RESPONSE_CODE, &status);
+        t->api->curl_easy_getinfo(t->handle, CURLINFO_CONTENT_TYPE, &ct);
+        if (t->options->sink(t->options->sink_context, status, ct, (const unsigned char *)data, len)) return len;
+        r->stopped = 1;
+        return 0;
+    }
     if (r->body_len + len > r->max_body) { r->too_large = 1; return 0; }
     unsigned char *grown = realloc(r->body, r->body_len + len + 1);
     if (grown == NULL) return 0;
@@ -40,10 +58,20 @@ static size_t tv_http_collect(char *data, size_t size, size_t n, void *userdata)
     return len;
 }
 
-/* Keeps the Date header (for `doctor --network`'s clock check); every other header is ignored. */
+/* Keeps the final response's header lines (at most 64 KiB), and the Date
+   header apart (for `doctor --network`'s clock check). */
 static size_t tv_http_header(char *line, size_t size, size_t count, void *userdata) {
     tv_http_response *out = userdata;
     size_t n = size * count;
+    if (n >= 5 && strncmp(line, "HTTP/", 5) == 0) out->headers_len = 0;  /* an interim response's lines are dropped */
+    else if (out->headers_len + n <= 65536) {
+        char *grown = realloc(out->headers, out->headers_len + n + 1);
+        if (grown == NULL) return 0;
+        out->headers = grown;
+        memcpy(out->headers + out->headers_len, line, n);
+        out->headers_len += n;
+        out->headers[out->headers_len] = 0;
+    }
     if (n > 5 && strncasecmp(line, "date:", 5) == 0) {
         size_t start = 5, end = n;
         while (start < end && (line[start] == ' ' || line[start] == '\t')) start++;
@@ -74,6 +102,10 @@ int tv_http_request(const char *method, const char *url, const char *const *head
     c->curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
     c->curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     c->curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, o->timeout_ms);
+    if (o->idle_timeout_s > 0) {
+        c->curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+        c->curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, o->idle_timeout_s);
+    }
     c->curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, o->connect_timeout_ms > 0 ? o->connect_timeout_ms : o->timeout_ms);
     c->curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
     c->curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
@@ -84,8 +116,9 @@ int tv_http_request(const char *method, const char *url, const char *const *head
     if (o->user_agent) c->curl_easy_setopt(h, CURLOPT_USERAGENT, o->user_agent);
     c->curl_easy_setopt(h, CURLOPT_HTTPHEADER, list);
     c->curl_easy_setopt(h, CURLOPT_ERRORBUFFER, out->error);
+    tv_http_transfer transfer = {c, h, o, out};
     c->curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, tv_http_collect);
-    c->curl_easy_setopt(h, CURLOPT_WRITEDATA, out);
+    c->curl_easy_setopt(h, CURLOPT_WRITEDATA, &transfer);
     c->curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, tv_http_header);
     c->curl_easy_setopt(h, CURLOPT_HEADERDATA, out);
     if (strcmp(method, "GET") == 0) {
@@ -106,6 +139,7 @@ int tv_http_request(const char *method, const char *url, const char *const *head
     c->curl_slist_free_all(list);
     c->curl_easy_cleanup(h);
     if (rc == CURLE_OK) return TV_HTTP_OK;
+    if (out->stopped) return TV_HTTP_STOPPED;
     if (out->too_large) return TV_HTTP_TOO_LARGE;
     if (rc == CURLE_OPERATION_TIMEDOUT) return TV_HTTP_TIMEOUT;
     if (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE || rc == CURLE_SSL_CERTPROBLEM ||
@@ -118,6 +152,8 @@ int tv_http_request(const char *method, const char *url, const char *const *head
 
 void tv_http_response_free(tv_http_response *r) {
     free(r->content_type);
+    free(r->headers);
+    r->headers = NULL;
     if (r->body) { memset(r->body, 0, r->body_len); free(r->body); }
     r->content_type = NULL;
     r->body = NULL;

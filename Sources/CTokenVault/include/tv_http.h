@@ -13,6 +13,9 @@ typedef struct {
     int too_large;
     char error[256];         /* CURL_ERROR_SIZE */
     char date[64];           /* the Date header's value, or "" */
+    char *headers;           /* malloc'd: the final response's header lines, "Name: value\r\n" each; or NULL */
+    size_t headers_len;
+    int stopped;             /* the sink asked to stop */
 } tv_http_response;
 
 enum {
@@ -23,7 +26,13 @@ enum {
     TV_HTTP_FAILED = 4,        /* TLS and the rest: see error */
     TV_HTTP_NO_LIBRARY = 5,
     TV_HTTP_TLS = 6,           /* the peer's certificate, or ours, was refused */
+    TV_HTTP_STOPPED = 7,       /* the sink asked to stop the transfer */
 };
+
+/* Takes the body as it arrives, with the response's status and content type
+   (NULL when none); returns 0 to stop the transfer, anything else to go on. */
+typedef int (*tv_http_sink)(void *context, long status, const char *content_type,
+                            const unsigned char *data, size_t len);
 
 
 /* How one request is made. Zero/NULL fields take the defaults. */
@@ -35,6 +44,9 @@ typedef struct {
     const char *ca_file;      /* trust these CAs instead of the system's */
     const char *cert_file;    /* client certificate (PEM) */
     const char *key_file;     /* its key (PEM) */
+    tv_http_sink sink;        /* when set, the body goes here instead of into the response */
+    void *sink_context;
+    long idle_timeout_s;      /* with timeout_ms 0: give up after this many seconds without a byte */
 } tv_http_options;
 
 /* One request. `headers` is a NULL-terminated list of "Name: value" lines.

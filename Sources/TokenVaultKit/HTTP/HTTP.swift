@@ -32,6 +32,22 @@ public struct HTTPResponse: Sendable {
     public var body: Data
     /// The `Date` header, as sent (for the clock check of `doctor --network`).
     public var date: String?
+    /// The response's header lines, names in lower case, in the order sent.
+    public var headers: [(name: String, value: String)] = []
+
+    /// The first value of header `name` (any case); nil when absent.
+    public func header(_ name: String) -> String? {
+        let wanted = name.lowercased()
+        return headers.first { $0.name == wanted }?.value
+    }
+
+    /// "Name: value" lines as libcurl hands them over, CR LF ended.
+    static func parseHeaders(_ text: String) -> [(name: String, value: String)] {
+        text.split(whereSeparator: { $0 == "\r" || $0 == "\n" || $0 == "\r\n" }).compactMap { line in
+            guard let colon = line.firstIndex(of: ":") else { return nil }
+            return (line[..<colon].trimmedSpaces().lowercased(), line[line.index(after: colon)...].trimmedSpaces())
+        }
+    }
 
     /// The `Date` header as unix seconds (RFC 9110's IMF-fixdate); nil when absent or unreadable.
     public var dateSeconds: Int64? {
@@ -108,6 +124,17 @@ public struct CurlTransport: HTTPTransport {
         _ request: HTTPRequest, timeoutMilliseconds: Int, connectMilliseconds: Int = 0,
         maxBody: Int, tls: TLSFiles = TLSFiles()
     ) throws -> HTTPResponse {
+        try transfer(
+            request, timeoutMilliseconds: timeoutMilliseconds, connectMilliseconds: connectMilliseconds,
+            maxBody: maxBody, tls: tls)
+    }
+
+    /// The one call into libcurl: the whole body into the response, or with
+    /// `sink`, each piece of it to the sink as it arrives.
+    static func transfer(
+        _ request: HTTPRequest, timeoutMilliseconds: Int, connectMilliseconds: Int = 0,
+        maxBody: Int, tls: TLSFiles = TLSFiles(), idleSeconds: Int = 0, sink: BodySink? = nil
+    ) throws -> HTTPResponse {
         var response = tv_http_response()
         let headers = request.headers.map { strdup($0) } + [nil]
         let files = [tls.caFile, tls.certFile, tls.keyFile].map { $0.map { strdup($0) } ?? nil }
@@ -119,7 +146,10 @@ public struct CurlTransport: HTTPTransport {
         }
         var options = tv_http_options(
             timeout_ms: timeoutMilliseconds, connect_timeout_ms: connectMilliseconds, max_body: maxBody,
-            user_agent: agent, ca_file: files[0], cert_file: files[1], key_file: files[2])
+            user_agent: agent, ca_file: files[0], cert_file: files[1], key_file: files[2],
+            sink: sink == nil ? nil : BodySink.deliver,
+            sink_context: sink.map { Unmanaged.passUnretained($0).toOpaque() },
+            idle_timeout_s: idleSeconds)
         let rc = headers.map { UnsafePointer($0) }.withUnsafeBufferPointer { h in
             request.body.withUnsafeBytes { b in
                 tv_http_request(
@@ -128,6 +158,7 @@ public struct CurlTransport: HTTPTransport {
             }
         }
         defer { tv_http_response_free(&response) }
+        withExtendedLifetime(sink) {}
         let detail = withUnsafeBytes(of: response.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
         let kind: HTTPFailure.Kind
         switch Int(rc) {
@@ -137,12 +168,14 @@ public struct CurlTransport: HTTPTransport {
                 status: response.status, contentType: response.content_type.map { String(cString: $0) }, body: body)
             let date = withUnsafeBytes(of: response.date) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
             r.date = date.isEmpty ? nil : OutsideText.line(date, limit: 64)
+            r.headers = response.headers.map { HTTPResponse.parseHeaders(String(cString: $0)) } ?? []
             return r
         case TV_HTTP_TIMEOUT: kind = .timedOut(milliseconds: timeoutMilliseconds)
         case TV_HTTP_UNREACHABLE: kind = .unreachable
         case TV_HTTP_TOO_LARGE: kind = .tooLarge(limit: maxBody)
         case TV_HTTP_NO_LIBRARY: kind = .noLibrary
         case TV_HTTP_TLS: kind = .tls
+        case TV_HTTP_STOPPED: kind = .stopped
         default: kind = .failed
         }
         throw HTTPFailure(kind: kind, detail: detail)
@@ -165,6 +198,8 @@ public struct HTTPFailure: Error, Sendable {
         case noLibrary
         /// The exchange broke off: the request may have been applied.
         case failed
+        /// The receiver of a streamed body stopped it.
+        case stopped
     }
 
     public var kind: Kind
@@ -175,7 +210,7 @@ public struct HTTPFailure: Error, Sendable {
     public var maybeSent: Bool {
         switch kind {
         case .unreachable, .tls, .noLibrary: false
-        case .timedOut, .tooLarge, .failed: true
+        case .timedOut, .tooLarge, .failed, .stopped: true
         }
     }
 
@@ -198,6 +233,8 @@ public struct HTTPFailure: Error, Sendable {
                 hint: "install libcurl (Debian: apt-get install libcurl4)")
         case .tls, .failed:
             return .temporary("the exchange with \(peer) failed: \(detail)")
+        case .stopped:
+            return .badInput("the answer of \(peer) was refused while it arrived")
         }
     }
 }

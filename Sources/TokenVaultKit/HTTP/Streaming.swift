@@ -1,0 +1,46 @@
+internal import CTokenVault
+import FoundationEssentials
+import Glibc
+
+/// Where a streamed body goes: the receiver of `CurlTransport.stream`, called
+/// on the transfer's thread with each piece as it arrives.
+final class BodySink {
+    let receive: (_ status: Int, _ contentType: String?, _ bytes: UnsafeRawBufferPointer) -> Bool
+
+    init(_ receive: @escaping (Int, String?, UnsafeRawBufferPointer) -> Bool) { self.receive = receive }
+
+    /// The C callback: the sink comes back from the context pointer.
+    static let deliver: tv_http_sink = { context, status, contentType, data, length in
+        guard let context else { return 0 }
+        let sink = Unmanaged<BodySink>.fromOpaque(context).takeUnretainedValue()
+        let type = contentType.map { String(cString: $0) }
+        return sink.receive(Int(status), type, UnsafeRawBufferPointer(start: data, count: length)) ? 1 : 0
+    }
+}
+
+extension CurlTransport {
+    /// One exchange whose body is not kept but handed to `receive` as it
+    /// arrives, with the status and content type (a Server-Sent Events
+    /// stream that stays open). `receive` returns false to stop the transfer:
+    /// the exchange then throws 65 (a caller that knows why may say so
+    /// instead). Connecting is bounded by the transport's
+    /// timeout; after that, the stream may last as long as it brings a byte
+    /// every `idleSeconds`. The response has the status and headers, no body.
+    public func stream(
+        _ request: HTTPRequest, idleSeconds: Int,
+        receive: @escaping (_ status: Int, _ contentType: String?, _ bytes: UnsafeRawBufferPointer) -> Bool
+    ) throws -> HTTPResponse {
+        let host = (try? ServiceKey(parsing: request.url).description) ?? "the server"
+        do {
+            return try CurlTransport.transfer(
+                request, timeoutMilliseconds: 0, connectMilliseconds: timeout * 1000, maxBody: maxBody,
+                idleSeconds: max(idleSeconds, 1), sink: BodySink(receive))
+        } catch let failure as HTTPFailure {
+            if case .timedOut = failure.kind {
+                throw TokenVaultError.temporary(
+                    "\(host) sent nothing for \(max(idleSeconds, 1)) s; the stream was closed")
+            }
+            throw failure.error(peer: host, what: "a server")
+        }
+    }
+}
