@@ -198,14 +198,18 @@ public struct OAuth2Provider: Sendable {
     /// exactly `localhost`. A name that merely starts with "127." can resolve
     /// anywhere (127.evil.example), so names are not looked at.
     static func checkEndpoint(_ url: String, provider: String, key: String, configPath: String) throws {
-        let lower = url.lowercased()
-        if lower.hasPrefix("https://") { return }
-        if lower.hasPrefix("http://"), let host = try? ServiceKey(parsing: url).host, isLoopback(host) {
-            return
-        }
+        guard !isSafeEndpoint(url) else { return }
         throw TokenVaultError.config(
             "provider \(provider): \(key) must be an https:// URL (http:// only for loopback), not \(Quoted.text(url))",
             hint: "fix \(key) in [providers.\(Config.tableKey(provider))] of \(configPath)")
+    }
+
+    /// Whether `url` may receive a token or a code: https, or http to loopback.
+    static func isSafeEndpoint(_ url: String) -> Bool {
+        let lower = url.lowercased()
+        if lower.hasPrefix("https://") { return true }
+        if lower.hasPrefix("http://"), let host = try? ServiceKey(parsing: url).host { return isLoopback(host) }
+        return false
     }
 
     static func isLoopback(_ host: String) -> Bool {

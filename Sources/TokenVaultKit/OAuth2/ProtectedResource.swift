@@ -1,0 +1,77 @@
+import FoundationEssentials
+
+/// What a protected resource says of itself (RFC 9728): which authorization
+/// servers issue tokens for it, and the scopes it knows. An MCP server is one.
+public struct ProtectedResourceMetadata: Equatable, Sendable {
+    /// The resource identifier, as the document states it.
+    public var resource: String
+    /// The issuers of the authorization servers it trusts, in its order.
+    public var authorizationServers: [String]
+    public var scopesSupported: [String]
+
+    /// The documents to ask for `resource`, in order (RFC 9728 §3.1): the
+    /// well-known name inserted between the origin and the path, then the
+    /// origin's own (the fallback MCP clients use).
+    public static func wellKnownURLs(for resource: String) -> [String] {
+        guard let scheme = resource.firstRange(of: "://") else { return [] }
+        let rest = resource[scheme.upperBound...]
+        let slash = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
+        let origin = String(resource[..<slash])
+        var path = String(rest[slash...].prefix { $0 != "?" && $0 != "#" })
+        while path.hasSuffix("/") { path.removeLast() }
+        let root = origin + "/.well-known/oauth-protected-resource"
+        return path.isEmpty ? [root] : [root + path, root]
+    }
+
+    /// Reads the document fetched for `resource` and checks it (RFC 9728
+    /// §3.3): its `resource` must be exactly the one asked about, or a server
+    /// could send this client's tokens for another resource (65); it must
+    /// name an authorization server; every URL must be https (or loopback
+    /// http, for tests and local servers).
+    public static func parse(_ body: Data, for resource: String) throws -> ProtectedResourceMetadata {
+        let shown = OutsideText.line(resource, limit: 200)
+        guard case .object(let o)? = try? JSONDecoder().decode(JSONValue.self, from: body) else {
+            throw TokenVaultError.badInput("the resource metadata of \(shown) is not a JSON object")
+        }
+        guard let stated = o["resource"]?.string else {
+            throw TokenVaultError.badInput("the resource metadata of \(shown) names no resource")
+        }
+        guard sameResource(stated, resource) else {
+            throw TokenVaultError.badInput(
+                "the resource metadata of \(shown) describes another resource (\(OutsideText.line(stated, limit: 200))); nothing was sent to it"
+            )
+        }
+        guard case .array(let servers)? = o["authorization_servers"], !servers.isEmpty else {
+            throw TokenVaultError.badInput("the resource metadata of \(shown) names no authorization server")
+        }
+        let issuers = try servers.map { value -> String in
+            guard let issuer = value.string, OAuth2Provider.isSafeEndpoint(issuer) else {
+                throw TokenVaultError.badInput(
+                    "the resource metadata of \(shown) names an authorization server that is not an https URL: \(OutsideText.line(value.text, limit: 200))"
+                )
+            }
+            return issuer
+        }
+        var scopes: [String] = []
+        if case .array(let items)? = o["scopes_supported"] {
+            scopes = items.compactMap(\.string).map { OutsideText.line($0, limit: 200) }
+        }
+        return ProtectedResourceMetadata(resource: stated, authorizationServers: issuers, scopesSupported: scopes)
+    }
+
+    /// Whether two resource identifiers are the same: scheme and host compare
+    /// without case, a trailing slash of the path does not count, the rest
+    /// exactly.
+    static func sameResource(_ a: String, _ b: String) -> Bool {
+        func canonical(_ s: String) -> String? {
+            guard let scheme = s.firstRange(of: "://") else { return nil }
+            let rest = s[scheme.upperBound...]
+            let slash = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) ?? rest.endIndex
+            var tail = String(rest[slash...])
+            if tail.hasSuffix("/") { tail.removeLast() }
+            return s[..<scheme.upperBound].lowercased() + rest[..<slash].lowercased() + tail
+        }
+        guard let x = canonical(a), let y = canonical(b) else { return false }
+        return x == y
+    }
+}
