@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""A remote MCP server built on the official MCP Python SDK (`mcp` on PyPI),
+with the SDK's own authorization-server routes over an in-memory provider:
+dynamic client registration, codes with PKCE, tokens bound to the resource
+(RFC 8707, validate_token_resource on), refresh tokens rotated on every use,
+and a refresh token used twice revoking its whole family.
+
+Usage: mcp_server.py [--path /mcp] [--token-ttl SECONDS]
+Prints "port N" once listening on 127.0.0.1. Run with the SDK's venv
+(.build/mcp-venv, made by scripts/deps.sh).
+"""
+import argparse
+import secrets
+import socket
+import time
+
+import uvicorn
+from mcp.server.auth.provider import (AccessToken, AuthorizationCode, RefreshToken, TokenError,
+                                      construct_redirect_uri)
+from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, RevocationOptions
+from mcp.server.mcpserver import MCPServer
+from mcp.shared.auth import OAuthToken
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--path", default="/mcp")
+parser.add_argument("--token-ttl", type=int, default=3600)
+args = parser.parse_args()
+
+sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+sock.bind(("127.0.0.1", 0))
+port = sock.getsockname()[1]
+base = f"http://127.0.0.1:{port}"
+resource = base + args.path
+
+
+class Provider:
+    """Auto-approves every authorization; counts what happens."""
+
+    def __init__(self):
+        self.clients, self.codes, self.refresh, self.access = {}, {}, {}, {}
+        self.family_of, self.revoked_families, self.used = {}, set(), set()
+        self.stats = {"registrations": 0, "codes": 0, "refreshes": 0, "replays": 0}
+
+    async def get_client(self, client_id):
+        return self.clients.get(client_id)
+
+    async def register_client(self, info):
+        self.stats["registrations"] += 1
+        self.clients[info.client_id] = info
+
+    async def authorize(self, client, params):
+        code = secrets.token_urlsafe(32)
+        self.codes[code] = AuthorizationCode(
+            code=code, scopes=params.scopes or [], expires_at=time.time() + 300, client_id=client.client_id,
+            code_challenge=params.code_challenge, redirect_uri=params.redirect_uri,
+            redirect_uri_provided_explicitly=params.redirect_uri_provided_explicitly, resource=params.resource,
+            subject="alice")
+        return construct_redirect_uri(str(params.redirect_uri), code=code, state=params.state)
+
+    async def load_authorization_code(self, client, code):
+        return self.codes.get(code)
+
+    def issue(self, client_id, scopes, resource, family):
+        access, refresh = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+        expires = int(time.time()) + args.token_ttl
+        self.access[access] = AccessToken(token=access, client_id=client_id, scopes=scopes, expires_at=expires,
+                                          resource=resource, subject="alice")
+        self.refresh[refresh] = RefreshToken(token=refresh, client_id=client_id, scopes=scopes, resource=resource,
+                                             subject="alice")
+        self.family_of[refresh] = family
+        return OAuthToken(access_token=access, token_type="Bearer", expires_in=args.token_ttl,
+                          refresh_token=refresh, scope=" ".join(scopes) or None)
+
+    async def exchange_authorization_code(self, client, code):
+        self.codes.pop(code.code, None)
+        self.stats["codes"] += 1
+        return self.issue(client.client_id, code.scopes, code.resource, secrets.token_hex(8))
+
+    async def load_refresh_token(self, client, token):
+        if token in self.used:
+            # A rotated refresh token came back: someone else has the new one. Revoke the family.
+            self.stats["replays"] += 1
+            self.revoked_families.add(self.family_of.get(token))
+            return None
+        found = self.refresh.get(token)
+        if found is None or self.family_of.get(token) in self.revoked_families:
+            return None
+        return found
+
+    async def exchange_refresh_token(self, client, token, scopes):
+        self.used.add(token.token)
+        self.refresh.pop(token.token, None)
+        self.stats["refreshes"] += 1
+        return self.issue(client.client_id, scopes or token.scopes, token.resource, self.family_of[token.token])
+
+    async def load_access_token(self, token):
+        found = self.access.get(token)
+        if found is None or (found.expires_at and found.expires_at < time.time()):
+            return None
+        return found
+
+    async def revoke_token(self, token):
+        self.access.pop(token.token, None)
+        self.refresh.pop(token.token, None)
+
+
+provider = Provider()
+server = MCPServer(
+    name="tokenvault-test", auth_server_provider=provider,
+    auth=AuthSettings(
+        issuer_url=base, resource_server_url=resource, validate_token_resource=True,
+        client_registration_options=ClientRegistrationOptions(enabled=True, valid_scopes=["files:read", "files:write"],
+                                                              default_scopes=["files:read"]),
+        revocation_options=RevocationOptions(enabled=True), required_scopes=["files:read"]))
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Says the text back."""
+    return text
+
+
+app = server.streamable_http_app(streamable_http_path=args.path)
+sock.listen(128)  # connections wait in the backlog until uvicorn serves them
+print("port", port, flush=True)
+uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])

@@ -1,0 +1,94 @@
+import Foundation
+import XCTest
+
+@testable import TokenVaultKit
+
+/// Discovering a protected resource's authorization server the way `login
+/// URL` will, against a real MCP server: the official MCP Python SDK's
+/// server with its own authorization-server routes (Tests/Fixtures/mcp_server.py,
+/// in the SDK's venv that scripts/deps.sh makes).
+final class ResourceDiscoveryTests: XCTestCase {
+    nonisolated(unsafe) static var server: Process?
+    nonisolated(unsafe) static var port = 0
+
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    override class func setUp() {
+        let python = root.appendingPathComponent(".build/mcp-venv/bin/python").path
+        guard FileManager.default.isExecutableFile(atPath: python) else { return }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: python)
+        process.arguments = [root.appendingPathComponent("Tests/Fixtures/mcp_server.py").path]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try? process.run()
+        var line = Data()
+        while !line.contains(0x0A) {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            line += chunk
+        }
+        port =
+            Int(
+                String(decoding: line, as: UTF8.self).split(separator: " ").last?
+                    .trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 0
+        server = process
+    }
+
+    override class func tearDown() {
+        server?.terminate()
+        server?.waitUntilExit()
+    }
+
+    /// No venv or no server is a failure, never a skip.
+    override func setUpWithError() throws {
+        guard Self.server != nil, Self.port > 0 else {
+            throw NSError(
+                domain: "ResourceDiscoveryTests", code: 1,
+                userInfo: [
+                    NSLocalizedDescriptionKey:
+                        "the MCP server did not start (its venv comes from scripts/deps.sh, which make test runs)"
+                ])
+        }
+    }
+
+    var base: String { "http://127.0.0.1:\(Self.port)" }
+    var resource: String { base + "/mcp" }
+
+    func testTheResourceNamesItsAuthorizationServerWhichRequiresS256() throws {
+        let transport = CurlTransport(timeout: 10)
+        // An MCP message without a token: 401, and the challenge names the metadata.
+        let refused = try transport.send(
+            HTTPRequest(
+                url: resource,
+                headers: ["Content-Type: application/json", "Accept: application/json, text/event-stream"],
+                body: Data(#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#.utf8)))
+        XCTAssertEqual(refused.status, 401)
+        let challenge = try XCTUnwrap(refused.header("WWW-Authenticate").flatMap(AuthChallenge.bearer))
+        let metadataURL = try XCTUnwrap(challenge.parameters["resource_metadata"])
+        XCTAssertEqual(metadataURL, ProtectedResourceMetadata.wellKnownURLs(for: resource).first)
+        // The resource's metadata, checked against the resource asked about.
+        let document = try transport.send(HTTPRequest(method: "GET", url: metadataURL))
+        let metadata = try ProtectedResourceMetadata.parse(document.body, for: resource)
+        XCTAssertEqual(metadata.authorizationServers, [base])
+        XCTAssertThrowsError(try ProtectedResourceMetadata.parse(document.body, for: base + "/other")) { error in
+            XCTAssertEqual(
+                (error as? TokenVaultError)?.exitCode, 65, "a document for another resource is never believed")
+        }
+        // The authorization server's metadata, at the RFC 8414 name Discovery already tries.
+        let issuer = try XCTUnwrap(metadata.authorizationServers.first)
+        var server: [String: JSONValue]?
+        for url in Discovery.urls(issuer) {
+            let r = try transport.send(HTTPRequest(method: "GET", url: url))
+            if r.status == 200, case .object(let o)? = try? JSONDecoder().decode(JSONValue.self, from: r.body) {
+                server = o
+            }
+        }
+        let found = try XCTUnwrap(server)
+        XCTAssertEqual(found["issuer"]?.string, issuer)
+        XCTAssertEqual(found["code_challenge_methods_supported"], .array([.string("S256")]))
+        XCTAssertEqual(found["registration_endpoint"]?.string, base + "/register")
+    }
+}
