@@ -91,4 +91,30 @@ final class ResourceDiscoveryTests: XCTestCase {
         XCTAssertEqual(found["code_challenge_methods_supported"], .array([.string("S256")]))
         XCTAssertEqual(found["registration_endpoint"]?.string, base + "/register")
     }
+
+    func testTokenvaultRegistersAsANativePublicClientForItsRedirect() throws {
+        let transport = CurlTransport(timeout: 10)
+        let redirect = "http://127.0.0.1:53682/callback"
+        let r = try ClientRegistration.register(
+            at: base + "/register", issuer: base, redirectURI: redirect, scopes: ["files:read"], transport: transport,
+            now: 1_800_000_000)
+        XCTAssertFalse(r.clientID.isEmpty)
+        XCTAssertNil(r.clientSecret, "a public client: PKCE, no secret")
+        XCTAssertEqual(r.redirectURI, redirect)
+        XCTAssertEqual(r.issuer, base)
+        // What the server says of the registration: native, no secret, our redirect.
+        let sent = try XCTUnwrap(
+            String(data: Data(ClientRegistration.request(redirectURI: redirect, scopes: []).text.utf8), encoding: .utf8)
+        )
+        XCTAssertTrue(sent.contains(#""application_type":"native""#), sent)
+        // Scopes the server does not know: its refusal, in its words (76).
+        XCTAssertThrowsError(
+            try ClientRegistration.register(
+                at: base + "/register", issuer: base, redirectURI: redirect, scopes: ["admin"], transport: transport,
+                now: 0)
+        ) { error in
+            XCTAssertEqual((error as? TokenVaultError)?.exitCode, 76)
+            XCTAssertTrue(error.errorText.contains("invalid_client_metadata"), error.errorText)
+        }
+    }
 }
