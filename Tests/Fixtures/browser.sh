@@ -8,6 +8,7 @@
 # BROWSER_MODE=trickle  a local client connects to the listener and trickles a
 #                       byte a second, and nobody approves
 # BROWSER_MODE=ignore     the browser opens and nobody does anything
+# BROWSER_MODE=iss        the redirect comes back with iss=$BROWSER_ISS (RFC 9207)
 # BROWSER_LOG=FILE        a line is added to FILE per opening
 # BROWSER_DELAY=SECONDS   the user takes that long before answering
 url="$1"
@@ -16,6 +17,10 @@ url="$1"
 case "${BROWSER_MODE:-approve}" in
   approve) exec curl -s -L -o /dev/null "$url" ;;
   ignore) ;;
+  iss)
+    location=$(curl -s -o /dev/null -w '%{redirect_url}' "$url")
+    iss=$(python3 -c 'import sys, urllib.parse as u; print(u.quote(sys.argv[1], safe=""))' "$BROWSER_ISS")
+    exec curl -s -o /dev/null "$location&iss=$iss" ;;
   deny) exec curl -s -L -o /dev/null "$url&deny=1" ;;
   bad-state)
     location=$(curl -s -o /dev/null -w '%{redirect_url}' "$url")

@@ -340,6 +340,28 @@ final class DiscoveryTests: XCTestCase {
         }
     }
 
+    func testARedirectNamingAnotherIssuerStoresNothing() throws {
+        let s = try sandbox("")
+        let issuer = "\(base)/good"
+        let mixedUp = s.tv(
+            "login", "idp", "--issuer", issuer, "--client-id", "tv-public",
+            env: ["BROWSER_MODE": "iss", "BROWSER_ISS": "https://idp.evil.example"], limit: 60)
+        XCTAssertEqual(mixedUp.status, 65, mixedUp.stderr)
+        XCTAssertTrue(
+            mixedUp.stderr.contains(
+                "the redirect comes from another authorization server (iss https://idp.evil.example, not \(issuer)); nothing was stored"
+            ),
+            mixedUp.stderr)
+        XCTAssertEqual(s.tv("get", "idp").status, 3)
+        XCTAssertFalse(s.tv("providers").stdout.contains("idp "), "a login that failed keeps no provider either")
+        let named = s.tv(
+            "login", "idp", "--issuer", issuer, "--client-id", "tv-public",
+            env: ["BROWSER_MODE": "iss", "BROWSER_ISS": issuer],
+            limit: 60)
+        XCTAssertEqual(named.status, 0, named.stderr)
+        XCTAssertEqual(s.tv("get", "idp").status, 0)
+    }
+
     func testLoginWithAnIssuerAndNoConfigKeepsTheProvider() throws {
         let s = try sandbox("")
         let derived = "127-0-0-1-\(provider.port)-good"

@@ -219,6 +219,12 @@ public struct OAuth2Login {
             throw TokenVaultError.badInput(
                 "the redirect's state does not match this login (a stale or forged redirect); nothing was stored")
         }
+        // RFC 9207: a response that names its issuer names this one (mix-up defence).
+        if let iss = params["iss"], let expected = provider.issuer, iss != expected {
+            throw TokenVaultError.badInput(
+                "the redirect comes from another authorization server (iss \(OutsideText.line(iss, limit: 200)), not \(expected)); nothing was stored"
+            )
+        }
         guard let code = params["code"], !code.isEmpty else {
             throw TokenVaultError.badInput("the redirect carries no code; nothing was stored")
         }

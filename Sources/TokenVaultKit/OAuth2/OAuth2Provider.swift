@@ -47,6 +47,9 @@ public struct OAuth2Provider: Sendable {
     /// jwt_bearer: the assertion's audience and subject.
     var audience: String?
     var subject: String?
+    /// The configured `issuer`, exactly as written: an authorization
+    /// response naming another (RFC 9207 `iss`) is refused.
+    public var issuer: String? = nil
 
     /// Where to register an application, for the missing-client-id message.
     static let registration = [
@@ -109,7 +112,7 @@ public struct OAuth2Provider: Sendable {
             refreshLifetime: p.refresh_token_lifetime.map(Int64.init),
             refreshIdle: p.refresh_token_idle.map(Int64.init),
             secretSource: secret, privateKeyFile: p.private_key_file, credentialsFile: p.credentials_file,
-            audience: p.audience, subject: p.subject)
+            audience: p.audience, subject: p.subject, issuer: p.issuer)
     }
 
     /// The grant, how the client authenticates, and its id, checked together:
