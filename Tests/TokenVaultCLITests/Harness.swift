@@ -50,9 +50,11 @@ func runProcess(
 }
 
 /// Starts a Python fixture server that prints `port N` first; its process and port.
-func startFixtureServer(_ script: String, _ args: [String] = []) throws -> (Process, Int) {
+func startFixtureServer(
+    _ script: String, _ args: [String] = [], python: String = "/usr/bin/python3"
+) throws -> (Process, Int) {
     let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+    process.executableURL = URL(fileURLWithPath: python)
     process.arguments = [Paths.fixtures.appendingPathComponent(script).path] + args
     process.environment = ["PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"]
     let line = try startAndReadFirstLine(process)

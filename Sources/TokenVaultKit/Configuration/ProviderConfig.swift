@@ -45,6 +45,8 @@ public struct ProviderConfig: Codable, Sendable, Equatable {
     /// jwt_bearer: the assertion's `aud` (default: the token URL) and `sub` (default: the issuer of it).
     public var audience: String?
     public var subject: String?
+    /// RFC 8707: the resource (an MCP server's URL, an API) tokens are asked for and bound to.
+    public var resource: String?
     /// Seconds a refresh token lives from its issue, when the provider does not say.
     public var refresh_token_lifetime: Int?
     /// Seconds a refresh token lives unused (Entra ID: 90 days).
@@ -122,7 +124,7 @@ public struct ProviderConfig: Codable, Sendable, Equatable {
             \ProviderConfig.type, \.service, \.authorize_url, \.token_url, \.revoke_url, \.device_authorization_url,
             \.userinfo_url, \.grant, \.client_id, \.client_auth, \.redirect_uri, \.header,
             \.request_token_url, \.access_token_url, \.consumer_key, \.perms, \.git_username, \.tenant,
-            \.issuer, \.private_key_file, \.credentials_file, \.audience, \.subject,
+            \.issuer, \.private_key_file, \.credentials_file, \.audience, \.subject, \.resource,
         ] {
             take(field)
         }

@@ -33,6 +33,7 @@ public struct OAuth2Login {
         ]
         if !scopes.isEmpty { fields.append(("scope", scopes.joined(separator: " "))) }
         if let pkce { fields += [("code_challenge", pkce.challenge), ("code_challenge_method", "S256")] }
+        fields += provider.resourceFields
         fields += provider.authParams.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
         return base + (base.contains("?") ? "&" : "?") + FormEncoding.encode(fields)
     }
@@ -120,6 +121,7 @@ public struct OAuth2Login {
         let client = try provider.clientCredentials(now: clock.now)
         var fields = client.fields
         if !scopes.isEmpty { fields.append(("scope", scopes.joined(separator: " "))) }
+        fields += provider.resourceFields
         if client.fields.isEmpty { fields.insert(("client_id", provider.clientID), at: 0) }
         let host = (try? ServiceKey(parsing: url).description) ?? url
         let start = try TokenResponse.successFields(
@@ -171,9 +173,9 @@ public struct OAuth2Login {
                         "the device code expired before it was approved; nothing was stored",
                         hint: "run: tokenvault login \(ShellWord.word(provider.name)) --device")
                 }
-                let poll = [
-                    ("grant_type", "urn:ietf:params:oauth:grant-type:device_code"), ("device_code", deviceCode),
-                ]
+                let poll =
+                    [("grant_type", "urn:ietf:params:oauth:grant-type:device_code"), ("device_code", deviceCode)]
+                    + provider.resourceFields
                 let response = try transport.send(
                     .form(provider.tokenURL, poll + client.fields, headers: client.headers))
                 if let fields = TokenResponse.fields(response.body), let code = fields["error"]?.string {
@@ -235,6 +237,7 @@ public struct OAuth2Login {
     public func exchange(code: String, redirectURI: String, pkce: PKCE?, id: CredentialID) throws -> Credential {
         var fields = [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI)]
         if let pkce { fields.append(("code_verifier", pkce.verifier)) }
+        fields += provider.resourceFields
         return try tokenRequest(fields, id: id, sent: [code] + (pkce.map { [$0.verifier] } ?? []))
     }
 

@@ -50,6 +50,12 @@ public struct OAuth2Provider: Sendable {
     /// The configured `issuer`, exactly as written: an authorization
     /// response naming another (RFC 9207 `iss`) is refused.
     public var issuer: String? = nil
+    /// RFC 8707: the resource the tokens are for, sent with every
+    /// authorization and token request, so the server binds them to it.
+    public var resource: String? = nil
+
+    /// `resource=…` for a request, when the provider names one.
+    var resourceFields: [(String, String)] { resource.map { [("resource", $0)] } ?? [] }
 
     /// Where to register an application, for the missing-client-id message.
     static let registration = [
@@ -112,7 +118,8 @@ public struct OAuth2Provider: Sendable {
             refreshLifetime: p.refresh_token_lifetime.map(Int64.init),
             refreshIdle: p.refresh_token_idle.map(Int64.init),
             secretSource: secret, privateKeyFile: p.private_key_file, credentialsFile: p.credentials_file,
-            audience: p.audience, subject: p.subject, issuer: p.issuer)
+            audience: p.audience, subject: p.subject, issuer: p.issuer,
+            resource: try p.resource.map { try checkedResource($0, provider: name, configPath: configPath) })
     }
 
     /// The grant, how the client authenticates, and its id, checked together:
@@ -207,6 +214,18 @@ public struct OAuth2Provider: Sendable {
             hint: "fix \(key) in [providers.\(Config.tableKey(provider))] of \(configPath)")
     }
 
+    /// `resource` as RFC 8707 §2 wants it: an absolute https URL (http to
+    /// loopback) without a fragment; anything else is 78.
+    static func checkedResource(_ value: String, provider: String, configPath: String) throws -> String {
+        try checkEndpoint(value, provider: provider, key: "resource", configPath: configPath)
+        guard !value.contains("#") else {
+            throw TokenVaultError.config(
+                "provider \(provider): resource must not have a fragment (RFC 8707), not \(Quoted.text(value))",
+                hint: "fix resource in [providers.\(Config.tableKey(provider))] of \(configPath)")
+        }
+        return value
+    }
+
     /// Whether `url` may receive a token or a code: https, or http to loopback.
     static func isSafeEndpoint(_ url: String) -> Bool {
         let lower = url.lowercased()
@@ -286,6 +305,7 @@ public struct OAuth2Provider: Sendable {
         }
         var fields = [("grant_type", "client_credentials")]
         if !scopes.isEmpty { fields.append(("scope", scopes.joined(separator: " "))) }
+        fields += resourceFields
         let client = try clientCredentials(now: now)
         return (fields, client, client.secret.map { [$0] } ?? [])
     }
@@ -305,6 +325,7 @@ public struct OAuth2Provider: Sendable {
         let assertion = try JWT.sign(claims: claims, key: signing.key)
         var fields = [("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"), ("assertion", assertion)]
         if !scopes.isEmpty { fields.append(("scope", scopes.joined(separator: " "))) }
+        fields += resourceFields
         return (fields, assertion)
     }
 }

@@ -140,7 +140,7 @@ public struct Refresher {
         let sent: [String]
         if let refreshToken = current.refreshToken {
             try p.checkIssued(current)
-            fields = [("grant_type", "refresh_token"), ("refresh_token", refreshToken)]
+            fields = [("grant_type", "refresh_token"), ("refresh_token", refreshToken)] + p.resourceFields
             client = try p.clientCredentials(now: clock.now)
             sent = [refreshToken] + (client.secret.map { [$0] } ?? [])
         } else {
