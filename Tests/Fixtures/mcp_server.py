@@ -5,6 +5,7 @@ dynamic client registration, codes with PKCE, tokens bound to the resource
 (RFC 8707, validate_token_resource on), refresh tokens rotated on every use,
 and a refresh token used twice revoking its whole family.
 
+GET /stats: the counters (registrations, codes, refreshes, replays) as JSON.
 Usage: mcp_server.py [--path /mcp] [--token-ttl SECONDS]
 Prints "port N" once listening on 127.0.0.1. Run with the SDK's venv
 (.build/mcp-venv, made by scripts/deps.sh).
@@ -15,6 +16,7 @@ import socket
 import time
 
 import uvicorn
+from starlette.responses import JSONResponse
 from mcp.server.auth.provider import (AccessToken, AuthorizationCode, RefreshToken, TokenError,
                                       construct_redirect_uri)
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, RevocationOptions
@@ -113,6 +115,11 @@ server = MCPServer(
         client_registration_options=ClientRegistrationOptions(enabled=True, valid_scopes=["files:read", "files:write"],
                                                               default_scopes=["files:read"]),
         revocation_options=RevocationOptions(enabled=True), required_scopes=["files:read"]))
+
+
+@server.custom_route("/stats", methods=["GET"])
+async def stats(request):
+    return JSONResponse(provider.stats)
 
 
 @server.tool()

@@ -63,7 +63,9 @@ final class MCPServerTests: XCTestCase {
     }
 
     /// An MCP `initialize` with the stored token (in a header file, never in argv): the HTTP status.
-    func initialize(_ s: Sandbox, _ name: String) -> String {
+    func initialize(_ s: Sandbox, _ name: String) -> String { Self.initialize(s, name, base: base) }
+
+    static func initialize(_ s: Sandbox, _ name: String, base: String) -> String {
         let message =
             #"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#
         let script = """
@@ -101,6 +103,30 @@ final class MCPServerTests: XCTestCase {
             let r = s.tv("login", "mcp")
             XCTAssertEqual(r.status, 78, "\(bad): \(r.stderr)")
             XCTAssertTrue(r.stderr.contains("resource must"), r.stderr)
+        }
+    }
+
+    func stats() throws -> [String: Int] { try fixtureStats(base + "/stats") }
+
+    /// The race MCP clients lose: many processes at once with an expired token
+    /// and a refresh token the server rotates and, replayed, revokes with its
+    /// whole family. tokenvault refreshes once; every process gets the new token.
+    func testManyProcessesAtExpiryMakeOneRefreshAndTheFamilyLives() throws {
+        let s = try sandbox("mcp", resource: true)
+        XCTAssertEqual(s.tv("login", "mcp", limit: 60).status, 0)
+        for round in 1...2 {
+            try s.expireStored("127.0.0.1:\(Self.port)")
+            let before = try stats()
+            let results = Locked<[String]>([])
+            let base = self.base
+            DispatchQueue.concurrentPerform(iterations: 12) { _ in
+                let status = Self.initialize(s, "mcp", base: base)
+                results.mutate { $0.append(status) }
+            }
+            let after = try stats()
+            XCTAssertEqual(results.value, Array(repeating: "200", count: 12), "round \(round)")
+            XCTAssertEqual(after["refreshes"], (before["refreshes"] ?? 0) + 1, "round \(round): one refresh")
+            XCTAssertEqual(after["replays"], 0, "no rotated refresh token was ever sent again")
         }
     }
 }
