@@ -1,4 +1,5 @@
 import Foundation
+import TokenVaultTestSupport
 import XCTest
 
 @testable import TokenVaultKit
@@ -17,29 +18,14 @@ final class ResourceDiscoveryTests: XCTestCase {
     override class func setUp() {
         let python = root.appendingPathComponent(".build/mcp-venv/bin/python").path
         guard FileManager.default.isExecutableFile(atPath: python) else { return }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = [root.appendingPathComponent("Tests/Fixtures/mcp_server.py").path]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try? process.run()
-        var line = Data()
-        while !line.contains(0x0A) {
-            let chunk = out.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line += chunk
-        }
-        port =
-            Int(
-                String(decoding: line, as: UTF8.self).split(separator: " ").last?
-                    .trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 0
-        server = process
+        (server, port) = FixtureServer.start(
+            root.appendingPathComponent("Tests/Fixtures/mcp_server.py"), python: python)
     }
 
     override class func tearDown() {
-        server?.terminate()
-        server?.waitUntilExit()
+        guard let server, server.isRunning else { return }
+        server.terminate()
+        server.waitUntilExit()
     }
 
     /// No venv or no server is a failure, never a skip.

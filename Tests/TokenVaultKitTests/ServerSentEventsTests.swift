@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import TokenVaultTestSupport
 import XCTest
 
 @testable import TokenVaultKit
@@ -51,27 +52,30 @@ final class ServerSentEventsTests: XCTestCase {
 
     // MARK: The transport, streaming
 
-    nonisolated(unsafe) static var server: Process!
+    nonisolated(unsafe) static var server: Process?
     nonisolated(unsafe) static var port = 0
 
     override class func setUp() {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        server = Process()
-        server.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        server.arguments = [root.appendingPathComponent("Fixtures/sse_server.py").path]
-        let out = Pipe()
-        server.standardOutput = out
-        try! server.run()
-        let line = String(decoding: out.fileHandleForReading.availableData, as: UTF8.self)
-        port = Int(line.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 0
+        (server, port) = FixtureServer.start(root.appendingPathComponent("Fixtures/sse_server.py"))
     }
 
     override class func tearDown() {
+        guard let server, server.isRunning else { return }
         server.terminate()
         server.waitUntilExit()
     }
 
     func url(_ path: String) -> String { "http://127.0.0.1:\(Self.port)\(path)" }
+
+    /// A server that did not start is a failure, never a skip.
+    func startedServer() throws {
+        guard Self.port > 0 else {
+            throw NSError(
+                domain: "ServerSentEventsTests", code: 1,
+                userInfo: [NSLocalizedDescriptionKey: "sse_server.py did not start"])
+        }
+    }
 
     /// Streams `path`, reading events; `onEvent` runs as each one arrives.
     func stream(
@@ -103,6 +107,7 @@ final class ServerSentEventsTests: XCTestCase {
     }
 
     func testEventsAreHandedOverAsTheyArriveWithTheHeaders() throws {
+        try startedServer()
         // The server holds event two back until the client has event one: a
         // transport that waited for the whole body would get "late" instead.
         let release = url("/release")
@@ -123,7 +128,8 @@ final class ServerSentEventsTests: XCTestCase {
         XCTAssertNil(plain.header("mcp-session-id"))
     }
 
-    func testAnEndlessEventIsStoppedAndABrokenStreamSaysSo() {
+    func testAnEndlessEventIsStoppedAndABrokenStreamSaysSo() throws {
+        try startedServer()
         let huge = stream("/huge")
         XCTAssertTrue(huge.refused)
         XCTAssertEqual(huge.events, [])
