@@ -1,0 +1,121 @@
+import FoundationEssentials
+
+/// Everything a login needs to know about a protected resource, found from
+/// its URL alone (docs/providers.md): the resource's metadata (RFC 9728),
+/// then its authorization server's (RFC 8414).
+public struct ResourceServer: Equatable, Sendable {
+    /// The resource, as its metadata states it.
+    public var resource: String
+    /// The authorization server's issuer, checked against its metadata.
+    public var issuer: String
+    public var authorizeURL: String
+    public var tokenURL: String
+    /// Where to register as a client (RFC 7591); nil when the server has no registration.
+    public var registrationURL: String?
+    public var revokeURL: String?
+    /// The scopes to ask for: the challenge's, else the ones the resource lists.
+    public var scopes: [String]
+}
+
+public enum ResourceDiscovery {
+    /// Finds the authorization server of the protected resource at `url`: an
+    /// unauthenticated request whose 401 names the resource metadata (else its
+    /// well-known URLs), that document checked to describe `url`, then the
+    /// server's metadata checked to be the issuer's own and to require S256.
+    public static func discover(_ url: String, transport: HTTPTransport) throws -> ResourceServer {
+        let shown = OutsideText.line(url, limit: 200)
+        guard OAuth2Provider.isSafeEndpoint(url), !url.contains("#") else {
+            throw TokenVaultError.usage(
+                "\(Quoted.text(url)) is not an https URL (http only for loopback) without a fragment")
+        }
+        let challenge = try probe(url, transport: transport)
+        let candidates =
+            challenge?.parameters["resource_metadata"].map { [$0] } ?? ProtectedResourceMetadata.wellKnownURLs(for: url)
+        var metadata: ProtectedResourceMetadata?
+        for candidate in candidates where OAuth2Provider.isSafeEndpoint(candidate) {
+            let r = try transport.send(
+                HTTPRequest(method: "GET", url: candidate, headers: ["Accept: application/json"]))
+            if (500..<600).contains(r.status) {
+                throw TokenVaultError.temporary(
+                    "the resource metadata of \(shown) is unavailable (HTTP \(r.status)); try again")
+            }
+            guard r.status == 200 else { continue }
+            metadata = try ProtectedResourceMetadata.parse(r.body, for: url)
+            break
+        }
+        guard let metadata else {
+            throw TokenVaultError.badInput(
+                "\(shown) does not say which authorization server protects it (no resource metadata)")
+        }
+        let issuer = metadata.authorizationServers[0]
+        var server = try authorizationServer(issuer, transport: transport, resource: shown)
+        server.resource = metadata.resource
+        let asked = challenge?.parameters["scope"].map { $0.split(separator: " ").map(String.init) }
+        server.scopes = (asked ?? metadata.scopesSupported).map { OutsideText.line($0, limit: 200) }
+        return server
+    }
+
+    /// The resource without a token: its Bearer challenge, if it answers 401
+    /// (an MCP server takes a JSON-RPC ping; another resource ignores the body).
+    static func probe(_ url: String, transport: HTTPTransport) throws -> AuthChallenge? {
+        let ping = Data(#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#.utf8)
+        let r = try transport.send(
+            HTTPRequest(
+                url: url, headers: ["Content-Type: application/json", "Accept: application/json, text/event-stream"],
+                body: ping))
+        guard r.status == 401 else { return nil }
+        return r.header("WWW-Authenticate").flatMap(AuthChallenge.bearer)
+    }
+
+    /// The authorization server's metadata (RFC 8414, then OpenID Connect's
+    /// name): its `issuer` must be exactly the one the resource named, its
+    /// endpoints https, and PKCE with S256 supported, or nothing is sent (65).
+    static func authorizationServer(
+        _ issuer: String, transport: HTTPTransport, resource: String
+    ) throws -> ResourceServer {
+        let shownIssuer = OutsideText.line(issuer, limit: 200)
+        var document: [String: JSONValue]?
+        for url in Discovery.urls(issuer).reversed() {  // RFC 8414's name first
+            let r = try transport.send(HTTPRequest(method: "GET", url: url, headers: ["Accept: application/json"]))
+            if (500..<600).contains(r.status) {
+                throw TokenVaultError.temporary(
+                    "the authorization server \(shownIssuer) is unavailable (HTTP \(r.status)); try again")
+            }
+            if r.status == 200, case .object(let o)? = try? JSONDecoder().decode(JSONValue.self, from: r.body) {
+                document = o
+                break
+            }
+        }
+        guard let o = document else {
+            throw TokenVaultError.badInput(
+                "the authorization server \(shownIssuer) of \(resource) publishes no metadata")
+        }
+        guard o["issuer"]?.string == issuer else {
+            throw TokenVaultError.badInput(
+                "the metadata of \(shownIssuer) is for issuer \(OutsideText.line(o["issuer"]?.text ?? "none", limit: 200)); nothing was sent"
+            )
+        }
+        guard case .array(let methods)? = o["code_challenge_methods_supported"], methods.contains(.string("S256"))
+        else {
+            throw TokenVaultError.badInput(
+                "the authorization server \(shownIssuer) does not support PKCE with S256; tokenvault does not log in without it"
+            )
+        }
+        func endpoint(_ key: String) throws -> String? {
+            guard let v = o[key] else { return nil }
+            guard let s = v.string, OAuth2Provider.isSafeEndpoint(s) else {
+                throw TokenVaultError.badInput(
+                    "\(shownIssuer) sent a \(key) that is not an https URL: \(OutsideText.line(v.text, limit: 200))")
+            }
+            return s
+        }
+        guard let authorize = try endpoint("authorization_endpoint"), let token = try endpoint("token_endpoint") else {
+            throw TokenVaultError.badInput(
+                "the metadata of \(shownIssuer) has no authorization_endpoint or token_endpoint")
+        }
+        return ResourceServer(
+            resource: resource, issuer: issuer, authorizeURL: authorize, tokenURL: token,
+            registrationURL: try endpoint("registration_endpoint"), revokeURL: try endpoint("revocation_endpoint"),
+            scopes: [])
+    }
+}
