@@ -119,3 +119,9 @@ public enum TokenVaultError: Error, Equatable, LocalizedError, Sendable {
         return []
     }
 }
+
+extension Error {
+    /// What `localizedDescription` gave with the whole of Foundation: a
+    /// LocalizedError's description, else the error as text.
+    public var errorText: String { (self as? LocalizedError)?.errorDescription ?? String(describing: self) }
+}

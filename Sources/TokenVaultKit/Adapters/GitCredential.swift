@@ -71,13 +71,14 @@ public struct GitCredentialRequest: Sendable, Equatable {
         if let at = authority.firstIndex(of: "@") {
             let user = authority[..<at]
             out["username"] =
-                Posix.percentDecoded(String(user.split(separator: ":", maxSplits: 1).first ?? "")) ?? String(user)
+                FormEncoding.percentDecoded(String(user.split(separator: ":", maxSplits: 1).first ?? ""))
+                ?? String(user)
             authority = authority[authority.index(after: at)...]
         }
-        out["host"] = Posix.percentDecoded(String(authority)) ?? String(authority)
+        out["host"] = FormEncoding.percentDecoded(String(authority)) ?? String(authority)
         // git drops the slashes that start the path; a "?" or "#" stays in it.
         let path = afterScheme[end...].drop(while: { $0 == "/" })
-        if !path.isEmpty { out["path"] = Posix.percentDecoded(String(path)) ?? String(path) }
+        if !path.isEmpty { out["path"] = FormEncoding.percentDecoded(String(path)) ?? String(path) }
         return out
     }
 }

@@ -239,8 +239,26 @@ public struct HTTPFailure: Error, Sendable {
     }
 }
 
-/// application/x-www-form-urlencoded, both ways.
+/// application/x-www-form-urlencoded, both ways, and URL percent-decoding.
 public enum FormEncoding {
+    /// `%XX` escapes decoded; nil when one is malformed or the result is not UTF-8.
+    public static func percentDecoded(_ s: String) -> String? {
+        var out: [UInt8] = []
+        var bytes = Array(s.utf8)[...]
+        while let b = bytes.popFirst() {
+            guard b == UInt8(ascii: "%") else {
+                out.append(b)
+                continue
+            }
+            guard bytes.count >= 2, let v = UInt8(String(decoding: bytes.prefix(2), as: UTF8.self), radix: 16) else {
+                return nil
+            }
+            out.append(v)
+            bytes = bytes.dropFirst(2)
+        }
+        return String(validating: out, as: UTF8.self)
+    }
+
     static let unreserved = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~".utf8)
 
     public static func percentEncode(_ s: String) -> String {

@@ -43,24 +43,6 @@ public enum Posix {
 
     public static func write(_ fd: Int32, _ text: String) { write(fd, Array(text.utf8)) }
 
-    /// `%XX` escapes decoded; nil when one is malformed or the result is not UTF-8.
-    public static func percentDecoded(_ s: String) -> String? {
-        var out: [UInt8] = []
-        var bytes = Array(s.utf8)[...]
-        while let b = bytes.popFirst() {
-            guard b == UInt8(ascii: "%") else {
-                out.append(b)
-                continue
-            }
-            guard bytes.count >= 2, let v = UInt8(String(decoding: bytes.prefix(2), as: UTF8.self), radix: 16) else {
-                return nil
-            }
-            out.append(v)
-            bytes = bytes.dropFirst(2)
-        }
-        return String(validating: out, as: UTF8.self)
-    }
-
     /// Runs `body` on a new thread of `stackSize` bytes.
     public static func spawnThread(stackSize: Int = 1 << 20, _ body: @escaping @Sendable () -> Void) {
         final class Box: @unchecked Sendable {
@@ -154,10 +136,4 @@ public final class PosixLock: @unchecked Sendable {
         defer { pthread_mutex_unlock(&mutex) }
         return try body()
     }
-}
-
-extension Error {
-    /// What `localizedDescription` gave with the whole of Foundation: a
-    /// LocalizedError's description, else the error as text.
-    public var errorText: String { (self as? LocalizedError)?.errorDescription ?? String(describing: self) }
 }
