@@ -1,0 +1,74 @@
+import FoundationEssentials
+
+/// JSON-RPC 2.0 as MCP's stdio transport carries it: one message per line,
+/// UTF-8, no embedded newlines. What the bridge reads from its client is
+/// checked here; a line that is no message gets the error JSON-RPC defines,
+/// and nothing is forwarded.
+public enum JSONRPC {
+    /// A line that is not a message, with the error to answer it with.
+    public struct Refusal: Error, Equatable, Sendable {
+        /// -32700 parse error, -32600 invalid request.
+        public var code: Int
+        public var message: String
+        /// The request's id when it could be read, else null.
+        public var id: JSONValue
+
+        /// The JSON-RPC error response, one line.
+        public var response: String {
+            JSONValue.object([
+                "jsonrpc": .string("2.0"), "id": id,
+                "error": .object(["code": .integer(Int64(code)), "message": .string(message)]),
+            ]).text
+        }
+    }
+
+    /// The longest line taken (a tool call with a large argument fits).
+    public static let maxLineBytes = 4 << 20
+
+    /// One line from the client as a message: a request, a notification or a
+    /// response (an object with `"jsonrpc": "2.0"`), or a batch of them.
+    public static func message(_ line: ArraySlice<UInt8>) throws(Refusal) -> JSONValue {
+        guard line.count <= maxLineBytes else {
+            throw Refusal(code: -32600, message: "the message is larger than \(maxLineBytes >> 20) MiB", id: .null)
+        }
+        guard let value = try? JSONDecoder().decode(JSONValue.self, from: Data(line)) else {
+            throw Refusal(code: -32700, message: "parse error: the line is not JSON", id: .null)
+        }
+        switch value {
+        case .object(let o):
+            try check(o)
+        case .array(let items) where !items.isEmpty:
+            for item in items {
+                guard case .object(let o) = item else {
+                    throw Refusal(code: -32600, message: "invalid request: a batch holds objects", id: .null)
+                }
+                try check(o)
+            }
+        default:
+            throw Refusal(code: -32600, message: "invalid request: a message is an object", id: .null)
+        }
+        return value
+    }
+
+    private static func check(_ o: [String: JSONValue]) throws(Refusal) {
+        let id = o["id"] ?? .null
+        guard o["jsonrpc"] == .string("2.0") else {
+            throw Refusal(code: -32600, message: "invalid request: jsonrpc must be \"2.0\"", id: validID(id))
+        }
+        switch id {
+        case .null, .string, .integer: break
+        default: throw Refusal(code: -32600, message: "invalid request: an id is a string or a number", id: .null)
+        }
+        let isResponse = o["result"] != nil || o["error"] != nil
+        guard isResponse || o["method"]?.string != nil else {
+            throw Refusal(code: -32600, message: "invalid request: no method", id: id)
+        }
+    }
+
+    private static func validID(_ id: JSONValue) -> JSONValue {
+        switch id {
+        case .string, .integer: id
+        default: .null
+        }
+    }
+}
