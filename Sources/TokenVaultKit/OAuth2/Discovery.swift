@@ -115,21 +115,33 @@ public struct Discovery {
     }
 
     private func fetch(_ issuer: String, provider name: String) throws -> [String: JSONValue] {
+        let (document, last) = try Self.firstDocument(Self.urls(issuer), transport: transport) { status, url in
+            "the discovery document of \(name) is unavailable (HTTP \(status) from \(url))"
+        }
+        guard let document else {
+            throw TokenVaultError.badInput("no discovery document for \(name) at \(issuer) (\(last))")
+        }
+        return document
+    }
+
+    /// The first of `urls` that answers 2xx with a JSON object. A 5xx stops
+    /// the search (75, in `unavailable`'s words): the server is there but
+    /// cannot answer now. Nil, with what the last URL said, when none has one.
+    static func firstDocument(
+        _ urls: [String], transport: HTTPTransport, unavailable: (_ status: Int, _ url: String) -> String
+    ) throws -> (document: [String: JSONValue]?, last: String) {
         var last = "no answer"
-        for url in Self.urls(issuer) {
+        for url in urls {
             let r = try transport.send(HTTPRequest(method: "GET", url: url, headers: ["Accept: application/json"]))
-            if (500..<600).contains(r.status) {
-                throw TokenVaultError.temporary(
-                    "the discovery document of \(name) is unavailable (HTTP \(r.status) from \(url))")
-            }
+            if (500..<600).contains(r.status) { throw TokenVaultError.temporary(unavailable(r.status, url)) }
             if (200..<300).contains(r.status),
                 case .object(let o)? = try? JSONDecoder().decode(JSONValue.self, from: r.body)
             {
-                return o
+                return (o, last)
             }
             last = "HTTP \(r.status) from \(url)"
         }
-        throw TokenVaultError.badInput("no discovery document for \(name) at \(issuer) (\(last))")
+        return (nil, last)
     }
 
     // MARK: The cache: one JSON file per issuer, named by a hash of it.

@@ -74,17 +74,9 @@ public enum ResourceDiscovery {
         _ issuer: String, transport: HTTPTransport, resource: String
     ) throws -> ResourceServer {
         let shownIssuer = OutsideText.line(issuer, limit: 200)
-        var document: [String: JSONValue]?
-        for url in Discovery.urls(issuer).reversed() {  // RFC 8414's name first
-            let r = try transport.send(HTTPRequest(method: "GET", url: url, headers: ["Accept: application/json"]))
-            if (500..<600).contains(r.status) {
-                throw TokenVaultError.temporary(
-                    "the authorization server \(shownIssuer) is unavailable (HTTP \(r.status)); try again")
-            }
-            if r.status == 200, case .object(let o)? = try? JSONDecoder().decode(JSONValue.self, from: r.body) {
-                document = o
-                break
-            }
+        // RFC 8414's name first, then OpenID Connect's.
+        let (document, _) = try Discovery.firstDocument(Discovery.urls(issuer).reversed(), transport: transport) {
+            status, _ in "the authorization server \(shownIssuer) is unavailable (HTTP \(status)); try again"
         }
         guard let o = document else {
             throw TokenVaultError.badInput(
