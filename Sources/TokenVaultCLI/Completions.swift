@@ -102,7 +102,7 @@ enum Completions {
 
     static func storedIDs() -> [CredentialID] {
         // Never a prompt, never the passphrase, and a short wait for D-Bus.
-        var settings = Settings().with(.dbusTimeout, "0.5")
+        var settings = Settings.process.with(.dbusTimeout, "0.5")
         for source in EnvironmentVariable.passphraseSources { settings = settings.with(source, nil) }
         let context = Context(settings: settings)
         var backends = context.backends

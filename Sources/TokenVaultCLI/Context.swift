@@ -32,7 +32,7 @@ final class Context {
     /// False: never prompt on the terminal (kubectl said no one answers).
     var interactive = true
 
-    init(settings: Settings = Settings(), clock: Clock = SystemClock()) {
+    init(settings: Settings = .process, clock: Clock = SystemClock()) {
         self.settings = settings
         self.clock = clock
     }

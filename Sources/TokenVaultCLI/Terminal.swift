@@ -19,7 +19,7 @@ struct ColorOptions: ParsableArguments {
     var color: ColorChoice = .auto
 
     /// Whether stdout gets colour.
-    var enabled: Bool { Terminal.colour(color, settings: Settings()) }
+    var enabled: Bool { Terminal.colour(color, settings: .process) }
 }
 
 /// What stdout is: a terminal (colour, its width, indented JSON) or a pipe.
@@ -39,7 +39,7 @@ enum Terminal {
         guard stdoutIsTerminal else { return nil }
         var size = winsize()
         if ioctl(1, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 { return Int(size.ws_col) }
-        return Settings()[.columns].flatMap(Int.init)
+        return Settings.process[.columns].flatMap(Int.init)
     }
 
     enum Paint: String {

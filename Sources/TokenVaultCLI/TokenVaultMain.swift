@@ -18,7 +18,7 @@ public enum TokenVaultMain {
             // it does not parse as a plain `get` -- help, an error -- goes
             // through the whole parser, so what the user sees is unchanged.
             if args.first == "get" {
-                let settings = Settings()
+                let settings = Settings.process
                 if !SecretServiceHeadStart.start(settings) {
                     Config.readAhead(settings)
                 }

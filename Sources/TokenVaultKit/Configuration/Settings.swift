@@ -97,6 +97,10 @@ public struct Settings: Sendable {
         self.environment = environment
     }
 
+    /// This process's environment, copied once: the start-up, the command and
+    /// the helpers that need a setting all read this one.
+    public static let process = Settings()
+
     /// These settings with `variable` set to `value` (nil: unset).
     public func with(_ variable: EnvironmentVariable, _ value: String?) -> Settings {
         var e = environment

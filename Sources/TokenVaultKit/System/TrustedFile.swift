@@ -9,7 +9,7 @@ import Glibc
 enum TrustedFile {
     /// A `*_file` setting as written in the config: `~/` stands for `$HOME`.
     static func expandingHome(_ path: String) -> String {
-        path.hasPrefix("~/") ? Settings().home + path.dropFirst() : path
+        path.hasPrefix("~/") ? Settings.process.home + path.dropFirst() : path
     }
 
     static func check(_ path: String, what: String) throws {

@@ -65,7 +65,7 @@ public struct EtcdSettings: Sendable {
 /// (the configuration is likely wrong).
 enum EtcdReachMark {
     static func path(_ s: EtcdSettings) -> String {
-        Settings().runtimeDirectory + "/etcd-"
+        Settings.process.runtimeDirectory + "/etcd-"
             + Hex.encode(Sodium.hash(Array(s.endpoints.sorted().joined(separator: ",").utf8))) + ".reached"
     }
 
