@@ -35,18 +35,10 @@ final class MCPServerTests: XCTestCase {
         return try XCTUnwrap(o["client_id"] as? String)
     }
 
-    /// A free loopback port for a fixed redirect URI.
-    func freePort() -> Int {
-        Int(
-            runProcess(
-                "/usr/bin/python3",
-                ["-c", "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])"],
-                env: [:]
-            ).out) ?? 0
-    }
-
     func sandbox(_ name: String, resource: Bool) throws -> Sandbox {
-        let redirect = "http://127.0.0.1:\(freePort())/callback"
+        let probe = try LoopbackPortProbe()  // a free port for the fixed redirect URI
+        probe.close()
+        let redirect = "http://127.0.0.1:\(probe.port)/callback"
         let s = Sandbox()
         s.env["BROWSER"] = Paths.fixtures.appendingPathComponent("browser.sh").path
         try s.writeConfig(
