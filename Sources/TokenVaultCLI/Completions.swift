@@ -108,6 +108,6 @@ enum Completions {
         var backends = context.backends
         backends.interactive = false
         guard let choice = try? context.backendChoice, let store = try? backends.open(choice) else { return [] }
-        return (try? store.listIDs()) ?? []
+        return ((try? store.listIDs()) ?? []).filter { !$0.isRegistration }
     }
 }

@@ -69,6 +69,12 @@ final class Context {
             }
         }
         if let configError { throw configError }
+        // A URL with a path names the resource stored for it or its longest
+        // parent, else its host (docs/reference.md).
+        if raw.contains("://"), let resource = try? ServiceKey(resource: raw), resource.path != nil {
+            let onHost = try vault().listIDs().map(\.service).filter { $0.host == key.host && $0.path != nil }
+            return resource.closest(among: onHost)
+        }
         return key
     }
 
@@ -152,8 +158,14 @@ final class Context {
 
     /// Resolves an OAuth 2.0 provider from the presets and the config; an
     /// `issuer` is discovered through the on-disk cache (docs/providers.md).
+    /// A resource logged in to by its URL gets its client here: the provider
+    /// configured for its issuer, else the registration kept in the backend.
     func oauth2Provider(_ name: String) throws -> OAuth2Provider {
-        try OAuth2Provider.resolve(name, config: try config, configPath: settings.configPath) { issuer, provider in
+        var c = try config
+        if let table = c.providers[name] {
+            c.providers[name] = try ResourceClient.filled(table, config: c) { try self.vault().registration(for: $0) }
+        }
+        return try OAuth2Provider.resolve(name, config: c, configPath: settings.configPath) { issuer, provider in
             try self.discovery().endpoints(issuer: issuer, provider: provider)
         }
     }

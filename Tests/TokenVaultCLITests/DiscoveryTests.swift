@@ -349,7 +349,7 @@ final class DiscoveryTests: XCTestCase {
         XCTAssertEqual(mixedUp.status, 65, mixedUp.stderr)
         XCTAssertTrue(
             mixedUp.stderr.contains(
-                "the redirect comes from another authorization server (iss https://idp.evil.example, not \(issuer)); nothing was stored"
+                "mix-up: the redirect comes from another authorization server (iss https://idp.evil.example, not \(issuer)); nothing was stored"
             ),
             mixedUp.stderr)
         XCTAssertEqual(s.tv("get", "idp").status, 3)

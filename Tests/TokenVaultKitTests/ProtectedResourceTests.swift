@@ -46,7 +46,8 @@ final class ProtectedResourceTests: XCTestCase {
         ] {
             XCTAssertThrowsError(try ProtectedResourceMetadata.parse(doc, for: "https://mcp.example.com/a/mcp")) {
                 error in
-                XCTAssertEqual((error as? TokenVaultError)?.exitCode, 65)
+                XCTAssertEqual(
+                    (error as? TokenVaultError)?.exitCode, why == "describes another resource" ? 78 : 65, why)
                 XCTAssertTrue(error.errorText.contains(why), error.errorText)
             }
         }

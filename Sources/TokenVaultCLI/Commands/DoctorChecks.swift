@@ -184,7 +184,7 @@ final class DoctorChecks {
     func checkCredentials(_ choice: BackendChoice, backends: Backends, config: Config) {
         let rows: [StoredCredential]
         do {
-            rows = try backends.open(choice).listLocated()
+            rows = try backends.open(choice).listLocated().filter { !$0.credential.id.isRegistration }
         } catch {
             add("credentials", .info, "not checked: \(error.errorText)")
             return

@@ -103,18 +103,29 @@ extension TokenVault {
             if let port, !(1...65535).contains(port) { throw ValidationError("--port must be from 1 to 65535") }
             if timeout <= 0 { throw ValidationError("--timeout must be a positive number of seconds") }
             if provider == nil, issuer == nil {
-                throw ValidationError("name a provider, or give --issuer and --client-id")
+                throw ValidationError("name a provider or a resource's URL, or give --issuer and --client-id")
             }
-            if (issuer == nil) != (clientID == nil) { throw ValidationError("--issuer and --client-id go together") }
-            if name != nil, issuer == nil {
-                throw ValidationError(
-                    "--name names the provider of --issuer; without --issuer, give the provider itself")
-            }
-            if let name, let provider, name.lowercased() != provider.lowercased() {
-                throw ValidationError("give the provider's name once: as the argument or as --name")
+            if resourceURL != nil {
+                if clientID != nil {
+                    throw ValidationError(
+                        "--client-id goes with --issuer alone; for a resource's URL, configure the client in a provider with its issuer"
+                    )
+                }
+            } else {
+                if (issuer == nil) != (clientID == nil) {
+                    throw ValidationError("--issuer and --client-id go together")
+                }
+                if name != nil, issuer == nil {
+                    throw ValidationError(
+                        "--name names the provider of --issuer or of a URL; otherwise, give the provider itself")
+                }
+                if let name, let provider, name.lowercased() != provider.lowercased() {
+                    throw ValidationError("give the provider's name once: as the argument or as --name")
+                }
             }
             // A name kept in providers.toml and typed in commands: one plain word.
-            if issuer != nil, let given = (name ?? provider)?.lowercased(),
+            if issuer != nil || resourceURL != nil,
+                let given = (name ?? (resourceURL == nil ? provider : nil))?.lowercased(),
                 given.isEmpty || given.count > 63
                     || !given.unicodeScalars.allSatisfy({
                         ("a"..."z").contains($0) || ("0"..."9").contains($0) || "._-".unicodeScalars.contains($0)
@@ -128,8 +139,15 @@ extension TokenVault {
             }
         }
 
+        /// The provider argument when it is a URL: a protected resource to log in to.
+        var resourceURL: String? { provider.flatMap { $0.contains("://") ? $0 : nil } }
+
         func run(in context: Context) throws {
             let account = try AccountChoice(option: self.account, settings: context.settings).name
+            if let resourceURL {
+                try loginResource(resourceURL, account: account, context: context)
+                return
+            }
             let providerName = try issuerProvider(context) ?? (provider ?? "").lowercased()
             let table = try ProviderConfig.table(
                 for: providerName, config: try context.config,
@@ -139,6 +157,24 @@ extension TokenVault {
                 return
             }
             let p = try context.oauth2Provider(providerName)
+            try loginOAuth2(p, account: account, scopes: nil, context: context) {
+                if let issuer, let clientID {
+                    // Kept once the login worked, so `providers`, `get NAME` and refresh find it.
+                    try DiscoveredProviders.add(
+                        name: providerName, issuer: issuer, clientID: clientID, settings: context.settings)
+                    Interruption.say(
+                        "the provider \(providerName) was kept in providers.toml, but no credential was stored under \(CredentialID(service: p.service, account: account))"
+                    )
+                }
+            }
+        }
+
+        /// An OAuth 2.0 login by the flow that fits, then `keep` (what the
+        /// login adds besides the credential) and the store, with Ctrl-C held.
+        /// `scopes`: exactly these; nil: the provider's and --scope.
+        func loginOAuth2(
+            _ p: OAuth2Provider, account: String, scopes asked: [String]?, context: Context, keep: () throws -> Void
+        ) throws {
             let id = CredentialID(service: p.service, account: account)
             let flow = chooseFlow(
                 grant: p.grant, hasDevice: p.deviceAuthorizationURL != nil, settings: context.settings)
@@ -153,7 +189,7 @@ extension TokenVault {
             let login = OAuth2Login(
                 provider: p, transport: CurlTransport(timeout: try context.httpTimeout),
                 clock: context.clock, notify: { Output.notice($0) })
-            let wanted = login.scopes(adding: scopes)
+            let wanted = asked ?? login.scopes(adding: scopes)
             var credential: Credential
             switch flow {
             case .device:
@@ -172,14 +208,7 @@ extension TokenVault {
             }
             credential = login.withUserInfo(credential)
             try Interruption.holding {
-                if let issuer, let clientID {
-                    // Kept once the login worked, so `providers`, `get NAME` and refresh find it.
-                    try DiscoveredProviders.add(
-                        name: providerName, issuer: issuer, clientID: clientID, settings: context.settings)
-                    Interruption.say(
-                        "the provider \(providerName) was kept in providers.toml, but no credential was stored under \(id)"
-                    )
-                }
+                try keep()
                 try store(credential, provider: p.name, context: context)
             }
             announce(credential, provider: p.name, context: context)
@@ -345,56 +374,6 @@ extension TokenVault {
                 }
             try store(credential, provider: p.name, context: context)
             announce(credential, provider: p.name, context: context)
-        }
-    }
-}
-
-/// Opens a URL for the user: `$BROWSER` (the URL as its last argument), else xdg-open.
-enum Browser {
-    /// Why no browser can open here, or nil when one can: over SSH without a
-    /// forwarded display, or with neither `$BROWSER` nor a display.
-    static func unavailable(_ settings: Settings) -> String? {
-        if settings[.sshConnection] != nil, !settings.desktop { return "an SSH session without a display" }
-        if settings[.browser] == nil, !settings.desktop {
-            return
-                "no $\(EnvironmentVariable.browser.name), \(EnvironmentVariable.display.name) or \(EnvironmentVariable.waylandDisplay.name)"
-        }
-        return nil
-    }
-
-    /// Starts the browser; one that cannot start, or exits with a failure
-    /// within its first half second, is reported at once (the URL is on the
-    /// terminal already), so nobody waits out the login's timeout for nothing.
-    static func open(_ url: String, settings: Settings) {
-        let command: String
-        if let browser = settings[.browser] {
-            command = browser
-        } else if let xdg = ["/usr/bin/xdg-open", "/usr/local/bin/xdg-open"].first(where: { (path: String) in
-            access(path, X_OK) == 0
-        }) {
-            command = xdg
-        } else {
-            Output.notice(
-                "no browser to open (set \(EnvironmentVariable.browser.name), or install xdg-utils): open the URL above yourself"
-            )
-            return
-        }
-        // $BROWSER may carry arguments ("firefox --new-window"): the shell splits it. The
-        // browser lives on in the background; the shell reports how it ended if that was
-        // within half a second, else 0.
-        let watch =
-            #"$1 "$2" & b=$!; for i in 1 2 3 4 5; do kill -0 "$b" 2>/dev/null || { wait "$b"; exit $?; }; sleep 0.1; done; exit 0"#
-        do {
-            let (status, _) = try Posix.spawn(
-                ["/bin/sh", "-c", watch, "sh", command, url], env: ChildEnvironment.scrubbed(settings.environment),
-                capture: false, wait: true)
-            if status != 0 {
-                Output.warning(
-                    "the browser (\(OutsideText.line(command, limit: 80))) failed (exit \(status)\(status == 127 ? ": not found" : "")): open the URL above yourself"
-                )
-            }
-        } catch {
-            Output.warning("cannot start the browser: \(error.errorText); open the URL above yourself")
         }
     }
 }

@@ -23,7 +23,7 @@ extension TokenVault {
                 let type = configured?.type ?? preset?.type ?? "oauth2"
                 var origin =
                     config.discoveredProviders.contains(name)
-                    ? "login --issuer"
+                    ? (configured?.resource != nil ? "login URL" : "login --issuer")
                     : preset == nil ? "configured" : (configured == nil ? "built-in" : "built-in, configured")
                 if config.brokenProviders[name] != nil { origin += ", broken (see the warning)" }
                 rows.append((name, type, directory.service(of: name) ?? "?", origin))

@@ -27,8 +27,20 @@ public struct CredentialID: Hashable, Sendable, Comparable, CustomStringConverti
     /// characters (one character can carry thousands of combining marks).
     public static let maxAccountBytes = 256
 
-    /// Validates an `--account` value: one printable line, 1 to 256 bytes of UTF-8.
+    /// The account a client registration is kept under (docs/reference.md):
+    /// no user can name it, and no listing shows it.
+    public static let registrationAccount = "tokenvault:client"
+
+    /// A client registration kept for an authorization server, not a credential.
+    public var isRegistration: Bool { account == Self.registrationAccount }
+
+    /// Validates an `--account` value: one printable line, 1 to 256 bytes of UTF-8,
+    /// not starting with the reserved `tokenvault:`.
     public static func validateAccount(_ account: String) throws {
+        if account.hasPrefix("tokenvault:") {
+            throw TokenVaultError.usage(
+                "invalid account \(Quoted.text(account)): names starting with 'tokenvault:' are tokenvault's own")
+        }
         if account.isEmpty || account.utf8.count > maxAccountBytes
             || account.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) })
             || account != account.trimmedSpaces()

@@ -3,15 +3,57 @@ import FoundationEssentials
 import Glibc
 
 /// The key a credential is stored under: the lower-cased API host, plus
-/// `:port` when the port is not the scheme's default (docs/reference.md).
+/// `:port` when the port is not the scheme's default, plus the path of a
+/// protected resource logged in to by its URL (`mcp.example.com/a/mcp`;
+/// docs/reference.md).
 public struct ServiceKey: Hashable, Sendable, CustomStringConvertible, Comparable {
     public let host: String
     public let port: Int?
+    /// A resource's path: starts with "/", no empty, "." or ".." segment, no
+    /// trailing "/". Nil for a host key.
+    public let path: String?
 
     public var description: String {
         let h = host.contains(":") ? "[\(host)]" : host
-        guard let port else { return h }
-        return "\(h):\(port)"
+        let authority = port.map { "\(h):\($0)" } ?? h
+        return authority + (path ?? "")
+    }
+
+    /// The key of the host alone.
+    public var hostKey: ServiceKey { ServiceKey(host: host, port: port, path: nil) }
+
+    private init(host: String, port: Int?, path: String?) {
+        self.host = host
+        self.port = port
+        self.path = path
+    }
+
+    /// The longest path in `path` is the longest path of its host.
+    public static let maxPathLength = 512
+
+    /// The key of a protected resource's URL (`https://mcp.example.com/a/mcp/`
+    /// → `mcp.example.com/a/mcp`): its path is kept, where `init(parsing:)`
+    /// keeps only the host. The root path gives the host key.
+    public init(resource url: String) throws {
+        let host = try ServiceKey(parsing: url)
+        guard let schemeEnd = url.firstRange(of: "://") else {
+            throw TokenVaultError.usage("\(Quoted.text(url)) is not a URL")
+        }
+        var rest = url[schemeEnd.upperBound...]
+        if let cut = rest.firstIndex(where: { $0 == "?" || $0 == "#" }) { rest = rest[..<cut] }
+        let path = rest.firstIndex(of: "/").map { String(rest[$0...]) } ?? ""
+        self.init(host: host.host, port: host.port, path: try Self.checkedPath(path, raw: url))
+    }
+
+    /// Of the resource keys `stored` on this key's host, the one whose path is
+    /// this key's path or its longest parent (by whole segments); else the host key.
+    public func closest(among stored: [ServiceKey]) -> ServiceKey {
+        guard let path else { return self }
+        let fits = stored.filter { s in
+            guard s.host == host, s.port == port, let p = s.path else { return false }
+            return path == p || path.hasPrefix(p + "/")
+        }
+        return fits.max { ($0.path ?? "").count < ($1.path ?? "").count } ?? hostKey
     }
 
     public static func < (a: ServiceKey, b: ServiceKey) -> Bool { a.description < b.description }
@@ -48,8 +90,56 @@ public struct ServiceKey: Hashable, Sendable, CustomStringConvertible, Comparabl
             try self.init(parsing: service)
             return
         }
-        if raw.contains("/") { throw refuse("'/' is only allowed in a URL (https://host/path)") }
+        if let slash = raw.firstIndex(of: "/") {
+            // host/path: a resource's key as `list` prints it.
+            let authority = try ServiceKey(authority: String(raw[..<slash]), defaultPort: 443, refuse: refuse)
+            let path = try Self.checkedPath(String(raw[slash...]), raw: raw)
+            guard path != nil else { throw refuse("a service key does not end with '/'") }
+            self.init(host: authority.host, port: authority.port, path: path)
+            return
+        }
         try self.init(authority: raw, defaultPort: 443, refuse: refuse)
+    }
+
+    /// A path as a key keeps it: nil for the root; trailing "/" dropped,
+    /// percent escapes upper-cased; refused (64) with an empty, "." or ".."
+    /// segment, or a character outside RFC 3986's path characters.
+    static func checkedPath(_ path: String, raw: String) throws -> String? {
+        func refuse(_ why: String) -> TokenVaultError {
+            .usage(
+                "invalid service \(Quoted.text(raw)): \(why)",
+                hint: "a resource's service is host/path, as tokenvault list shows it")
+        }
+        var trimmed = Substring(path)
+        while trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
+        if trimmed.isEmpty { return nil }
+        if trimmed.utf8.count > maxPathLength { throw refuse("the path is longer than \(maxPathLength) bytes") }
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~!$&'()*+,;=:@%")
+        var out = ""
+        for segment in trimmed.dropFirst().split(separator: "/", omittingEmptySubsequences: false) {
+            if segment.isEmpty { throw refuse("the path has an empty segment ('//')") }
+            if segment == "." || segment == ".." { throw refuse("'.' and '..' are not allowed in a path") }
+            if let bad = segment.first(where: { !allowed.contains($0) }) {
+                throw refuse("\(Quoted.text(String(bad))) is not allowed in a path")
+            }
+            let chars = Array(segment)
+            var i = 0
+            var normal = ""
+            while i < chars.count {
+                if chars[i] == "%" {
+                    guard i + 2 < chars.count, chars[i + 1].isHexDigit, chars[i + 2].isHexDigit else {
+                        throw refuse("'%' must start an escape like %2F")
+                    }
+                    normal += "%" + String(chars[i + 1...i + 2]).uppercased()
+                    i += 3
+                } else {
+                    normal.append(chars[i])
+                    i += 1
+                }
+            }
+            out += "/" + normal
+        }
+        return out
     }
 
     private init(authority: String, defaultPort: Int, refuse: (String) -> TokenVaultError) throws {
@@ -93,6 +183,7 @@ public struct ServiceKey: Hashable, Sendable, CustomStringConvertible, Comparabl
         }
         self.host = lower
         self.port = port
+        self.path = nil
         if description.utf8.count > ServiceKey.maxLength + 8 { throw refuse("it is too long") }
     }
 

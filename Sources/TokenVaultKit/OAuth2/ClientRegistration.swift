@@ -14,6 +14,11 @@ public struct ClientRegistration: Equatable, Sendable {
     public var registrationAccessToken: String?
     public var redirectURI: String
     public var registeredAt: Int64
+    /// The scopes it was registered for: a login asking for more registers again.
+    public var scopes: [String] = []
+
+    /// True when a login for `wanted` can use this registration.
+    public func covers(_ wanted: [String]) -> Bool { wanted.allSatisfy(scopes.contains) }
 
     /// The client metadata sent (RFC 7591 §2; `application_type` from OpenID
     /// Connect Registration, as MCP asks of native clients).
@@ -52,12 +57,12 @@ public struct ClientRegistration: Equatable, Sendable {
                 code: code, description: answer?["error_description"].map { OutsideText.line($0.text) })
         }
         guard let o = answer else { throw TokenVaultError.badInput("\(host) answered the registration without JSON") }
-        return try parse(o, host: host, issuer: issuer, redirectURI: redirectURI, now: now)
+        return try parse(o, host: host, issuer: issuer, redirectURI: redirectURI, scopes: scopes, now: now)
     }
 
     /// Checks what a registration answer says.
     static func parse(
-        _ o: [String: JSONValue], host: String, issuer: String, redirectURI: String, now: Int64
+        _ o: [String: JSONValue], host: String, issuer: String, redirectURI: String, scopes: [String] = [], now: Int64
     ) throws
         -> ClientRegistration
     {
@@ -76,6 +81,55 @@ public struct ClientRegistration: Equatable, Sendable {
         }
         return ClientRegistration(
             issuer: issuer, clientID: id, clientSecret: secret("client_secret"),
-            registrationAccessToken: secret("registration_access_token"), redirectURI: redirectURI, registeredAt: now)
+            registrationAccessToken: secret("registration_access_token"), redirectURI: redirectURI, registeredAt: now,
+            scopes: o["scope"]?.string.map { $0.split(separator: " ").map(String.init) } ?? scopes)
+    }
+}
+
+extension ClientRegistration {
+    /// Where the registration for `issuer` is kept: the issuer's key, under
+    /// the reserved account no user can name (docs/reference.md).
+    public static func id(issuer: String) throws -> CredentialID {
+        CredentialID(service: try ServiceKey(resource: issuer), account: CredentialID.registrationAccount)
+    }
+
+    /// The registration as a record of the backend: the client id where a
+    /// token goes, the secrets in fields no listing shows.
+    func record() throws -> Credential {
+        var extra: [String: JSONValue] = [
+            "client_id": .string(clientID), "redirect_uri": .string(redirectURI),
+            "registered_at": .integer(registeredAt),
+            "scope": .string(scopes.joined(separator: " ")),
+        ]
+        if let clientSecret { extra["client_secret"] = .string(clientSecret) }
+        if let registrationAccessToken { extra["registration_access_token"] = .string(registrationAccessToken) }
+        let id = try Self.id(issuer: issuer)
+        var c = Credential(service: id.service, account: id.account, type: .token, accessToken: clientID, extra: extra)
+        c.issuer = issuer
+        return c
+    }
+
+    /// The registration a record holds; nil when it is not one for `issuer`.
+    init?(record c: Credential, issuer: String) {
+        guard c.id.isRegistration, c.issuer == issuer, let id = c.extra["client_id"]?.string,
+            let redirect = c.extra["redirect_uri"]?.string
+        else { return nil }
+        self.init(
+            issuer: issuer, clientID: id, clientSecret: c.extra["client_secret"]?.string,
+            registrationAccessToken: c.extra["registration_access_token"]?.string, redirectURI: redirect,
+            registeredAt: c.extra["registered_at"]?.int64 ?? 0,
+            scopes: (c.extra["scope"]?.string ?? "").split(separator: " ").map(String.init))
+    }
+}
+
+extension CredentialVault {
+    /// The registration kept for `issuer`, if any.
+    public func registration(for issuer: String) throws -> ClientRegistration? {
+        try load(try ClientRegistration.id(issuer: issuer)).flatMap { ClientRegistration(record: $0, issuer: issuer) }
+    }
+
+    /// Keeps `registration` for its issuer, in place of any kept before.
+    public func keep(_ registration: ClientRegistration) throws {
+        try write(try registration.record())
     }
 }

@@ -290,6 +290,19 @@ public enum DiscoveredProviders {
     /// the table appended; a table already there for the same issuer and
     /// client is left as it is.
     public static func add(name: String, issuer: String, clientID: String, settings: Settings) throws {
+        try editingFile(settings) { text, tables in
+            if let error = conflictError(name: name, issuer: issuer, clientID: clientID, config: tables) { throw error }
+            if tables.providers[name] != nil { return }
+            if !text.hasSuffix("\n") { text += "\n" }
+            text +=
+                "\n[providers.\(try quoted(name))]\nissuer = \(try quoted(issuer))\nclient_id = \(try quoted(clientID))\n"
+        }
+    }
+
+    /// Edits providers.toml under its lock: `edit` gets its text and its
+    /// tables as read now, and may change the text; changed text is checked
+    /// to parse, then replaces the file at once.
+    static func editingFile(_ settings: Settings, _ edit: (inout String, Config) throws -> Void) throws {
         let path = settings.discoveredProvidersPath
         let directory = Posix.dirname(path)
         try PrivateDirectory.createWithParents(directory)
@@ -306,19 +319,21 @@ public enum DiscoveredProviders {
                 tables.providers = parsed.providers
                 tables.discoveredProviders = Set(parsed.providers.keys)
             }
-            if let error = conflictError(name: name, issuer: issuer, clientID: clientID, config: tables) { throw error }
-            if tables.providers[name] != nil { return }
-            if text.isEmpty { text = "# Providers added by `tokenvault login --issuer`; edit or remove freely.\n" }
-            if !text.hasSuffix("\n") { text += "\n" }
-            text +=
-                "\n[providers.\(try quoted(name))]\nissuer = \(try quoted(issuer))\nclient_id = \(try quoted(clientID))\n"
+            let before = text
+            if text.isEmpty {
+                text =
+                    "# Providers added by `tokenvault login --issuer` and `tokenvault login URL`; edit or remove freely.\n"
+            }
+            let header = text
+            try edit(&text, tables)
+            guard text != before, text != header else { return }
             _ = try Config.parse(text, path: path)
             try AtomicFile.replace(path, with: Array(text.utf8), what: "the providers file")
         }
     }
 
     /// A TOML basic string; a value with a control character is refused, not escaped.
-    private static func quoted(_ s: String) throws -> String {
+    static func quoted(_ s: String) throws -> String {
         guard !s.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
             throw TokenVaultError.usage("\(Quoted.text(s)) contains a control character")
         }

@@ -212,20 +212,26 @@ public struct OAuth2Login {
     /// A port nothing listens on, for the paste-mode redirect URI.
     static let pastePort = 1
 
-    /// The code of a redirect, after checking `state` and any `error`.
+    /// The code of a redirect, after checking who sent it (RFC 9207 `iss`,
+    /// also on an error), `state` and any `error`.
     func checkedCode(_ params: [String: String], state: String) throws -> String {
+        // RFC 9207: a response that names its issuer names this one (mix-up defence).
+        if let iss = params["iss"], let expected = provider.issuer, iss != expected {
+            throw TokenVaultError.badInput(
+                "mix-up: the redirect comes from another authorization server (iss \(OutsideText.line(iss, limit: 200)), not \(expected)); nothing was stored"
+            )
+        }
+        if params["iss"] == nil, provider.issParameterRequired, let expected = provider.issuer {
+            throw TokenVaultError.badInput(
+                "possible mix-up: the redirect does not name its authorization server (no iss), though \(expected) says it always does; nothing was stored"
+            )
+        }
         if let error = params["error"] {
             throw TokenResponse.error(code: error, description: params["error_description"], provider: provider.name)
         }
         guard params["state"] == state else {
             throw TokenVaultError.badInput(
                 "the redirect's state does not match this login (a stale or forged redirect); nothing was stored")
-        }
-        // RFC 9207: a response that names its issuer names this one (mix-up defence).
-        if let iss = params["iss"], let expected = provider.issuer, iss != expected {
-            throw TokenVaultError.badInput(
-                "the redirect comes from another authorization server (iss \(OutsideText.line(iss, limit: 200)), not \(expected)); nothing was stored"
-            )
         }
         guard let code = params["code"], !code.isEmpty else {
             throw TokenVaultError.badInput("the redirect carries no code; nothing was stored")

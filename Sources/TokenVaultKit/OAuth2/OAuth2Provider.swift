@@ -53,6 +53,9 @@ public struct OAuth2Provider: Sendable {
     /// RFC 8707: the resource the tokens are for, sent with every
     /// authorization and token request, so the server binds them to it.
     public var resource: String? = nil
+    /// The server promises `iss` on every authorization response
+    /// (`authorization_response_iss_parameter_supported`): one without it is refused.
+    public var issParameterRequired = false
 
     /// `resource=…` for a request, when the provider names one.
     var resourceFields: [(String, String)] { resource.map { [("resource", $0)] } ?? [] }

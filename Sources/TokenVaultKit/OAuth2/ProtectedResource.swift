@@ -25,7 +25,7 @@ public struct ProtectedResourceMetadata: Equatable, Sendable {
 
     /// Reads the document fetched for `resource` and checks it (RFC 9728
     /// §3.3): its `resource` must be exactly the one asked about, or a server
-    /// could send this client's tokens for another resource (65); it must
+    /// could send this client's tokens for another resource (78); it must
     /// name an authorization server; every URL must be https (or loopback
     /// http, for tests and local servers).
     public static func parse(_ body: Data, for resource: String) throws -> ProtectedResourceMetadata {
@@ -37,9 +37,9 @@ public struct ProtectedResourceMetadata: Equatable, Sendable {
             throw TokenVaultError.badInput("the resource metadata of \(shown) names no resource")
         }
         guard sameResource(stated, resource) else {
-            throw TokenVaultError.badInput(
-                "the resource metadata of \(shown) describes another resource (\(OutsideText.line(stated, limit: 200))); nothing was sent to it"
-            )
+            throw TokenVaultError.config(
+                "the resource metadata of \(shown) describes another resource (\(OutsideText.line(stated, limit: 200))); nothing was sent to it",
+                hint: "check the URL: it must be the resource itself, as its server publishes it")
         }
         guard case .array(let servers)? = o["authorization_servers"], !servers.isEmpty else {
             throw TokenVaultError.badInput("the resource metadata of \(shown) names no authorization server")

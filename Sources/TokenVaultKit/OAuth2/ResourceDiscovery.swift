@@ -15,6 +15,10 @@ public struct ResourceServer: Equatable, Sendable {
     public var revokeURL: String?
     /// The scopes to ask for: the challenge's, else the ones the resource lists.
     public var scopes: [String]
+    /// Every scope the resource lists (`scopes_supported`).
+    public var scopesSupported: [String] = []
+    /// The server promises RFC 9207's `iss` on every authorization response.
+    public var issParameterRequired = false
 }
 
 public enum ResourceDiscovery {
@@ -22,7 +26,13 @@ public enum ResourceDiscovery {
     /// unauthenticated request whose 401 names the resource metadata (else its
     /// well-known URLs), that document checked to describe `url`, then the
     /// server's metadata checked to be the issuer's own and to require S256.
-    public static func discover(_ url: String, transport: HTTPTransport) throws -> ResourceServer {
+    /// `issuer` picks one of the authorization servers the resource names
+    /// (default: its first).
+    public static func discover(
+        _ url: String, issuer chosen: String? = nil, transport: HTTPTransport
+    ) throws
+        -> ResourceServer
+    {
         let shown = OutsideText.line(url, limit: 200)
         guard OAuth2Provider.isSafeEndpoint(url), !url.contains("#") else {
             throw TokenVaultError.usage(
@@ -47,11 +57,22 @@ public enum ResourceDiscovery {
             throw TokenVaultError.badInput(
                 "\(shown) does not say which authorization server protects it (no resource metadata)")
         }
-        let issuer = metadata.authorizationServers[0]
+        var issuer = metadata.authorizationServers[0]
+        if let chosen {
+            guard metadata.authorizationServers.contains(chosen) else {
+                throw TokenVaultError.config(
+                    "\(shown) does not name \(OutsideText.line(chosen, limit: 200)) as an authorization server",
+                    hint:
+                        "it names: \(metadata.authorizationServers.map { OutsideText.line($0, limit: 200) }.joined(separator: ", "))"
+                )
+            }
+            issuer = chosen
+        }
         var server = try authorizationServer(issuer, transport: transport, resource: shown)
         server.resource = metadata.resource
         let asked = challenge?.parameters["scope"].map { $0.split(separator: " ").map(String.init) }
         server.scopes = (asked ?? metadata.scopesSupported).map { OutsideText.line($0, limit: 200) }
+        server.scopesSupported = metadata.scopesSupported
         return server
     }
 
@@ -89,9 +110,9 @@ public enum ResourceDiscovery {
         }
         guard case .array(let methods)? = o["code_challenge_methods_supported"], methods.contains(.string("S256"))
         else {
-            throw TokenVaultError.badInput(
-                "the authorization server \(shownIssuer) does not support PKCE with S256; tokenvault does not log in without it"
-            )
+            throw TokenVaultError.config(
+                "the authorization server \(shownIssuer) does not support PKCE with S256; tokenvault does not log in without it",
+                hint: "ask its operator to enable PKCE (S256)")
         }
         func endpoint(_ key: String) throws -> String? {
             guard let v = o[key] else { return nil }
@@ -108,6 +129,6 @@ public enum ResourceDiscovery {
         return ResourceServer(
             resource: resource, issuer: issuer, authorizeURL: authorize, tokenURL: token,
             registrationURL: try endpoint("registration_endpoint"), revokeURL: try endpoint("revocation_endpoint"),
-            scopes: [])
+            scopes: [], issParameterRequired: o["authorization_response_iss_parameter_supported"] == .bool(true))
     }
 }

@@ -52,8 +52,11 @@ public final class CredentialVault {
         return try reconcileSpool(id) ?? store.locate(id)
     }
 
-    public func listLocated() throws -> [StoredCredential] { try store.listLocated() }
-    public func listIDs() throws -> [CredentialID] { try store.listIDs() }
+    /// Every credential; the client registrations kept beside them are not credentials.
+    public func listLocated() throws -> [StoredCredential] {
+        try store.listLocated().filter { !$0.credential.id.isRegistration }
+    }
+    public func listIDs() throws -> [CredentialID] { try store.listIDs().filter { !$0.isRegistration } }
 
     // MARK: Writing
 

@@ -1,0 +1,108 @@
+import Dispatch
+import FoundationEssentials
+import Glibc
+import TokenVaultKit
+
+extension TokenVault.Login {
+    /// `login URL` (docs/providers.md, "Login by URL"): everything from the
+    /// resource's URL. Its provider table (issuer, resource, service, scopes)
+    /// is kept in providers.toml once the login worked; its client, in the
+    /// backend or the config, is found again at each use.
+    func loginResource(_ url: String, account: String, context: Context) throws {
+        let transport = CurlTransport(timeout: try context.httpTimeout)
+        let server = try ResourceDiscovery.discover(url, issuer: issuer, transport: transport)
+        let key = try ServiceKey(resource: server.resource)
+        let id = CredentialID(service: key, account: account)
+        let config = try context.config
+        let providerName = try resourceProviderName(server, config: config)
+        if let was = config.providers[providerName]?.issuer, was != server.issuer {
+            Output.notice(
+                "\(OutsideText.line(server.resource)) now names the authorization server \(OutsideText.line(server.issuer)), not \(OutsideText.line(was)): logging in there; nothing from \(OutsideText.line(was)) is sent to it"
+            )
+        }
+        // Step-up keeps what is held: the union of the scopes of the stored grant and the ones asked for.
+        var wanted = scopes.isEmpty ? server.scopes : scopes
+        if let stored = try context.vault().load(id), stored.issuer == server.issuer, let held = stored.scope {
+            let heldScopes = held.split(separator: " ").map(String.init)
+            wanted = heldScopes + wanted.filter { !heldScopes.contains($0) }
+        }
+        try ensureClient(server, scopes: wanted, context: context, transport: transport)
+        var table = ProviderConfig()
+        table.issuer = server.issuer
+        table.resource = server.resource
+        table.service = key.description
+        table.scopes = wanted
+        try context.addProvider(providerName, table)
+        var p = try context.oauth2Provider(providerName)
+        p.issParameterRequired = server.issParameterRequired
+        try loginOAuth2(p, account: account, scopes: wanted, context: context) {
+            try DiscoveredProviders.keepResource(name: providerName, table: table, settings: context.settings)
+        }
+    }
+
+    /// The provider name a resource is kept under: `--name`, else the name
+    /// it was kept under before, else one derived from its URL (with a short
+    /// hash when another provider has that one).
+    func resourceProviderName(_ server: ResourceServer, config: Config) throws -> String {
+        func free(_ candidate: String) -> Bool {
+            guard ProviderPreset.named(candidate) == nil else { return false }
+            guard let t = config.providers[candidate] else { return true }
+            return config.discoveredProviders.contains(candidate) && t.resource == server.resource
+        }
+        if let given = name?.lowercased() {
+            guard free(given) else {
+                throw TokenVaultError.usage(
+                    "a provider named \(given) exists already and is not \(OutsideText.line(server.resource))",
+                    hint: "choose another: --name OTHER")
+            }
+            return given
+        }
+        if let kept = config.discoveredProviders.sorted().first(where: {
+            config.providers[$0]?.resource == server.resource
+        }) {
+            return kept
+        }
+        let derived = DiscoveredProviders.name(forResource: server.resource)
+        if free(derived) { return derived }
+        return DiscoveredProviders.hashedName(forResource: server.resource)
+    }
+
+    /// A client at the resource's authorization server: a provider configured
+    /// with its issuer, else the registration kept for it while its redirect
+    /// port is free, else a new registration (RFC 7591), kept in the backend.
+    func ensureClient(
+        _ server: ResourceServer, scopes: [String], context: Context, transport: HTTPTransport
+    ) throws {
+        let issuer = OutsideText.line(server.issuer)
+        if ResourceClient.configured(issuer: server.issuer, config: try context.config) != nil { return }
+        let vault = try context.vault()
+        var registerFor = scopes + server.scopesSupported.filter { !scopes.contains($0) }
+        if let kept = try vault.registration(for: server.issuer) {
+            if !kept.covers(scopes) {
+                Output.notice(
+                    "tokenvault's registration at \(issuer) does not cover every scope asked for: registering again")
+                registerFor += kept.scopes.filter { !registerFor.contains($0) }
+            } else if ResourceClient.canListen(on: kept.redirectURI) {
+                return
+            } else {
+                Output.notice(
+                    "the redirect port registered at \(issuer) (\(kept.redirectURI)) is in use by another program: registering again"
+                )
+            }
+        }
+        guard let endpoint = server.registrationURL else {
+            throw TokenVaultError.config(
+                "\(issuer) offers no client registration, and no provider in \(context.settings.configPath) has it as issuer",
+                hint:
+                    "register a client there, then add [providers.NAME] with issuer = \"\(issuer)\" and client_id to \(context.settings.configPath)"
+            )
+        }
+        let registration = try ClientRegistration.register(
+            at: endpoint, issuer: server.issuer, redirectURI: try ResourceClient.newRedirectURI(), scopes: registerFor,
+            transport: transport, now: context.clock.now)
+        try Interruption.holding { try vault.keep(registration) }
+        Output.notice(
+            "registered tokenvault at \(issuer) as client \(OutsideText.line(registration.clientID, limit: 80)) (kept in the \(try context.store().writesTo) backend)"
+        )
+    }
+}

@@ -1,0 +1,113 @@
+import Dispatch
+import FoundationEssentials
+import Glibc
+
+/// The client tokenvault is at a protected resource's authorization server
+/// (docs/providers.md, "Login by URL"): a provider configured for that
+/// issuer, else the registration kept for it, else a new registration.
+public enum ResourceClient {
+    /// The loopback redirect URI of a new registration: a port free now,
+    /// kept with the registration and used again while it is free.
+    public static func newRedirectURI() throws -> String {
+        let probe = try LoopbackListener(port: 0)
+        defer { probe.stop() }
+        return "http://127.0.0.1:\(probe.port)/callback"
+    }
+
+    /// True when the redirect URI's loopback port can be listened on now.
+    public static func canListen(on redirectURI: String) -> Bool {
+        guard let port = URLComponents(string: redirectURI)?.port, let probe = try? LoopbackListener(port: port) else {
+            return false
+        }
+        probe.stop()
+        return true
+    }
+
+    /// The provider of config.toml that logs in to `issuer` with its own
+    /// client id, if any: it wins over any registration.
+    public static func configured(issuer: String, config: Config) -> (name: String, table: ProviderConfig)? {
+        config.providers.keys.sorted().lazy.filter { !config.discoveredProviders.contains($0) }
+            .compactMap { name in config.providers[name].map { (name, $0) } }
+            .first { $0.1.issuer == issuer && !($0.1.client_id ?? "").isEmpty }
+    }
+
+    /// A resource's table as kept (issuer and resource, no client) with its
+    /// client filled in: the configured provider's, else the kept
+    /// registration's; neither is a login required (4).
+    public static func filled(
+        _ table: ProviderConfig, config: Config, registration: (String) throws -> ClientRegistration?
+    ) throws -> ProviderConfig {
+        guard table.resource != nil, (table.client_id ?? "").isEmpty, let issuer = table.issuer else { return table }
+        var t = table
+        if let (_, own) = configured(issuer: issuer, config: config) {
+            for field in [
+                \ProviderConfig.client_id, \.client_secret, \.client_secret_file, \.client_secret_command,
+                \.client_auth, \.redirect_uri,
+            ] {
+                t[keyPath: field] = own[keyPath: field]
+            }
+        } else if let r = try registration(issuer) {
+            t.client_id = r.clientID
+            t.client_secret = r.clientSecret
+            t.redirect_uri = r.redirectURI
+        } else {
+            throw TokenVaultError.loginRequired(
+                "tokenvault's registration at \(OutsideText.line(issuer, limit: 200)) is gone from the backend",
+                hint: "run: tokenvault login \(ShellWord.word(table.resource ?? issuer))")
+        }
+        return t
+    }
+}
+
+extension DiscoveredProviders {
+    /// A provider name for a resource's URL: its host, port and path, as for an issuer.
+    public static func name(forResource url: String) -> String { name(for: url) }
+
+    /// The derived name with a short hash of the URL, for when another provider has it.
+    public static func hashedName(forResource url: String) -> String {
+        name(for: url) + "-" + Hex.encode(Sodium.hash(Array(url.utf8))).prefix(6)
+    }
+
+    /// Keeps the table of a resource logged in to by its URL in
+    /// providers.toml (issuer, resource, service, scopes; its client is
+    /// found again at each use). A table of the same name for the same
+    /// resource is replaced (its authorization server or scopes changed); one
+    /// for anything else keeps its name.
+    public static func keepResource(name: String, table: ProviderConfig, settings: Settings) throws {
+        try editingFile(settings) { text, tables in
+            let header = "[providers.\(try quoted(name))]"
+            if let existing = tables.providers[name] {
+                guard existing.resource == table.resource else {
+                    throw TokenVaultError.usage(
+                        "provider \(name) already stands for \(Quoted.text(existing.resource ?? existing.issuer ?? "?"))",
+                        hint: "keep this resource under another name: --name OTHER")
+                }
+                if existing == table { return }
+                text = try removingTable(header, from: text, path: settings.discoveredProvidersPath)
+            }
+            var lines = [header]
+            for (key, value) in [
+                ("issuer", table.issuer), ("resource", table.resource), ("service", table.service),
+            ] {
+                if let value { lines.append("\(key) = \(try quoted(value))") }
+            }
+            lines.append("scopes = [\(try (table.scopes ?? []).map(quoted).joined(separator: ", "))]")
+            if !text.hasSuffix("\n") { text += "\n" }
+            text += "\n" + lines.joined(separator: "\n") + "\n"
+        }
+    }
+
+    /// `text` without the table that starts at `header` (up to the next table).
+    static func removingTable(_ header: String, from text: String, path: String) throws -> String {
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        guard let start = lines.firstIndex(where: { $0.trimmedSpaces() == header }) else {
+            throw TokenVaultError.config(
+                "\(path) has the table \(header) written in a way tokenvault does not rewrite",
+                hint: "remove that table from \(path), then log in again")
+        }
+        var end = start + 1
+        while end < lines.count, !lines[end].trimmedSpaces().hasPrefix("[") { end += 1 }
+        lines.removeSubrange(start..<end)
+        return lines.joined(separator: "\n")
+    }
+}
