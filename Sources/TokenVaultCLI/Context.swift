@@ -162,8 +162,11 @@ final class Context {
     /// configured for its issuer, else the registration kept in the backend.
     func oauth2Provider(_ name: String) throws -> OAuth2Provider {
         var c = try config
-        if let table = c.providers[name] {
-            c.providers[name] = try ResourceClient.filled(table, config: c) { try self.vault().registration(for: $0) }
+        if let table = c.providers[name], c.discoveredProviders.contains(name) {
+            c.providers[name] = try ResourceClient.filled(table, config: c) { issuer, clientID in
+                try clientID.map { try self.vault().registration(for: issuer, clientID: $0) }
+                    ?? self.vault().registrations(for: issuer).first
+            }
         }
         return try OAuth2Provider.resolve(name, config: c, configPath: settings.configPath) { issuer, provider in
             try self.discovery().endpoints(issuer: issuer, provider: provider)
@@ -179,10 +182,12 @@ final class Context {
     /// A provider's grant from its table alone (the hot path of `get`).
     func grant(of name: String) -> OAuth2Provider.Grant? { (try? providers)?.grant(of: name) }
 
-    /// A provider added for this run only (`login --issuer` before it is kept).
-    func addProvider(_ name: String, _ table: ProviderConfig) throws {
+    /// A provider added for this run only (`login --issuer` or `login URL`
+    /// before it is kept); `kept`: it stands for a table of providers.toml.
+    func addProvider(_ name: String, _ table: ProviderConfig, kept: Bool = false) throws {
         var c = try config
         c.providers[name] = table
+        if kept { c.discoveredProviders.insert(name) }
         loadedConfig = c
     }
 

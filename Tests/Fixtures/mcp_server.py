@@ -6,11 +6,17 @@ dynamic client registration, codes with PKCE, tokens bound to the resource
 and a refresh token used twice revoking its whole family.
 
 GET /stats: the counters (registrations, codes, refreshes, replays) as JSON.
-Usage: mcp_server.py [--path /mcp] [--token-ttl SECONDS]
+POST /forget-access: every access token is forgotten (a server restarted
+without its token store): the next request with one gets a 401.
+--also PATH: a second resource on the same host, at PATH, that asks for the
+scopes files:read and files:write (a token with fewer gets a 403
+insufficient_scope); every other path is the first resource's.
+Usage: mcp_server.py [--path /mcp] [--also PATH] [--token-ttl SECONDS]
 Prints "port N" once listening on 127.0.0.1. Run with the SDK's venv
 (.build/mcp-venv, made by scripts/deps.sh).
 """
 import argparse
+import contextlib
 import secrets
 import socket
 import time
@@ -25,6 +31,7 @@ from mcp.shared.auth import OAuthToken
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--path", default="/mcp")
+parser.add_argument("--also")
 parser.add_argument("--token-ttl", type=int, default=3600)
 args = parser.parse_args()
 
@@ -108,13 +115,19 @@ class Provider:
 
 
 provider = Provider()
-server = MCPServer(
-    name="tokenvault-test", auth_server_provider=provider,
-    auth=AuthSettings(
-        issuer_url=base, resource_server_url=resource, validate_token_resource=True,
-        client_registration_options=ClientRegistrationOptions(enabled=True, valid_scopes=["files:read", "files:write"],
-                                                              default_scopes=["files:read"]),
-        revocation_options=RevocationOptions(enabled=True), required_scopes=["files:read"]))
+
+
+def make_server(path, required):
+    return MCPServer(
+        name="tokenvault-test", auth_server_provider=provider,
+        auth=AuthSettings(
+            issuer_url=base, resource_server_url=base + path, validate_token_resource=True,
+            client_registration_options=ClientRegistrationOptions(
+                enabled=True, valid_scopes=["files:read", "files:write"], default_scopes=["files:read"]),
+            revocation_options=RevocationOptions(enabled=True), required_scopes=required))
+
+
+server = make_server(args.path, ["files:read"])
 
 
 @server.custom_route("/stats", methods=["GET"])
@@ -122,13 +135,46 @@ async def stats(request):
     return JSONResponse(provider.stats)
 
 
-@server.tool()
-def echo(text: str) -> str:
-    """Says the text back."""
-    return text
+@server.custom_route("/forget-access", methods=["POST"])
+async def forget_access(request):
+    provider.access.clear()
+    return JSONResponse({})
 
 
+def tools(s):
+    @s.tool()
+    def echo(text: str) -> str:
+        """Says the text back."""
+        return text
+
+
+tools(server)
 app = server.streamable_http_app(streamable_http_path=args.path)
+servers = [server]
+
+if args.also:
+    second = make_server(args.also, ["files:read", "files:write"])
+    tools(second)
+    second_app = second.streamable_http_app(streamable_http_path=args.also)
+    servers.append(second)
+    first_app = app
+    second_paths = (args.also, "/.well-known/oauth-protected-resource" + args.also)
+
+    async def app(scope, receive, send):
+        """Requests for the second resource go to its app; the lifespan runs both session managers."""
+        if scope["type"] == "lifespan":
+            async with contextlib.AsyncExitStack() as stack:
+                for s in servers:
+                    await stack.enter_async_context(s.session_manager.run())
+                await receive()
+                await send({"type": "lifespan.startup.complete"})
+                await receive()
+                await send({"type": "lifespan.shutdown.complete"})
+            return
+        path = scope.get("path", "")
+        target = second_app if any(path == p or path.startswith(p + "/") for p in second_paths) else first_app
+        await target(scope, receive, send)
+
 sock.listen(128)  # connections wait in the backlog until uvicorn serves them
 print("port", port, flush=True)
 uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])

@@ -26,13 +26,13 @@ extension TokenVault.Login {
             let heldScopes = held.split(separator: " ").map(String.init)
             wanted = heldScopes + wanted.filter { !heldScopes.contains($0) }
         }
-        try ensureClient(server, scopes: wanted, context: context, transport: transport)
         var table = ProviderConfig()
+        table.client_id = try ensureClient(server, scopes: wanted, context: context, transport: transport)
         table.issuer = server.issuer
         table.resource = server.resource
         table.service = key.description
         table.scopes = wanted
-        try context.addProvider(providerName, table)
+        try context.addProvider(providerName, table, kept: true)
         var p = try context.oauth2Provider(providerName)
         p.issParameterRequired = server.issParameterRequired
         try loginOAuth2(p, account: account, scopes: wanted, context: context) {
@@ -67,28 +67,33 @@ extension TokenVault.Login {
         return DiscoveredProviders.hashedName(forResource: server.resource)
     }
 
-    /// A client at the resource's authorization server: a provider configured
-    /// with its issuer, else the registration kept for it while its redirect
-    /// port is free, else a new registration (RFC 7591), kept in the backend.
+    /// The client id to log in with at the resource's authorization server:
+    /// a provider configured with its issuer, else the newest registration
+    /// kept for it that covers the scopes and whose redirect port is free,
+    /// else a new registration (RFC 7591), kept in the backend beside the
+    /// others (grants made through those still renew through them).
     func ensureClient(
         _ server: ResourceServer, scopes: [String], context: Context, transport: HTTPTransport
-    ) throws {
+    ) throws -> String {
         let issuer = OutsideText.line(server.issuer)
-        if ResourceClient.configured(issuer: server.issuer, config: try context.config) != nil { return }
+        if let (_, own) = ResourceClient.configured(issuer: server.issuer, config: try context.config),
+            let id = own.client_id
+        {
+            return id
+        }
         let vault = try context.vault()
         var registerFor = scopes + server.scopesSupported.filter { !scopes.contains($0) }
-        if let kept = try vault.registration(for: server.issuer) {
-            if !kept.covers(scopes) {
-                Output.notice(
-                    "tokenvault's registration at \(issuer) does not cover every scope asked for: registering again")
-                registerFor += kept.scopes.filter { !registerFor.contains($0) }
-            } else if ResourceClient.canListen(on: kept.redirectURI) {
-                return
-            } else {
-                Output.notice(
-                    "the redirect port registered at \(issuer) (\(kept.redirectURI)) is in use by another program: registering again"
-                )
-            }
+        let kept = try vault.registrations(for: server.issuer)
+        if let usable = kept.first(where: { $0.covers(scopes) && ResourceClient.canListen(on: $0.redirectURI) }) {
+            return usable.clientID
+        }
+        if let newest = kept.first {
+            let why =
+                newest.covers(scopes)
+                ? "the redirect port it registered (\(newest.redirectURI)) is in use by another program"
+                : "its registration does not cover every scope asked for"
+            Output.notice("registering tokenvault at \(issuer) again: \(why)")
+            registerFor += newest.scopes.filter { !registerFor.contains($0) }
         }
         guard let endpoint = server.registrationURL else {
             throw TokenVaultError.config(
@@ -104,5 +109,6 @@ extension TokenVault.Login {
         Output.notice(
             "registered tokenvault at \(issuer) as client \(OutsideText.line(registration.clientID, limit: 80)) (kept in the \(try context.store().writesTo) backend)"
         )
+        return registration.clientID
     }
 }

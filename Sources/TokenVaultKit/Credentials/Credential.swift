@@ -27,12 +27,12 @@ public struct CredentialID: Hashable, Sendable, Comparable, CustomStringConverti
     /// characters (one character can carry thousands of combining marks).
     public static let maxAccountBytes = 256
 
-    /// The account a client registration is kept under (docs/reference.md):
-    /// no user can name it, and no listing shows it.
+    /// The start of the account a client registration is kept under
+    /// (docs/reference.md): no user can name it, and no listing shows it.
     public static let registrationAccount = "tokenvault:client"
 
     /// A client registration kept for an authorization server, not a credential.
-    public var isRegistration: Bool { account == Self.registrationAccount }
+    public var isRegistration: Bool { account.hasPrefix(Self.registrationAccount) }
 
     /// Validates an `--account` value: one printable line, 1 to 256 bytes of UTF-8,
     /// not starting with the reserved `tokenvault:`.

@@ -87,23 +87,24 @@ public struct ClientRegistration: Equatable, Sendable {
 }
 
 extension ClientRegistration {
-    /// Where the registration for `issuer` is kept: the issuer's key, under
-    /// the reserved account no user can name (docs/reference.md).
-    public static func id(issuer: String) throws -> CredentialID {
-        CredentialID(service: try ServiceKey(resource: issuer), account: CredentialID.registrationAccount)
+    /// Where a registration is kept: the issuer's key, under a reserved
+    /// account no user can name, one per client id (docs/reference.md), so
+    /// that a grant made through an older registration still renews.
+    public static func id(issuer: String, clientID: String) throws -> CredentialID {
+        let tag = Hex.encode(Sodium.hash(Array(clientID.utf8), bytes: 16))
+        return CredentialID(service: try ServiceKey(resource: issuer), account: CredentialID.registrationAccount + ":" + tag)
     }
 
     /// The registration as a record of the backend: the client id where a
     /// token goes, the secrets in fields no listing shows.
     func record() throws -> Credential {
         var extra: [String: JSONValue] = [
-            "client_id": .string(clientID), "redirect_uri": .string(redirectURI),
-            "registered_at": .integer(registeredAt),
+            "client_id": .string(clientID), "redirect_uri": .string(redirectURI), "registered_at": .integer(registeredAt),
             "scope": .string(scopes.joined(separator: " ")),
         ]
         if let clientSecret { extra["client_secret"] = .string(clientSecret) }
         if let registrationAccessToken { extra["registration_access_token"] = .string(registrationAccessToken) }
-        let id = try Self.id(issuer: issuer)
+        let id = try Self.id(issuer: issuer, clientID: clientID)
         var c = Credential(service: id.service, account: id.account, type: .token, accessToken: clientID, extra: extra)
         c.issuer = issuer
         return c
@@ -123,12 +124,22 @@ extension ClientRegistration {
 }
 
 extension CredentialVault {
-    /// The registration kept for `issuer`, if any.
-    public func registration(for issuer: String) throws -> ClientRegistration? {
-        try load(try ClientRegistration.id(issuer: issuer)).flatMap { ClientRegistration(record: $0, issuer: issuer) }
+    /// The registration of `clientID` kept for `issuer`, if any.
+    public func registration(for issuer: String, clientID: String) throws -> ClientRegistration? {
+        try load(try ClientRegistration.id(issuer: issuer, clientID: clientID)).flatMap {
+            ClientRegistration(record: $0, issuer: issuer)
+        }
     }
 
-    /// Keeps `registration` for its issuer, in place of any kept before.
+    /// Every registration kept for `issuer`, the newest first.
+    public func registrations(for issuer: String) throws -> [ClientRegistration] {
+        let key = try ServiceKey(resource: issuer)
+        return try store.listIDs().filter { $0.service == key && $0.isRegistration }
+            .compactMap { try load($0).flatMap { ClientRegistration(record: $0, issuer: issuer) } }
+            .sorted { $0.registeredAt > $1.registeredAt }
+    }
+
+    /// Keeps `registration` beside any kept before for its issuer.
     public func keep(_ registration: ClientRegistration) throws {
         try write(try registration.record())
     }

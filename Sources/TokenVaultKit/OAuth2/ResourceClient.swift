@@ -27,33 +27,39 @@ public enum ResourceClient {
     /// client id, if any: it wins over any registration.
     public static func configured(issuer: String, config: Config) -> (name: String, table: ProviderConfig)? {
         config.providers.keys.sorted().lazy.filter { !config.discoveredProviders.contains($0) }
+            .filter { config.providers[$0]?.resource == nil }
             .compactMap { name in config.providers[name].map { (name, $0) } }
             .first { $0.1.issuer == issuer && !($0.1.client_id ?? "").isEmpty }
     }
 
-    /// A resource's table as kept (issuer and resource, no client) with its
-    /// client filled in: the configured provider's, else the kept
-    /// registration's; neither is a login required (4).
+    /// A resource's table as kept (issuer, resource, the public client id)
+    /// with the rest of its client: the secret and redirect URI of the
+    /// registration kept for that client id, else the provider configured
+    /// with that issuer. A table that names no client id takes the configured
+    /// provider's, else the newest registration's. No client: a login is required (4).
     public static func filled(
-        _ table: ProviderConfig, config: Config, registration: (String) throws -> ClientRegistration?
+        _ table: ProviderConfig, config: Config, registration: (String, String?) throws -> ClientRegistration?
     ) throws -> ProviderConfig {
-        guard table.resource != nil, (table.client_id ?? "").isEmpty, let issuer = table.issuer else { return table }
+        guard let resource = table.resource, let issuer = table.issuer, table.client_secret == nil,
+            table.client_secret_file == nil, table.client_secret_command == nil, table.redirect_uri == nil
+        else { return table }
         var t = table
-        if let (_, own) = configured(issuer: issuer, config: config) {
+        let own = configured(issuer: issuer, config: config)?.table
+        if let own, table.client_id == nil || table.client_id == own.client_id {
             for field in [
                 \ProviderConfig.client_id, \.client_secret, \.client_secret_file, \.client_secret_command,
                 \.client_auth, \.redirect_uri,
             ] {
                 t[keyPath: field] = own[keyPath: field]
             }
-        } else if let r = try registration(issuer) {
+        } else if let r = try registration(issuer, table.client_id) {
             t.client_id = r.clientID
             t.client_secret = r.clientSecret
             t.redirect_uri = r.redirectURI
         } else {
             throw TokenVaultError.loginRequired(
                 "tokenvault's registration at \(OutsideText.line(issuer, limit: 200)) is gone from the backend",
-                hint: "run: tokenvault login \(ShellWord.word(table.resource ?? issuer))")
+                hint: "run: tokenvault login \(ShellWord.word(resource))")
         }
         return t
     }
@@ -69,8 +75,8 @@ extension DiscoveredProviders {
     }
 
     /// Keeps the table of a resource logged in to by its URL in
-    /// providers.toml (issuer, resource, service, scopes; its client is
-    /// found again at each use). A table of the same name for the same
+    /// providers.toml (issuer, resource, service, the public client id,
+    /// scopes; the client's secret stays in the backend). A table of the same name for the same
     /// resource is replaced (its authorization server or scopes changed); one
     /// for anything else keeps its name.
     public static func keepResource(name: String, table: ProviderConfig, settings: Settings) throws {
@@ -88,6 +94,7 @@ extension DiscoveredProviders {
             var lines = [header]
             for (key, value) in [
                 ("issuer", table.issuer), ("resource", table.resource), ("service", table.service),
+                ("client_id", table.client_id),
             ] {
                 if let value { lines.append("\(key) = \(try quoted(value))") }
             }
