@@ -6,6 +6,9 @@ dynamic client registration, codes with PKCE, tokens bound to the resource
 and a refresh token used twice revoking its whole family.
 
 GET /stats: the counters (registrations, codes, refreshes, replays) as JSON.
+GET /last-registration: the JSON body of the last registration request.
+POST /liar: answers 401 naming the first resource's metadata (a resource
+that points at another resource's document).
 POST /forget-access: every access token is forgotten (a server restarted
 without its token store): the next request with one gets a 401.
 --also PATH: a second resource on the same host, at PATH, that asks for the
@@ -17,6 +20,7 @@ Prints "port N" once listening on 127.0.0.1. Run with the SDK's venv
 """
 import argparse
 import contextlib
+import json
 import secrets
 import socket
 import time
@@ -135,6 +139,21 @@ async def stats(request):
     return JSONResponse(provider.stats)
 
 
+last_registration = {}
+
+
+@server.custom_route("/last-registration", methods=["GET"])
+async def registration(request):
+    return JSONResponse(last_registration)
+
+
+@server.custom_route("/liar", methods=["GET", "POST"])
+async def liar(request):
+    metadata = base + "/.well-known/oauth-protected-resource" + args.path
+    return JSONResponse({"error": "invalid_token"}, status_code=401,
+                        headers={"WWW-Authenticate": f'Bearer resource_metadata="{metadata}"'})
+
+
 @server.custom_route("/forget-access", methods=["POST"])
 async def forget_access(request):
     provider.access.clear()
@@ -175,6 +194,35 @@ if args.also:
         target = second_app if any(path == p or path.startswith(p + "/") for p in second_paths) else first_app
         await target(scope, receive, send)
 
+
+
+def recording(inner):
+    """Keeps the body of each registration request for /last-registration."""
+    async def wrapped(scope, receive, send):
+        if scope["type"] != "http" or scope["path"] != "/register":
+            return await inner(scope, receive, send)
+        chunks, more = [], True
+        while more:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        last_registration.clear()
+        with contextlib.suppress(ValueError):
+            last_registration.update(json.loads(body))
+        replayed = False
+
+        async def replay():
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await inner(scope, replay, send)
+    return wrapped
+
+
+app = recording(app)
 sock.listen(128)  # connections wait in the backlog until uvicorn serves them
 print("port", port, flush=True)
 uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])

@@ -92,14 +92,16 @@ extension ClientRegistration {
     /// that a grant made through an older registration still renews.
     public static func id(issuer: String, clientID: String) throws -> CredentialID {
         let tag = Hex.encode(Sodium.hash(Array(clientID.utf8), bytes: 16))
-        return CredentialID(service: try ServiceKey(resource: issuer), account: CredentialID.registrationAccount + ":" + tag)
+        return CredentialID(
+            service: try ServiceKey(resource: issuer), account: CredentialID.registrationAccount + ":" + tag)
     }
 
     /// The registration as a record of the backend: the client id where a
     /// token goes, the secrets in fields no listing shows.
     func record() throws -> Credential {
         var extra: [String: JSONValue] = [
-            "client_id": .string(clientID), "redirect_uri": .string(redirectURI), "registered_at": .integer(registeredAt),
+            "client_id": .string(clientID), "redirect_uri": .string(redirectURI),
+            "registered_at": .integer(registeredAt),
             "scope": .string(scopes.joined(separator: " ")),
         ]
         if let clientSecret { extra["client_secret"] = .string(clientSecret) }
