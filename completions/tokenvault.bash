@@ -173,13 +173,13 @@ _tokenvault() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    login|set|get|list|status|refresh|revoke|header|exec|delete|logout|backend|migrate|lock|providers|git-credential|doctor|setup|help)
+    login|set|get|list|status|refresh|revoke|header|exec|delete|logout|backend|migrate|lock|providers|git-credential|mcp|doctor|setup|help)
         # Offer subcommand argument completions
         "_tokenvault_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'login set get list status refresh revoke header exec delete logout backend migrate lock providers git-credential doctor setup help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'login set get list status refresh revoke header exec delete logout backend migrate lock providers git-credential mcp doctor setup help' -- "${cur}"))
         ;;
     esac
 }
@@ -549,6 +549,21 @@ _tokenvault_git-credential() {
     case "${prev}" in
     '--account')
         __tokenvault_add_completions -W "$(__tokenvault_custom_complete ---completion git-credential -- --account "${COMP_CWORD}" "$(__tokenvault_cursor_index_in_current_word)")"
+        return
+        ;;
+    esac
+}
+
+_tokenvault_mcp() {
+    repeating_flags=()
+    non_repeating_flags=(--print-config --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--account)
+    __tokenvault_offer_flags_options 1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--account')
         return
         ;;
     esac

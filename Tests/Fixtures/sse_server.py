@@ -7,8 +7,15 @@ GET /release  lets /events go on
 GET /huge     one event that never ends (2 MiB of data on one line)
 GET /cut      one whole event, half of another, then the connection drops
 GET /plain    a JSON body with an X-Test header
+As a broken MCP server (POST a JSON-RPC request; the answer names its id):
+POST /mcp/huge    an event of 5 MiB
+POST /mcp/cut     a notification, half an event, then the connection drops
+POST /mcp/resume  a notification with id e1, then the connection drops; a GET
+                  with Last-Event-ID e1 gets the answer
+POST /mcp/garbage an event that is not JSON, then the answer
 Prints "port N" once listening on 127.0.0.1.
 """
+import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -68,6 +75,15 @@ class Handler(BaseHTTPRequestHandler):
             self.chunk("data: hal")
             self.close_connection = True
             self.connection.shutdown(2)
+        elif self.path == "/mcp/resume" and self.headers.get("Last-Event-ID") == "e1":
+            self.start_stream()
+            self.chunk("id: e2\ndata: %s\n\n" % json.dumps({"jsonrpc": "2.0", "id": pending.get("id"),
+                                                              "result": {"resumed": True}}))
+            self.end()
+        elif self.path.startswith("/mcp/"):
+            self.send_response(405)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
         elif self.path == "/plain":
             body = b'{"ok":true}'
             self.send_response(200)
@@ -82,6 +98,40 @@ class Handler(BaseHTTPRequestHandler):
             self.end_headers()
 
 
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        try:
+            request_id = json.loads(body).get("id")
+        except ValueError:
+            request_id = None
+        answer = json.dumps({"jsonrpc": "2.0", "id": request_id, "result": {}})
+        note = json.dumps({"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": "hi"}})
+        self.start_stream()
+        try:
+            if self.path == "/mcp/huge":
+                self.chunk(b"data: ")
+                for _ in range(80):
+                    self.chunk(b"x" * 65536)
+                self.end()
+            elif self.path == "/mcp/cut":
+                self.chunk("data: %s\n\n" % note)
+                self.chunk("data: {\"jsonrpc\": \"2.0\", \"id\"")
+                self.close_connection = True
+                self.connection.shutdown(2)
+            elif self.path == "/mcp/resume":
+                pending["id"] = request_id
+                self.chunk("id: e1\ndata: %s\n\n" % note)
+                self.close_connection = True
+                self.connection.shutdown(2)
+            else:
+                self.chunk("data: not json {\n\n")
+                self.chunk("data: %s\n\n" % answer)
+                self.end()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+
+pending = {}
 server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
 print("port", server.server_address[1], flush=True)
 server.serve_forever()

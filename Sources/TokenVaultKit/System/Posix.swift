@@ -69,6 +69,34 @@ public enum Posix {
         }
     }
 
+    /// Starts `argv` in the background with stdin from /dev/null and its
+    /// output on tokenvault's stderr; its process id.
+    public static func startInBackground(_ argv: [String], env: [String: String]) throws -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, 2, 1)
+        return try launch(argv, env: env, actions: &actions)
+    }
+
+    private static func launch(
+        _ argv: [String], env: [String: String], actions: inout posix_spawn_file_actions_t
+    ) throws -> pid_t {
+        let cArgs = argv.map { strdup($0) } + [nil]
+        let cEnv = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            cArgs.forEach { free($0) }
+            cEnv.forEach { free($0) }
+        }
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, argv[0], &actions, nil, cArgs, cEnv)
+        guard rc == 0 else {
+            throw TokenVaultError.internal("cannot start \(argv[0]): \(String(cString: strerror(rc)))")
+        }
+        return pid
+    }
+
     /// Starts `argv` (a path and its arguments) with `env` and stdin from
     /// /dev/null; stdout to /dev/null, or captured when `capture`; stderr
     /// shared with tokenvault's when `showErrors` (a secret command's own
@@ -94,18 +122,13 @@ public enum Posix {
         }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         if !showErrors { posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0) }
-        let cArgs = argv.map { strdup($0) } + [nil]
-        let cEnv = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            cArgs.forEach { free($0) }
-            cEnv.forEach { free($0) }
-        }
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, argv[0], &actions, nil, cArgs, cEnv)
-        if capture { close(pipeFDs[1]) }
-        guard rc == 0 else {
-            if capture { close(pipeFDs[0]) }
-            throw TokenVaultError.internal("cannot start \(argv[0]): \(String(cString: strerror(rc)))")
+        let pid: pid_t
+        do {
+            pid = try launch(argv, env: env, actions: &actions)
+            if capture { close(pipeFDs[1]) }
+        } catch {
+            if capture { pipeFDs.forEach { close($0) } }
+            throw error
         }
         var output: [UInt8] = []
         if capture {

@@ -72,6 +72,12 @@ public enum JSONValue: Hashable, Sendable, Codable {
         if case .string(let s) = self { return s }
         return nil
     }
+
+    /// A member of an object; nil for anything else.
+    public subscript(key: String) -> JSONValue? {
+        if case .object(let o) = self { return o[key] }
+        return nil
+    }
 }
 
 extension JSONEncoder {

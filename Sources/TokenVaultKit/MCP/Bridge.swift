@@ -1,0 +1,352 @@
+import Dispatch
+import FoundationEssentials
+import Glibc
+
+/// What the bridge asks of the command that runs it: the vault's token,
+/// its renewal, a login, and a line on stderr.
+public protocol MCPBridgeHost: AnyObject, Sendable {
+    /// The access token to send now, renewed first when it is about to expire.
+    func token() throws -> String
+    /// After the server refused `rejected` (401): a renewed token.
+    func renewed(after rejected: String) throws -> String
+    /// The server asked for `scopes` (403 insufficient_scope): true once a
+    /// login with them finished; false when nobody can answer a login here.
+    func stepUp(_ scopes: [String]) throws -> Bool
+    /// One line on stderr.
+    func say(_ line: String)
+}
+
+/// `tokenvault mcp URL` (docs/adapters.md, "MCP servers"): a stdio MCP
+/// server that forwards every JSON-RPC message from stdin to a remote MCP
+/// server over Streamable HTTP, with the vault's token, and writes every
+/// message the server sends to stdout, one per line. stdout carries nothing else.
+public final class MCPBridge: @unchecked Sendable {
+    /// JSON-RPC error codes of the bridge (the implementation-defined range).
+    public enum ErrorCode: Int64 {
+        case authorization = -32001
+        case server = -32002
+        case scope = -32003
+    }
+
+    let url: String
+    let transport: CurlTransport
+    let host: MCPBridgeHost
+    /// Seconds a stream may stay silent before it is closed.
+    let idleSeconds: Int
+    private let state = PosixLock()
+    private let output = PosixLock()
+    private var sessionID: String?
+    private var protocolVersion: String?
+    private var listening = false
+    private var closing = false
+    private let inFlight = DispatchGroup()
+    private let shown: String
+
+    public init(url: String, transport: CurlTransport, host: MCPBridgeHost, idleSeconds: Int = 300) throws {
+        guard OAuth2Provider.isSafeEndpoint(url), !url.contains("#") else {
+            throw TokenVaultError.usage(
+                "\(Quoted.text(url)) is not an https URL (http only for loopback) without a fragment")
+        }
+        self.url = url
+        self.transport = transport
+        self.host = host
+        self.idleSeconds = idleSeconds
+        shown = OutsideText.line(url, limit: 200)
+    }
+
+    /// Reads stdin to its end, forwarding each message; then ends the session
+    /// (DELETE) after the answers still on their way (a few seconds at most).
+    public func run(input: Int32 = 0) {
+        var reader = LineReader(fd: input, maxBytes: JSONRPC.maxLineBytes)
+        while let next = reader.next() {
+            guard case .line(let bytes) = next else {
+                let refusal = JSONRPC.Refusal(
+                    code: -32600, message: "the message is larger than \(JSONRPC.maxLineBytes >> 20) MiB", id: .null)
+                write(refusal.response)
+                continue
+            }
+            if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
+            do {
+                let message = try JSONRPC.message(bytes[...])
+                dispatch(message, body: bytes)
+            } catch {
+                write(error.response)
+            }
+        }
+        _ = inFlight.wait(timeout: .now() + 5)
+        state.withLock { closing = true }
+        endSession()
+    }
+
+    /// A request is forwarded on its own thread once the server has taken
+    /// the one before it (its answer may stream for long); `initialize`,
+    /// notifications and responses are forwarded in order, one at a time.
+    private func dispatch(_ message: JSONValue, body: [UInt8]) {
+        let request: JSONValue? =
+            if case .object(let o) = message, o["method"] != nil, let id = o["id"], id != .null { id } else { nil }
+        let isInitialize = message["method"]?.string == "initialize"
+        guard let request, !isInitialize else {
+            forward(body, request: request, initialize: isInitialize, accepted: nil)
+            startListening()
+            return
+        }
+        let accepted = DispatchSemaphore(value: 0)
+        inFlight.enter()
+        Posix.spawnThread {
+            self.forward(body, request: request, initialize: false, accepted: accepted)
+            accepted.signal()
+            self.inFlight.leave()
+        }
+        accepted.wait()
+    }
+
+    // MARK: One message
+
+    /// How one POST went, as far as the answer to the request is concerned.
+    private struct Exchange {
+        var parser = ServerSentEventParser(maxEventBytes: JSONRPC.maxLineBytes)
+        var jsonBody: [UInt8] = []
+        var errorBody: [UInt8] = []
+        var answered = false
+        var refused: String?
+        var held: [String] = []
+    }
+
+    private func forward(_ body: [UInt8], request: JSONValue?, initialize: Bool, accepted: DispatchSemaphore?) {
+        var token: String
+        do { token = try host.token() } catch { return fail(request, error, code: .authorization) }
+        var renewed = false, steppedUp = false
+        while true {
+            var x = Exchange()
+            let response: HTTPResponse
+            do {
+                response = try transport.stream(
+                    post(body, token: token), idleSeconds: idleSeconds,
+                    receive: { status, type, bytes in
+                        accepted?.signal()
+                        return self.receive(
+                            &x, status: status, type: type, bytes: bytes, request: request, hold: initialize)
+                    })
+            } catch {
+                if let refused = x.refused { return fail(request, refused) }
+                if x.answered { return }
+                if let last = x.parser.lastEventID, resume(after: last, request: request, token: token) { return }
+                return fail(request, error, code: .server)
+            }
+            switch response.status {
+            case 200..<300:
+                if initialize { x.answered = settle(response, held: x.held, request: request) }
+                if !x.jsonBody.isEmpty { emit(x.jsonBody, request: request, answered: &x.answered) }
+                if x.answered || request == nil { return }
+                if let last = x.parser.lastEventID, resume(after: last, request: request, token: token) { return }
+                return fail(request, "\(shown) closed its answer before it had answered")
+            case 401 where !renewed:
+                renewed = true
+                do { token = try host.renewed(after: token) } catch {
+                    return fail(request, error, code: .authorization)
+                }
+            case 403:
+                let challenge = response.header("WWW-Authenticate").flatMap(AuthChallenge.bearer)
+                guard challenge?.parameters["error"] == "insufficient_scope", !steppedUp else {
+                    return fail(request, "\(shown) refused the request (HTTP 403)", code: .authorization)
+                }
+                steppedUp = true
+                let scopes = (challenge?.parameters["scope"] ?? "").split(separator: " ").map(String.init)
+                let asked =
+                    scopes.isEmpty
+                    ? challenge?.parameters["error_description"].map { "it says: \($0)" } ?? "it does not say which"
+                    : scopes.joined(separator: " ")
+                do {
+                    guard try host.stepUp(scopes) else {
+                        return fail(
+                            request,
+                            "\(shown) asks for more scopes (\(OutsideText.line(asked, limit: 200))); log in with them: tokenvault login \(ShellWord.word(url))",
+                            code: .scope)
+                    }
+                    token = try host.token()
+                } catch {
+                    return fail(request, error, code: .scope)
+                }
+            case 404 where state.withLock({ sessionID != nil }):
+                state.withLock { sessionID = nil }
+                return fail(request, "\(shown) ended the MCP session; start a new one (initialize)")
+            default:
+                let why = OutsideText.line(String(decoding: x.errorBody.prefix(300), as: UTF8.self), limit: 200)
+                return fail(request, "\(shown) answered HTTP \(response.status)\(why.isEmpty ? "" : ": \(why)")")
+            }
+        }
+    }
+
+    /// One piece of the answer: JSON kept whole, events written as they come.
+    /// False stops the transfer (too large).
+    private func receive(
+        _ x: inout Exchange, status: Int, type: String?, bytes: UnsafeRawBufferPointer, request: JSONValue?, hold: Bool
+    ) -> Bool {
+        guard (200..<300).contains(status) else {
+            if x.errorBody.count < 4096 { x.errorBody += bytes.prefix(4096 - x.errorBody.count) }
+            return true
+        }
+        guard type?.lowercased().hasPrefix("text/event-stream") == true else {
+            x.jsonBody += bytes
+            if x.jsonBody.count > JSONRPC.maxLineBytes {
+                x.refused = "\(shown) sent an answer larger than \(JSONRPC.maxLineBytes >> 20) MiB"
+                return false
+            }
+            return true
+        }
+        do {
+            for event in try x.parser.feed(bytes) where event.event == "message" && !event.data.isEmpty {
+                if hold {
+                    x.held.append(event.data)
+                } else {
+                    emit(Array(event.data.utf8), request: request, answered: &x.answered)
+                }
+            }
+        } catch {
+            x.refused = "\(shown) sent an event larger than \(error.limit >> 20) MiB"
+            return false
+        }
+        return true
+    }
+
+    /// After `initialize`: the session and protocol version the server chose,
+    /// then its answer (held until both are known, so the client's next
+    /// message carries them).
+    private func settle(_ response: HTTPResponse, held: [String], request: JSONValue?) -> Bool {
+        let session = response.header("Mcp-Session-Id").flatMap { id -> String? in
+            let visible = !id.isEmpty && id.utf8.count <= 1024 && id.utf8.allSatisfy { (0x21...0x7E).contains($0) }
+            return visible ? id : nil
+        }
+        var answered = false
+        for data in held {
+            if case .object(let o)? = try? JSONDecoder().decode(JSONValue.self, from: Data(data.utf8)),
+                let version = o["result"]?["protocolVersion"]?.string,
+                version.utf8.count <= 64, version.utf8.allSatisfy({ (0x21...0x7E).contains($0) })
+            {
+                state.withLock { protocolVersion = version }
+            }
+        }
+        state.withLock { sessionID = session }
+        for data in held { emit(Array(data.utf8), request: request, answered: &answered) }
+        return answered
+    }
+
+    /// Picks an answer up again after its stream broke: a GET with
+    /// `Last-Event-ID`, up to three times. True when the answer came.
+    private func resume(after lastID: String, request: JSONValue?, token: String) -> Bool {
+        var last = lastID
+        for _ in 0..<3 {
+            var x = Exchange()
+            var request_ = get(token: token)
+            request_.headers.append("Last-Event-ID: \(last)")
+            let response = try? transport.stream(request_, idleSeconds: idleSeconds) { status, type, bytes in
+                self.receive(&x, status: status, type: type, bytes: bytes, request: request, hold: false)
+            }
+            if x.answered { return true }
+            if let r = response, !(200..<300).contains(r.status) { return false }
+            if x.refused != nil { return false }
+            last = x.parser.lastEventID ?? last
+        }
+        return false
+    }
+
+    // MARK: The server's own messages
+
+    /// The GET stream for messages the server sends on its own, once the
+    /// session is known; opened again after a break (with `Last-Event-ID`),
+    /// given up on when the server offers none (405) or keeps failing.
+    private func startListening() {
+        let start = state.withLock { () -> Bool in
+            guard sessionID != nil, !listening else { return false }
+            listening = true
+            return true
+        }
+        guard start else { return }
+        Posix.spawnThread { self.listen() }
+    }
+
+    private func listen() {
+        var last: String?
+        var failures = 0
+        while !state.withLock({ closing }), failures < 5 {
+            guard let token = try? host.token() else { return }
+            var x = Exchange()
+            var request = get(token: token)
+            if let last { request.headers.append("Last-Event-ID: \(last)") }
+            let response = try? transport.stream(request, idleSeconds: idleSeconds) { status, type, bytes in
+                self.receive(&x, status: status, type: type, bytes: bytes, request: nil, hold: false)
+            }
+            last = x.parser.lastEventID ?? last
+            if let r = response, r.status == 405 || r.status == 404 { return }
+            failures = response.map { (200..<300).contains($0.status) } == true ? 0 : failures + 1
+            Posix.sleep(Double(x.parser.retry ?? 1000) / 1000)
+        }
+    }
+
+    /// DELETE: the session ends with the client's input.
+    private func endSession() {
+        guard state.withLock({ sessionID }) != nil, let token = try? host.token() else { return }
+        var request = get(token: token)
+        request.method = "DELETE"
+        _ = try? transport.send(request)
+    }
+
+    // MARK: Requests and output
+
+    private func headers(token: String) -> [String] {
+        var h = ["Authorization: Bearer \(token)"]
+        state.withLock {
+            if let sessionID { h.append("Mcp-Session-Id: \(sessionID)") }
+            if let protocolVersion { h.append("MCP-Protocol-Version: \(protocolVersion)") }
+        }
+        return h
+    }
+
+    private func post(_ body: [UInt8], token: String) -> HTTPRequest {
+        HTTPRequest(
+            url: url,
+            headers: headers(token: token) + [
+                "Content-Type: application/json", "Accept: application/json, text/event-stream",
+            ], body: Data(body))
+    }
+
+    private func get(token: String) -> HTTPRequest {
+        HTTPRequest(method: "GET", url: url, headers: headers(token: token) + ["Accept: text/event-stream"])
+    }
+
+    /// Writes one message from the server as one line, after checking it is
+    /// JSON (line breaks between its tokens dropped: JSON strings hold none).
+    private func emit(_ data: [UInt8], request: JSONValue?, answered: inout Bool) {
+        guard let value = try? JSONDecoder().decode(JSONValue.self, from: Data(data)) else {
+            host.say("\(shown) sent a message that is not JSON; it was dropped")
+            return
+        }
+        let items: [JSONValue] = if case .array(let a) = value { a } else { [value] }
+        if let request,
+            items.contains(where: { $0["id"] == request && ($0["result"] != nil || $0["error"] != nil) })
+        {
+            answered = true
+        }
+        write(String(decoding: data.filter { $0 != 0x0A && $0 != 0x0D }, as: UTF8.self))
+    }
+
+    private func write(_ line: String) {
+        output.withLock { Posix.write(1, line + "\n") }
+    }
+
+    private func fail(_ request: JSONValue?, _ error: Error, code: ErrorCode) {
+        let text = (error as? TokenVaultError).map { e in e.errorText + (e.hint.map { "; \($0)" } ?? "") }
+        fail(request, text ?? error.errorText, code: code)
+    }
+
+    /// A JSON-RPC error for the client (when the message was a request) and one line on stderr.
+    private func fail(_ request: JSONValue?, _ message: String, code: ErrorCode = .server) {
+        host.say(message)
+        guard let request else { return }
+        write(
+            JSONValue.object([
+                "jsonrpc": .string("2.0"), "id": request,
+                "error": .object(["code": .integer(code.rawValue), "message": .string(message)]),
+            ]).text)
+    }
+}

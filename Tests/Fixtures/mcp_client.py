@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""An MCP client built on the official MCP Python SDK's stdio client: it
+launches a stdio MCP server (tokenvault mcp URL) and talks to it as an editor
+would. Prints one JSON object per step on stdout.
+
+Usage: mcp_client.py [--calls N] [--forget-access URL] [--raw FILE] -- COMMAND ARGS...
+  --calls N            call the tool `echo` N times (default 1)
+  --forget-access URL  POST to URL (the server forgets every access token)
+                       after listing the tools, before the calls
+  --raw FILE           skip the SDK: write FILE's lines to the server's stdin
+                       and print each line it answers with, as sent
+Runs with the SDK's venv (.build/mcp-venv, made by scripts/deps.sh); the
+server's environment is this process's.
+"""
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--calls", type=int, default=1)
+parser.add_argument("--forget-access")
+parser.add_argument("--raw")
+parser.add_argument("command", nargs=argparse.REMAINDER)
+args = parser.parse_args()
+command = [a for a in args.command if a != "--"]
+
+
+def say(**fields):
+    print(json.dumps(fields), flush=True)
+
+
+async def main():
+    params = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            started = time.monotonic()
+            init = await session.initialize()
+            say(step="initialize", server=init.server_info.name, protocol=init.protocol_version)
+            tools = await session.list_tools()
+            say(step="list", tools=sorted(t.name for t in tools.tools), seconds=time.monotonic() - started)
+            if args.forget_access:
+                urllib.request.urlopen(urllib.request.Request(args.forget_access, data=b"", method="POST")).read()
+            for i in range(args.calls):
+                result = await session.call_tool("echo", {"text": f"hello {i}"})
+                text = "".join(c.text for c in result.content if getattr(c, "text", None))
+                say(step="call", text=text, error=bool(result.is_error))
+
+
+def raw():
+    with open(args.raw, "rb") as f:
+        lines = f.read()
+    p = subprocess.run(command, input=lines, capture_output=True, timeout=60)
+    for line in p.stdout.decode().splitlines():
+        say(step="raw", line=line)
+    say(step="exit", status=p.returncode, stderr=p.stderr.decode())
+
+
+if args.raw:
+    raw()
+else:
+    try:
+        asyncio.run(main())
+    except Exception as e:  # the step that failed is the last one printed
+        say(step="failed", error=repr(e))
+        sys.exit(1)
