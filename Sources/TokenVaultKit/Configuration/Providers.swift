@@ -192,11 +192,16 @@ public enum NextStep {
             return "run: tokenvault login \(ShellWord.word(owner))\(acct)"
                 + (others.isEmpty ? "" : " (or: \(others.joined(separator: ", ")))")
         }
-        let set = "tokenvault set \(ShellWord.word(id.service.description))\(acct) < token.json"
+        // A resource's key: its URL logs in to it.
+        let set =
+            id.service.path == nil
+            ? "tokenvault set \(ShellWord.word(id.service.description))\(acct) < token.json"
+            : "tokenvault login \(ShellWord.word(id.service.url))\(acct)"
         let services = Array(Set(stored.map(\.service.description))).sorted()
         if let close = Suggestion.closest(to: id.service.description, in: services) {
-            return "did you mean \(ShellWord.word(close))? or store one with: \(set)"
+            return
+                "did you mean \(ShellWord.word(close))? or \(id.service.path == nil ? "store one with" : "log in"): \(set)"
         }
-        return "store one with: \(set)"
+        return id.service.path == nil ? "store one with: \(set)" : "log in: \(set)"
     }
 }

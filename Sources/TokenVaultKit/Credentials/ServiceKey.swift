@@ -19,6 +19,11 @@ public struct ServiceKey: Hashable, Sendable, CustomStringConvertible, Comparabl
         return authority + (path ?? "")
     }
 
+    /// The URL the key stands for: https, or http for a loopback host.
+    public var url: String {
+        (OAuth2Provider.isLoopback(host) ? "http://" : "https://") + description
+    }
+
     /// The key of the host alone.
     public var hostKey: ServiceKey { ServiceKey(host: host, port: port, path: nil) }
 
