@@ -23,7 +23,12 @@ public enum ManualText {
         A SERVICE argument may be a host (api.weibo.com), a URL (https://api.twitter.com/1.1/ \
         stands for api.twitter.com) or a provider name (weibo stands for the host that \
         provider stores under). The key is the lower-cased host, plus :port when the port is \
-        not the scheme's default. --account (default: default) keeps several logins per service.
+        not the scheme's default. A protected resource logged in to by its URL (tokenvault \
+        login https://mcp.example.com/a/mcp) is keyed by host and path: mcp.example.com/a/mcp \
+        (the path as sent, case kept, no trailing slash, no empty, . or .. segment), so two \
+        resources on one host keep two credentials; a URL names the stored resource whose path \
+        is its path or its longest parent, else its host. --account (default: default) keeps \
+        several logins per service.
 
         Only the requested value goes to stdout. Notices and warnings go to stderr, and every \
         failure is one line starting with "tokenvault: error:", followed by a "hint:" line \
@@ -141,6 +146,15 @@ public enum ManualText {
             or v1 when kubectl asks for it in KUBERNETES_EXEC_INFO), with expirationTimestamp, for a \
             kubeconfig exec user (command: tokenvault, args: [get, SERVICE, --format, kubectl]). \
             With interactiveMode Never, tokenvault never prompts.
+
+            mcp: tokenvault mcp URL is a stdio MCP server for MCP clients (editors, desktop \
+            assistants, agents) that forwards every JSON-RPC message to the remote MCP server at URL \
+            over Streamable HTTP with the vault's token, renewed before it expires (one refresh for \
+            every bridge), and once more after a 401. A 403 insufficient_scope runs a login with \
+            more scopes where a browser can open; otherwise, and when a login is needed, the \
+            client gets a JSON-RPC error (-32001 authorization, -32002 server, -32003 scope) and \
+            stderr one line, at once. The client configuration is what tokenvault mcp URL \
+            --print-config prints: {"command": "tokenvault", "args": ["mcp", "URL"]}.
 
             mail: msmtp passwordeval, isync PassCmd and neomutt imap_oauth_refresh_command take the \
             bare token (tokenvault get SERVICE --account EMAIL); get --format sasl --user EMAIL prints \
@@ -328,6 +342,13 @@ public enum ManualText {
             """
             git config --global credential.https://github.com.helper ''
             git config --global --add credential.https://github.com.helper '!tokenvault git-credential'
+            """
+        ),
+        (
+            "Log in to a remote MCP server knowing only its URL, and let an MCP client use it:",
+            """
+            tokenvault login https://mcp.example.com/mcp
+            tokenvault mcp https://mcp.example.com/mcp --print-config
             """
         ),
         (

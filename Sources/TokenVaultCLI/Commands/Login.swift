@@ -24,22 +24,32 @@ extension TokenVault {
                 "client_credentials" fetch a token directly. OAuth 1.0a providers (twitter, \
                 flickr) use a loopback oauth_callback, or oob and a typed PIN with --no-browser.
 
+                A URL in place of the provider logs in to a protected resource (a remote MCP server) \
+                knowing nothing else: its resource metadata (RFC 9728) names the authorization \
+                server (--issuer picks another it names), whose metadata must offer PKCE with S256; \
+                tokenvault registers itself there (RFC 7591) unless a provider in the config has \
+                that issuer, keeps the registration in the backend, asks for the resource (RFC \
+                8707) with the scopes of --scope, else the server's, and checks the redirect's iss \
+                (RFC 9207). The credential is stored under the resource (host/path) and the \
+                provider kept in providers.toml under --name, else a name derived from the URL.
+
                   tokenvault login weibo
                   tokenvault login google --no-browser
                   tokenvault login github --device
                   tokenvault login --issuer https://idp.example.com/realms/ops --client-id cli
+                  tokenvault login https://mcp.example.com/mcp
                 """)
 
         @Argument(
             help: ArgumentHelp(
-                "A built-in or configured provider (see tokenvault providers); with --issuer, the name to keep it under.",
-                valueName: "provider"),
+                "A built-in or configured provider (see tokenvault providers), or a protected resource's URL; with --issuer, the name to keep it under.",
+                valueName: "provider|url"),
             completion: .custom(Completions.providers))
         var provider: String?
 
         @Option(
             help: ArgumentHelp(
-                "An OpenID Connect issuer to log in to without a config entry (with --client-id); kept in providers.toml beside the config.",
+                "An OpenID Connect issuer to log in to without a config entry (with --client-id); kept in providers.toml beside the config. With a URL: which of its authorization servers.",
                 valueName: "url"))
         var issuer: String?
 
@@ -50,7 +60,7 @@ extension TokenVault {
 
         @Option(
             help: ArgumentHelp(
-                "With --issuer: the provider name to keep it under (default: one derived from the issuer's host, port and path).",
+                "With --issuer or a URL: the provider name to keep it under (default: one derived from its host, port and path).",
                 valueName: "name"))
         var name: String?
 
