@@ -12,6 +12,7 @@ work=$(mktemp -d /tmp/tokenvault-bench.XXXXXX)
 cleanup() {
   [ -n "${bus_pid:-}" ] && kill "$bus_pid" 2>/dev/null || true
   [ -n "${provider_pid:-}" ] && kill "$provider_pid" 2>/dev/null || true
+  [ -n "${mcp_pid:-}" ] && kill "$mcp_pid" 2>/dev/null || true
   [ -n "${etcd_pid:-}" ] && { exec 8>&-; wait "$etcd_pid" 2>/dev/null; } || true
   [ -n "${vault_10:-}" ] && TOKENVAULT_VAULT="$vault_10" "$TV" lock >/dev/null 2>&1
   [ -n "${vault_10k:-}" ] && TOKENVAULT_VAULT="$vault_10k" "$TV" lock >/dev/null 2>&1
@@ -192,7 +193,26 @@ provider_pid=""
 fleet_wall=$(printf '%s\n' "${fleet_walls[@]}" | sort -n | sed -n 2p)
 fleet_max=$(printf '%s\n' "${fleet_counts[@]}" | sort -n | tail -1)
 
-# 5. First build of the release, as on a fresh clone: a clean scratch path
+# 5. MCP: one tool call by the official MCP Python SDK's client, straight over
+#    Streamable HTTP with a fixed token, and over stdio through `tokenvault mcp`
+#    (file vault, cached key), in interleaved rounds against the SDK's server.
+unset TOKENVAULT_CONFIG
+export TOKENVAULT_BACKEND=file TOKENVAULT_VAULT="$work/v-mcp/vault" TOKENVAULT_PASSPHRASE=bench-passphrase
+"$root/.build/mcp-venv/bin/python" "$root/Tests/Fixtures/mcp_server.py" > "$work/mcp.out" 2>/dev/null &
+mcp_pid=$!
+for _ in $(seq 100); do [ -s "$work/mcp.out" ] && break; sleep 0.1; done
+mcp_url="http://127.0.0.1:$(awk '{print $2; exit}' "$work/mcp.out")/mcp"
+BROWSER="$root/Tests/Fixtures/browser.sh" "$TV" login "$mcp_url" 2>/dev/null
+mcp=$(MCP_BENCH_TOKEN=$("$TV" get "$mcp_url") "$root/.build/mcp-venv/bin/python" "$root/Tests/Fixtures/mcp_bench.py" \
+  "$mcp_url" "$TV" "$ROUNDS" 40)
+kill "$mcp_pid" 2>/dev/null || true
+"$TV" lock >/dev/null 2>&1 || true
+mcp_field() { /usr/bin/python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$mcp" "$1"; }
+mcp_direct=$(mcp_field direct_call); mcp_bridge=$(mcp_field bridge_call)
+mcp_direct_first=$(mcp_field direct_first); mcp_bridge_first=$(mcp_field bridge_first)
+mcp_over=$(/usr/bin/python3 -c 'import sys; print("%.2f" % (float(sys.argv[1]) - float(sys.argv[2])))' "$mcp_bridge" "$mcp_direct")
+
+# 6. First build of the release, as on a fresh clone: a clean scratch path
 #    (dependencies resolved from SwiftPM's cache), the flags `make release`
 #    uses. FIRST_BUILD=0 skips it (it takes minutes on 2 cores).
 first_build="skipped"
@@ -233,6 +253,10 @@ tokenvault bench ($(nproc) cores; median of $RUNS runs each, in $ROUNDS interlea
 | tokenvault get, backend etcd, valid token         | $(printf %9s "$etcd_tv") | $(printf %-16s "${r_etcd}x etcdctl") | <= 1.0x | $(verdict "$r_etcd" 1.0) |
 | 4 hosts x 16 gets at expiry, etcd: refreshes      | $(printf %9s "${fleet_counts[*]}") | (3 rounds)       | 1       | $([ "$fleet_max" = 1 ] && echo ok || echo MISSED) |
 | 4 hosts x 16 gets at expiry, etcd: wall (median)  | $(printf %9s "$fleet_wall") |                  | <= 2000 | $(verdict "$fleet_wall" 2000) |
+| MCP tool call, SDK client over HTTP, fixed token  | $(printf %9s "$mcp_direct") |                  |         |      |
+| MCP tool call through tokenvault mcp (stdio)      | $(printf %9s "$mcp_bridge") | $(printf %-16s "${mcp_over} ms on top") | <= 2 ms | $(verdict "$mcp_over" 2) |
+| MCP start to first answer, SDK client over HTTP   | $(printf %9s "$mcp_direct_first") |                  |         |      |
+| MCP start to first answer, tokenvault mcp         | $(printf %9s "$mcp_bridge_first") |                  |         |      |
 
 | what                                              | MiB / MB  |                  | target  |      |
 |---------------------------------------------------|----------:|------------------|---------|------|
