@@ -9,6 +9,7 @@ Usage: mcp_client.py [--calls N] [--forget-access URL] [--raw FILE] -- COMMAND A
                        after listing the tools, before the calls
   --raw FILE           skip the SDK: write FILE's lines to the server's stdin
                        and print each line it answers with, as sent
+  --hold SECONDS       with --raw: keep stdin open that long after the lines
 Runs with the SDK's venv (.build/mcp-venv, made by scripts/deps.sh); the
 server's environment is this process's.
 """
@@ -28,6 +29,7 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--calls", type=int, default=1)
 parser.add_argument("--forget-access")
 parser.add_argument("--raw")
+parser.add_argument("--hold", type=float, default=0)
 parser.add_argument("command", nargs=argparse.REMAINDER)
 args = parser.parse_args()
 command = [a for a in args.command if a != "--"]
@@ -57,10 +59,14 @@ async def main():
 def raw():
     with open(args.raw, "rb") as f:
         lines = f.read()
-    p = subprocess.run(command, input=lines, capture_output=True, timeout=60)
-    for line in p.stdout.decode().splitlines():
+    p = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdin.write(lines)
+    p.stdin.flush()
+    time.sleep(args.hold)
+    out, err = p.communicate(timeout=60)
+    for line in out.decode().splitlines():
         say(step="raw", line=line)
-    say(step="exit", status=p.returncode, stderr=p.stderr.decode())
+    say(step="exit", status=p.returncode, stderr=err.decode())
 
 
 if args.raw:

@@ -13,6 +13,10 @@ POST /mcp/cut     a notification, half an event, then the connection drops
 POST /mcp/resume  a notification with id e1, then the connection drops; a GET
                   with Last-Event-ID e1 gets the answer
 POST /mcp/garbage an event that is not JSON, then the answer
+POST /mcp/push    a JSON answer with session push-1 (202 for a notification);
+                  the first GET /mcp/push with that session gets one
+                  notification with id p1, a later one 405; DELETE ends it
+GET /push-seen    the method, session and protocol version of every /mcp/push request
 Prints "port N" once listening on 127.0.0.1.
 """
 import json
@@ -80,7 +84,17 @@ class Handler(BaseHTTPRequestHandler):
             self.chunk("id: e2\ndata: %s\n\n" % json.dumps({"jsonrpc": "2.0", "id": pending.get("id"),
                                                               "result": {"resumed": True}}))
             self.end()
+        elif self.path == "/push-seen":
+            self.reply(200, json.dumps(push_seen).encode(), [("Content-Type", "application/json")])
+        elif self.path == "/mcp/push" and not any(s["method"] == "GET" for s in push_seen):
+            self.seen()
+            self.start_stream()
+            note = json.dumps({"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": "pushed"}})
+            self.chunk("id: p1\ndata: %s\n\n" % note)
+            self.end()
         elif self.path.startswith("/mcp/"):
+            if self.path == "/mcp/push":
+                self.seen()
             self.send_response(405)
             self.send_header("Content-Length", "0")
             self.end_headers()
@@ -98,8 +112,38 @@ class Handler(BaseHTTPRequestHandler):
             self.end_headers()
 
 
+    def seen(self):
+        push_seen.append({"method": self.command, "session": self.headers.get("Mcp-Session-Id"),
+                          "version": self.headers.get("MCP-Protocol-Version"),
+                          "last_event": self.headers.get("Last-Event-ID")})
+
+    def reply(self, status, body=b"", headers=()):
+        self.send_response(status)
+        for name, value in headers:
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_DELETE(self):
+        self.seen()
+        self.reply(200 if self.path == "/mcp/push" else 405)
+
+    def push(self, request_id):
+        if request_id is None:
+            return self.reply(202)
+        answer = json.dumps({"jsonrpc": "2.0", "id": request_id, "result": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "push", "version": "1"}}})
+        self.reply(200, answer.encode(), [("Content-Type", "application/json"), ("Mcp-Session-Id", "push-1")])
+
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        if self.path == "/mcp/push":
+            self.seen()
+            try:
+                return self.push(json.loads(body).get("id"))
+            except ValueError:
+                return self.reply(400)
         try:
             request_id = json.loads(body).get("id")
         except ValueError:
@@ -132,6 +176,7 @@ class Handler(BaseHTTPRequestHandler):
 
 
 pending = {}
+push_seen = []
 server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
 print("port", server.server_address[1], flush=True)
 server.serve_forever()

@@ -134,13 +134,16 @@ final class MCPBridgeTests: XCTestCase {
     }
 
     /// Raw lines to `tokenvault mcp URL`: each line it answers with.
-    func raw(_ s: Sandbox, _ url: String, _ lines: [String]) throws -> (answers: [[String: Any]], stderr: String) {
+    func raw(
+        _ s: Sandbox, _ url: String, _ lines: [String], hold: Double = 0
+    ) throws -> (answers: [[String: Any]], stderr: String) {
         let input = s.home + "/raw.txt"
         try (lines.joined(separator: "\n") + "\n").write(toFile: input, atomically: true, encoding: .utf8)
         let run = runProcess(
             Self.python,
             [
-                Paths.fixtures.appendingPathComponent("mcp_client.py").path, "--raw", input, "--", Paths.binary, "mcp",
+                Paths.fixtures.appendingPathComponent("mcp_client.py").path, "--raw", input, "--hold", String(hold),
+                "--", Paths.binary, "mcp",
                 url,
             ],
             env: s.env, limit: 90)
@@ -221,5 +224,43 @@ final class MCPBridgeTests: XCTestCase {
         XCTAssertTrue(other.stdout.contains(#"["mcp","\#(a)","--account","work"]"#), other.stdout)
         XCTAssertEqual(s.tv("mcp", "not-a-url").status, 64)
         XCTAssertEqual(s.tv("mcp", "http://mcp.example.com/mcp").status, 64, "plain http only on loopback")
+    }
+
+    func testTheSessionIsCarriedTheServersOwnStreamReadAndEndedWithStdin() throws {
+        let s = sandbox()
+        let url = "http://127.0.0.1:\(Self.brokenPort)/mcp/push"
+        XCTAssertEqual(s.tv("set", url.replacingOccurrences(of: "http://", with: ""), stdin: "t0k3n-push").status, 0)
+        let (answers, stderr) = try raw(
+            s, url,
+            [
+                #"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+                #"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+                #"{"jsonrpc":"2.0","id":2,"method":"ping"}"#,
+            ], hold: 2)
+        XCTAssertEqual(stderr, "")
+        XCTAssertEqual(answers.compactMap { $0["id"] as? Int }, [1, 2])
+        XCTAssertEqual(
+            answers.compactMap { ($0["params"] as? [String: Any])?["data"] as? String }, ["pushed"],
+            "the server's own message came on the GET stream")
+        let seen = try XCTUnwrap(
+            JSONSerialization.jsonObject(
+                with: Data(
+                    runProcess(
+                        "/usr/bin/curl", ["-s", "http://127.0.0.1:\(Self.brokenPort)/push-seen"],
+                        env: ["PATH": "/usr/bin:/bin"]
+                    ).stdout.utf8)) as? [[String: Any]])
+        let methods = seen.map { $0["method"] as? String ?? "?" }
+        XCTAssertEqual(methods.first, "POST")
+        XCTAssertEqual(methods.last, "DELETE", "the session ends when stdin closes: \(methods)")
+        XCTAssertTrue(methods.contains("GET"))
+        // After initialize every request carries the session and the protocol version.
+        for request in seen.dropFirst() {
+            XCTAssertEqual(request["session"] as? String, "push-1", "\(request)")
+            XCTAssertEqual(request["version"] as? String, "2025-11-25", "\(request)")
+        }
+        XCTAssertNil(seen[0]["session"] as? String)
+        XCTAssertTrue(
+            seen.contains { $0["method"] as? String == "GET" && $0["last_event"] as? String == "p1" },
+            "the stream is opened again after its last event: \(seen)")
     }
 }

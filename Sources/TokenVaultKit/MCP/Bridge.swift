@@ -135,7 +135,11 @@ public final class MCPBridge: @unchecked Sendable {
             }
             switch response.status {
             case 200..<300:
-                if initialize { x.answered = settle(response, held: x.held, request: request) }
+                if initialize {
+                    if !x.jsonBody.isEmpty { x.held.append(String(decoding: x.jsonBody, as: UTF8.self)) }
+                    x.jsonBody = []
+                    x.answered = settle(response, held: x.held, request: request)
+                }
                 if !x.jsonBody.isEmpty { emit(x.jsonBody, request: request, answered: &x.answered) }
                 if x.answered || request == nil { return }
                 if let last = x.parser.lastEventID, resume(after: last, request: request, token: token) { return }
