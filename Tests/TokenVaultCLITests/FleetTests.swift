@@ -480,6 +480,29 @@ final class FleetTests: XCTestCase {
         XCTAssertTrue(lock.stderr.contains("forgot the cached key of the fleet vault"), lock.stderr)
     }
 
+    func testResourceKeysOnEtcdAndThroughMigration() throws {
+        let s = try host("resources")
+        for (service, token) in [
+            ("mcp.example.com/a/mcp", "a"), ("mcp.example.com/b/mcp", "b"), ("mcp.example.com", "h"),
+        ] {
+            XCTAssertEqual(s.tv("set", service, stdin: token).status, 0)
+        }
+        let list = s.tv("list").stdout
+        for service in ["mcp.example.com/a/mcp", "mcp.example.com/b/mcp"] {
+            XCTAssertTrue(list.contains(service), list)
+        }
+        XCTAssertEqual(s.tv("get", "https://mcp.example.com/a/mcp/tools").out, "a")
+        XCTAssertEqual(s.tv("get", "https://mcp.example.com/b/mcp").out, "b")
+        XCTAssertEqual(s.tv("get", "https://mcp.example.com/c").out, "h")
+        let toFile = s.tv("migrate", "--to", "file")
+        XCTAssertTrue(toFile.stderr.contains("moved 3 credentials from etcd to file"), toFile.stderr)
+        XCTAssertEqual(s.tv("get", "mcp.example.com/b/mcp").out, "b")
+        XCTAssertEqual(s.tv("migrate", "--to", "etcd").status, 0)
+        XCTAssertEqual(s.tv("get", "mcp.example.com/a/mcp", env: ["TOKENVAULT_BACKEND": "etcd"]).out, "a")
+        XCTAssertEqual(s.tv("delete", "mcp.example.com/a/mcp").status, 0)
+        XCTAssertEqual(s.tv("get", "https://mcp.example.com/a/mcp").out, "h", "the host's credential holds the rest")
+    }
+
     func testUnreachableWrongAndRefusedClusters() throws {
         let s = try host("errors")
         XCTAssertEqual(s.tv("set", "api.x.example", stdin: #"{"access_token":"x"}"#).status, 0)

@@ -48,6 +48,20 @@ final class SecretServiceTests: XCTestCase {
         XCTAssertEqual(secretTool(["lookup", "service", "api.weibo.com"]).stdout, "")
     }
 
+    func testAResourceKeyIsOneItemOfItsOwn() {
+        let s = sandbox("secret-service")
+        XCTAssertEqual(s.tv("set", "mcp.example.com/a/mcp", stdin: "resource-token").status, 0)
+        XCTAssertEqual(s.tv("set", "mcp.example.com", stdin: "host-token").status, 0)
+        XCTAssertTrue(
+            secretTool(["lookup", "service", "mcp.example.com/a/mcp"]).stdout.contains(
+                #""access_token":"resource-token""#))
+        XCTAssertEqual(s.tv("get", "https://mcp.example.com/a/mcp/x").out, "resource-token")
+        XCTAssertEqual(s.tv("get", "https://mcp.example.com/b").out, "host-token")
+        XCTAssertEqual(s.tv("delete", "mcp.example.com/a/mcp").status, 0)
+        XCTAssertTrue(
+            secretTool(["lookup", "service", "mcp.example.com"]).stdout.contains(#""access_token":"host-token""#))
+    }
+
     func testSecretToolInteropBothWays() {
         let s = sandbox("secret-service")
         XCTAssertEqual(

@@ -95,26 +95,29 @@ extension TokenVault {
                 let ids = try source.listIDs()
                 if ids.isEmpty { break }
                 for id in ids {
-                    moved += try vault.withRecordLock(id) { () -> Int in
-                        guard let c = try source.load(id) else { return 0 }
-                        let existing = try target.load(id)
-                        let targetChanged = existing != nil && existing != targetBefore[id]
-                        if !targetChanged, existing.map({ !$0.isNewer(than: c) }) ?? true {
-                            try target.save(c)
-                            guard try target.load(id) == c else {
-                                throw TokenVaultError.vault(
-                                    "the copy of \(id) in \(target.name) does not read back the same; nothing was deleted"
-                                )
+                    // Client registrations move too, but are not counted as credentials.
+                    moved +=
+                        try (id.isRegistration ? 0 : 1)
+                        * vault.withRecordLock(id) { () -> Int in
+                            guard let c = try source.load(id) else { return 0 }
+                            let existing = try target.load(id)
+                            let targetChanged = existing != nil && existing != targetBefore[id]
+                            if !targetChanged, existing.map({ !$0.isNewer(than: c) }) ?? true {
+                                try target.save(c)
+                                guard try target.load(id) == c else {
+                                    throw TokenVaultError.vault(
+                                        "the copy of \(id) in \(target.name) does not read back the same; nothing was deleted"
+                                    )
+                                }
                             }
+                            targetBefore[id] = try target.load(id)
+                            if let shared = source as? SharedStore {
+                                // Another host may have renewed it meanwhile: the next pass copies that.
+                                return try shared.delete(id, ifUnchanged: c.fingerprint) ? 1 : 0
+                            }
+                            try source.delete(id)
+                            return 1
                         }
-                        targetBefore[id] = try target.load(id)
-                        if let shared = source as? SharedStore {
-                            // Another host may have renewed it meanwhile: the next pass copies that.
-                            return try shared.delete(id, ifUnchanged: c.fingerprint) ? 1 : 0
-                        }
-                        try source.delete(id)
-                        return 1
-                    }
                 }
             }
             return moved
