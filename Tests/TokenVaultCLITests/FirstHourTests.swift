@@ -230,7 +230,6 @@ final class FirstHourTests: QuirkProviderTestCase {
                 "hint: did you mean github? providers: flickr, foursquare, github, gitlab, google, local, microsoft, myidp, twitter, weibo;"
             ),
             (["login", "mydip"], 78, "did you mean myidp?"),
-            (["login", "http://127.0.0.1:22303/mcp"], 78, #"or define [providers."http://127.0.0.1:22303/mcp"] in"#),
             (["get", "api.exmaple.com"], 3, "did you mean api.example.com?"),
             (["get", "api.example.com", "--account", "defualt"], 3, "did you mean --account default?"),
         ]
@@ -240,6 +239,10 @@ final class FirstHourTests: QuirkProviderTestCase {
             XCTAssertTrue(r.stderr.contains(text), "\(args): \(r.stderr)")
             XCTAssertEqual(r.stderr.split(separator: "\n").count, 2, "one error line and one hint: \(r.stderr)")
         }
+        // A URL is no misspelt provider: it is a resource to log in to, here one nobody serves.
+        let url = s.run(["login", "http://127.0.0.1:22303/mcp"])
+        XCTAssertEqual(url.status, 75, url.stderr)
+        XCTAssertTrue(url.stderr.contains("cannot reach 127.0.0.1:22303"), url.stderr)
     }
 
     // MARK: A config mistake stays local

@@ -110,7 +110,8 @@ final class ResourceDiscoveryTests: XCTestCase {
             server,
             ResourceServer(
                 resource: resource, issuer: base, authorizeURL: base + "/authorize", tokenURL: base + "/token",
-                registrationURL: base + "/register", revokeURL: base + "/revoke", scopes: ["files:read"]))
+                registrationURL: base + "/register", revokeURL: base + "/revoke", scopes: ["files:read"],
+                scopesSupported: ["files:read"]))
     }
 }
 

@@ -149,28 +149,14 @@ public final class MCPBridge: @unchecked Sendable {
                 do { token = try host.renewed(after: token) } catch {
                     return fail(request, error, code: .authorization)
                 }
+            case 403 where steppedUp:
+                return fail(
+                    request, "\(shown) still refuses the request (HTTP 403) after a login for more scopes", code: .scope
+                )
             case 403:
-                let challenge = response.header("WWW-Authenticate").flatMap(AuthChallenge.bearer)
-                guard challenge?.parameters["error"] == "insufficient_scope", !steppedUp else {
-                    return fail(request, "\(shown) refused the request (HTTP 403)", code: .authorization)
-                }
+                guard let stepped = stepUp(response, request: request) else { return }
                 steppedUp = true
-                let scopes = (challenge?.parameters["scope"] ?? "").split(separator: " ").map(String.init)
-                let asked =
-                    scopes.isEmpty
-                    ? challenge?.parameters["error_description"].map { "it says: \($0)" } ?? "it does not say which"
-                    : scopes.joined(separator: " ")
-                do {
-                    guard try host.stepUp(scopes) else {
-                        return fail(
-                            request,
-                            "\(shown) asks for more scopes (\(OutsideText.line(asked, limit: 200))); log in with them: tokenvault login \(ShellWord.word(url))",
-                            code: .scope)
-                    }
-                    token = try host.token()
-                } catch {
-                    return fail(request, error, code: .scope)
-                }
+                token = stepped
             case 404 where state.withLock({ sessionID != nil }):
                 state.withLock { sessionID = nil }
                 return fail(request, "\(shown) ended the MCP session; start a new one (initialize)")
@@ -178,6 +164,34 @@ public final class MCPBridge: @unchecked Sendable {
                 let why = OutsideText.line(String(decoding: x.errorBody.prefix(300), as: UTF8.self), limit: 200)
                 return fail(request, "\(shown) answered HTTP \(response.status)\(why.isEmpty ? "" : ": \(why)")")
             }
+        }
+    }
+
+    /// A 403: with `insufficient_scope`, a login for more scopes where one
+    /// can run, and the token to send again; else the error (nil).
+    private func stepUp(_ response: HTTPResponse, request: JSONValue?) -> String? {
+        let challenge = response.header("WWW-Authenticate").flatMap(AuthChallenge.bearer)
+        guard challenge?.parameters["error"] == "insufficient_scope" else {
+            fail(request, "\(shown) refused the request (HTTP 403)", code: .authorization)
+            return nil
+        }
+        let scopes = (challenge?.parameters["scope"] ?? "").split(separator: " ").map(String.init)
+        let asked =
+            scopes.isEmpty
+            ? challenge?.parameters["error_description"].map { "it says: \($0)" } ?? "it does not say which"
+            : scopes.joined(separator: " ")
+        do {
+            guard try host.stepUp(scopes) else {
+                fail(
+                    request,
+                    "\(shown) asks for more scopes (\(OutsideText.line(asked, limit: 200))); log in with them: tokenvault login \(ShellWord.word(url))",
+                    code: .scope)
+                return nil
+            }
+            return try host.token()
+        } catch {
+            fail(request, error, code: .scope)
+            return nil
         }
     }
 
