@@ -173,13 +173,13 @@ _tokenvault() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    login|set|get|list|status|refresh|revoke|header|exec|delete|logout|backend|migrate|lock|providers|git-credential|mcp|doctor|setup|help)
+    login|set|get|list|status|refresh|revoke|header|exec|delete|logout|backend|migrate|lock|providers|git-credential|mcp|agent|doctor|setup|help)
         # Offer subcommand argument completions
         "_tokenvault_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'login set get list status refresh revoke header exec delete logout backend migrate lock providers git-credential mcp doctor setup help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'login set get list status refresh revoke header exec delete logout backend migrate lock providers git-credential mcp agent doctor setup help' -- "${cur}"))
         ;;
     esac
 }
@@ -567,6 +567,53 @@ _tokenvault_mcp() {
         return
         ;;
     esac
+}
+
+_tokenvault_agent() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=()
+    __tokenvault_offer_flags_options 0
+
+    # Offer subcommand / subcommand argument completions
+    local -r subcommand="${unparsed_words[0]}"
+    unset 'unparsed_words[0]'
+    unparsed_words=("${unparsed_words[@]}")
+    case "${subcommand}" in
+    run|status|stop)
+        # Offer subcommand argument completions
+        "_tokenvault_agent_${subcommand}"
+        ;;
+    *)
+        # Offer subcommand completions
+        COMPREPLY+=($(compgen -W 'run status stop' -- "${cur}"))
+        ;;
+    esac
+}
+
+_tokenvault_agent_run() {
+    repeating_flags=()
+    non_repeating_flags=(--foreground --version -h --help)
+    repeating_options=()
+    non_repeating_options=()
+    __tokenvault_offer_flags_options 0
+}
+
+_tokenvault_agent_status() {
+    repeating_flags=()
+    non_repeating_flags=(--json --version -h --help)
+    repeating_options=()
+    non_repeating_options=()
+    __tokenvault_offer_flags_options 0
+}
+
+_tokenvault_agent_stop() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=()
+    __tokenvault_offer_flags_options 0
 }
 
 _tokenvault_doctor() {

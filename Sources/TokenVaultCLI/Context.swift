@@ -231,6 +231,7 @@ final class Context {
     func usable(
         _ id: CredentialID, minValid option: Int?, refresh: Bool = true, force: Bool = false
     ) throws -> Credential {
+        if let c = try fromAgent("usable", id, minValid: option, refresh: refresh, force: force) { return c }
         let c = try renewedIfNeeded(id, minValid: option, refresh: refresh, force: force)
         warnIfRefreshTokenDying(c)
         return c
@@ -284,11 +285,26 @@ final class Context {
         return first
     }
 
+    /// True in the agent itself: its commands never ask an agent.
+    var isAgent = false
+
+    /// The agent's answer, when one runs for this scope (docs/agent.md);
+    /// nil: the command goes to the backend itself.
+    private func fromAgent(
+        _ op: String, _ id: CredentialID, minValid: Int?, refresh: Bool, force: Bool
+    ) throws -> Credential? {
+        guard !isAgent, openedStore == nil else { return nil }
+        let timeout = ((try? httpTimeout) ?? 30) + 10
+        return try AgentClient.credential(
+            op, id, minValid: minValid, refresh: refresh, force: force, settings: settings, timeout: timeout)
+    }
+
     /// The stored record as it is, for `get --format json` and `--field`:
     /// printed whatever the access token's state (docs/reference.md). Without
     /// `--no-refresh` a refreshable credential is renewed first when it can be;
     /// when it cannot, the stored record is printed all the same.
     func stored(_ id: CredentialID, minValid option: Int?, refresh: Bool) throws -> Credential {
+        if let c = try fromAgent("stored", id, minValid: option, refresh: refresh, force: false) { return c }
         let found = try locate(id).credential
         guard refresh, found.expiresAt != nil, found.refusal == nil else { return found }
         let refresher = try refresher()

@@ -19,7 +19,8 @@ public enum TokenVaultMain {
             // through the whole parser, so what the user sees is unchanged.
             if args.first == "get" {
                 let settings = Settings.process
-                if !SecretServiceHeadStart.start(settings) {
+                // With an agent to answer, no backend is opened here at all.
+                if AgentClient.present(settings) || !SecretServiceHeadStart.start(settings) {
                     Config.readAhead(settings)
                 }
                 if let get = try? TokenVault.Get.parseAsRoot(Array(args.dropFirst())) as? TokenVault.Get {
@@ -96,11 +97,28 @@ enum Output {
     }
 
     static func notice(_ line: String) {
-        Posix.write(2, "tokenvault: \(line)\n")
+        stderr("tokenvault: \(line)\n")
     }
 
     static func warning(_ line: String) {
-        Posix.write(2, "tokenvault: warning: \(line)\n")
+        stderr("tokenvault: warning: \(line)\n")
+    }
+
+    /// What the agent's request would have printed on stderr, kept to send
+    /// to its client instead (the agent answers one request at a time).
+    nonisolated(unsafe) private static var captured: String?
+
+    static func stderr(_ text: String) {
+        if captured != nil { captured! += text } else { Posix.write(2, text) }
+    }
+
+    /// Runs `body` with stderr kept; returns its result and what it printed.
+    static func capturing<T>(_ body: () throws -> T) -> (Result<T, Error>, String) {
+        captured = ""
+        defer { captured = nil }
+        let result = Result { try body() }
+        flushLater()
+        return (result, captured ?? "")
     }
 
     nonisolated(unsafe) private static var pending: [String] = []
@@ -120,7 +138,7 @@ enum Output {
         var text = "tokenvault: error: \(oneLine(message))\n"
         for line in excerpt { text += "    \(oneLine(line))\n" }
         if let hint { text += "hint: \(oneLine(hint))\n" }
-        Posix.write(2, text)
+        stderr(text)
     }
 
     private static func oneLine(_ s: String) -> String {

@@ -62,6 +62,29 @@ final class HotPathTests: XCTestCase {
         }
     }
 
+    func testAGetTheAgentAnswersLoadsNoBackendLibrary() throws {
+        let keyring = try PrivateKeyring()
+        defer { keyring.stop() }
+        let s = Sandbox(backend: "secret-service")
+        s.env.merge(keyring.env) { $1 }
+        XCTAssertEqual(s.tv("set", "api.example.com", stdin: #"{"access_token":"tok","expires_in":3600}"#).status, 0)
+        XCTAssertEqual(s.tv("agent").status, 0)
+        defer { s.tv("agent", "stop") }
+        for args in [
+            ["get", "api.example.com"], ["header", "api.example.com"], ["get", "api.example.com", "--format", "json"],
+        ] {
+            let (r, libs) = loaded(s, args)
+            XCTAssertEqual(r.status, 0, r.stderr)
+            XCTAssertTrue(r.stdout.contains("tok"), r.stdout)
+            XCTAssertTrue(libs.contains { $0.hasPrefix("libsodium") }, "the loader report is read: \(libs)")
+            XCTAssertEqual(libs.filter { lib in Self.unwanted.contains { lib.hasPrefix($0) } }, [], "\(args)")
+        }
+        // The same get without the agent opens the Secret Service itself.
+        let (direct, directLibs) = loaded(s, ["get", "api.example.com"], env: ["TOKENVAULT_AGENT": "off"])
+        XCTAssertEqual(direct.status, 0, direct.stderr)
+        XCTAssertTrue(directLibs.contains("libsecret-1.so.0"), "\(directLibs)")
+    }
+
     func testThePathsThatNeedThemLoadThemOnFirstUse() throws {
         // The Secret Service loads libsecret (and GLib, libgcrypt)…
         let keyring = try PrivateKeyring()

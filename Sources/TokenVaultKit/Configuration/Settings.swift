@@ -17,6 +17,7 @@ public enum EnvironmentVariable: String, CaseIterable, Sendable {
     case account = "TOKENVAULT_ACCOUNT"
     case etcdEndpoints = "TOKENVAULT_ETCD_ENDPOINTS"
     case etcdPrefix = "TOKENVAULT_ETCD_PREFIX"
+    case agent = "TOKENVAULT_AGENT"
     /// Set by `exec` for the command it runs.
     case accessToken = "TOKENVAULT_ACCESS_TOKEN"
     case tokenSecret = "TOKENVAULT_TOKEN_SECRET"
@@ -57,6 +58,7 @@ public enum EnvironmentVariable: String, CaseIterable, Sendable {
             "The account when --account is not given (per shell, or per directory with direnv); default: default."
         case .etcdEndpoints: "Comma-separated etcd endpoints; override endpoints of [etcd]."
         case .etcdPrefix: "The etcd key prefix; overrides prefix of [etcd]."
+        case .agent: "off: never ask the agent, go to the backend directly (docs/agent.md)."
         case .accessToken: "Set by exec for the command it runs: the access token (OAuth 1.0a: the token)."
         case .tokenSecret: "Set by exec for the command it runs: the OAuth 1.0a token secret."
         case .home: "The home directory the XDG defaults and ~/ in the config's *_file settings start from."
@@ -263,4 +265,23 @@ public struct Settings: Sendable {
 
     /// `TOKENVAULT_ETCD_PREFIX`; nil when unset or empty.
     public var etcdPrefix: String? { self[.etcdPrefix] }
+
+    // MARK: The agent
+
+    /// Whether commands may ask the agent (`TOKENVAULT_AGENT=off`: never).
+    public var agentAllowed: Bool { self[.agent]?.lowercased() != "off" }
+
+    /// What must be the same for a client and the agent that answers it
+    /// (docs/agent.md): the backend, the files and the bus they resolve to.
+    /// A client whose scope differs goes to the backend itself.
+    public var agentScope: JSONValue {
+        var o: [String: JSONValue] = [
+            "config": .string(configPath), "vault": .string(vaultPath), "cache": .string(cacheDirectory),
+            "bus": .string(sessionBus ?? runtimeBus), "key_ttl": .string(self[.keyTTL] ?? ""),
+        ]
+        for v in [EnvironmentVariable.backend, .etcdEndpoints, .etcdPrefix, .dbusTimeout, .unlockTimeout] {
+            o[v.name] = .string(self[v] ?? "")
+        }
+        return .object(o)
+    }
 }

@@ -80,8 +80,25 @@ public enum Posix {
         return try launch(argv, env: env, actions: &actions)
     }
 
+    /// Starts `argv` as a daemon: its own session, stdin, stdout and stderr
+    /// on /dev/null; its process id.
+    public static func startDetached(_ argv: [String], env: [String: String]) throws -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        posix_spawnattr_setflags(&attributes, Int16(0x80))  // POSIX_SPAWN_SETSID (glibc 2.26)
+        return try launch(argv, env: env, actions: &actions, attributes: &attributes)
+    }
+
     private static func launch(
-        _ argv: [String], env: [String: String], actions: inout posix_spawn_file_actions_t
+        _ argv: [String], env: [String: String], actions: inout posix_spawn_file_actions_t,
+        attributes: UnsafePointer<posix_spawnattr_t>? = nil
     ) throws -> pid_t {
         let cArgs = argv.map { strdup($0) } + [nil]
         let cEnv = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
@@ -90,7 +107,7 @@ public enum Posix {
             cEnv.forEach { free($0) }
         }
         var pid: pid_t = 0
-        let rc = posix_spawn(&pid, argv[0], &actions, nil, cArgs, cEnv)
+        let rc = posix_spawn(&pid, argv[0], &actions, attributes, cArgs, cEnv)
         guard rc == 0 else {
             throw TokenVaultError.internal("cannot start \(argv[0]): \(String(cString: strerror(rc)))")
         }

@@ -1,0 +1,198 @@
+import ArgumentParser
+import Dispatch
+import FoundationEssentials
+import Glibc
+import TokenVaultKit
+
+extension TokenVault {
+    struct Agent: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "agent",
+            abstract: "Run the per-user agent that answers get without opening the backend each time.",
+            discussion: """
+                The agent keeps the backend open and answers get, header, exec, the adapters and the \
+                MCP bridge over a socket in $XDG_RUNTIME_DIR/tokenvault/ (0700; only the same user \
+                is answered). It asks the backend on every request, so a delete, a lock or another \
+                host's write is seen at once. Without an agent every command works as before; \
+                \(EnvironmentVariable.agent.name)=off makes a command go to the backend itself.
+
+                  tokenvault agent              # starts it in the background
+                  tokenvault agent --foreground # for systemd, runit, s6 and the like
+                  tokenvault agent status
+                  tokenvault agent stop
+                """,
+            subcommands: [Run.self, Status.self, Stop.self], defaultSubcommand: Run.self)
+
+        struct Run: ParsableCommand {
+            static let configuration = CommandConfiguration(
+                commandName: "run", abstract: "Start the agent (in the background unless --foreground).")
+
+            @Flag(help: "Stay in the foreground (for an init system); log to stderr.")
+            var foreground = false
+
+            func run() throws {
+                let settings = Settings.process
+                if let status = try? AgentClient.ask("status", [:], settings: settings, seconds: 2), status != .null {
+                    Output.notice("the agent is running already (process \(status["pid"]?.text ?? "?"))")
+                    return
+                }
+                if foreground {
+                    try AgentServer(settings: settings).serve()
+                }
+                let argv = ["/proc/self/exe", "agent", "run", "--foreground"]
+                let pid = try Posix.startDetached(argv, env: settings.environment)
+                for _ in 0..<50 {
+                    if let status = try? AgentClient.ask("status", [:], settings: settings, seconds: 2), status != .null
+                    {
+                        Output.notice(
+                            "the agent is running (process \(status["pid"]?.text ?? "\(pid)")); socket \(AgentSocket.path(settings))"
+                        )
+                        return
+                    }
+                    Posix.sleep(0.1)
+                }
+                throw TokenVaultError.temporary("the agent (process \(pid)) did not answer within 5 s")
+            }
+        }
+
+        struct Status: ParsableCommand {
+            static let configuration = CommandConfiguration(
+                commandName: "status", abstract: "Say whether the agent runs, and what it serves.")
+
+            @Flag(help: "Print a JSON object.")
+            var json = false
+
+            func run() throws {
+                let settings = Settings.process
+                guard let status = try AgentClient.ask("status", [:], settings: settings, seconds: 2) else {
+                    if json {
+                        Output.json(.object(["running": .bool(false)]))
+                    } else {
+                        Output.value("not running (socket \(AgentSocket.path(settings)))")
+                    }
+                    throw ExitCode(3)
+                }
+                if json {
+                    Output.json(status)
+                    return
+                }
+                Output.value(
+                    "running: process \(status["pid"]?.text ?? "?"), up \(Format.ago(status["uptime"]?.int64 ?? 0)), \(status["requests"]?.text ?? "0") requests answered; socket \(AgentSocket.path(settings))"
+                )
+            }
+        }
+
+        struct Stop: ParsableCommand {
+            static let configuration = CommandConfiguration(commandName: "stop", abstract: "Stop the agent.")
+
+            func run() throws {
+                let settings = Settings.process
+                guard (try AgentClient.ask("stop", [:], settings: settings, seconds: 5)) != nil else {
+                    Output.notice("no agent was running")
+                    return
+                }
+                Output.notice("the agent stopped")
+            }
+        }
+    }
+}
+
+/// The agent itself (docs/agent.md): one request per connection, one at a
+/// time, each through a fresh `Context` (the config read again, the store
+/// opened through the process's open libsecret session and the kernel
+/// keyring's cached key), so nothing is answered from memory.
+final class AgentServer: @unchecked Sendable {
+    let settings: Settings
+    private let lock = PosixLock()
+    private var requests = 0
+    private let started = Int64(Date().timeIntervalSince1970)
+    private var listener: Int32 = -1
+
+    init(settings: Settings) { self.settings = settings }
+
+    func serve() throws -> Never {
+        ProcessHardening.disableCoreDumps()
+        listener = try Self.activatedSocket() ?? AgentSocket.listen(AgentSocket.path(settings))
+        signal(SIGPIPE, SIG_IGN)
+        while true {
+            let fd = accept(listener, nil, nil)
+            if fd < 0 { continue }
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            guard AgentSocket.peerUID(fd) == getuid() else {
+                close(fd)
+                continue
+            }
+            Posix.spawnThread { self.handle(fd) }
+        }
+    }
+
+    /// The socket systemd passed (LISTEN_FDS, LISTEN_PID: fd 3), if any.
+    static func activatedSocket() -> Int32? {
+        guard let pid = Settings.process.environment["LISTEN_PID"], pid == String(getpid()),
+            Settings.process.environment["LISTEN_FDS"] == "1"
+        else { return nil }
+        return 3
+    }
+
+    private func handle(_ fd: Int32) {
+        defer { close(fd) }
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        guard let request = AgentSocket.receive(fd) else { return }
+        var answer: [String: JSONValue] = ["v": .integer(AgentSocket.version)]
+        guard request["v"] == .integer(AgentSocket.version),
+            request["scope"] == settings.agentScope
+                || request["op"]?.string == "status" || request["op"]?.string == "stop"
+        else {
+            answer["refused"] = .string("another version or scope")
+            _ = AgentSocket.send(fd, .object(answer))
+            return
+        }
+        lock.withLock {
+            requests += 1
+            let (result, stderr) = Output.capturing { try self.answer(request) }
+            switch result {
+            case .success(let value): answer["ok"] = value
+            case .failure(let error as TokenVaultError): answer["error"] = error.wire
+            case .failure(let error): answer["error"] = TokenVaultError.internal(error.errorText).wire
+            }
+            answer["stderr"] = .string(stderr)
+        }
+        _ = AgentSocket.send(fd, .object(answer))
+        if request["op"]?.string == "stop" {
+            unlink(AgentSocket.path(settings))
+            exit(0)
+        }
+    }
+
+    private func answer(_ request: JSONValue) throws -> JSONValue {
+        switch request["op"]?.string {
+        case "status":
+            return .object([
+                "pid": .integer(Int64(getpid())), "version": .integer(AgentSocket.version),
+                "uptime": .integer(Int64(Date().timeIntervalSince1970) - started),
+                "requests": .integer(Int64(requests)),
+            ])
+        case "stop":
+            return .object([:])
+        case let op where op == "usable" || op == "stored":
+            guard let service = request["service"]?.string, let account = request["account"]?.string else {
+                throw TokenVaultError.usage("the request names no service")
+            }
+            let context = Context(settings: settings)
+            context.isAgent = true
+            context.interactive = false
+            defer { context.flushWarnings() }
+            let id = CredentialID(service: try ServiceKey(parsing: service), account: account)
+            let minValid = request["min_valid"]?.int64.map { Int($0) }
+            let refresh = request["refresh"] == .bool(true)
+            let c =
+                op == "usable"
+                ? try context.usable(id, minValid: minValid, refresh: refresh, force: request["force"] == .bool(true))
+                : try context.stored(id, minValid: minValid, refresh: refresh)
+            return c.wire
+        default:
+            throw TokenVaultError.usage("unknown request")
+        }
+    }
+}

@@ -1,0 +1,119 @@
+import Dispatch
+import FoundationEssentials
+import Glibc
+
+/// The agent's Unix socket (docs/agent.md): `$XDG_RUNTIME_DIR/tokenvault/agent.sock`,
+/// in a 0700 directory, answering only its own uid. Messages are framed:
+/// four bytes of length (big-endian), then that many bytes of JSON.
+public enum AgentSocket {
+    /// The protocol's version: an agent of another one is not used.
+    public static let version: Int64 = 1
+    /// The largest message either side takes.
+    public static let maxMessage = 1 << 20
+
+    public static func path(_ settings: Settings) -> String { settings.runtimeDirectory + "/agent.sock" }
+
+    /// Connects to the agent; nil at once when there is none (no socket, a
+    /// dead one, another owner). `seconds` bounds every later read and write.
+    public static func connect(_ path: String, seconds: Int) -> Int32? {
+        var st = stat()
+        guard lstat(path, &st) == 0, st.st_mode & S_IFMT == S_IFSOCK, st.st_uid == getuid() else { return nil }
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let connected = withAddress(path) { address, length in Glibc.connect(fd, address, length) == 0 }
+        guard connected == true, peerUID(fd) == getuid() else {
+            close(fd)
+            return nil
+        }
+        return fd
+    }
+
+    /// Listens on `path` (a stale socket file is replaced), its directory
+    /// made 0700 first.
+    public static func listen(_ path: String) throws -> Int32 {
+        try PrivateDirectory.ensure(Posix.dirname(path))
+        unlink(path)
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw TokenVaultError.internal("socket: \(String(cString: strerror(errno)))") }
+        let old = umask(0o077)
+        defer { umask(old) }
+        let bound = withAddress(path) { address, length in bind(fd, address, length) == 0 }
+        guard bound == true, Glibc.listen(fd, 64) == 0 else {
+            let why = bound == nil ? "the path is too long" : String(cString: strerror(errno))
+            close(fd)
+            throw TokenVaultError.permission("cannot listen on \(path): \(why)")
+        }
+        return fd
+    }
+
+    /// The uid of the process at the other end (SO_PEERCRED); nil when unknown.
+    public static func peerUID(_ fd: Int32) -> uid_t? {
+        // struct ucred (pid, uid, gid): glibc declares it only under _GNU_SOURCE.
+        var credentials: (pid: pid_t, uid: uid_t, gid: gid_t) = (0, 0, 0)
+        var length = socklen_t(MemoryLayout<(pid_t, uid_t, gid_t)>.size)
+        guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0,
+            Int(length) == MemoryLayout<(pid_t, uid_t, gid_t)>.size
+        else { return nil }
+        return credentials.uid
+    }
+
+    private static func withAddress<T>(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> T) -> T? {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return nil }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, b) in bytes.enumerated() { raw[i] = b }
+            raw[bytes.count] = 0
+        }
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                body($0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+    }
+
+    // MARK: Framing
+
+    /// Sends one message; false when the other end is gone.
+    public static func send(_ fd: Int32, _ message: JSONValue) -> Bool {
+        let body = Array(message.text.utf8)
+        guard body.count <= maxMessage else { return false }
+        let n = UInt32(body.count)
+        let frame = [UInt8(n >> 24), UInt8(n >> 16 & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF)] + body
+        var done = 0
+        while done < frame.count {
+            let w = frame.withUnsafeBytes {
+                Glibc.send(fd, $0.baseAddress! + done, frame.count - done, Int32(MSG_NOSIGNAL))
+            }
+            if w < 0, errno == EINTR { continue }
+            guard w > 0 else { return false }
+            done += w
+        }
+        return true
+    }
+
+    /// Reads one message; nil when the other end is gone, too slow, or sent
+    /// something that is not one.
+    public static func receive(_ fd: Int32) -> JSONValue? {
+        guard let head = read(fd, 4) else { return nil }
+        let n = Int(head[0]) << 24 | Int(head[1]) << 16 | Int(head[2]) << 8 | Int(head[3])
+        guard n <= maxMessage, let body = read(fd, n) else { return nil }
+        return try? JSONDecoder().decode(JSONValue.self, from: Data(body))
+    }
+
+    private static func read(_ fd: Int32, _ count: Int) -> [UInt8]? {
+        var out = [UInt8](repeating: 0, count: count)
+        var done = 0
+        while done < count {
+            let r = out.withUnsafeMutableBytes { recv(fd, $0.baseAddress! + done, count - done, 0) }
+            if r < 0, errno == EINTR { continue }
+            guard r > 0 else { return nil }
+            done += r
+        }
+        return out
+    }
+}

@@ -1,0 +1,69 @@
+import FoundationEssentials
+
+/// What travels between a client and the agent besides the request itself:
+/// a credential, and a failure with exactly the words, hint and exit status
+/// the command would have had on its own (docs/agent.md).
+extension Credential {
+    /// The record and the key it is stored under.
+    public var wire: JSONValue {
+        let record = (try? JSONDecoder().decode(JSONValue.self, from: recordJSON())) ?? .null
+        return .object([
+            "service": .string(service.description), "account": .string(account), "record": record,
+        ])
+    }
+
+    public init?(wire: JSONValue) {
+        guard let service = wire["service"]?.string, let key = try? ServiceKey(parsing: service),
+            let account = wire["account"]?.string, let record = wire["record"],
+            let c = try? Credential.fromRecord(Data(record.text.utf8), id: CredentialID(service: key, account: account))
+        else { return nil }
+        self = c
+    }
+}
+
+extension TokenVaultError {
+    /// The case and its words.
+    public var wire: JSONValue {
+        func o(_ kind: String, _ fields: [String: String?]) -> JSONValue {
+            var out: [String: JSONValue] = ["kind": .string(kind)]
+            for (k, v) in fields { if let v { out[k] = .string(v) } }
+            return .object(out)
+        }
+        switch self {
+        case .usage(let m, let h): return o("usage", ["message": m, "hint": h])
+        case .notFound(let s, let a, let u, let h):
+            return o("notFound", ["service": s, "account": a, "unchecked": u, "hint": h])
+        case .loginRequired(let m, let h): return o("loginRequired", ["message": m, "hint": h])
+        case .badInput(let m): return o("badInput", ["message": m])
+        case .backendUnavailable(let m, let h): return o("backendUnavailable", ["message": m, "hint": h])
+        case .vault(let m, let h): return o("vault", ["message": m, "hint": h])
+        case .temporary(let m): return o("temporary", ["message": m])
+        case .providerRefused(let c, let d): return o("providerRefused", ["code": c, "description": d])
+        case .permission(let m, let h): return o("permission", ["message": m, "hint": h])
+        case .config(let m, let h): return o("config", ["message": m, "hint": h])
+        case .configSyntax(let m, _, let h): return o("config", ["message": m, "hint": h])
+        case .internal(let m): return o("internal", ["message": m])
+        }
+    }
+
+    public init?(wire: JSONValue) {
+        func s(_ key: String) -> String? { wire[key]?.string }
+        let m = s("message") ?? ""
+        switch s("kind") {
+        case "usage": self = .usage(m, hint: s("hint"))
+        case "notFound":
+            guard let service = s("service"), let account = s("account") else { return nil }
+            self = .notFound(service: service, account: account, unchecked: s("unchecked"), hint: s("hint"))
+        case "loginRequired": self = .loginRequired(m, hint: s("hint"))
+        case "badInput": self = .badInput(m)
+        case "backendUnavailable": self = .backendUnavailable(m, hint: s("hint"))
+        case "vault": self = .vault(m, hint: s("hint"))
+        case "temporary": self = .temporary(m)
+        case "providerRefused": self = .providerRefused(code: s("code") ?? "", description: s("description"))
+        case "permission": self = .permission(m, hint: s("hint"))
+        case "config": self = .config(m, hint: s("hint"))
+        case "internal": self = .internal(m)
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,153 @@
+import Foundation
+import XCTest
+
+/// `tokenvault agent` against a real gnome-keyring (a private D-Bus) and the
+/// file vault: the same answers as without it, every change to the backend
+/// seen at once, only its own user answered, and every command working when
+/// it is gone.
+final class AgentTests: XCTestCase {
+    nonisolated(unsafe) static var keyring: PrivateKeyring!
+
+    override class func setUp() { keyring = try! PrivateKeyring() }
+    override class func tearDown() { keyring.stop() }
+
+    func sandbox(_ backend: String) -> Sandbox {
+        let s = Sandbox(backend: backend)
+        s.env.merge(Self.keyring.env) { $1 }
+        return s
+    }
+
+    /// Starts the sandbox's agent; its process id. Stopped when the test ends.
+    func startAgent(_ s: Sandbox) throws -> Int32 {
+        let r = s.tv("agent")
+        XCTAssertEqual(r.status, 0, r.stderr)
+        addTeardownBlock { s.tv("agent", "stop") }
+        return try XCTUnwrap(agentStatus(s)?["pid"] as? Int32)
+    }
+
+    func agentStatus(_ s: Sandbox) throws -> [String: Any]? {
+        let r = s.tv("agent", "status", "--json")
+        guard r.status == 0 else { return nil }
+        return try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
+    }
+
+    func requests(_ s: Sandbox) throws -> Int { try agentStatus(s)?["requests"] as? Int ?? -1 }
+
+    func testTheAgentAnswersWhatTheBackendWouldForEveryBackend() throws {
+        for backend in ["file", "secret-service"] {
+            let s = sandbox(backend)
+            XCTAssertEqual(
+                s.tv(
+                    "set", "api.example.com", stdin: #"{"access_token":"tok-\#(backend)","expires_in":3600,"uid":"7"}"#
+                )
+                .status, 0)
+            let direct = [
+                s.tv("get", "api.example.com", env: ["TOKENVAULT_AGENT": "off"]),
+                s.tv("get", "api.example.com", "--field", "uid", env: ["TOKENVAULT_AGENT": "off"]),
+                s.tv("header", "api.example.com", env: ["TOKENVAULT_AGENT": "off"]),
+                s.tv("get", "api.missing.example", env: ["TOKENVAULT_AGENT": "off"]),
+            ]
+            _ = try startAgent(s)
+            let before = try requests(s)
+            let viaAgent = [
+                s.tv("get", "api.example.com"), s.tv("get", "api.example.com", "--field", "uid"),
+                s.tv("header", "api.example.com"), s.tv("get", "api.missing.example"),
+            ]
+            XCTAssertEqual(try requests(s) - before, 4 + 1, "\(backend): each answered by the agent (and one status)")
+            for (d, a) in zip(direct, viaAgent) {
+                XCTAssertEqual(a.status, d.status, backend)
+                XCTAssertEqual(a.stdout, d.stdout, backend)
+                XCTAssertEqual(a.stderr, d.stderr, backend)
+            }
+            XCTAssertEqual(viaAgent[0].out, "tok-\(backend)")
+            XCTAssertEqual(viaAgent[3].status, 3)
+        }
+    }
+
+    func testADeleteOrALockByOthersIsSeenAtOnce() throws {
+        let s = sandbox("secret-service")
+        XCTAssertEqual(s.tv("set", "api.example.com", stdin: "tok-1").status, 0)
+        _ = try startAgent(s)
+        XCTAssertEqual(s.tv("get", "api.example.com").out, "tok-1")
+        // secret-tool changes the item behind the agent's back.
+        let env = Self.keyring.env.merging(["PATH": "/usr/bin:/bin"]) { $1 }
+        XCTAssertEqual(
+            runProcess("/usr/bin/secret-tool", ["clear", "service", "api.example.com"], env: env).status, 0)
+        XCTAssertEqual(s.tv("get", "api.example.com").status, 3, "a delete by secret-tool is seen at once")
+        XCTAssertEqual(s.tv("set", "api.example.com", stdin: "tok-2").status, 0)
+        XCTAssertEqual(s.tv("get", "api.example.com").out, "tok-2")
+        // A locked collection is 77 through the agent too.
+        let lock = runProcess(
+            "/usr/bin/python3", [Paths.fixtures.appendingPathComponent("unlock_keyring.py").path, "lock"], env: env)
+        XCTAssertEqual(lock.out, "locked", lock.stderr)
+        defer {
+            _ = runProcess(
+                "/usr/bin/python3", [Paths.fixtures.appendingPathComponent("unlock_keyring.py").path, "unlock"],
+                stdin: "keyring-test-password", env: env)
+        }
+        let locked = s.tv("get", "api.example.com")
+        XCTAssertEqual(locked.status, 77, locked.stderr)
+        XCTAssertEqual(locked.stderr, s.tv("get", "api.example.com", env: ["TOKENVAULT_AGENT": "off"]).stderr)
+    }
+
+    func testOnlyItsOwnUserIsAnswered() throws {
+        let s = sandbox("file")
+        XCTAssertEqual(s.tv("set", "api.example.com", stdin: "tok").status, 0)
+        _ = try startAgent(s)
+        // Open the way to the socket for everyone: the agent itself must still refuse another uid.
+        let socket = s.home + "/run/tokenvault/agent.sock"
+        for path in [s.home, s.home + "/run", s.home + "/run/tokenvault"] { chmod(path, 0o711) }
+        chmod(socket, 0o777)
+        let ask = """
+            import socket, struct, sys
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(sys.argv[1])
+            body = b'{"v":1,"op":"status"}'
+            try:
+                s.sendall(struct.pack(">I", len(body)) + body)
+                s.settimeout(5)
+                print("answered" if s.recv(4) else "closed")
+            except (BrokenPipeError, ConnectionResetError):
+                print("closed")
+            """
+        let asNobody = runProcess(
+            "/usr/bin/setpriv",
+            ["--reuid=nobody", "--regid=nogroup", "--clear-groups", "/usr/bin/python3", "-c", ask, socket],
+            env: ["PATH": "/usr/bin:/bin"])
+        XCTAssertEqual(asNobody.out, "closed", asNobody.stdout + asNobody.stderr)
+        let asOwner = runProcess("/usr/bin/python3", ["-c", ask, socket], env: ["PATH": "/usr/bin:/bin"])
+        XCTAssertEqual(asOwner.out, "answered", "the same request from its own user is answered: \(asOwner.stderr)")
+    }
+
+    func testWithoutAWorkingAgentEveryCommandGoesDirect() throws {
+        let s = sandbox("file")
+        s.env["TOKENVAULT_KEY_TTL"] = "900"  // the key cached in the kernel keyring, as by default
+        XCTAssertEqual(s.tv("set", "api.only-file.example", stdin: "tok").status, 0)
+        let pid = try startAgent(s)
+        // Another scope (another backend) is not the agent's: answered directly.
+        let before = try requests(s)
+        XCTAssertEqual(s.tv("get", "api.only-file.example", env: ["TOKENVAULT_BACKEND": "secret-service"]).status, 3)
+        XCTAssertEqual(try requests(s) - before, 1, "only the status itself")
+        // Killed: its socket stays behind, and every command works without it.
+        kill(pid, SIGKILL)
+        usleep(200_000)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: s.home + "/run/tokenvault/agent.sock"))
+        XCTAssertEqual(s.tv("get", "api.only-file.example").out, "tok")
+        XCTAssertEqual(s.tv("agent", "status").status, 3)
+        // Started again (the stale socket replaced), this time without a passphrase source of its own.
+        let restart = s.tv("agent", env: ["TOKENVAULT_PASSPHRASE": ""])
+        XCTAssertEqual(restart.status, 0, restart.stderr)
+        addTeardownBlock { s.tv("agent", "stop") }
+        XCTAssertNotEqual(try agentStatus(s)?["pid"] as? Int32, pid)
+        XCTAssertEqual(s.tv("get", "api.only-file.example", env: ["TOKENVAULT_PASSPHRASE": ""]).out, "tok")
+        // Once the key is forgotten (lock) the agent cannot open the vault either: a
+        // client without a passphrase source gets its 77, one with goes direct.
+        XCTAssertEqual(s.tv("lock").status, 0)
+        let before2 = try requests(s)
+        let locked = s.tv("get", "api.only-file.example", env: ["TOKENVAULT_PASSPHRASE": ""])
+        XCTAssertEqual(locked.status, 77, locked.stderr)
+        let direct = s.tv("get", "api.only-file.example")
+        XCTAssertEqual(direct.out, "tok", direct.stderr)
+        XCTAssertEqual(try requests(s) - before2, 3, "both asked the agent first")
+    }
+}
