@@ -8,6 +8,10 @@ import TokenVaultKit
 /// another version, another scope, a vault the agent cannot open but this
 /// command could — sends the command the direct way, at once.
 enum AgentClient {
+    /// Seconds a client waits for an answer when it has not read the config
+    /// (the agent may be renewing: the config's HTTP timeout, 30 s by default, and some).
+    static let defaultTimeout = 45
+
     /// An agent's socket is there to try (cheap: one lstat).
     static func present(_ settings: Settings) -> Bool {
         guard settings.agentAllowed else { return false }

@@ -294,7 +294,8 @@ final class Context {
         _ op: String, _ id: CredentialID, minValid: Int?, refresh: Bool, force: Bool
     ) throws -> Credential? {
         guard !isAgent, openedStore == nil else { return nil }
-        let timeout = ((try? httpTimeout) ?? 30) + 10
+        // No config read here: the agent reads it (min_valid, the timeout of a renewal).
+        let timeout = loadedConfig.map { $0.httpTimeout + 10 } ?? AgentClient.defaultTimeout
         return try AgentClient.credential(
             op, id, minValid: minValid, refresh: refresh, force: force, settings: settings, timeout: timeout)
     }

@@ -20,7 +20,7 @@ public enum TokenVaultMain {
             if args.first == "get" {
                 let settings = Settings.process
                 // With an agent to answer, no backend is opened here at all.
-                if AgentClient.present(settings) || !SecretServiceHeadStart.start(settings) {
+                if !AgentClient.present(settings), !SecretServiceHeadStart.start(settings) {
                     Config.readAhead(settings)
                 }
                 if let get = try? TokenVault.Get.parseAsRoot(Array(args.dropFirst())) as? TokenVault.Get {
