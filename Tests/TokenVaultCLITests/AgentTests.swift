@@ -150,4 +150,54 @@ final class AgentTests: XCTestCase {
         XCTAssertEqual(direct.out, "tok", direct.stderr)
         XCTAssertEqual(try requests(s) - before2, 3, "both asked the agent first")
     }
+
+    func testACredentialAskedForIsRenewedBeforeAGetWouldWait() throws {
+        let provider = try LocalProvider()
+        defer { provider.stop() }
+        let s = sandbox("file")
+        try s.writeConfig("min_valid = 5\n" + provider.config)
+        // A real grant whose access token has 40 s left: enough for a get (min_valid 5), not for the agent.
+        var token = try provider.obtainToken()
+        token["expires_in"] = 40
+        let json = String(decoding: try JSONSerialization.data(withJSONObject: token), as: UTF8.self)
+        XCTAssertEqual(s.tv("set", "local", "--provider", "local", stdin: json).status, 0)
+        let first = token["access_token"] as? String ?? ""
+        _ = try startAgent(s)
+        let before = try provider.stats()["refreshes"] ?? 0
+        XCTAssertEqual(s.tv("get", "local").out, first, "valid enough for the get itself")
+        var renewed = false
+        for _ in 0..<100 where !renewed {
+            usleep(100_000)
+            renewed = (try provider.stats()["refreshes"] ?? 0) > before
+        }
+        XCTAssertTrue(renewed, "the agent renewed it ahead of need")
+        usleep(300_000)
+        let after = try provider.stats()["refreshes"] ?? 0
+        XCTAssertEqual(after, before + 1, "once")
+        let now = s.tv("get", "local")
+        XCTAssertEqual(now.status, 0, now.stderr)
+        XCTAssertNotEqual(now.out, first)
+        XCTAssertEqual(provider.resourceStatus(now.out), 200)
+        XCTAssertEqual(try agentStatus(s)?["renewals"] as? Int, 1)
+        // Renewed for an hour now: nothing more to do.
+        usleep(1_500_000)
+        XCTAssertEqual(try provider.stats()["refreshes"] ?? 0, before + 1)
+    }
+
+    func testARefusedRenewalIsRecordedAndNotTriedAgain() throws {
+        let provider = try LocalProvider()
+        defer { provider.stop() }
+        let s = sandbox("file")
+        try s.writeConfig("min_valid = 5\n" + provider.config)
+        let json = #"{"access_token":"at-1","refresh_token":"not-a-grant-the-provider-knows","expires_in":40}"#
+        XCTAssertEqual(s.tv("set", "local", "--provider", "local", stdin: json).status, 0)
+        _ = try startAgent(s)
+        let before = try provider.stats()["refresh_attempts"] ?? 0
+        XCTAssertEqual(s.tv("get", "local").out, "at-1")
+        usleep(2_500_000)
+        XCTAssertEqual(try provider.stats()["refresh_attempts"] ?? 0, before + 1, "tried once, not in a loop")
+        let status = s.tv("status", "local", env: ["TOKENVAULT_AGENT": "off"])
+        XCTAssertEqual(status.status, 4, status.stdout + status.stderr)
+        XCTAssertTrue(status.stdout.contains("invalid_grant"), status.stdout)
+    }
 }

@@ -106,6 +106,12 @@ final class AgentServer: @unchecked Sendable {
     private let lock = PosixLock()
     private var requests = 0
     private let started = Int64(Date().timeIntervalSince1970)
+    /// When a client last asked for each credential: those are renewed ahead of need.
+    private var asked: [CredentialID: Int64] = [:]
+    /// When a renewal ahead of need last failed for a temporary reason (tried again a minute later).
+    private var failed: [CredentialID: Int64] = [:]
+    private var renewals = 0
+    private let wake = DispatchSemaphore(value: 0)
     private var listener: Int32 = -1
 
     init(settings: Settings) { self.settings = settings }
@@ -114,6 +120,7 @@ final class AgentServer: @unchecked Sendable {
         ProcessHardening.disableCoreDumps()
         listener = try Self.activatedSocket() ?? AgentSocket.listen(AgentSocket.path(settings))
         signal(SIGPIPE, SIG_IGN)
+        Posix.spawnThread { self.renewAhead() }
         while true {
             let fd = accept(listener, nil, nil)
             if fd < 0 { continue }
@@ -171,7 +178,8 @@ final class AgentServer: @unchecked Sendable {
             return .object([
                 "pid": .integer(Int64(getpid())), "version": .integer(AgentSocket.version),
                 "uptime": .integer(Int64(Date().timeIntervalSince1970) - started),
-                "requests": .integer(Int64(requests)),
+                "requests": .integer(Int64(requests)), "kept": .integer(Int64(asked.count)),
+                "renewals": .integer(Int64(renewals)),
             ])
         case "stop":
             return .object([:])
@@ -184,6 +192,7 @@ final class AgentServer: @unchecked Sendable {
             context.interactive = false
             defer { context.flushWarnings() }
             let id = CredentialID(service: try ServiceKey(parsing: service), account: account)
+            if asked.updateValue(context.clock.now, forKey: id) == nil { wake.signal() }
             let minValid = request["min_valid"]?.int64.map { Int($0) }
             let refresh = request["refresh"] == .bool(true)
             let c =
@@ -194,5 +203,64 @@ final class AgentServer: @unchecked Sendable {
         default:
             throw TokenVaultError.usage("unknown request")
         }
+    }
+
+    // MARK: Renewal ahead of need
+
+    /// Renews each credential a client asked for within `agent_keep` a little
+    /// before it would need renewing on a `get` (`min_valid`), so that `get`
+    /// does not wait for the provider: under the one renewal lock every
+    /// process and every fleet host takes, so it is one renewal however many
+    /// agents and commands want it. A refused renewal is recorded as by any
+    /// command, and such a credential is not tried again; a temporary failure
+    /// is tried again a minute later.
+    private func renewAhead() {
+        while true {
+            let pause = lock.withLock { renewDue() }
+            _ = wake.wait(timeout: .now() + pause)
+        }
+    }
+
+    /// Renews what is due; the seconds until the next one is.
+    private func renewDue() -> Double {
+        let context = Context(settings: settings)
+        context.isAgent = true
+        context.interactive = false
+        defer { context.flushWarnings() }
+        let now = context.clock.now
+        guard let config = try? context.config, let vault = try? context.vault() else { return 60 }
+        var next: Int64 = 300
+        for (id, at) in asked {
+            if now - at > config.agentKeepSeconds {
+                asked[id] = nil
+                continue
+            }
+            guard let c = try? vault.load(id), let expires = c.expiresAt, c.refusal == nil,
+                c.refreshToken != nil || context.grant(of: c.provider ?? "")?.fetchesAgain == true
+            else { continue }
+            // Ahead of `get` by a minute, and a few seconds more that differ per
+            // credential, so that many agents do not all wake at once.
+            let lead =
+                config.minValidSeconds + 60
+                + Int64(id.description.utf8.reduce(0) { ($0 &* 31 &+ Int($1)) & 0xFFFF } % 16)
+            let due = expires - lead
+            guard due <= now else {
+                next = min(next, due - now)
+                continue
+            }
+            if let last = failed[id], now - last < 60 {
+                next = min(next, 60 - (now - last))
+                continue
+            }
+            do {
+                _ = try context.refresher().usable(id, minValid: lead, loaded: c)
+                failed[id] = nil
+                renewals += 1
+            } catch {
+                failed[id] = now
+                next = min(next, 60)
+            }
+        }
+        return Double(max(next, 1))
     }
 }

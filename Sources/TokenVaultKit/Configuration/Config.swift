@@ -10,6 +10,8 @@ public struct Config: Sendable, Equatable {
     public var timeout: Int?
     /// Seconds before a refresh token dies that `get` starts warning (docs/providers.md; default 7 days, 0: never).
     public var warnBefore: Int?
+    /// Hours after a client last asked for a credential that the agent keeps renewing it ahead of need (docs/agent.md; default 24).
+    public var agentKeep: Int?
     public var providers: [String: ProviderConfig] = [:]
     /// The `[etcd]` table (docs/fleet.md).
     public var etcd: EtcdConfig?
@@ -37,6 +39,9 @@ public struct Config: Sendable, Equatable {
     /// `warn_before`: seconds before a refresh token dies that `get` starts
     /// warning (default 7 days; 0: never).
     public var warnBeforeSeconds: Int64 { Int64(warnBefore ?? 7 * 86400) }
+
+    /// `agent_keep`, in seconds.
+    public var agentKeepSeconds: Int64 { Int64(agentKeep ?? 24) * 3600 }
 
     /// Loads the config file; a missing file is an empty config. The first
     /// load of a file that `readAhead` is reading takes that result.
@@ -145,7 +150,7 @@ public struct Config: Sendable, Equatable {
     }
 
     /// The top-level settings.
-    static let settings = ["backend", "min_valid", "timeout", "warn_before", "providers", "etcd"]
+    static let settings = ["backend", "min_valid", "timeout", "warn_before", "agent_keep", "providers", "etcd"]
 }
 
 /// The config read ahead of its first `load`.

@@ -73,6 +73,8 @@ extension Config {
         timeout = try integer("timeout", { $0 > 0 }, "a positive whole number of seconds, e.g. timeout = 30")
         warnBefore = try integer(
             "warn_before", { $0 >= 0 }, "a whole number of seconds, 0 or more, e.g. warn_before = 604800")
+        agentKeep = try integer(
+            "agent_keep", { (0...8760).contains($0) }, "a whole number of hours from 0 to 8760, e.g. agent_keep = 24")
     }
 
     /// One `[providers.NAME]` table; a mistake in it breaks only that provider.
