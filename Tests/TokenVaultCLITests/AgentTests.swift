@@ -200,4 +200,44 @@ final class AgentTests: XCTestCase {
         XCTAssertEqual(status.status, 4, status.stdout + status.stderr)
         XCTAssertTrue(status.stdout.contains("invalid_grant"), status.stdout)
     }
+
+    func testThreeAgentsSharingOneFileVaultRenewOnce() throws {
+        let provider = try LocalProvider()
+        defer { provider.stop() }
+        let s = sandbox("file")
+        s.env["TOKENVAULT_KEY_TTL"] = "900"
+        try s.writeConfig("min_valid = 5\n" + provider.config)
+        var token = try provider.obtainToken()
+        token["expires_in"] = 40
+        let json = String(decoding: try JSONSerialization.data(withJSONObject: token), as: UTF8.self)
+        XCTAssertEqual(s.tv("set", "local", "--provider", "local", stdin: json).status, 0)
+        let before = try provider.stats()
+        // Three sessions (three runtime directories, so three sets of local locks), one vault file.
+        let sessions = (1...3).map { ["XDG_RUNTIME_DIR": s.home + "/session\($0)"] }
+        for env in sessions {
+            try FileManager.default.createDirectory(atPath: env["XDG_RUNTIME_DIR"]!, withIntermediateDirectories: true)
+            chmod(env["XDG_RUNTIME_DIR"]!, 0o700)
+            XCTAssertEqual(s.tv("agent", env: env).status, 0)
+            addTeardownBlock { s.tv("agent", "stop", env: env) }
+        }
+        // All three asked at once: all three find it due at once.
+        let statuses = Locked<[Int32]>([])
+        DispatchQueue.concurrentPerform(iterations: 3) { i in
+            let r = s.tv("get", "local", env: sessions[i])
+            statuses.mutate { $0.append(r.status) }
+        }
+        XCTAssertEqual(statuses.value, [0, 0, 0])
+        var renewed = false
+        for _ in 0..<100 where !renewed {
+            usleep(100_000)
+            renewed = (try provider.stats()["refreshes"] ?? 0) > (before["refreshes"] ?? 0)
+        }
+        usleep(1_500_000)
+        let after = try provider.stats()
+        XCTAssertEqual(after["refreshes"], (before["refreshes"] ?? 0) + 1, "one renewal for the three agents")
+        XCTAssertEqual(after["reuse_detected"], before["reuse_detected"], "no rotated refresh token sent twice")
+        let tokens = Set(sessions.map { s.tv("get", "local", env: $0).out })
+        XCTAssertEqual(tokens.count, 1)
+        XCTAssertEqual(provider.resourceStatus(tokens.first ?? ""), 200)
+    }
 }

@@ -192,13 +192,16 @@ final class AgentServer: @unchecked Sendable {
             context.interactive = false
             defer { context.flushWarnings() }
             let id = CredentialID(service: try ServiceKey(parsing: service), account: account)
-            if asked.updateValue(context.clock.now, forKey: id) == nil { wake.signal() }
+            let new = asked.updateValue(context.clock.now, forKey: id) == nil
             let minValid = request["min_valid"]?.int64.map { Int($0) }
             let refresh = request["refresh"] == .bool(true)
             let c =
                 op == "usable"
                 ? try context.usable(id, minValid: minValid, refresh: refresh, force: request["force"] == .bool(true))
                 : try context.stored(id, minValid: minValid, refresh: refresh)
+            // A credential new to the agent, or one due soon, gets the renewal loop's attention now.
+            let soon = (try? context.config.minValidSeconds).map { $0 + 60 + 16 } ?? 136
+            if new || c.expiresAt.map({ $0 - context.clock.now < soon }) == true { wake.signal() }
             return c.wire
         default:
             throw TokenVaultError.usage("unknown request")

@@ -10,6 +10,8 @@ public final class AutoStore: CredentialStore {
     private var secretService: CredentialStore?
     let unavailableReason: String?
     let file: FileVault
+    /// The file vault's directory: the one store here others may share.
+    public var sharedLockDirectory: String? { file.sharedLockDirectory }
     /// Things the user should know that do not stop the command.
     public private(set) var warnings: [String] = []
     private var unchecked: [String] = []

@@ -36,12 +36,19 @@ public protocol CredentialStore: AnyObject {
     var warnings: [String] { get }
     /// The store new credentials are written to ("secret-service", "file").
     var writesTo: String { get }
+    /// Where processes that share this store but not a runtime directory
+    /// (another `XDG_RUNTIME_DIR`, an agent of another session) take their
+    /// renewal locks: the file vault's directory. Nil: the runtime directory's
+    /// lock is all there is (the Secret Service is one session's), or the store
+    /// orders renewals itself (etcd).
+    var sharedLockDirectory: String? { get }
 }
 
 extension CredentialStore {
     public var uncheckedNote: String? { nil }
     public var warnings: [String] { [] }
     public var writesTo: String { name }
+    public var sharedLockDirectory: String? { nil }
 
     public func locate(_ id: CredentialID) throws -> StoredCredential? {
         try load(id).map { StoredCredential(credential: $0, backend: name) }

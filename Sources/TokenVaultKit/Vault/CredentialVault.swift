@@ -92,8 +92,10 @@ public final class CredentialVault {
     public func withRenewalLock<T>(_ id: CredentialID, _ body: () throws -> T) throws -> T {
         try PrivateDirectory.ensure(runtimeDirectory)
         return try FileLock.holding(lockPath("refresh", id)) {
-            guard let shared = store as? SharedStore else { return try body() }
-            return try shared.withRenewalLock(id, body)
+            if let shared = store as? SharedStore { return try shared.withRenewalLock(id, body) }
+            // The same lock beside a file vault, for processes with another runtime directory.
+            guard let directory = store.sharedLockDirectory, access(directory, W_OK) == 0 else { return try body() }
+            return try FileLock.holding(directory + "/.refresh-" + CredentialVault.fileName(id) + ".lock", body)
         }
     }
 

@@ -170,6 +170,8 @@ public final class FileVault: CredentialStore {
         return Hex.encode(Sodium.hash(Array(full.utf8)))
     }
 
+    public var sharedLockDirectory: String? { Posix.dirname(path) }
+
     /// Forgets this vault's cached key (`tokenvault lock`).
     @discardableResult
     public func forgetCachedKey() -> Bool {
