@@ -23,7 +23,7 @@
     X(secret_password_searchv_sync) X(secret_password_free) X(secret_retrievable_get_attributes) \
     X(secret_retrievable_retrieve_secret_sync) X(secret_value_unref_to_password) \
     X(g_main_context_new) X(g_main_context_push_thread_default) X(g_main_context_pop_thread_default) \
-    X(g_main_context_iteration) X(g_main_context_unref)
+    X(g_main_context_iteration) X(g_main_context_unref) X(g_variant_new_parsed)
 
 /* The loaded API, or NULL when libsecret cannot be loaded. */
 TV_DL_API(tv_secret_api, TV_SECRET_FUNCS, "libsecret-1.so.0", tv_api)
@@ -282,5 +282,28 @@ int tv_search(const char *type, int load_secrets, void *context, tv_item_callbac
         if (ia) a->g_hash_table_unref(ia);
     }
     a->g_list_free_full(found, a->g_object_unref);
+    return 1;
+}
+
+int tv_notify(const char *summary, const char *body, int timeout_ms) {
+    const tv_secret_api *a = tv_api();
+    if (!a) return 0;
+    GError *error = NULL;
+    GDBusConnection *bus = a->g_bus_get_sync(G_BUS_TYPE_SESSION, NULL, &error);
+    if (!bus) {
+        a->g_clear_error(&error);
+        return 0;
+    }
+    GVariant *parameters = a->g_variant_new_parsed(
+        "('tokenvault', uint32 0, 'dialog-password', %s, %s, @as [], @a{sv} {}, -1)", summary, body);
+    GVariant *reply = a->g_dbus_connection_call_sync(
+        bus, "org.freedesktop.Notifications", "/org/freedesktop/Notifications", "org.freedesktop.Notifications",
+        "Notify", parameters, NULL, G_DBUS_CALL_FLAGS_NONE, timeout_ms, NULL, &error);
+    a->g_object_unref(bus);
+    if (!reply) {
+        a->g_clear_error(&error);
+        return 0;
+    }
+    a->g_variant_unref(reply);
     return 1;
 }

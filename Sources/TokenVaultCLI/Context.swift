@@ -205,7 +205,13 @@ final class Context {
             vault: try vault(), transport: CurlTransport(timeout: try httpTimeout), clock: clock,
             provider: { try self.oauth2Provider($0) }, warn: { Output.warning($0) })
         r.grant = { self.grant(of: $0) }
+        r.events = { event, id, reason in self.events.emit(event, id, reason: reason) }
         return r
+    }
+
+    /// Where events go: the `[hooks]` commands and a desktop notification (docs/agent.md).
+    var events: EventSink {
+        EventSink(settings: settings, hooks: (try? config)?.hooks, runtimeDirectory: settings.runtimeDirectory)
     }
 
     /// After an endpoint of a discovered provider failed on the network, its
@@ -254,6 +260,7 @@ final class Context {
         Output.warning(
             "the refresh token for \(c.id) \(when); log in again before then: \(c.loginHint.replacing("run: ", with: ""))"
         )
+        events.emit(.refreshTokenExpiring, c.id, reason: "the refresh token \(when)")
         try? PrivateDirectory.ensure(vault.runtimeDirectory)
         let fd = open(mark, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         if fd >= 0 {

@@ -184,11 +184,35 @@ final class AgentTests: XCTestCase {
         XCTAssertEqual(try provider.stats()["refreshes"] ?? 0, before + 1)
     }
 
+    /// The environment a hook ran with, once it has run (it runs in the background).
+    func hookEnvironment(_ s: Sandbox, _ event: String) -> [String: String]? {
+        let path = s.home + "/hook-" + event
+        for _ in 0..<50 {
+            if let text = try? String(contentsOfFile: path, encoding: .utf8), text.hasSuffix("END\n") {
+                var env: [String: String] = [:]
+                for line in text.split(separator: "\n") {
+                    let parts = line.split(separator: "=", maxSplits: 1).map(String.init)
+                    if parts.count == 2 { env[parts[0]] = parts[1] }
+                }
+                return env
+            }
+            usleep(100_000)
+        }
+        return nil
+    }
+
+    static let hooks = """
+        [hooks]
+        on_login_required = 'env > "$HOME/hook-$TOKENVAULT_EVENT.tmp"; echo END >> "$HOME/hook-$TOKENVAULT_EVENT.tmp"; mv "$HOME/hook-$TOKENVAULT_EVENT.tmp" "$HOME/hook-$TOKENVAULT_EVENT"'
+        on_refresh_failed = 'env > "$HOME/hook-$TOKENVAULT_EVENT.tmp"; echo END >> "$HOME/hook-$TOKENVAULT_EVENT.tmp"; mv "$HOME/hook-$TOKENVAULT_EVENT.tmp" "$HOME/hook-$TOKENVAULT_EVENT"'
+        on_refresh_token_expiring = 'env > "$HOME/hook-$TOKENVAULT_EVENT.tmp"; echo END >> "$HOME/hook-$TOKENVAULT_EVENT.tmp"; mv "$HOME/hook-$TOKENVAULT_EVENT.tmp" "$HOME/hook-$TOKENVAULT_EVENT"'
+        """
+
     func testARefusedRenewalIsRecordedAndNotTriedAgain() throws {
         let provider = try LocalProvider()
         defer { provider.stop() }
         let s = sandbox("file")
-        try s.writeConfig("min_valid = 5\n" + provider.config)
+        try s.writeConfig("min_valid = 5\n" + provider.config + "\n" + Self.hooks)
         let json = #"{"access_token":"at-1","refresh_token":"not-a-grant-the-provider-knows","expires_in":40}"#
         XCTAssertEqual(s.tv("set", "local", "--provider", "local", stdin: json).status, 0)
         _ = try startAgent(s)
@@ -199,6 +223,53 @@ final class AgentTests: XCTestCase {
         let status = s.tv("status", "local", env: ["TOKENVAULT_AGENT": "off"])
         XCTAssertEqual(status.status, 4, status.stdout + status.stderr)
         XCTAssertTrue(status.stdout.contains("invalid_grant"), status.stdout)
+        // The hook ran, told what and why, and nothing secret.
+        let env = try XCTUnwrap(hookEnvironment(s, "login_required"), "on_login_required ran")
+        XCTAssertEqual(env["TOKENVAULT_SERVICE"], "127.0.0.1:\(provider.port)")
+        XCTAssertEqual(env["TOKENVAULT_ACCOUNT"], "default")
+        XCTAssertEqual(env["TOKENVAULT_EVENT"], "login_required")
+        XCTAssertTrue(env["TOKENVAULT_REASON"]?.contains("invalid_grant") == true, "\(env)")
+        XCTAssertNil(env["TOKENVAULT_PASSPHRASE"], "no passphrase variable")
+        let text = try String(contentsOfFile: s.home + "/hook-login_required", encoding: .utf8)
+        XCTAssertFalse(text.contains("not-a-grant-the-provider-knows") || text.contains("at-1"), "no secret")
+    }
+
+    func testARenewalThatFailsForNowTellsItsHookOnceAndTheDesktop() throws {
+        let provider = try LocalProvider()
+        let port = provider.port
+        let s = sandbox("file")
+        s.env["DISPLAY"] = ":99"  // a desktop session: a notification too
+        try s.writeConfig("min_valid = 5\n" + provider.config + "\n" + Self.hooks)
+        var token = try provider.obtainToken()
+        token["expires_in"] = 40
+        let json = String(decoding: try JSONSerialization.data(withJSONObject: token), as: UTF8.self)
+        XCTAssertEqual(s.tv("set", "local", "--provider", "local", stdin: json).status, 0)
+        provider.stop()  // the provider is gone: renewals fail for now
+        let monitor = Process()
+        monitor.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-monitor")
+        monitor.arguments = ["--session", "interface='org.freedesktop.Notifications'"]
+        monitor.environment = Self.keyring.env
+        let out = Pipe()
+        monitor.standardOutput = out
+        try monitor.run()
+        defer { monitor.terminate() }
+        usleep(300_000)
+        _ = try startAgent(s)
+        XCTAssertEqual(s.tv("get", "local").status, 0, "the token is still good for 40 s")
+        let env = try XCTUnwrap(hookEnvironment(s, "refresh_failed"), "on_refresh_failed ran")
+        XCTAssertEqual(env["TOKENVAULT_SERVICE"], "127.0.0.1:\(port)")
+        XCTAssertTrue(env["TOKENVAULT_REASON"]?.contains("127.0.0.1:\(port)") == true, "\(env)")
+        usleep(500_000)
+        monitor.terminate()
+        monitor.waitUntilExit()
+        let seen = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertTrue(seen.contains("member=Notify"), seen)
+        XCTAssertTrue(seen.contains("tokenvault: a token could not be renewed"), seen)
+        // Told once: the agent tries again a minute later, the hook at most once an hour.
+        try FileManager.default.removeItem(atPath: s.home + "/hook-refresh_failed")
+        XCTAssertEqual(s.tv("get", "local", env: ["TOKENVAULT_AGENT": "off", "TOKENVAULT_KEY_TTL": "900"]).status, 0)
+        usleep(500_000)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: s.home + "/hook-refresh_failed"))
     }
 
     func testThreeAgentsSharingOneFileVaultRenewOnce() throws {
@@ -239,5 +310,27 @@ final class AgentTests: XCTestCase {
         let tokens = Set(sessions.map { s.tv("get", "local", env: $0).out })
         XCTAssertEqual(tokens.count, 1)
         XCTAssertEqual(provider.resourceStatus(tokens.first ?? ""), 200)
+    }
+
+    func testADyingRefreshTokenTellsItsHookOnceADay() throws {
+        let s = sandbox("file")
+        try s.writeConfig(Self.hooks + "\nnotify = \"yes\"\n")
+        // A mistake in [hooks]: one warning, and every command still works (without hooks).
+        let broken = s.tv("providers")
+        XCTAssertEqual(broken.status, 0)
+        XCTAssertTrue(broken.stderr.contains("no hook runs until it is fixed"), broken.stderr)
+        try s.writeConfig(Self.hooks)
+        let json = #"{"access_token":"at","refresh_token":"rt","expires_in":3600,"refresh_token_expires_in":3600}"#
+        XCTAssertEqual(s.tv("set", "api.example.com", stdin: json).status, 0)
+        let get = s.tv("get", "api.example.com")
+        XCTAssertEqual(get.out, "at")
+        XCTAssertTrue(get.stderr.contains("the refresh token for api.example.com (default) dies in"), get.stderr)
+        let env = try XCTUnwrap(hookEnvironment(s, "refresh_token_expiring"))
+        XCTAssertEqual(env["TOKENVAULT_SERVICE"], "api.example.com")
+        XCTAssertTrue(env["TOKENVAULT_REASON"]?.hasPrefix("the refresh token dies in") == true, "\(env)")
+        try FileManager.default.removeItem(atPath: s.home + "/hook-refresh_token_expiring")
+        XCTAssertEqual(s.tv("get", "api.example.com").stderr, "", "once a day")
+        usleep(300_000)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: s.home + "/hook-refresh_token_expiring"))
     }
 }

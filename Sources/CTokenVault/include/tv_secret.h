@@ -36,4 +36,8 @@ int tv_clear(const char *service, const char *account, char **message);
 /* Calls back for every item of `type`; loads (and unlocks) secrets only with load_secrets. 1: ok. */
 int tv_search(const char *type, int load_secrets, void *context, tv_item_callback callback, char **message);
 
+/* A desktop notification (org.freedesktop.Notifications on the session bus)
+   from tokenvault: 1 when a notification daemon took it. */
+int tv_notify(const char *summary, const char *body, int timeout_ms);
+
 #endif

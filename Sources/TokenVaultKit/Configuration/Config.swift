@@ -15,6 +15,8 @@ public struct Config: Sendable, Equatable {
     public var providers: [String: ProviderConfig] = [:]
     /// The `[etcd]` table (docs/fleet.md).
     public var etcd: EtcdConfig?
+    /// The `[hooks]` table (docs/agent.md); nil when absent or when it has a mistake (a warning says so).
+    public var hooks: HooksConfig?
     /// Names of providers that came from providers.toml (`login --issuer`).
     public var discoveredProviders: Set<String> = []
     /// Provider tables with a mistake: the error each use of that provider
@@ -150,7 +152,9 @@ public struct Config: Sendable, Equatable {
     }
 
     /// The top-level settings.
-    static let settings = ["backend", "min_valid", "timeout", "warn_before", "agent_keep", "providers", "etcd"]
+    static let settings = [
+        "backend", "min_valid", "timeout", "warn_before", "agent_keep", "providers", "etcd", "hooks",
+    ]
 }
 
 /// The config read ahead of its first `load`.

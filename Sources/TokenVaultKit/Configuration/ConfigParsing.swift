@@ -30,6 +30,7 @@ extension Config {
             for (name, value) in providers { c.readProvider(name, value, located: located) }
         }
         if let v = root["etcd"] { c.readEtcd(v, located: located) }
+        if let v = root["hooks"] { c.readHooks(v, located: located) }
         return c
     }
 
@@ -102,6 +103,19 @@ extension Config {
             warnings.append("\(error.errorText); provider \(name) cannot be used until it is fixed")
         } catch {
             brokenProviders[name] = .config("\(located.path): providers.\(name): \(error)")
+        }
+    }
+
+    /// The `[hooks]` table; a mistake in it turns the hooks off, with a warning.
+    private mutating func readHooks(_ value: TOMLValueConvertible, located: ConfigText) {
+        do {
+            guard let t = value.table else {
+                throw TokenVaultError.config(
+                    "\(located.location(table: [], key: "hooks")): hooks must be a table, e.g. [hooks]")
+            }
+            hooks = try Config.decodeTable(HooksConfig.self, t, table: ["hooks"], located: located)
+        } catch {
+            warnings.append("\(error.errorText); no hook runs until it is fixed")
         }
     }
 

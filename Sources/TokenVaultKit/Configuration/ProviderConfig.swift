@@ -176,3 +176,14 @@ public struct EtcdConfig: Codable, Sendable, Equatable {
         }
     }
 }
+
+/// `[hooks]`: commands run when something needs a person (docs/agent.md).
+public struct HooksConfig: Codable, Sendable, Equatable {
+    public var on_login_required: String?
+    public var on_refresh_token_expiring: String?
+    public var on_refresh_failed: String?
+    /// A desktop notification as well (default: true, where there is a desktop session).
+    public var notify: Bool?
+
+    public init() {}
+}

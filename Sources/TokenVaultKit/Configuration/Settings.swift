@@ -18,6 +18,10 @@ public enum EnvironmentVariable: String, CaseIterable, Sendable {
     case etcdEndpoints = "TOKENVAULT_ETCD_ENDPOINTS"
     case etcdPrefix = "TOKENVAULT_ETCD_PREFIX"
     case agent = "TOKENVAULT_AGENT"
+    /// Set for a hook's command.
+    case service = "TOKENVAULT_SERVICE"
+    case reason = "TOKENVAULT_REASON"
+    case event = "TOKENVAULT_EVENT"
     /// Set by `exec` for the command it runs.
     case accessToken = "TOKENVAULT_ACCESS_TOKEN"
     case tokenSecret = "TOKENVAULT_TOKEN_SECRET"
@@ -59,6 +63,9 @@ public enum EnvironmentVariable: String, CaseIterable, Sendable {
         case .etcdEndpoints: "Comma-separated etcd endpoints; override endpoints of [etcd]."
         case .etcdPrefix: "The etcd key prefix; overrides prefix of [etcd]."
         case .agent: "off: never ask the agent, go to the backend directly (docs/agent.md)."
+        case .service: "Set for a hook's command (docs/agent.md): the service of the credential the event is about."
+        case .reason: "Set for a hook's command: why the event happened, in words (never a secret)."
+        case .event: "Set for a hook's command: login_required, refresh_token_expiring or refresh_failed."
         case .accessToken: "Set by exec for the command it runs: the access token (OAuth 1.0a: the token)."
         case .tokenSecret: "Set by exec for the command it runs: the OAuth 1.0a token secret."
         case .home: "The home directory the XDG defaults and ~/ in the config's *_file settings start from."

@@ -19,6 +19,8 @@ public struct Refresher {
     public var warn: (String) -> Void
     /// A provider's grant without resolving it (no discovery, no secrets); by default through `provider`.
     public var grant: ((String) -> OAuth2Provider.Grant?)?
+    /// Told when a renewal was refused (a login is needed) or failed for now (docs/agent.md, "Events").
+    public var events: ((Event, CredentialID, String) -> Void)?
 
     public init(
         vault: CredentialVault, transport: HTTPTransport, clock: Clock,
@@ -97,16 +99,20 @@ public struct Refresher {
                 var marked = current
                 marked.refusal = Refusal(reason: error.errorText, at: clock.now)
                 marked.updatedAt = clock.now
-                _ = try? vault.write(marked, if: read)
+                if (try? vault.write(marked, if: read)) != nil { events?(.loginRequired, id, error.errorText) }
                 throw TokenVaultError.loginRequired(
                     "cannot renew the token for \(id): \(error.errorText); the stored record is kept",
                     hint: current.loginHint)
             case .temporary where !current.isExpired(at: clock.now) && !force:
+                events?(.refreshFailed, id, error.errorText)
                 let left = (current.expiresAt ?? clock.now) - clock.now
                 warn(
                     "could not refresh the token for \(id) (\(error.errorText)); using the current one, valid \(left) s more"
                 )
                 return current
+            case .temporary:
+                events?(.refreshFailed, id, error.errorText)
+                throw error
             default:
                 throw error
             }
