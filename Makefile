@@ -5,6 +5,7 @@ MANDIR ?= $(PREFIX)/share/man/man1
 BASHDIR ?= $(PREFIX)/share/bash-completion/completions
 ZSHDIR ?= $(PREFIX)/share/zsh/site-functions
 FISHDIR ?= $(PREFIX)/share/fish/vendor_completions.d
+SYSTEMDUSERDIR ?= $(PREFIX)/lib/systemd/user
 # libstdc++ (the Swift runtime's and TOMLKit's C++) is linked statically too:
 # loading the shared one cost every run ~0.4 ms before main. Every -lstdc++ on
 # the link line finds libstdc++.a first in STATIC_CXX; nothing tokenvault
@@ -65,10 +66,15 @@ install: release
 	install -m 0644 completions/tokenvault.bash "$(DESTDIR)$(BASHDIR)/tokenvault"
 	install -m 0644 completions/_tokenvault "$(DESTDIR)$(ZSHDIR)/_tokenvault"
 	install -m 0644 completions/tokenvault.fish "$(DESTDIR)$(FISHDIR)/tokenvault.fish"
+	install -d "$(DESTDIR)$(SYSTEMDUSERDIR)"
+	install -m 0644 contrib/systemd/tokenvault-agent.socket "$(DESTDIR)$(SYSTEMDUSERDIR)/tokenvault-agent.socket"
+	sed 's|@BINDIR@|$(BINDIR)|' contrib/systemd/tokenvault-agent.service > "$(DESTDIR)$(SYSTEMDUSERDIR)/tokenvault-agent.service"
+	chmod 0644 "$(DESTDIR)$(SYSTEMDUSERDIR)/tokenvault-agent.service"
 
 uninstall:
 	rm -f "$(DESTDIR)$(BINDIR)/tokenvault" "$(DESTDIR)$(MANDIR)/tokenvault.1" "$(DESTDIR)$(BASHDIR)/tokenvault" \
-	      "$(DESTDIR)$(ZSHDIR)/_tokenvault" "$(DESTDIR)$(FISHDIR)/tokenvault.fish"
+	      "$(DESTDIR)$(ZSHDIR)/_tokenvault" "$(DESTDIR)$(FISHDIR)/tokenvault.fish" \
+	      "$(DESTDIR)$(SYSTEMDUSERDIR)/tokenvault-agent.socket" "$(DESTDIR)$(SYSTEMDUSERDIR)/tokenvault-agent.service"
 
 # Regenerates the completions and the man page from the argument parser
 # (Sources/tokenvault-manual renders its description of every command, plus

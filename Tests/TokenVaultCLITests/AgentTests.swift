@@ -333,4 +333,34 @@ final class AgentTests: XCTestCase {
         usleep(300_000)
         XCTAssertFalse(FileManager.default.fileExists(atPath: s.home + "/hook-refresh_token_expiring"))
     }
+
+    func testASocketPassedBySystemdIsServed() throws {
+        let s = sandbox("file")
+        s.env["TOKENVAULT_KEY_TTL"] = "900"
+        XCTAssertEqual(s.tv("set", "api.example.com", stdin: "tok-activated").status, 0)
+        let socket = s.home + "/run/tokenvault/agent.sock"
+        // systemd's own activator: it listens, and starts the agent with the socket on the first connection.
+        let activator = Process()
+        activator.executableURL = URL(fileURLWithPath: "/usr/bin/systemd-socket-activate")
+        // It hands on only the variables named with -E, as a unit's Environment= does.
+        activator.arguments =
+            ["-l", socket] + s.env.keys.sorted().flatMap { ["-E", $0] } + [
+                Paths.binary, "agent", "run", "--foreground",
+            ]
+        activator.environment = s.env
+        activator.standardError = FileHandle.nullDevice
+        try activator.run()
+        defer {
+            activator.terminate()
+            activator.waitUntilExit()
+        }
+        for _ in 0..<50 where !FileManager.default.fileExists(atPath: socket) { usleep(100_000) }
+        XCTAssertEqual(s.tv("get", "api.example.com").out, "tok-activated")
+        let status = try XCTUnwrap(agentStatus(s))
+        XCTAssertEqual(status["pid"] as? Int32, activator.processIdentifier, "the activator became the agent")
+        XCTAssertEqual(status["requests"] as? Int, 2, "the get (the first connection), then this status")
+        // Stopped, it leaves the socket to its owner.
+        XCTAssertEqual(s.tv("agent", "stop").status, 0)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: socket))
+    }
 }

@@ -26,6 +26,7 @@ final class InstallTests: XCTestCase {
             ("bin/tokenvault", 0o755), ("share/man/man1/tokenvault.1", 0o644),
             ("share/bash-completion/completions/tokenvault", 0o644), ("share/zsh/site-functions/_tokenvault", 0o644),
             ("share/fish/vendor_completions.d/tokenvault.fish", 0o644),
+            ("lib/systemd/user/tokenvault-agent.socket", 0o644), ("lib/systemd/user/tokenvault-agent.service", 0o644),
         ]
         for (path, mode) in files {
             let attributes = try FileManager.default.attributesOfItem(atPath: prefix + "/" + path)
@@ -34,6 +35,18 @@ final class InstallTests: XCTestCase {
         XCTAssertEqual(
             try Data(contentsOf: URL(fileURLWithPath: prefix + "/share/man/man1/tokenvault.1")),
             try Data(contentsOf: Paths.root.appendingPathComponent("man/tokenvault.1")))
+
+        // The agent's units name the installed binary, and systemd reads them without a complaint.
+        let service = try String(contentsOfFile: prefix + "/lib/systemd/user/tokenvault-agent.service", encoding: .utf8)
+        XCTAssertTrue(service.contains("ExecStart=\"\(prefix)/bin/tokenvault\" agent run --foreground"), service)
+        let verify = runProcess(
+            "/usr/bin/systemd-analyze",
+            [
+                "verify", "--user", prefix + "/lib/systemd/user/tokenvault-agent.socket",
+                prefix + "/lib/systemd/user/tokenvault-agent.service",
+            ],
+            env: env.merging(["XDG_RUNTIME_DIR": s.home + "/run"]) { $1 })
+        XCTAssertEqual(verify.status, 0, verify.stdout + verify.stderr)
 
         // As a user with PREFIX on their paths sees it.
         var user = s.env

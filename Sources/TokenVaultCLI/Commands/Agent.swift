@@ -32,13 +32,14 @@ extension TokenVault {
 
             func run() throws {
                 let settings = Settings.process
+                let server = AgentServer(settings: settings)
+                // Given its socket by systemd, it serves it (asking it would be asking itself).
+                if foreground, server.activatedSocket() != nil { try server.serve() }
                 if let status = try? AgentClient.ask("status", [:], settings: settings, seconds: 2), status != .null {
                     Output.notice("the agent is running already (process \(status["pid"]?.text ?? "?"))")
                     return
                 }
-                if foreground {
-                    try AgentServer(settings: settings).serve()
-                }
+                if foreground { try server.serve() }
                 let argv = ["/proc/self/exe", "agent", "run", "--foreground"]
                 let pid = try Posix.startDetached(argv, env: settings.environment)
                 for _ in 0..<50 {
@@ -113,12 +114,19 @@ final class AgentServer: @unchecked Sendable {
     private var renewals = 0
     private let wake = DispatchSemaphore(value: 0)
     private var listener: Int32 = -1
+    /// The socket came from systemd, which keeps it: it is not removed on stop.
+    private var activated = false
 
     init(settings: Settings) { self.settings = settings }
 
     func serve() throws -> Never {
         ProcessHardening.disableCoreDumps()
-        listener = try Self.activatedSocket() ?? AgentSocket.listen(AgentSocket.path(settings))
+        if let passed = activatedSocket() {
+            listener = passed
+            activated = true
+        } else {
+            listener = try AgentSocket.listen(AgentSocket.path(settings))
+        }
         signal(SIGPIPE, SIG_IGN)
         Posix.spawnThread { self.renewAhead() }
         while true {
@@ -134,10 +142,8 @@ final class AgentServer: @unchecked Sendable {
     }
 
     /// The socket systemd passed (LISTEN_FDS, LISTEN_PID: fd 3), if any.
-    static func activatedSocket() -> Int32? {
-        guard let pid = Settings.process.environment["LISTEN_PID"], pid == String(getpid()),
-            Settings.process.environment["LISTEN_FDS"] == "1"
-        else { return nil }
+    func activatedSocket() -> Int32? {
+        guard settings[.listenPID] == String(getpid()), settings[.listenFDs] == "1" else { return nil }
         return 3
     }
 
@@ -167,7 +173,7 @@ final class AgentServer: @unchecked Sendable {
         }
         _ = AgentSocket.send(fd, .object(answer))
         if request["op"]?.string == "stop" {
-            unlink(AgentSocket.path(settings))
+            if !activated { unlink(AgentSocket.path(settings)) }
             exit(0)
         }
     }
@@ -226,6 +232,7 @@ final class AgentServer: @unchecked Sendable {
 
     /// Renews what is due; the seconds until the next one is.
     private func renewDue() -> Double {
+        if asked.isEmpty { return 300 }
         let context = Context(settings: settings)
         context.isAgent = true
         context.interactive = false

@@ -18,6 +18,9 @@ public enum EnvironmentVariable: String, CaseIterable, Sendable {
     case etcdEndpoints = "TOKENVAULT_ETCD_ENDPOINTS"
     case etcdPrefix = "TOKENVAULT_ETCD_PREFIX"
     case agent = "TOKENVAULT_AGENT"
+    /// Set by systemd for a socket-activated agent.
+    case listenPID = "LISTEN_PID"
+    case listenFDs = "LISTEN_FDS"
     /// Set for a hook's command.
     case service = "TOKENVAULT_SERVICE"
     case reason = "TOKENVAULT_REASON"
@@ -63,6 +66,8 @@ public enum EnvironmentVariable: String, CaseIterable, Sendable {
         case .etcdEndpoints: "Comma-separated etcd endpoints; override endpoints of [etcd]."
         case .etcdPrefix: "The etcd key prefix; overrides prefix of [etcd]."
         case .agent: "off: never ask the agent, go to the backend directly (docs/agent.md)."
+        case .listenPID, .listenFDs:
+            "Set by systemd's socket activation (tokenvault-agent.socket): the agent takes the socket it passes."
         case .service: "Set for a hook's command (docs/agent.md): the service of the credential the event is about."
         case .reason: "Set for a hook's command: why the event happened, in words (never a secret)."
         case .event: "Set for a hook's command: login_required, refresh_token_expiring or refresh_failed."
