@@ -13,6 +13,7 @@ cleanup() {
   [ -n "${bus_pid:-}" ] && kill "$bus_pid" 2>/dev/null || true
   [ -n "${provider_pid:-}" ] && kill "$provider_pid" 2>/dev/null || true
   [ -n "${mcp_pid:-}" ] && kill "$mcp_pid" 2>/dev/null || true
+  [ -n "${agent_run:-}" ] && XDG_RUNTIME_DIR="$agent_run" "$TV" agent stop >/dev/null 2>&1
   [ -n "${etcd_pid:-}" ] && { exec 8>&-; wait "$etcd_pid" 2>/dev/null; } || true
   [ -n "${vault_10:-}" ] && TOKENVAULT_VAULT="$vault_10" "$TV" lock >/dev/null 2>&1
   [ -n "${vault_10k:-}" ] && TOKENVAULT_VAULT="$vault_10k" "$TV" lock >/dev/null 2>&1
@@ -65,17 +66,26 @@ scopes = ["read"]
 TOML
 # Peak resident memory of one run, KiB (GNU time), the median of 5.
 peak_rss() { for _ in 1 2 3 4 5; do /usr/bin/time -f %M "$@" 2>&1 >/dev/null | tail -1; done | sort -n | sed -n 3p; }
+# The agent (docs/agent.md), in a runtime directory of its own: the direct rows
+# never see its socket; the agent rows ask it.
+agent_run="$work/run-agent"
+mkdir -m 700 "$agent_run"
+XDG_RUNTIME_DIR="$agent_run" "$TV" agent >/dev/null 2>&1
 rss_ss_tool=$(peak_rss secret-tool lookup service api.bench.example account default)
 rss_ss=$(peak_rss "$TV" get api.bench.example)
 for _ in $(seq "$ROUNDS"); do
   sample ss_tool "secret-tool lookup service api.bench.example account default"
   TOKENVAULT_BACKEND=secret-service sample ss_tv "$TV get api.bench.example"
   sample ss_auto "$TV get api.bench.example"
+  XDG_RUNTIME_DIR="$agent_run" sample ss_agent "$TV get api.bench.example"
   sample ss_complete "$TV ---completion get -- positional@0 2 0 tokenvault get ''"
   sample version "$TV --version"
 done
 version_ms=$(median version)
 ss_tool=$(median ss_tool); ss_tv=$(median ss_tv); ss_auto=$(median ss_auto); ss_complete=$(median ss_complete)
+ss_agent=$(median ss_agent)
+rss_agent_client=$(XDG_RUNTIME_DIR="$agent_run" peak_rss "$TV" get api.bench.example)
+XDG_RUNTIME_DIR="$agent_run" "$TV" agent stop >/dev/null 2>&1
 kill "$bus_pid" || true; bus_pid=""
 unset DBUS_SESSION_BUS_ADDRESS
 
@@ -87,12 +97,16 @@ TOKENVAULT_VAULT="$vault_10k" /usr/bin/python3 "$root/Tests/Fixtures/make_vault.
 TOKENVAULT_VAULT="$vault_10" "$TV" get api5.example.com >/dev/null     # derives the key once, caches it
 TOKENVAULT_VAULT="$vault_10k" "$TV" get api5000.example.com >/dev/null
 unset TOKENVAULT_PASSPHRASE  # from here on only the cached key can open the vaults
+TOKENVAULT_VAULT="$vault_10" XDG_RUNTIME_DIR="$agent_run" "$TV" agent >/dev/null 2>&1
 for _ in $(seq "$ROUNDS"); do
   TOKENVAULT_VAULT="$vault_10" sample file10 "$TV get api5.example.com"
+  TOKENVAULT_VAULT="$vault_10" XDG_RUNTIME_DIR="$agent_run" sample file_agent "$TV get api5.example.com"
   TOKENVAULT_VAULT="$vault_10k" sample file10k "$TV get api5000.example.com"
   TOKENVAULT_VAULT="$vault_10" sample file_complete "$TV ---completion get -- positional@0 2 0 tokenvault get ''"
 done
 file_10=$(median file10); file_10k=$(median file10k); file_complete=$(median file_complete)
+file_agent=$(median file_agent)
+XDG_RUNTIME_DIR="$agent_run" "$TV" agent stop >/dev/null 2>&1
 rss_file=$(TOKENVAULT_VAULT="$vault_10" peak_rss "$TV" get api5.example.com)
 size_10k=$(stat -c %s "$vault_10k")
 
@@ -230,6 +244,7 @@ ratio() { /usr/bin/python3 -c 'import sys; print("%.2f" % (float(sys.argv[1]) / 
 verdict() { /usr/bin/python3 -c 'import sys; print("ok" if float(sys.argv[1]) <= float(sys.argv[2]) else "MISSED")' "$1" "$2"; }
 r_etcd=$(ratio "$etcd_tv" "$etcdctl_ms"); r_ss=$(ratio "$ss_tv" "$ss_tool"); r_auto=$(ratio "$ss_auto" "$ss_tool"); r_10k=$(ratio "$file_10k" "$file_10")
 r_file=$(ratio "$file_10" "$ss_tool")
+r_ss_agent=$(ratio "$ss_agent" "$ss_tool"); r_file_agent=$(ratio "$file_agent" "$ss_tool")
 mib() { /usr/bin/python3 -c 'import sys; print("%.1f" % (int(sys.argv[1]) / 1024))' "$1"; }
 size_mb=$(/usr/bin/python3 -c 'import os,sys; print("%.1f" % (os.path.getsize(sys.argv[1]) / 1e6))' "$TV")
 
@@ -243,6 +258,8 @@ tokenvault bench ($(nproc) cores; median of $RUNS runs each, in $ROUNDS interlea
 | tokenvault get, backend secret-service            | $(printf %9s "$ss_tv") | $(printf %-16s "${r_ss}x secret-tool") | <= 1.2x | $(verdict "$r_ss" 1.2) |
 | tokenvault get, auto, config of 3 providers       | $(printf %9s "$ss_auto") | $(printf %-16s "${r_auto}x secret-tool") | <= 1.2x | $(verdict "$r_auto" 1.2) |
 | tokenvault get, file vault, cached key, 10 creds  | $(printf %9s "$file_10") | $(printf %-16s "${r_file}x secret-tool") | <= 0.4x | $(verdict "$r_file" 0.4) |
+| tokenvault get via the agent, Secret Service      | $(printf %9s "$ss_agent") | $(printf %-16s "${r_ss_agent}x secret-tool") | <= 0.3x | $(verdict "$r_ss_agent" 0.3) |
+| tokenvault get via the agent, file vault          | $(printf %9s "$file_agent") | $(printf %-16s "${r_file_agent}x secret-tool") | <= 0.2x | $(verdict "$r_file_agent" 0.2) |
 | tokenvault --version                              | $(printf %9s "$version_ms") |                  |         |      |
 | tokenvault get, file vault, cached key, 10,000    | $(printf %9s "$file_10k") | $(printf %-16s "${r_10k}x 10 creds") | <= 2x   | $(verdict "$r_10k" 2) |
 | TAB after get: services, Secret Service (auto)    | $(printf %9s "$ss_complete") |                  | <= 100  | $(verdict "$ss_complete" 100) |
@@ -263,6 +280,7 @@ tokenvault bench ($(nproc) cores; median of $RUNS runs each, in $ROUNDS interlea
 | peak RSS, secret-tool lookup                      | $(printf %9s "$(mib "$rss_ss_tool")") |                  |         |      |
 | peak RSS, tokenvault get, Secret Service (auto)   | $(printf %9s "$(mib "$rss_ss")") |                  | <= 12   | $(verdict "$(mib "$rss_ss")" 12) |
 | peak RSS, tokenvault get, file vault, cached key  | $(printf %9s "$(mib "$rss_file")") |                  | <= 12   | $(verdict "$(mib "$rss_file")" 12) |
+| peak RSS, tokenvault get answered by the agent    | $(printf %9s "$(mib "$rss_agent_client")") |                  | <= 12   | $(verdict "$(mib "$rss_agent_client")" 12) |
 | release binary size (MB)                          | $(printf %9s "$size_mb") |                  |         |      |
 | first build of the release, clean (s)             | $(printf %9s "$first_build") |                  |         |      |
 

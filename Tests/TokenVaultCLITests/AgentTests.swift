@@ -363,4 +363,22 @@ final class AgentTests: XCTestCase {
         XCTAssertEqual(s.tv("agent", "stop").status, 0)
         XCTAssertTrue(FileManager.default.fileExists(atPath: socket))
     }
+
+    func testDoctorSaysWhatBecameOfTheAgent() throws {
+        let s = sandbox("file")
+        s.env["TOKENVAULT_KEY_TTL"] = "900"
+        func line() -> String {
+            s.tv("doctor").stdout.split(separator: "\n").first { $0.contains(" agent: ") }.map(String.init) ?? "none"
+        }
+        XCTAssertTrue(line().contains("not running: commands open the backend themselves"), line())
+        let pid = try startAgent(s)
+        XCTAssertTrue(line().contains("✓ agent: running (process \(pid))"), line())
+        let other = s.tv("doctor", env: ["TOKENVAULT_BACKEND": "secret-service"])
+        XCTAssertTrue(other.stdout.contains("but for another setup"), other.stdout)
+        kill(pid, SIGKILL)
+        usleep(200_000)
+        let gone = s.tv("doctor")
+        XCTAssertEqual(gone.status, 2)
+        XCTAssertTrue(gone.stdout.contains("is left by an agent that is gone"), gone.stdout)
+    }
 }

@@ -185,7 +185,7 @@ final class AgentServer: @unchecked Sendable {
                 "pid": .integer(Int64(getpid())), "version": .integer(AgentSocket.version),
                 "uptime": .integer(Int64(Date().timeIntervalSince1970) - started),
                 "requests": .integer(Int64(requests)), "kept": .integer(Int64(asked.count)),
-                "renewals": .integer(Int64(renewals)),
+                "renewals": .integer(Int64(renewals)), "same_scope": .bool(request["scope"] == settings.agentScope),
             ])
         case "stop":
             return .object([:])

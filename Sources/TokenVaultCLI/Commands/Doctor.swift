@@ -14,7 +14,7 @@ extension TokenVault {
                 prompts. Checks the config (each provider table), the backend choice, the D-Bus \
                 session and the Secret Service (reachable, locked, how long it took), the file \
                 vault (path, permissions, format, key cached), the runtime and cache \
-                directories, the etcd cluster when one is configured, the shell completions, \
+                directories, the etcd cluster when one is configured, the shell completions, the agent, \
                 and the stored credentials (a login required, a refresh token that dies soon). \
                 --network also asks each configured provider's token endpoint (or issuer) and \
                 compares the clock of its Date header with this one. Exits 0 when all is \
@@ -41,6 +41,7 @@ extension TokenVault {
             doctor.checkDirectories()
             if choice == .etcd || config?.etcd != nil { doctor.checkEtcd(backends) }
             doctor.checkCompletions()
+            doctor.checkAgent()
             // The stored credentials: only where they can be read without a prompt.
             if let choice { doctor.checkCredentials(choice, backends: backends, config: config ?? Config()) }
             if network, let config { doctor.checkProviders(config) }

@@ -180,6 +180,40 @@ final class DoctorChecks {
         }
     }
 
+    /// The agent (docs/agent.md): running for this setup, for another, gone, or not started.
+    func checkAgent() {
+        let socket = AgentSocket.path(settings)
+        let start = "tokenvault agent, or: systemctl --user enable --now tokenvault-agent.socket"
+        guard settings.agentAllowed else {
+            add(
+                "agent", .info,
+                "not asked (\(EnvironmentVariable.agent.name)=off): commands open the backend themselves")
+            return
+        }
+        guard AgentClient.present(settings) else {
+            add("agent", .info, "not running: commands open the backend themselves", fix: start)
+            return
+        }
+        guard let status = try? AgentClient.ask("status", [:], settings: settings, seconds: 2) else {
+            add(
+                "agent", .failed, "\(socket) is left by an agent that is gone: commands go direct",
+                fix: "start it again: \(start)")
+            return
+        }
+        let running =
+            "running (process \(status["pid"]?.text ?? "?")), keeping \(status["kept"]?.text ?? "0") credentials renewed, \(status["renewals"]?.text ?? "0") renewals"
+        if status["same_scope"] == .bool(false) {
+            add(
+                "agent", .failed,
+                "\(running), but for another setup (backend, files or session bus): this shell's commands go direct",
+                fix:
+                    "run the agent with this shell's TOKENVAULT_* and XDG_* settings (tokenvault agent stop; tokenvault agent)"
+            )
+            return
+        }
+        add("agent", .ok, running)
+    }
+
     /// Credentials that need a login now or soon.
     func checkCredentials(_ choice: BackendChoice, backends: Backends, config: Config) {
         let rows: [StoredCredential]
