@@ -292,6 +292,17 @@ final class Context {
         return first
     }
 
+    /// The record stored under `id` as it is (no renewal), or nil: through the
+    /// agent when one answers, else from the backend.
+    func load(_ id: CredentialID) throws -> Credential? {
+        do {
+            if let c = try fromAgent("stored", id, minValid: nil, refresh: false, force: false) { return c }
+        } catch TokenVaultError.notFound {
+            return nil
+        }
+        return try vault().load(id)
+    }
+
     /// True in the agent itself: its commands never ask an agent.
     var isAgent = false
 

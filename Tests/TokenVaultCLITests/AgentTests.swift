@@ -381,4 +381,18 @@ final class AgentTests: XCTestCase {
         XCTAssertEqual(gone.status, 2)
         XCTAssertTrue(gone.stdout.contains("is left by an agent that is gone"), gone.stdout)
     }
+
+    func testGitsHelperAsksTheAgentToo() throws {
+        let s = sandbox("file")
+        s.env["TOKENVAULT_KEY_TTL"] = "900"
+        XCTAssertEqual(s.tv("set", "api.github.com", "--provider", "github", stdin: "gho_token").status, 0)
+        let request = "protocol=https\nhost=github.com\n\n"
+        let direct = s.tv("git-credential", "get", stdin: request, env: ["TOKENVAULT_AGENT": "off"])
+        _ = try startAgent(s)
+        let before = try requests(s)
+        let viaAgent = s.tv("git-credential", "get", stdin: request)
+        XCTAssertEqual(viaAgent.stdout, direct.stdout)
+        XCTAssertTrue(viaAgent.stdout.contains("password=gho_token"), viaAgent.stdout)
+        XCTAssertGreaterThan(try requests(s) - before, 1, "looked up and handed out by the agent")
+    }
 }

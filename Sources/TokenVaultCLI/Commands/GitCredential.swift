@@ -64,14 +64,13 @@ extension TokenVault {
             _ matches: [GitProviderMatch], request: GitCredentialRequest,
             context: Context
         ) throws -> (GitProviderMatch, Credential)? {
-            let vault = try context.vault()
             for match in matches {
                 var accounts = [try AccountChoice(option: account, settings: context.settings).name]
                 if account == nil, let user = request.username, (try? CredentialID.validateAccount(user)) != nil {
                     accounts.insert(user, at: 0)
                 }
                 for a in accounts {
-                    if let c = try vault.load(CredentialID(service: match.service, account: a)) { return (match, c) }
+                    if let c = try context.load(CredentialID(service: match.service, account: a)) { return (match, c) }
                 }
             }
             return nil
