@@ -503,6 +503,49 @@ final class FleetTests: XCTestCase {
         XCTAssertEqual(s.tv("get", "https://mcp.example.com/a/mcp").out, "h", "the host's credential holds the rest")
     }
 
+    func testAgentsOnThreeHostsAnswerAsDirectSeeEachOtherAndRenewOnce() throws {
+        let hosts = try (0..<3).map { _ -> Sandbox in
+            let h = try host("agents")
+            try h.writeConfig(
+                "min_valid = 5\n" + cluster.table(prefix: Self.prefix + "agents/", leaseTTL: 4) + "\n" + provider.config
+            )
+            return h
+        }
+        var token = try provider.obtainToken()
+        token["expires_in"] = 40
+        let json = String(decoding: try JSONSerialization.data(withJSONObject: token), as: UTF8.self)
+        XCTAssertEqual(hosts[0].tv("set", "local", "--provider", "local", stdin: json).status, 0)
+        let direct = hosts[1].tv("get", "local", "--format", "json", "--no-refresh", env: ["TOKENVAULT_AGENT": "off"])
+        let before = try provider.stats()
+        for h in hosts {
+            let started = h.tv("agent")
+            XCTAssertEqual(started.status, 0, started.stderr)
+            addTeardownBlock { h.tv("agent", "stop") }
+        }
+        let viaAgent = hosts[1].tv("get", "local", "--format", "json", "--no-refresh")
+        XCTAssertEqual(viaAgent.stdout, direct.stdout, "the agent answers as the host would")
+        XCTAssertEqual(viaAgent.stderr, direct.stderr)
+        // Another host's write is seen by the next request.
+        XCTAssertEqual(hosts[0].tv("set", "api.seen.example", stdin: "one").status, 0)
+        XCTAssertEqual(hosts[2].tv("get", "api.seen.example").out, "one")
+        XCTAssertEqual(hosts[0].tv("set", "api.seen.example", stdin: "two").status, 0)
+        XCTAssertEqual(hosts[2].tv("get", "api.seen.example").out, "two")
+        // Every agent has been asked for it, and it is due: one renewal for the fleet.
+        DispatchQueue.concurrentPerform(iterations: 3) { i in _ = hosts[i].tv("get", "local") }
+        var renewed = false
+        for _ in 0..<100 where !renewed {
+            usleep(100_000)
+            renewed = (try provider.stats()["refreshes"] ?? 0) > (before["refreshes"] ?? 0)
+        }
+        usleep(1_500_000)
+        let after = try provider.stats()
+        XCTAssertEqual(after["refreshes"], (before["refreshes"] ?? 0) + 1, "one renewal for three agents")
+        XCTAssertEqual(after["reuse_detected"], before["reuse_detected"])
+        let tokens = Set(hosts.map { $0.tv("get", "local").out })
+        XCTAssertEqual(tokens.count, 1)
+        XCTAssertEqual(provider.resourceStatus(tokens.first ?? ""), 200)
+    }
+
     func testUnreachableWrongAndRefusedClusters() throws {
         let s = try host("errors")
         XCTAssertEqual(s.tv("set", "api.x.example", stdin: #"{"access_token":"x"}"#).status, 0)

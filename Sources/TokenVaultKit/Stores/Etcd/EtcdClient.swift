@@ -19,6 +19,27 @@ final class EtcdClient: @unchecked Sendable {
         self.settings = settings
     }
 
+    private static let pool = PosixLock()
+    nonisolated(unsafe) private static var clients: [String: EtcdClient] = [:]
+
+    /// The client of this process for `settings`: one connection and one
+    /// auth token however many stores are opened on it (the agent opens one
+    /// per request; docs/agent.md). The password is not part of the key: a
+    /// changed one is used when the token is renewed.
+    static func shared(_ settings: EtcdSettings) -> EtcdClient {
+        let tls = settings.tls
+        let key = [
+            settings.endpoints.joined(separator: ","), settings.prefix, settings.username ?? "", tls.caFile ?? "",
+            tls.certFile ?? "", tls.keyFile ?? "", String(settings.timeout), String(settings.leaseTTL),
+        ].joined(separator: "\n")
+        return pool.withLock {
+            if let c = clients[key] { return c }
+            let c = EtcdClient(settings: settings)
+            clients[key] = c
+            return c
+        }
+    }
+
     /// What etcd says while it elects a leader or catches up (whatever the gRPC code).
     /// etcd reports some passing states only in the words of its message,
     /// under code Unknown (2): the server's protocol, not text of ours.

@@ -49,7 +49,7 @@ public final class EtcdStore: SharedStore {
         settings: EtcdSettings, passphrase: PassphraseSource, keyCache: KeyCache, keyTTL: Int, newParams: KDFParams
     ) {
         self.settings = settings
-        self.client = EtcdClient(settings: settings)
+        self.client = EtcdClient.shared(settings)
         self.passphrase = passphrase
         self.keyCache = keyCache
         self.keyTTL = keyTTL
