@@ -4,18 +4,19 @@ import FoundationEssentials
 /// a credential, and a failure with exactly the words, hint and exit status
 /// the command would have had on its own (docs/agent.md).
 extension Credential {
-    /// The record and the key it is stored under.
+    /// The record (its JSON as a string, decoded once on the other side) and
+    /// the key it is stored under.
     public var wire: JSONValue {
-        let record = (try? JSONDecoder().decode(JSONValue.self, from: recordJSON())) ?? .null
-        return .object([
-            "service": .string(service.description), "account": .string(account), "record": record,
+        .object([
+            "service": .string(service.description), "account": .string(account),
+            "record": .string(String(decoding: recordJSON(), as: UTF8.self)),
         ])
     }
 
     public init?(wire: JSONValue) {
         guard let service = wire["service"]?.string, let key = try? ServiceKey(parsing: service),
-            let account = wire["account"]?.string, let record = wire["record"],
-            let c = try? Credential.fromRecord(Data(record.text.utf8), id: CredentialID(service: key, account: account))
+            let account = wire["account"]?.string, let record = wire["record"]?.string,
+            let c = try? Credential.fromRecord(Data(record.utf8), id: CredentialID(service: key, account: account))
         else { return nil }
         self = c
     }

@@ -59,7 +59,28 @@ public struct Config: Sendable, Equatable {
         ReadAhead.start(path: settings.configPath) { try loadNow(settings) }
     }
 
+    /// The config last read by this process, and the files it came from as
+    /// they were then: a long-lived process (the agent) reads them again only
+    /// when one changed (another inode, size, or change time).
+    private static let lastLock = PosixLock()
+    nonisolated(unsafe) private static var last: (files: [String], config: Config)?
+
+    private static func identity(_ path: String) -> String {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return "\(path): none" }
+        return
+            "\(path): \(st.st_dev) \(st.st_ino) \(st.st_size) \(st.st_mtim.tv_sec).\(st.st_mtim.tv_nsec) \(st.st_ctim.tv_sec).\(st.st_ctim.tv_nsec)"
+    }
+
     private static func loadNow(_ settings: Settings) throws -> Config {
+        let files = [identity(settings.configPath), identity(settings.discoveredProvidersPath)]
+        if let cached = lastLock.withLock({ last }), cached.files == files { return cached.config }
+        let config = try readFiles(settings)
+        lastLock.withLock { last = (files, config) }
+        return config
+    }
+
+    private static func readFiles(_ settings: Settings) throws -> Config {
         var config = try loadFile(settings.configPath)
         let discovered = try loadFile(settings.discoveredProvidersPath)
         config.discoveredProviders = Set(discovered.providers.keys).union(discovered.brokenProviders.keys)
