@@ -251,8 +251,7 @@ final class Context {
         let now = clock.now
         guard warnBefore > 0, at - now < warnBefore else { return }
         let mark = vault.lockPath("warned", c.id)
-        var st = stat()
-        if lstat(mark, &st) == 0, Int64(st.st_mtim.tv_sec) > now - 86400, Int64(st.st_mtim.tv_sec) <= now { return }
+        if OnceMark.seen(mark, within: 86400, now: now) { return }
         let when =
             at > now
             ? "dies in \(Format.ago(at - now)) (\(Format.date(at)))"
@@ -262,11 +261,7 @@ final class Context {
         )
         events.emit(.refreshTokenExpiring, c.id, reason: "the refresh token \(when)")
         try? PrivateDirectory.ensure(vault.runtimeDirectory)
-        let fd = open(mark, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        if fd >= 0 {
-            _ = futimens(fd, nil)  // now: the day starts again
-            close(fd)
-        }
+        OnceMark.mark(mark)  // now: the day starts again
     }
 
     private func renewedIfNeeded(

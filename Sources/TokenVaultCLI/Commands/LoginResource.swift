@@ -62,9 +62,9 @@ extension TokenVault.Login {
         }) {
             return kept
         }
-        let derived = DiscoveredProviders.name(forResource: server.resource)
+        let derived = DiscoveredProviders.name(for: server.resource)
         if free(derived) { return derived }
-        return DiscoveredProviders.hashedName(forResource: server.resource)
+        return DiscoveredProviders.hashedName(for: server.resource)
     }
 
     /// The client id to log in with at the resource's authorization server:

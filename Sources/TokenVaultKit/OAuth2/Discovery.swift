@@ -238,6 +238,11 @@ public enum DiscoveredProviders {
         return String(joined).split(separator: "-").joined(separator: "-")
     }
 
+    /// The derived name with a short hash of the URL, for when another provider has it.
+    public static func hashedName(for url: String) -> String {
+        name(for: url) + "-" + Hex.encode(Sodium.hash(Array(url.utf8))).prefix(6)
+    }
+
     /// The name a `login --issuer` keeps its provider under. `given` (the
     /// positional name or `--name`) is used as it is, and refused (64) when a
     /// preset, config.toml, or another issuer's table in providers.toml has it.
@@ -246,7 +251,7 @@ public enum DiscoveredProviders {
     public static func choose(given: String?, issuer: String, clientID: String, config: Config) throws -> String {
         let derived = name(for: issuer)
         var candidates = [given ?? derived]
-        if given == nil { candidates.append(derived + "-" + Hex.encode(Sodium.hash(Array(issuer.utf8))).prefix(6)) }
+        if given == nil { candidates.append(hashedName(for: issuer)) }
         var conflict: TokenVaultError?
         for name in candidates {
             guard let e = conflictError(name: name, issuer: issuer, clientID: clientID, config: config) else {

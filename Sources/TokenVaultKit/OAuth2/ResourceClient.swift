@@ -66,14 +66,6 @@ public enum ResourceClient {
 }
 
 extension DiscoveredProviders {
-    /// A provider name for a resource's URL: its host, port and path, as for an issuer.
-    public static func name(forResource url: String) -> String { name(for: url) }
-
-    /// The derived name with a short hash of the URL, for when another provider has it.
-    public static func hashedName(forResource url: String) -> String {
-        name(for: url) + "-" + Hex.encode(Sodium.hash(Array(url.utf8))).prefix(6)
-    }
-
     /// Keeps the table of a resource logged in to by its URL in
     /// providers.toml (issuer, resource, service, the public client id,
     /// scopes; the client's secret stays in the backend). A table of the same name for the same

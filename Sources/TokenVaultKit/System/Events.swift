@@ -73,16 +73,8 @@ public struct EventSink {
     private func firstInAnHour(_ event: Event, _ id: CredentialID) -> Bool {
         try? PrivateDirectory.ensure(runtimeDirectory)
         let mark = runtimeDirectory + "/event-\(event.rawValue)-" + CredentialVault.fileName(id)
-        var st = stat()
-        let now = Int64(Date().timeIntervalSince1970)
-        if lstat(mark, &st) == 0, now - Int64(st.st_mtim.tv_sec) < 3600, Int64(st.st_mtim.tv_sec) <= now {
-            return false
-        }
-        let fd = open(mark, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        if fd >= 0 {
-            _ = futimens(fd, nil)
-            close(fd)
-        }
+        if OnceMark.seen(mark, within: 3600, now: Int64(Date().timeIntervalSince1970)) { return false }
+        OnceMark.mark(mark)
         return true
     }
 }
