@@ -165,12 +165,7 @@ final class AgentTests: XCTestCase {
         _ = try startAgent(s)
         let before = try provider.stats()["refreshes"] ?? 0
         XCTAssertEqual(s.tv("get", "local").out, first, "valid enough for the get itself")
-        var renewed = false
-        for _ in 0..<100 where !renewed {
-            usleep(100_000)
-            renewed = (try provider.stats()["refreshes"] ?? 0) > before
-        }
-        XCTAssertTrue(renewed, "the agent renewed it ahead of need")
+        XCTAssertTrue(try provider.waitForRefresh(after: before), "the agent renewed it ahead of need")
         usleep(300_000)
         let after = try provider.stats()["refreshes"] ?? 0
         XCTAssertEqual(after, before + 1, "once")
@@ -298,11 +293,7 @@ final class AgentTests: XCTestCase {
             statuses.mutate { $0.append(r.status) }
         }
         XCTAssertEqual(statuses.value, [0, 0, 0])
-        var renewed = false
-        for _ in 0..<100 where !renewed {
-            usleep(100_000)
-            renewed = (try provider.stats()["refreshes"] ?? 0) > (before["refreshes"] ?? 0)
-        }
+        XCTAssertTrue(try provider.waitForRefresh(after: before["refreshes"] ?? 0))
         usleep(1_500_000)
         let after = try provider.stats()
         XCTAssertEqual(after["refreshes"], (before["refreshes"] ?? 0) + 1, "one renewal for the three agents")

@@ -532,11 +532,7 @@ final class FleetTests: XCTestCase {
         XCTAssertEqual(hosts[2].tv("get", "api.seen.example").out, "two")
         // Every agent has been asked for it, and it is due: one renewal for the fleet.
         DispatchQueue.concurrentPerform(iterations: 3) { i in _ = hosts[i].tv("get", "local") }
-        var renewed = false
-        for _ in 0..<100 where !renewed {
-            usleep(100_000)
-            renewed = (try provider.stats()["refreshes"] ?? 0) > (before["refreshes"] ?? 0)
-        }
+        XCTAssertTrue(try provider.waitForRefresh(after: before["refreshes"] ?? 0))
         usleep(1_500_000)
         let after = try provider.stats()
         XCTAssertEqual(after["refreshes"], (before["refreshes"] ?? 0) + 1, "one renewal for three agents")

@@ -29,6 +29,15 @@ final class LocalProvider {
         try fixtureStats(base + "/stats")
     }
 
+    /// Waits up to 10 s for the provider to count more refreshes than `before`; true when it did.
+    func waitForRefresh(after before: Int) throws -> Bool {
+        for _ in 0..<100 {
+            if (try stats()["refreshes"] ?? 0) > before { return true }
+            usleep(100_000)
+        }
+        return false
+    }
+
     /// A fresh token-endpoint answer, by the authorization-code flow with PKCE.
     func obtainToken() throws -> [String: Any] {
         let r = runProcess(
