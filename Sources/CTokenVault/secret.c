@@ -4,9 +4,12 @@
 #include "tv_secret.h"
 #include "loader.h"
 #include <libsecret/secret.h>
-/* SecretBackend (libsecret >= 0.19) is stable API that secret.h leaves out. */
+/* SecretBackend (libsecret >= 0.19) is stable API that secret.h leaves out;
+   the D-Bus path functions (libsecret >= 0.18, unchanged since) let an item be
+   read in one GetSecrets call on libsecret's own session. */
 #define __SECRET_INSIDE_HEADER__
 #include <libsecret/secret-backend.h>
+#include <libsecret/secret-paths.h>
 #undef __SECRET_INSIDE_HEADER__
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -23,7 +26,9 @@
     X(secret_password_searchv_sync) X(secret_password_free) X(secret_retrievable_get_attributes) \
     X(secret_retrievable_retrieve_secret_sync) X(secret_value_unref_to_password) \
     X(g_main_context_new) X(g_main_context_push_thread_default) X(g_main_context_pop_thread_default) \
-    X(g_main_context_iteration) X(g_main_context_unref) X(g_variant_new_parsed)
+    X(g_main_context_iteration) X(g_main_context_unref) X(g_variant_new_parsed) \
+    X(g_dbus_proxy_get_connection) X(secret_service_get_session_dbus_path) X(secret_service_decode_dbus_secret) \
+    X(g_variant_n_children) X(g_variant_get_child) X(g_variant_get_child_value) X(g_variant_lookup_value)
 
 /* The loaded API, or NULL when libsecret cannot be loaded. */
 TV_DL_API(tv_secret_api, TV_SECRET_FUNCS, "libsecret-1.so.0", tv_api)
@@ -210,6 +215,67 @@ char *tv_lookup(const char *service, const char *account, char **message) {
     char *secret = a->secret_password_lookupv_sync(tv_lookup_schema(), attrs, NULL, &error);
     a->g_hash_table_unref(attrs);
     if (error) { tv_take_error(a, &error, message); return NULL; }
+    return secret;
+}
+
+/* The secret of the item at `path`, fetched with one GetSecrets call on
+   libsecret's session; NULL when that item is gone, locked or not text. */
+static char *tv_item_secret(const tv_secret_api *a, SecretService *s, GDBusConnection *bus, const char *path) {
+    const char *session = a->secret_service_get_session_dbus_path(s);
+    if (!session) return NULL;
+    const char *paths[] = { path, NULL };
+    GError *error = NULL;
+    GVariant *r = a->g_dbus_connection_call_sync(
+        bus, "org.freedesktop.secrets", "/org/freedesktop/secrets", "org.freedesktop.Secret.Service",
+        "GetSecrets", a->g_variant_new("(^aoo)", paths, session), (const GVariantType *)"(a{o(oayays)})",
+        G_DBUS_CALL_FLAGS_NONE, -1, NULL, &error);
+    if (!r) { a->g_clear_error(&error); return NULL; }
+    GVariant *secrets = NULL;
+    a->g_variant_get(r, "(@a{o(oayays)})", &secrets);
+    a->g_variant_unref(r);
+    GVariant *encoded = a->g_variant_lookup_value(secrets, path, (const GVariantType *)"(oayays)");
+    a->g_variant_unref(secrets);
+    if (!encoded) return NULL;
+    SecretValue *value = a->secret_service_decode_dbus_secret(s, encoded);
+    a->g_variant_unref(encoded);
+    return value ? a->secret_value_unref_to_password(value, NULL) : NULL;
+}
+
+/* The secret for service+account as tv_lookup finds it, in D-Bus calls of
+   our own on libsecret's session: one GetSecrets when `known` (may be NULL)
+   still names the item, else SearchItems first; *found (tv_free) is then the
+   item's path. NULL with *message set on failure; NULL with *message NULL
+   when this way cannot answer (no item, or only locked ones): tv_lookup decides. */
+char *tv_lookup_item(const char *service, const char *account, const char *known, char **found, char **message) {
+    const tv_secret_api *a = tv_api();
+    if (!a) return tv_no_library(message);
+    GError *error = NULL;
+    SecretService *s = a->secret_service_get_sync(SECRET_SERVICE_OPEN_SESSION, NULL, &error);
+    if (!s) { tv_take_error(a, &error, message); return NULL; }
+    GDBusConnection *bus = a->g_dbus_proxy_get_connection((GDBusProxy *)s);
+    char *secret = known ? tv_item_secret(a, s, bus, known) : NULL;
+    if (secret) *found = a->g_strdup(known);
+    if (!secret) {
+        GVariant *r = a->g_dbus_connection_call_sync(
+            bus, "org.freedesktop.secrets", "/org/freedesktop/secrets", "org.freedesktop.Secret.Service",
+            "SearchItems", a->g_variant_new_parsed("({'service': %s, 'account': %s},)", service, account),
+            (const GVariantType *)"(aoao)", G_DBUS_CALL_FLAGS_NONE, -1, NULL, &error);
+        if (!r) {
+            a->g_object_unref(s);
+            tv_take_error(a, &error, message);
+            return NULL;
+        }
+        GVariant *unlocked = a->g_variant_get_child_value(r, 0);
+        if (a->g_variant_n_children(unlocked) > 0) {
+            const char *first = NULL;
+            a->g_variant_get_child(unlocked, 0, "&o", &first);
+            secret = tv_item_secret(a, s, bus, first);
+            if (secret) *found = a->g_strdup(first);
+        }
+        a->g_variant_unref(unlocked);
+        a->g_variant_unref(r);
+    }
+    a->g_object_unref(s);
     return secret;
 }
 

@@ -12,9 +12,42 @@ enum AgentClient {
     /// (the agent may be renewing: the config's HTTP timeout, 30 s by default, and some).
     static let defaultTimeout = 45
 
+    /// The commands the agent runs whole for a client (docs/agent.md): they
+    /// print a credential, and read neither a terminal nor stdin.
+    static let commands: Set<String> = ["get", "header"]
+
+    /// Has the agent run `args` when it is one of `commands` and an agent of
+    /// this scope answers: its output printed, its exit status returned. Nil:
+    /// run it here. No JSON and no argument parsing on this side: a `get`
+    /// costs little more than starting the process.
+    static func run(_ args: [String]) -> Int32? {
+        guard let first = args.first, commands.contains(first) else { return nil }
+        let sources = EnvironmentVariable.passphraseSources
+        let settings = Settings.reading(EnvironmentVariable.sentToAgent + sources)
+        guard present(settings), let fd = AgentSocket.connect(AgentSocket.path(settings), seconds: defaultTimeout)
+        else { return nil }
+        defer { close(fd) }
+        var environment = settings.environment
+        for v in sources { environment[v.name] = nil }
+        let request = AgentCommandRequest(
+            arguments: args, environment: environment, hasPassphraseSource: sources.contains { settings[$0] != nil })
+        guard AgentSocket.sendFrame(fd, request.bytes), let body = AgentSocket.receiveFrame(fd),
+            case .ran(let status, let out, let err)? = AgentCommandReply(bytes: body)
+        else {
+            declined = true  // the command runs here, and does not ask again
+            return nil
+        }
+        Posix.write(1, out)
+        Posix.write(2, err)
+        return status
+    }
+
+    /// The agent did not run this process's command: nothing more is asked of it.
+    nonisolated(unsafe) private static var declined = false
+
     /// An agent's socket is there to try (cheap: one lstat).
     static func present(_ settings: Settings) -> Bool {
-        guard settings.agentAllowed else { return false }
+        guard settings.agentAllowed, !declined else { return false }
         var st = stat()
         return lstat(AgentSocket.path(settings), &st) == 0 && st.st_mode & S_IFMT == S_IFSOCK
     }

@@ -29,12 +29,30 @@ final class Context {
     private var openedStore: CredentialStore?
     private var openedVault: CredentialVault?
     private var printedNotices: [String] = []
-    /// False: never prompt on the terminal (kubectl said no one answers).
-    var interactive = true
+    /// False: never prompt on the terminal (kubectl said no one answers;
+    /// in the agent, never).
+    var interactive: Bool {
+        get { wantsPrompts && !isAgent }
+        set { wantsPrompts = newValue }
+    }
+    private var wantsPrompts = true
+    /// True in the agent itself: its commands never ask an agent.
+    let isAgent: Bool
 
-    init(settings: Settings = .process, clock: Clock = SystemClock()) {
-        self.settings = settings
+    /// In the agent: the request it answers now (docs/agent.md). A context
+    /// made meanwhile has that client's settings, never asks an agent, never
+    /// prompts, and reports each credential it hands out.
+    struct AgentRequest {
+        let settings: Settings
+        let handedOut: (CredentialID, Credential, Context) -> Void
+    }
+    nonisolated(unsafe) static var agentRequest: AgentRequest?
+
+    init(settings: Settings? = nil, clock: Clock = SystemClock()) {
+        let request = Context.agentRequest
+        self.settings = settings ?? request?.settings ?? .process
         self.clock = clock
+        isAgent = request != nil
     }
 
     /// The config, loaded once; its warnings (a provider table with a
@@ -240,6 +258,7 @@ final class Context {
         if let c = try fromAgent("usable", id, minValid: option, refresh: refresh, force: force) { return c }
         let c = try renewedIfNeeded(id, minValid: option, refresh: refresh, force: force)
         warnIfRefreshTokenDying(c)
+        Context.agentRequest?.handedOut(id, c, self)
         return c
     }
 
@@ -298,9 +317,6 @@ final class Context {
         return try vault().load(id)
     }
 
-    /// True in the agent itself: its commands never ask an agent.
-    var isAgent = false
-
     /// The agent's answer, when one runs for this scope (docs/agent.md);
     /// nil: the command goes to the backend itself.
     private func fromAgent(
@@ -319,6 +335,12 @@ final class Context {
     /// when it cannot, the stored record is printed all the same.
     func stored(_ id: CredentialID, minValid option: Int?, refresh: Bool) throws -> Credential {
         if let c = try fromAgent("stored", id, minValid: option, refresh: refresh, force: false) { return c }
+        let c = try storedHere(id, minValid: option, refresh: refresh)
+        Context.agentRequest?.handedOut(id, c, self)
+        return c
+    }
+
+    private func storedHere(_ id: CredentialID, minValid option: Int?, refresh: Bool) throws -> Credential {
         let found = try locate(id).credential
         guard refresh, found.expiresAt != nil, found.refusal == nil else { return found }
         let refresher = try refresher()

@@ -9,55 +9,82 @@ import TokenVaultKit
 public enum TokenVaultMain {
     public static func run(_ arguments: [String]? = nil) -> Never {
         ProcessHardening.disableCoreDumps()
+        let args = arguments ?? completionArguments(Array(CommandLine.arguments.dropFirst()))
+        // A command the agent answers is sent to it whole: nothing is parsed here (docs/agent.md).
+        if let status = AgentClient.run(args) { exit(status) }
+        exit(execute(args) ?? 1)
+    }
+
+    /// Parses and runs `args`; the exit status. In the agent, `decline`
+    /// picks the failures its client must meet itself (help text, a vault
+    /// only the client can open): then nothing is printed and nil returned.
+    static func execute(_ args: [String], decline: ((Error) -> Bool)? = nil) -> Int32? {
         do {
-            let args = arguments ?? completionArguments(Array(CommandLine.arguments.dropFirst()))
             // The hot path (docs/reference.md, `get` in every line of a script): the
             // Secret Service is readied -- or, when it will not be asked, the
             // config read -- while `get` alone is parsed (as the root command:
-            // no tree of every command, no completion-script check). Anything
-            // it does not parse as a plain `get` -- help, an error -- goes
-            // through the whole parser, so what the user sees is unchanged.
-            if args.first == "get" {
+            // no tree of every command). Anything it does not parse as a plain
+            // `get` -- help, an error -- goes through the whole parser, so what
+            // the user sees is unchanged.
+            if args.first == "get", decline == nil {
                 let settings = Settings.process
-                // With an agent to answer, no backend is opened here at all.
                 if !AgentClient.present(settings), !SecretServiceHeadStart.start(settings) {
                     Config.readAhead(settings)
                 }
                 if let get = try? TokenVault.Get.parseAsRoot(Array(args.dropFirst())) as? TokenVault.Get {
                     try get.run()
                     Output.flushLater()
-                    exit(0)
+                    return 0
                 }
             }
-            var command = try TokenVault.parseAsRoot(args)
+            var command = try decline == nil ? TokenVault.parseAsRoot(args) : parsedOnce(args)
             try command.run()
             Output.flushLater()
-            exit(0)
-        } catch let error as TokenVaultError {
+            return 0
+        } catch {
+            if let decline, decline(error) { return nil }
+            return failed(error, args)
+        }
+    }
+
+    /// In the agent, the commands parsed so far: the same arguments parse to
+    /// the same command, so a `get` asked in a loop is parsed once.
+    nonisolated(unsafe) private static var parsed: [[String]: ParsableCommand] = [:]
+
+    private static func parsedOnce(_ args: [String]) throws -> ParsableCommand {
+        if let command = parsed[args] { return command }
+        let command = try TokenVault.parseAsRoot(args)
+        if parsed.count >= 256 { parsed = [:] }
+        parsed[args] = command
+        return command
+    }
+
+    /// Says what went wrong, on one line, and gives its exit status.
+    private static func failed(_ error: Error, _ args: [String]) -> Int32 {
+        if let error = error as? TokenVaultError {
             Output.flushLater(except: error.errorText)
             Output.error(error.errorText, hint: error.hint, excerpt: error.excerpt)
-            exit(error.exitCode)
-        } catch let code as ExitCode {
-            Output.flushLater()
-            exit(code.rawValue)
-        } catch {
-            let code = TokenVault.exitCode(for: error)
-            if code == .success {
-                TokenVault.exit(withError: error)  // --help, --version, completion scripts
-            }
-            let args = arguments ?? Array(CommandLine.arguments.dropFirst())
-            if let first = args.first, !first.hasPrefix("-"), !TokenVault.commandNames.contains(first) {
-                Output.error(
-                    "unknown command \(Quoted.text(first))",
-                    hint: Suggestion.text(for: first, in: TokenVault.commandNames, listName: "commands"))
-                exit(ExitCode.validationFailure.rawValue)
-            }
-            // The parser's message, whole, on one line (a list of valid values is never cut).
-            let lines = TokenVault.message(for: error).split(separator: "\n").map { $0.trimmingSpacesAndDashes() }
-                .filter { !$0.isEmpty }
-            Output.error(lines.isEmpty ? "\(error)" : lines.joined(separator: " "), hint: "see: tokenvault help")
-            exit(code.rawValue)
+            return error.exitCode
         }
+        if let code = error as? ExitCode {
+            Output.flushLater()
+            return code.rawValue
+        }
+        let code = TokenVault.exitCode(for: error)
+        if code == .success {
+            TokenVault.exit(withError: error)  // --help, --version, completion scripts
+        }
+        if let first = args.first, !first.hasPrefix("-"), !TokenVault.commandNames.contains(first) {
+            Output.error(
+                "unknown command \(Quoted.text(first))",
+                hint: Suggestion.text(for: first, in: TokenVault.commandNames, listName: "commands"))
+            return ExitCode.validationFailure.rawValue
+        }
+        // The parser's message, whole, on one line (a list of valid values is never cut).
+        let lines = TokenVault.message(for: error).split(separator: "\n").map { $0.trimmingSpacesAndDashes() }
+            .filter { !$0.isEmpty }
+        Output.error(lines.isEmpty ? "\(error)" : lines.joined(separator: " "), hint: "see: tokenvault help")
+        return code.rawValue
     }
 }
 
@@ -93,7 +120,7 @@ func completionArguments(_ args: [String]) -> [String] {
 /// stdout carries only the requested value; everything else goes to stderr.
 enum Output {
     static func value(_ line: String) {
-        Posix.write(1, line + "\n")
+        if capturedOut != nil { capturedOut! += line + "\n" } else { Posix.write(1, line + "\n") }
     }
 
     static func notice(_ line: String) {
@@ -104,21 +131,22 @@ enum Output {
         stderr("tokenvault: warning: \(line)\n")
     }
 
-    /// What the agent's request would have printed on stderr, kept to send
-    /// to its client instead (the agent answers one request at a time).
+    /// What the agent's request would have printed on stdout and stderr,
+    /// kept to send to its client instead (the agent answers one request at a time).
+    nonisolated(unsafe) private static var capturedOut: String?
     nonisolated(unsafe) private static var captured: String?
 
     static func stderr(_ text: String) {
         if captured != nil { captured! += text } else { Posix.write(2, text) }
     }
 
-    /// Runs `body` with stderr kept; returns its result and what it printed.
-    static func capturing<T>(_ body: () throws -> T) -> (Result<T, Error>, String) {
-        captured = ""
-        defer { captured = nil }
+    /// Runs `body` with stdout and stderr kept; returns its result and what it printed on each.
+    static func capturing<T>(_ body: () throws -> T) -> (result: Result<T, Error>, stdout: String, stderr: String) {
+        (capturedOut, captured) = ("", "")
+        defer { (capturedOut, captured) = (nil, nil) }
         let result = Result { try body() }
         flushLater()
-        return (result, captured ?? "")
+        return (result, capturedOut ?? "", captured ?? "")
     }
 
     nonisolated(unsafe) private static var pending: [String] = []

@@ -76,6 +76,8 @@ final class AgentTests: XCTestCase {
         XCTAssertEqual(s.tv("get", "api.example.com").status, 3, "a delete by secret-tool is seen at once")
         XCTAssertEqual(s.tv("set", "api.example.com", stdin: "tok-2").status, 0)
         XCTAssertEqual(s.tv("get", "api.example.com").out, "tok-2")
+        XCTAssertEqual(s.tv("set", "api.example.com", stdin: "tok-3").status, 0)
+        XCTAssertEqual(s.tv("get", "api.example.com").out, "tok-3", "a new secret of the same item is read at once")
         // A locked collection is 77 through the agent too.
         let lock = runProcess(
             "/usr/bin/python3", [Paths.fixtures.appendingPathComponent("unlock_keyring.py").path, "lock"], env: env)

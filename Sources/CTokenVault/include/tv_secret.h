@@ -28,6 +28,9 @@ int tv_unlock_default_collection(char **message);
 unsigned int tv_secrets_owner_pid(int timeout_ms);
 /* The secret for service+account, or NULL (*message set on failure, NULL when absent). */
 char *tv_lookup(const char *service, const char *account, char **message);
+/* The same in D-Bus calls of its own: one when `known` still names the item;
+   *found (tv_free) is the item's path. NULL and no message: ask tv_lookup. */
+char *tv_lookup_item(const char *service, const char *account, const char *known, char **found, char **message);
 /* Stores a NUL-terminated secret, then removes items of `other_types` (NULL-terminated). 1: ok. */
 int tv_store(const char *service, const char *account, const char *type, const char *const *other_types,
              const char *label, const char *secret, char **message);

@@ -7,7 +7,7 @@ import Glibc
 /// four bytes of length (big-endian), then that many bytes of JSON.
 public enum AgentSocket {
     /// The protocol's version: an agent of another one is not used.
-    public static let version: Int64 = 1
+    public static let version: Int64 = 2
     /// The largest message either side takes.
     public static let maxMessage = 1 << 20
 
@@ -80,7 +80,18 @@ public enum AgentSocket {
 
     /// Sends one message; false when the other end is gone.
     public static func send(_ fd: Int32, _ message: JSONValue) -> Bool {
-        let body = Array(message.text.utf8)
+        sendFrame(fd, Array(message.text.utf8))
+    }
+
+    /// Reads one message; nil when the other end is gone, too slow, or sent
+    /// something that is not one.
+    public static func receive(_ fd: Int32) -> JSONValue? {
+        guard let body = receiveFrame(fd) else { return nil }
+        return try? JSONDecoder().decode(JSONValue.self, from: Data(body))
+    }
+
+    /// Sends one frame (its length, then `body`); false when the other end is gone.
+    public static func sendFrame(_ fd: Int32, _ body: [UInt8]) -> Bool {
         guard body.count <= maxMessage else { return false }
         let n = UInt32(body.count)
         let frame = [UInt8(n >> 24), UInt8(n >> 16 & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF)] + body
@@ -96,13 +107,13 @@ public enum AgentSocket {
         return true
     }
 
-    /// Reads one message; nil when the other end is gone, too slow, or sent
-    /// something that is not one.
-    public static func receive(_ fd: Int32) -> JSONValue? {
+    /// Reads one frame's body; nil when the other end is gone, too slow, or
+    /// announced more than `maxMessage`.
+    public static func receiveFrame(_ fd: Int32) -> [UInt8]? {
         guard let head = read(fd, 4) else { return nil }
         let n = Int(head[0]) << 24 | Int(head[1]) << 16 | Int(head[2]) << 8 | Int(head[3])
-        guard n <= maxMessage, let body = read(fd, n) else { return nil }
-        return try? JSONDecoder().decode(JSONValue.self, from: Data(body))
+        guard n <= maxMessage else { return nil }
+        return read(fd, n)
     }
 
     private static func read(_ fd: Int32, _ count: Int) -> [UInt8]? {

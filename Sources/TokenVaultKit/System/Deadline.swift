@@ -2,7 +2,7 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 
-/// Runs `body` on its own thread and gives up waiting after `seconds`:
+/// Runs `body` on a worker thread and gives up waiting after `seconds`:
 /// a D-Bus peer that never answers must not hang the command. An abandoned
 /// call is left to finish or die with the process. With `waiting`, a wait
 /// over a second is shown on a terminal (`WaitLine`) by the waiting thread
@@ -12,7 +12,7 @@ func withDeadline<T: Sendable>(
     _ body: @escaping @Sendable () -> T
 ) -> T? {
     let box = DeadlineBox<T>()
-    Posix.spawnThread(stackSize: 1 << 20) {
+    Posix.onWorker {
         box.value = body()
         box.done.signal()
     }

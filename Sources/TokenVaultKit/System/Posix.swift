@@ -1,4 +1,5 @@
 import CDispatch
+import Dispatch
 import FoundationEssentials
 import Glibc
 
@@ -67,6 +68,13 @@ public enum Posix {
             Unmanaged<Box>.fromOpaque(box).release()
             body()  // no thread to be had: run it here
         }
+    }
+
+    /// Runs `body` on a thread kept for reuse: an idle one when there is one,
+    /// else a new one (1 MiB of stack) that waits for more work once done. A
+    /// process that runs many short jobs (the agent) creates no thread per job.
+    public static func onWorker(_ body: @escaping @Sendable () -> Void) {
+        Workers.shared.run(body)
     }
 
     /// Starts `argv` in the background with stdin from /dev/null and its
@@ -175,5 +183,35 @@ public final class PosixLock: @unchecked Sendable {
         pthread_mutex_lock(&mutex)
         defer { pthread_mutex_unlock(&mutex) }
         return try body()
+    }
+}
+
+/// The threads of `Posix.onWorker`: each runs a job, then waits idle for the next.
+private final class Workers: @unchecked Sendable {
+    static let shared = Workers()
+    private let lock = PosixLock()
+    private var idle: [Worker] = []
+
+    final class Worker: @unchecked Sendable {
+        let ready = DispatchSemaphore(value: 0)
+        var job: (@Sendable () -> Void)?
+    }
+
+    func run(_ body: @escaping @Sendable () -> Void) {
+        if let worker = lock.withLock({ idle.popLast() }) {
+            worker.job = body
+            worker.ready.signal()
+            return
+        }
+        let worker = Worker()
+        worker.job = body
+        Posix.spawnThread { [self] in
+            while true {
+                worker.job?()
+                worker.job = nil
+                lock.withLock { idle.append(worker) }
+                worker.ready.wait()
+            }
+        }
     }
 }

@@ -185,11 +185,31 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
         )
     }
 
+    /// Where each item was last found, per bus: a lookup asks that item for
+    /// its secret in one call, and searches again only when it is gone or
+    /// locked (docs/design.md) -- what an agent answering many `get`s saves.
+    private static let itemPaths = ItemPaths()
+
+    private final class ItemPaths: @unchecked Sendable {
+        private let lock = PosixLock()
+        private var paths: [String: String] = [:]
+        subscript(key: String) -> String? {
+            get { lock.withLock { paths[key] } }
+            set { lock.withLock { paths[key] = newValue } }
+        }
+    }
+
     private func lookup(_ id: CredentialID) throws -> Credential? {
         let service = id.service.description, account = id.account
+        let key = [bus, service, account].joined(separator: "\u{0}")
         let record: Data? = try call("look up \(id)") {
             var message: UnsafeMutablePointer<CChar>?
-            guard let secret = tv_lookup(service, account, &message) else {
+            var found: UnsafeMutablePointer<CChar>?
+            var secret = tv_lookup_item(service, account, SecretServiceStore.itemPaths[key], &found, &message)
+            SecretServiceStore.itemPaths[key] = found.map { _ in SecretServiceStore.takeMessage(&found) }
+            // Nothing unlocked found that way: libsecret's lookup decides (it unlocks, or answers nothing).
+            if secret == nil, message == nil { secret = tv_lookup(service, account, &message) }
+            guard let secret else {
                 return message == nil ? .success(nil) : SecretServiceStore.failure("look up \(id)", &message)
             }
             defer { tv_password_free(secret) }

@@ -1,0 +1,111 @@
+import Glibc
+
+/// A command the agent runs for a client (docs/agent.md, "Commands run by the
+/// agent"): the client's arguments and the environment tokenvault reads, in
+/// a frame of NUL-separated fields, so that a `get` answered by the agent
+/// parses nothing and encodes no JSON on its own side. A frame that starts
+/// with `{` is one of the JSON requests instead.
+public struct AgentCommandRequest: Equatable, Sendable {
+    public var arguments: [String]
+    /// The variables of `EnvironmentVariable.sentToAgent` the client has set.
+    public var environment: [String: String]
+    /// The client can ask for the vault passphrase itself: a vault the agent
+    /// cannot open is then the client's to open.
+    public var hasPassphraseSource: Bool
+
+    public init(arguments: [String], environment: [String: String], hasPassphraseSource: Bool) {
+        self.arguments = arguments
+        self.environment = environment
+        self.hasPassphraseSource = hasPassphraseSource
+    }
+
+    /// The fields' first: a tag and the protocol's version.
+    static var tag: String { "C\(AgentSocket.version)" }
+
+    public var bytes: [UInt8] {
+        var fields = [Self.tag, hasPassphraseSource ? "p" : "", String(arguments.count)] + arguments
+        for (name, value) in environment.sorted(by: { $0.key < $1.key }) { fields.append(name + "=" + value) }
+        var out: [UInt8] = []
+        for f in fields {
+            out += f.utf8
+            out.append(0)
+        }
+        return out
+    }
+
+    /// Nil for anything else, another version included.
+    public init?(bytes: [UInt8]) {
+        guard bytes.last == 0 else { return nil }
+        let fields = bytes.dropLast().split(separator: 0, omittingEmptySubsequences: false).map {
+            String(decoding: $0, as: UTF8.self)
+        }
+        guard fields.count >= 3, fields[0] == Self.tag, let count = Int(fields[2]), count >= 0,
+            fields.count >= 3 + count
+        else { return nil }
+        hasPassphraseSource = fields[1] == "p"
+        arguments = Array(fields[3..<3 + count])
+        var environment: [String: String] = [:]
+        for entry in fields[(3 + count)...] {
+            guard let eq = entry.firstIndex(of: "=") else { return nil }
+            environment[String(entry[..<eq])] = String(entry[entry.index(after: eq)...])
+        }
+        self.environment = environment
+    }
+}
+
+/// The agent's answer to a command: what it printed and its exit status, or
+/// "run it yourself" (another scope, help text, a vault only the client can open).
+public enum AgentCommandReply: Equatable, Sendable {
+    case ran(status: Int32, stdout: [UInt8], stderr: [UInt8])
+    case declined(String)
+
+    public var bytes: [UInt8] {
+        switch self {
+        case .ran(let status, let out, let err):
+            let n = UInt32(out.count)
+            return [UInt8(ascii: "R"), UInt8(truncatingIfNeeded: status)]
+                + [UInt8(n >> 24), UInt8(n >> 16 & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF)] + out + err
+        case .declined(let why):
+            return [UInt8(ascii: "D")] + Array(why.utf8)
+        }
+    }
+
+    /// Nil for anything else (an agent of another version answers in JSON).
+    public init?(bytes: [UInt8]) {
+        switch bytes.first {
+        case UInt8(ascii: "R"):
+            guard bytes.count >= 6 else { return nil }
+            let n = Int(bytes[2]) << 24 | Int(bytes[3]) << 16 | Int(bytes[4]) << 8 | Int(bytes[5])
+            guard bytes.count >= 6 + n else { return nil }
+            self = .ran(status: Int32(bytes[1]), stdout: Array(bytes[6..<6 + n]), stderr: Array(bytes[(6 + n)...]))
+        case UInt8(ascii: "D"):
+            self = .declined(String(decoding: bytes.dropFirst(), as: UTF8.self))
+        default:
+            return nil
+        }
+    }
+}
+
+extension EnvironmentVariable {
+    /// What a client sends with a command for the agent to run: every
+    /// variable tokenvault reads, but never a passphrase source, a token
+    /// `exec` set, or what systemd or a hook set for that process alone.
+    public static var sentToAgent: [EnvironmentVariable] {
+        allCases.filter {
+            !passphraseSources.contains($0)
+                && ![.accessToken, .tokenSecret, .listenPID, .listenFDs, .service, .reason, .event].contains($0)
+        }
+    }
+}
+
+extension Settings {
+    /// The settings from these variables alone, read with getenv: cheaper
+    /// than copying the whole environment, for a command the agent answers.
+    public static func reading(_ variables: [EnvironmentVariable]) -> Settings {
+        var environment: [String: String] = [:]
+        for v in variables {
+            if let value = getenv(v.name) { environment[v.name] = String(cString: value) }
+        }
+        return Settings(environment: environment)
+    }
+}
