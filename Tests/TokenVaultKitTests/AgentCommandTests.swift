@@ -1,0 +1,55 @@
+import Foundation
+import XCTest
+
+@testable import TokenVaultKit
+
+/// A command and its output on the agent's socket (docs/agent.md): what is
+/// sent comes back the same, and anything else is not taken for one.
+final class AgentCommandTests: XCTestCase {
+    func testARequestSurvivesTheTrip() {
+        let request = AgentCommandRequest(
+            arguments: ["get", "", "api.example.com", "--field", "a=b"],
+            environment: ["HOME": "/home/a b", "TOKENVAULT_ACCOUNT": "", "XDG_RUNTIME_DIR": "/run/user/0=x"],
+            hasPassphraseSource: true)
+        XCTAssertEqual(AgentCommandRequest(bytes: request.bytes), request)
+        let bare = AgentCommandRequest(arguments: [], environment: [:], hasPassphraseSource: false)
+        XCTAssertEqual(AgentCommandRequest(bytes: bare.bytes), bare)
+    }
+
+    func testWhatIsNotARequestIsRefused() {
+        let good = AgentCommandRequest(
+            arguments: ["get", "x"], environment: ["HOME": "/h"], hasPassphraseSource: false
+        )
+        .bytes
+        let hostile: [[UInt8]] = [
+            [], Array(good.dropLast()),  // not NUL-terminated
+            Array("C1\0\0002\0get\0x\0".utf8),  // another version
+            Array("C2\0\0005\0get\0x\0".utf8),  // more arguments announced than sent
+            Array("C2\0\0-1\0".utf8), Array("C2\0\0two\0".utf8),
+            Array("C2\0\0001\0get\0NOEQUALS\0".utf8),  // an environment entry without '='
+            Array(#"{"v":2,"op":"status"}"#.utf8),
+        ]
+        for bytes in hostile { XCTAssertNil(AgentCommandRequest(bytes: bytes), String(decoding: bytes, as: UTF8.self)) }
+    }
+
+    func testAReplySurvivesTheTrip() {
+        for reply in [
+            AgentCommandReply.ran(status: 0, stdout: Array("tok\n".utf8), stderr: []),
+            .ran(status: 77, stdout: [], stderr: Array("tokenvault: error: locked\n".utf8)),
+            .ran(status: 255, stdout: [0, 1, 2], stderr: [3]), .declined("another scope"),
+        ] {
+            XCTAssertEqual(AgentCommandReply(bytes: reply.bytes), reply)
+        }
+        XCTAssertNil(AgentCommandReply(bytes: []))
+        XCTAssertNil(AgentCommandReply(bytes: Array(#"{"v":1,"refused":"x"}"#.utf8)), "an agent of version 1")
+        XCTAssertNil(AgentCommandReply(bytes: [UInt8(ascii: "R"), 0, 0, 0, 0, 9, 1]), "stdout cut short")
+    }
+
+    func testNoPassphraseSourceIsEverSent() {
+        let sent = Set(EnvironmentVariable.sentToAgent)
+        for v in EnvironmentVariable.passphraseSources + [.accessToken, .tokenSecret] {
+            XCTAssertFalse(sent.contains(v))
+        }
+        XCTAssertTrue(sent.isSuperset(of: [.account, .backend, .home, .xdgRuntimeDir, .kubernetesExecInfo, .noColor]))
+    }
+}
