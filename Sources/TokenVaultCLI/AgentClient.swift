@@ -13,8 +13,8 @@ enum AgentClient {
     static let defaultTimeout = 45
 
     /// The commands the agent runs whole for a client (docs/agent.md): they
-    /// print a credential, and read neither a terminal nor stdin.
-    static let commands: Set<String> = ["get", "header"]
+    /// print, and read neither a terminal nor stdin.
+    static let commands = ["get", "header", "status", "list"]
 
     /// Has the agent run `args` when it is one of `commands` and an agent of
     /// this scope answers: its output printed, its exit status returned. Nil:
@@ -29,8 +29,12 @@ enum AgentClient {
         defer { close(fd) }
         var environment = settings.environment
         for v in sources { environment[v.name] = nil }
+        // A terminal on stdin is a passphrase source too: the prompt (docs/reference.md).
+        let stdout = Terminal.ownStdout
         let request = AgentCommandRequest(
-            arguments: args, environment: environment, hasPassphraseSource: sources.contains { settings[$0] != nil })
+            arguments: args, environment: environment,
+            hasPassphraseSource: sources.contains { settings[$0] != nil } || isatty(0) == 1,
+            terminal: stdout.isTerminal ? stdout.columns ?? 0 : nil)
         guard AgentSocket.sendFrame(fd, request.bytes), let body = AgentSocket.receiveFrame(fd),
             case .ran(let status, let out, let err)? = AgentCommandReply(bytes: body)
         else {

@@ -27,6 +27,7 @@ final class AgentServer: @unchecked Sendable {
 
     func serve() throws -> Never {
         ProcessHardening.disableCoreDumps()
+        SecretServiceStore.keepsItemPaths = true
         if let passed = activatedSocket() {
             listener = passed
             activated = true
@@ -102,8 +103,10 @@ final class AgentServer: @unchecked Sendable {
         guard client.agentScope == settings.agentScope else { return .declined("another scope") }
         return lock.withLock {
             requests += 1
+            let stdout = Terminal.Stdout(
+                isTerminal: request.terminal != nil, columns: request.terminal.flatMap { $0 > 0 ? $0 : nil })
             let (result, out, err) = Output.capturing {
-                serving(client) {
+                serving(client, stdout: stdout) {
                     TokenVaultMain.execute(request.arguments) { error in
                         if case TokenVaultError.permission = error { return request.hasPassphraseSource }
                         return !(error is TokenVaultError) && !(error is ExitCode)
@@ -116,13 +119,17 @@ final class AgentServer: @unchecked Sendable {
         }
     }
 
-    /// Runs `body` as the agent answering a client of `settings`: each
-    /// `Context` made meanwhile is the agent's (docs/agent.md).
-    private func serving<T>(_ settings: Settings, _ body: () throws -> T) rethrows -> T {
+    /// Runs `body` as the agent answering a client of `settings` whose stdout
+    /// is `stdout`: each `Context` made meanwhile is the agent's (docs/agent.md).
+    private func serving<T>(
+        _ settings: Settings, stdout: Terminal.Stdout = Terminal.Stdout(isTerminal: false),
+        _ body: () throws -> T
+    ) rethrows -> T {
         Context.agentRequest = Context.AgentRequest(settings: settings) { id, c, context in
             self.handedOut(id, c, context)
         }
-        defer { Context.agentRequest = nil }
+        Terminal.clientStdout = stdout
+        defer { (Context.agentRequest, Terminal.clientStdout) = (nil, nil) }
         return try body()
     }
 

@@ -19,12 +19,34 @@ struct ColorOptions: ParsableArguments {
     var color: ColorChoice = .auto
 
     /// Whether stdout gets colour.
-    var enabled: Bool { Terminal.colour(color, settings: .process) }
+    var enabled: Bool { Terminal.colour(color, settings: .current) }
+}
+
+extension Settings {
+    /// The settings of the command running now: in the agent, its client's.
+    static var current: Settings { Context.agentRequest?.settings ?? .process }
 }
 
 /// What stdout is: a terminal (colour, its width, indented JSON) or a pipe.
 enum Terminal {
-    static var stdoutIsTerminal: Bool { isatty(1) == 1 }
+    struct Stdout {
+        var isTerminal: Bool
+        /// Its width, when it is a terminal that says.
+        var columns: Int?
+    }
+
+    /// This process's stdout.
+    static var ownStdout: Stdout {
+        guard isatty(1) == 1 else { return Stdout(isTerminal: false) }
+        var size = winsize()
+        let known = ioctl(1, UInt(TIOCGWINSZ), &size) == 0 && size.ws_col > 0
+        return Stdout(isTerminal: true, columns: known ? Int(size.ws_col) : nil)
+    }
+
+    /// In the agent: the stdout of the client whose command runs now.
+    nonisolated(unsafe) static var clientStdout: Stdout?
+
+    static var stdoutIsTerminal: Bool { (clientStdout ?? ownStdout).isTerminal }
 
     static func colour(_ choice: ColorChoice, settings: Settings) -> Bool {
         switch choice {
@@ -36,10 +58,9 @@ enum Terminal {
 
     /// Columns of the terminal on stdout; nil in a pipe.
     static var width: Int? {
-        guard stdoutIsTerminal else { return nil }
-        var size = winsize()
-        if ioctl(1, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 { return Int(size.ws_col) }
-        return Settings.process[.columns].flatMap(Int.init)
+        let out = clientStdout ?? ownStdout
+        guard out.isTerminal else { return nil }
+        return out.columns ?? Settings.current[.columns].flatMap(Int.init)
     }
 
     enum Paint: String {

@@ -181,7 +181,7 @@ enum Output {
 
     /// Compact in a pipe; indented (keys sorted) on a terminal.
     static func json(_ json: JSONValue) {
-        if isatty(1) == 1, let pretty = try? JSONValue.prettyEncoder.encode(json) {
+        if Terminal.stdoutIsTerminal, let pretty = try? JSONValue.prettyEncoder.encode(json) {
             value(String(decoding: pretty, as: UTF8.self))
         } else {
             value(json.text)

@@ -18,6 +18,8 @@ extension AgentTests {
             (["get", "api.example.com", "--format", "kubectl"], kubectl),
             (["get", "--help"], [:]), (["get", "api.example.com", "--bogus"], [:]),
             (["header", "api.example.com", "--format", "nope"], [:]), (["get"], [:]),
+            (["status"], [:]), (["status", "api.example.com", "--json"], ["TOKENVAULT_ACCOUNT": "work"]),
+            (["list", "--json"], [:]), (["list", "--color", "always"], ["NO_COLOR": "1"]),
         ]
         for (args, env) in cases {
             let before = try requests(s)
@@ -32,8 +34,56 @@ extension AgentTests {
         XCTAssertEqual(s.run(["get", "api.example.com"], env: ["TOKENVAULT_ACCOUNT": "work"]).out, "tok-w")
         XCTAssertTrue(s.run(["get", "api.example.com", "--format", "kubectl"], env: kubectl).out.contains("tok-d"))
         XCTAssertTrue(s.tv("get", "--help").out.contains("USAGE"))
+        // On a terminal: its colours and its width are the client's, whoever prints the table.
+        for args in [["list"], ["status"], ["status", "api.example.com"]] {
+            let before = try requests(s)
+            let viaAgent = s.onTerminal(args, columns: 60)
+            XCTAssertEqual(try requests(s) - before - 1, 1, "\(args) on a terminal: sent to the agent")
+            let direct = s.onTerminal(args, columns: 60, env: ["TOKENVAULT_AGENT": "off"])
+            XCTAssertEqual(viaAgent.stdout, direct.stdout, "\(args)")
+            XCTAssertEqual(viaAgent.status, direct.status, "\(args)")
+        }
+        XCTAssertTrue(s.onTerminal(["list"], columns: 60).stdout.contains("\u{1B}[32m"), "coloured on a terminal")
+        XCTAssertFalse(s.tv("list").stdout.contains("\u{1B}["), "not in a pipe")
         // Another process's write is read at once: the vault is asked every time.
         XCTAssertEqual(s.tv("set", "api.example.com", stdin: "tok-2").status, 0)
         XCTAssertEqual(s.tv("get", "api.example.com").out, "tok-2")
+    }
+
+    func testSocketActivationStartsTheAgentAgainAfterItWasKilled() throws {
+        let s = sandbox("file")
+        s.env["TOKENVAULT_KEY_TTL"] = "900"
+        XCTAssertEqual(s.tv("set", "api.example.com", stdin: "tok-again").status, 0)
+        let socket = s.home + "/run/tokenvault/agent.sock", pids = s.home + "/pids"
+        try FileManager.default.createDirectory(atPath: s.home + "/run/tokenvault", withIntermediateDirectories: true)
+        chmod(s.home + "/run/tokenvault", 0o700)
+        // A socket unit's owner: it keeps the socket, and starts the service on a connection while none runs.
+        let supervisor = Process()
+        supervisor.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        supervisor.arguments = [
+            Paths.fixtures.appendingPathComponent("socket_supervisor.py").path, socket, pids, "--", Paths.binary,
+            "agent", "run", "--foreground",
+        ]
+        supervisor.environment = s.env
+        supervisor.standardError = FileHandle.nullDevice
+        try supervisor.run()
+        defer {
+            supervisor.terminate()
+            s.tv("agent", "stop")
+        }
+        for _ in 0..<50 where !FileManager.default.fileExists(atPath: socket) { usleep(100_000) }
+        func started() -> [Int32] {
+            ((try? String(contentsOfFile: pids, encoding: .utf8)) ?? "").split(separator: "\n").compactMap { Int32($0) }
+        }
+        XCTAssertEqual(s.tv("get", "api.example.com").out, "tok-again")
+        let first = try XCTUnwrap(started().first)
+        XCTAssertEqual(try agentStatus(s)?["pid"] as? Int32, first)
+        kill(first, SIGKILL)
+        usleep(200_000)
+        // The next command's connection starts it again, and that agent answers.
+        XCTAssertEqual(s.tv("get", "api.example.com").out, "tok-again")
+        XCTAssertEqual(started().count, 2, "started again once")
+        XCTAssertEqual(try agentStatus(s)?["pid"] as? Int32, started().last)
+        XCTAssertNotEqual(started().last, first)
     }
 }

@@ -10,7 +10,7 @@ final class AgentCommandTests: XCTestCase {
         let request = AgentCommandRequest(
             arguments: ["get", "", "api.example.com", "--field", "a=b"],
             environment: ["HOME": "/home/a b", "TOKENVAULT_ACCOUNT": "", "XDG_RUNTIME_DIR": "/run/user/0=x"],
-            hasPassphraseSource: true)
+            hasPassphraseSource: true, terminal: 132)
         XCTAssertEqual(AgentCommandRequest(bytes: request.bytes), request)
         let bare = AgentCommandRequest(arguments: [], environment: [:], hasPassphraseSource: false)
         XCTAssertEqual(AgentCommandRequest(bytes: bare.bytes), bare)
@@ -23,10 +23,11 @@ final class AgentCommandTests: XCTestCase {
         .bytes
         let hostile: [[UInt8]] = [
             [], Array(good.dropLast()),  // not NUL-terminated
-            Array("C1\0\0002\0get\0x\0".utf8),  // another version
-            Array("C2\0\0005\0get\0x\0".utf8),  // more arguments announced than sent
-            Array("C2\0\0-1\0".utf8), Array("C2\0\0two\0".utf8),
-            Array("C2\0\0001\0get\0NOEQUALS\0".utf8),  // an environment entry without '='
+            Array("C1\0\0\0002\0get\0x\0".utf8),  // another version
+            Array("C2\0\0\0005\0get\0x\0".utf8),  // more arguments announced than sent
+            Array("C2\0\0\0-1\0".utf8), Array("C2\0\0\0two\0".utf8),
+            Array("C2\0\0-80\0000\0".utf8), Array("C2\0\0wide\0000\0".utf8),  // a terminal width that is none
+            Array("C2\0\0\0001\0get\0NOEQUALS\0".utf8),  // an environment entry without '='
             Array(#"{"v":2,"op":"status"}"#.utf8),
         ]
         for bytes in hostile { XCTAssertNil(AgentCommandRequest(bytes: bytes), String(decoding: bytes, as: UTF8.self)) }

@@ -12,19 +12,25 @@ public struct AgentCommandRequest: Equatable, Sendable {
     /// The client can ask for the vault passphrase itself: a vault the agent
     /// cannot open is then the client's to open.
     public var hasPassphraseSource: Bool
+    /// The client's stdout is a terminal this many columns wide (0: of
+    /// unknown width); nil: a pipe or a file. Colour and tables follow it.
+    public var terminal: Int?
 
-    public init(arguments: [String], environment: [String: String], hasPassphraseSource: Bool) {
+    public init(arguments: [String], environment: [String: String], hasPassphraseSource: Bool, terminal: Int? = nil) {
         self.arguments = arguments
         self.environment = environment
         self.hasPassphraseSource = hasPassphraseSource
+        self.terminal = terminal
     }
 
     /// The fields' first: a tag and the protocol's version.
     static var tag: String { "C\(AgentSocket.version)" }
 
     public var bytes: [UInt8] {
-        var fields = [Self.tag, hasPassphraseSource ? "p" : "", String(arguments.count)] + arguments
-        for (name, value) in environment.sorted(by: { $0.key < $1.key }) { fields.append(name + "=" + value) }
+        var fields =
+            [Self.tag, hasPassphraseSource ? "p" : "", terminal.map(String.init) ?? "", String(arguments.count)]
+            + arguments
+        for (name, value) in environment { fields.append(name + "=" + value) }
         var out: [UInt8] = []
         for f in fields {
             out += f.utf8
@@ -39,13 +45,14 @@ public struct AgentCommandRequest: Equatable, Sendable {
         let fields = bytes.dropLast().split(separator: 0, omittingEmptySubsequences: false).map {
             String(decoding: $0, as: UTF8.self)
         }
-        guard fields.count >= 3, fields[0] == Self.tag, let count = Int(fields[2]), count >= 0,
-            fields.count >= 3 + count
+        guard fields.count >= 4, fields[0] == Self.tag, let count = Int(fields[3]), count >= 0,
+            fields.count >= 4 + count, fields[2].isEmpty || Int(fields[2]).map({ $0 >= 0 }) == true
         else { return nil }
         hasPassphraseSource = fields[1] == "p"
-        arguments = Array(fields[3..<3 + count])
+        terminal = Int(fields[2])
+        arguments = Array(fields[4..<4 + count])
         var environment: [String: String] = [:]
-        for entry in fields[(3 + count)...] {
+        for entry in fields[(4 + count)...] {
             guard let eq = entry.firstIndex(of: "=") else { return nil }
             environment[String(entry[..<eq])] = String(entry[entry.index(after: eq)...])
         }

@@ -188,7 +188,10 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
     /// Where each item was last found, per bus: a lookup asks that item for
     /// its secret in one call, and searches again only when it is gone or
     /// locked (docs/design.md) -- what an agent answering many `get`s saves.
+    /// Kept only in a process that sets `keepsItemPaths` (the agent): a
+    /// command that looks up once is quicker through libsecret's own lookup.
     private static let itemPaths = ItemPaths()
+    nonisolated(unsafe) public static var keepsItemPaths = false
 
     private final class ItemPaths: @unchecked Sendable {
         private let lock = PosixLock()
@@ -204,9 +207,12 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
         let key = [bus, service, account].joined(separator: "\u{0}")
         let record: Data? = try call("look up \(id)") {
             var message: UnsafeMutablePointer<CChar>?
-            var found: UnsafeMutablePointer<CChar>?
-            var secret = tv_lookup_item(service, account, SecretServiceStore.itemPaths[key], &found, &message)
-            SecretServiceStore.itemPaths[key] = found.map { _ in SecretServiceStore.takeMessage(&found) }
+            var secret: UnsafeMutablePointer<CChar>?
+            if SecretServiceStore.keepsItemPaths {
+                var found: UnsafeMutablePointer<CChar>?
+                secret = tv_lookup_item(service, account, SecretServiceStore.itemPaths[key], &found, &message)
+                SecretServiceStore.itemPaths[key] = found.map { _ in SecretServiceStore.takeMessage(&found) }
+            }
             // Nothing unlocked found that way: libsecret's lookup decides (it unlocks, or answers nothing).
             if secret == nil, message == nil { secret = tv_lookup(service, account, &message) }
             guard let secret else {
