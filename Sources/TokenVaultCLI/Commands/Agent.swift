@@ -10,7 +10,7 @@ extension TokenVault {
             commandName: "agent",
             abstract: "Run the per-user agent that answers get without opening the backend each time.",
             discussion: """
-                The agent keeps the backend open and answers get, header, exec, the adapters and the \
+                The agent keeps the backend open and answers get, header, status, list, exec, the adapters and the \
                 MCP bridge over a socket in $XDG_RUNTIME_DIR/tokenvault/ (0700; only the same user \
                 is answered). It asks the backend on every request, so a delete, a lock or another \
                 host's write is seen at once. Without an agent every command works as before; \
