@@ -254,8 +254,9 @@ char *tv_lookup_item(const char *service, const char *account, const char *known
     if (!s) { tv_take_error(a, &error, message); return NULL; }
     GDBusConnection *bus = a->g_dbus_proxy_get_connection((GDBusProxy *)s);
     char *secret = known ? tv_item_secret(a, s, bus, known) : NULL;
-    if (secret) *found = a->g_strdup(known);
-    if (!secret) {
+    if (secret) {
+        *found = a->g_strdup(known);
+    } else {
         GVariant *r = a->g_dbus_connection_call_sync(
             bus, "org.freedesktop.secrets", "/org/freedesktop/secrets", "org.freedesktop.Secret.Service",
             "SearchItems", a->g_variant_new_parsed("({'service': %s, 'account': %s},)", service, account),

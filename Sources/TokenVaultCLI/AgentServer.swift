@@ -1,4 +1,3 @@
-import ArgumentParser
 import Dispatch
 import FoundationEssentials
 import Glibc
@@ -63,7 +62,7 @@ final class AgentServer: @unchecked Sendable {
             _ = AgentSocket.sendFrame(fd, run(AgentCommandRequest(bytes: body)).bytes)
             return
         }
-        guard let request = try? JSONDecoder().decode(JSONValue.self, from: Data(body)) else { return }
+        guard let request = AgentSocket.json(body) else { return }
         var answer: [String: JSONValue] = ["v": .integer(AgentSocket.version)]
         guard request["v"] == .integer(AgentSocket.version),
             request["scope"] == settings.agentScope
@@ -109,8 +108,7 @@ final class AgentServer: @unchecked Sendable {
                 serving(client, stdout: stdout) {
                     TokenVaultMain.execute(request.arguments) { error in
                         if case TokenVaultError.permission = error { return request.hasPassphraseSource }
-                        return !(error is TokenVaultError) && !(error is ExitCode)
-                            && TokenVault.exitCode(for: error) == .success
+                        return TokenVaultMain.isHelpText(error)
                     }
                 }
             }
@@ -125,11 +123,10 @@ final class AgentServer: @unchecked Sendable {
         _ settings: Settings, stdout: Terminal.Stdout = Terminal.Stdout(isTerminal: false),
         _ body: () throws -> T
     ) rethrows -> T {
-        Context.agentRequest = Context.AgentRequest(settings: settings) { id, c, context in
+        Context.agentRequest = Context.AgentRequest(settings: settings, stdout: stdout) { id, c, context in
             self.handedOut(id, c, context)
         }
-        Terminal.clientStdout = stdout
-        defer { (Context.agentRequest, Terminal.clientStdout) = (nil, nil) }
+        defer { Context.agentRequest = nil }
         return try body()
     }
 

@@ -41,9 +41,11 @@ final class Context {
 
     /// In the agent: the request it answers now (docs/agent.md). A context
     /// made meanwhile has that client's settings, never asks an agent, never
-    /// prompts, and reports each credential it hands out.
+    /// prompts, and reports each credential it hands out; what is printed
+    /// follows the client's stdout (`Terminal.stdout`).
     struct AgentRequest {
         let settings: Settings
+        let stdout: Terminal.Stdout
         let handedOut: (CredentialID, Credential, Context) -> Void
     }
     nonisolated(unsafe) static var agentRequest: AgentRequest?

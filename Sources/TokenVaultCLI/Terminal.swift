@@ -43,10 +43,10 @@ enum Terminal {
         return Stdout(isTerminal: true, columns: known ? Int(size.ws_col) : nil)
     }
 
-    /// In the agent: the stdout of the client whose command runs now.
-    nonisolated(unsafe) static var clientStdout: Stdout?
+    /// The stdout of the command running now: in the agent, its client's.
+    static var stdout: Stdout { Context.agentRequest?.stdout ?? ownStdout }
 
-    static var stdoutIsTerminal: Bool { (clientStdout ?? ownStdout).isTerminal }
+    static var stdoutIsTerminal: Bool { stdout.isTerminal }
 
     static func colour(_ choice: ColorChoice, settings: Settings) -> Bool {
         switch choice {
@@ -58,7 +58,7 @@ enum Terminal {
 
     /// Columns of the terminal on stdout; nil in a pipe.
     static var width: Int? {
-        let out = clientStdout ?? ownStdout
+        let out = stdout
         guard out.isTerminal else { return nil }
         return out.columns ?? Settings.current[.columns].flatMap(Int.init)
     }

@@ -59,6 +59,11 @@ public enum TokenVaultMain {
         return command
     }
 
+    /// The parser's way of answering --help, --version or a completion script: not a failure.
+    static func isHelpText(_ error: Error) -> Bool {
+        !(error is TokenVaultError) && !(error is ExitCode) && TokenVault.exitCode(for: error) == .success
+    }
+
     /// Says what went wrong, on one line, and gives its exit status.
     private static func failed(_ error: Error, _ args: [String]) -> Int32 {
         if let error = error as? TokenVaultError {
@@ -70,10 +75,8 @@ public enum TokenVaultMain {
             Output.flushLater()
             return code.rawValue
         }
+        if isHelpText(error) { TokenVault.exit(withError: error) }
         let code = TokenVault.exitCode(for: error)
-        if code == .success {
-            TokenVault.exit(withError: error)  // --help, --version, completion scripts
-        }
         if let first = args.first, !first.hasPrefix("-"), !TokenVault.commandNames.contains(first) {
             Output.error(
                 "unknown command \(Quoted.text(first))",

@@ -69,9 +69,8 @@ public enum AgentCommandReply: Equatable, Sendable {
     public var bytes: [UInt8] {
         switch self {
         case .ran(let status, let out, let err):
-            let n = UInt32(out.count)
-            return [UInt8(ascii: "R"), UInt8(truncatingIfNeeded: status)]
-                + [UInt8(n >> 24), UInt8(n >> 16 & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF)] + out + err
+            return [UInt8(ascii: "R"), UInt8(truncatingIfNeeded: status)] + AgentSocket.lengthBytes(out.count) + out
+                + err
         case .declined(let why):
             return [UInt8(ascii: "D")] + Array(why.utf8)
         }
@@ -82,7 +81,7 @@ public enum AgentCommandReply: Equatable, Sendable {
         switch bytes.first {
         case UInt8(ascii: "R"):
             guard bytes.count >= 6 else { return nil }
-            let n = Int(bytes[2]) << 24 | Int(bytes[3]) << 16 | Int(bytes[4]) << 8 | Int(bytes[5])
+            let n = AgentSocket.length(in: bytes, at: 2)
             guard bytes.count >= 6 + n else { return nil }
             self = .ran(status: Int32(bytes[1]), stdout: Array(bytes[6..<6 + n]), stderr: Array(bytes[(6 + n)...]))
         case UInt8(ascii: "D"):

@@ -86,15 +86,29 @@ public enum AgentSocket {
     /// Reads one message; nil when the other end is gone, too slow, or sent
     /// something that is not one.
     public static func receive(_ fd: Int32) -> JSONValue? {
-        guard let body = receiveFrame(fd) else { return nil }
-        return try? JSONDecoder().decode(JSONValue.self, from: Data(body))
+        receiveFrame(fd).flatMap(json)
+    }
+
+    /// A frame's body read as a JSON message; nil when it is not one.
+    public static func json(_ body: [UInt8]) -> JSONValue? {
+        try? JSONDecoder().decode(JSONValue.self, from: Data(body))
+    }
+
+    /// `n` as the four bytes (big-endian) that give a length on the socket.
+    public static func lengthBytes(_ n: Int) -> [UInt8] {
+        let n = UInt32(truncatingIfNeeded: n)
+        return [UInt8(n >> 24), UInt8(n >> 16 & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF)]
+    }
+
+    /// The length in the four bytes at `start` of `bytes` (which has them).
+    public static func length(in bytes: [UInt8], at start: Int) -> Int {
+        Int(bytes[start]) << 24 | Int(bytes[start + 1]) << 16 | Int(bytes[start + 2]) << 8 | Int(bytes[start + 3])
     }
 
     /// Sends one frame (its length, then `body`); false when the other end is gone.
     public static func sendFrame(_ fd: Int32, _ body: [UInt8]) -> Bool {
         guard body.count <= maxMessage else { return false }
-        let n = UInt32(body.count)
-        let frame = [UInt8(n >> 24), UInt8(n >> 16 & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF)] + body
+        let frame = lengthBytes(body.count) + body
         var done = 0
         while done < frame.count {
             let w = frame.withUnsafeBytes {
@@ -111,7 +125,7 @@ public enum AgentSocket {
     /// announced more than `maxMessage`.
     public static func receiveFrame(_ fd: Int32) -> [UInt8]? {
         guard let head = read(fd, 4) else { return nil }
-        let n = Int(head[0]) << 24 | Int(head[1]) << 16 | Int(head[2]) << 8 | Int(head[3])
+        let n = length(in: head, at: 0)
         guard n <= maxMessage else { return nil }
         return read(fd, n)
     }

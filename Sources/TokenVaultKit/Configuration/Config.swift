@@ -62,8 +62,7 @@ public struct Config: Sendable, Equatable {
     /// The config last read by this process, and the files it came from as
     /// they were then: a long-lived process (the agent) reads them again only
     /// when one changed (another inode, size, or change time).
-    private static let lastLock = PosixLock()
-    nonisolated(unsafe) private static var last: (files: [String], config: Config)?
+    private static let last = Locked<(files: [String], config: Config)?>(nil)
 
     private static func identity(_ path: String) -> String {
         var st = stat()
@@ -74,9 +73,9 @@ public struct Config: Sendable, Equatable {
 
     private static func loadNow(_ settings: Settings) throws -> Config {
         let files = [identity(settings.configPath), identity(settings.discoveredProvidersPath)]
-        if let cached = lastLock.withLock({ last }), cached.files == files { return cached.config }
+        if let cached = last.withLock({ $0 }), cached.files == files { return cached.config }
         let config = try readFiles(settings)
-        lastLock.withLock { last = (files, config) }
+        last.withLock { $0 = (files, config) }
         return config
     }
 

@@ -205,11 +205,20 @@ extension Credential {
     /// whoever wrote it: a token with a line break or a control character would
     /// inject a header line or an extra output line (65, naming the item).
     public static func fromRecord(_ data: Data, id: CredentialID) throws -> Credential {
-        if let known = DecodedRecords.shared[id, data] { return known }
+        if let known = decodedRecords.withLock({ $0[id] }), known.data == data { return known.credential }
         let c = try checkedRecord(data, id: id)
-        DecodedRecords.shared[id, data] = c
+        decodedRecords.withLock { records in
+            if records.count >= 64, records[id] == nil { records = [:] }
+            records[id] = (data, c)
+        }
         return c
     }
+
+    /// The records decoded last, by id and their exact bytes: decoding is a
+    /// function of the two, so a process that reads the same record again (the
+    /// agent, answering `get` after `get`) decodes it once. Only what the backend
+    /// has just returned is looked up here: nothing is answered from memory.
+    private static let decodedRecords = Locked<[CredentialID: (data: Data, credential: Credential)]>([:])
 
     private static func checkedRecord(_ data: Data, id: CredentialID) throws -> Credential {
         let c = try decodeRecord(data, id: id)
@@ -299,25 +308,5 @@ public struct Refusal: Equatable, Sendable {
     public init(reason: String, at: Int64) {
         self.reason = reason
         self.at = at
-    }
-}
-
-/// The records decoded last, by id and their exact bytes: decoding is a
-/// function of the two, so a process that reads the same record again (the
-/// agent, answering `get` after `get`) decodes it once. Only what the backend
-/// has just returned is looked up here: nothing is answered from memory.
-private final class DecodedRecords: @unchecked Sendable {
-    static let shared = DecodedRecords()
-    private let lock = PosixLock()
-    private var records: [CredentialID: (data: Data, credential: Credential)] = [:]
-
-    subscript(id: CredentialID, data: Data) -> Credential? {
-        get { lock.withLock { records[id].flatMap { $0.data == data ? $0.credential : nil } } }
-        set {
-            lock.withLock {
-                if records.count >= 64, records[id] == nil { records = [:] }
-                records[id] = newValue.map { (data, $0) }
-            }
-        }
     }
 }

@@ -186,11 +186,22 @@ public final class PosixLock: @unchecked Sendable {
     }
 }
 
+/// A value the threads of a process share, read and changed under its lock.
+public final class Locked<Value>: @unchecked Sendable {
+    private let lock = PosixLock()
+    private var value: Value
+
+    public init(_ value: Value) { self.value = value }
+
+    public func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+        try lock.withLock { try body(&value) }
+    }
+}
+
 /// The threads of `Posix.onWorker`: each runs a job, then waits idle for the next.
 private final class Workers: @unchecked Sendable {
     static let shared = Workers()
-    private let lock = PosixLock()
-    private var idle: [Worker] = []
+    private let idle = Locked<[Worker]>([])
 
     final class Worker: @unchecked Sendable {
         let ready = DispatchSemaphore(value: 0)
@@ -198,7 +209,7 @@ private final class Workers: @unchecked Sendable {
     }
 
     func run(_ body: @escaping @Sendable () -> Void) {
-        if let worker = lock.withLock({ idle.popLast() }) {
+        if let worker = idle.withLock({ $0.popLast() }) {
             worker.job = body
             worker.ready.signal()
             return
@@ -209,7 +220,7 @@ private final class Workers: @unchecked Sendable {
             while true {
                 worker.job?()
                 worker.job = nil
-                lock.withLock { idle.append(worker) }
+                idle.withLock { $0.append(worker) }
                 worker.ready.wait()
             }
         }

@@ -19,8 +19,7 @@ final class EtcdClient: @unchecked Sendable {
         self.settings = settings
     }
 
-    private static let pool = PosixLock()
-    nonisolated(unsafe) private static var clients: [String: EtcdClient] = [:]
+    private static let clients = Locked<[String: EtcdClient]>([:])
 
     /// The client of this process for `settings`: one connection and one
     /// auth token however many stores are opened on it (the agent opens one
@@ -32,7 +31,7 @@ final class EtcdClient: @unchecked Sendable {
             settings.endpoints.joined(separator: ","), settings.prefix, settings.username ?? "", tls.caFile ?? "",
             tls.certFile ?? "", tls.keyFile ?? "", String(settings.timeout), String(settings.leaseTTL),
         ].joined(separator: "\n")
-        return pool.withLock {
+        return clients.withLock { clients in
             if let c = clients[key] { return c }
             let c = EtcdClient(settings: settings)
             clients[key] = c

@@ -190,28 +190,21 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
     /// locked (docs/design.md) -- what an agent answering many `get`s saves.
     /// Kept only in a process that sets `keepsItemPaths` (the agent): a
     /// command that looks up once is quicker through libsecret's own lookup.
-    private static let itemPaths = ItemPaths()
+    private static let itemPaths = Locked<[String: String]>([:])
     nonisolated(unsafe) public static var keepsItemPaths = false
 
-    private final class ItemPaths: @unchecked Sendable {
-        private let lock = PosixLock()
-        private var paths: [String: String] = [:]
-        subscript(key: String) -> String? {
-            get { lock.withLock { paths[key] } }
-            set { lock.withLock { paths[key] = newValue } }
-        }
-    }
-
     private func lookup(_ id: CredentialID) throws -> Credential? {
-        let service = id.service.description, account = id.account
-        let key = [bus, service, account].joined(separator: "\u{0}")
+        let service = id.service.description, account = id.account, bus = self.bus
         let record: Data? = try call("look up \(id)") {
             var message: UnsafeMutablePointer<CChar>?
             var secret: UnsafeMutablePointer<CChar>?
             if SecretServiceStore.keepsItemPaths {
+                let key = [bus, service, account].joined(separator: "\u{0}")
                 var found: UnsafeMutablePointer<CChar>?
-                secret = tv_lookup_item(service, account, SecretServiceStore.itemPaths[key], &found, &message)
-                SecretServiceStore.itemPaths[key] = found.map { _ in SecretServiceStore.takeMessage(&found) }
+                let known = SecretServiceStore.itemPaths.withLock { $0[key] }
+                secret = tv_lookup_item(service, account, known, &found, &message)
+                let path = found.map { _ in SecretServiceStore.takeMessage(&found) }
+                SecretServiceStore.itemPaths.withLock { $0[key] = path }
             }
             // Nothing unlocked found that way: libsecret's lookup decides (it unlocks, or answers nothing).
             if secret == nil, message == nil { secret = tv_lookup(service, account, &message) }
