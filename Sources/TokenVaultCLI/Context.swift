@@ -48,7 +48,12 @@ final class Context {
         let stdout: Terminal.Stdout
         let handedOut: (CredentialID, Credential, Context) -> Void
     }
-    nonisolated(unsafe) static var agentRequest: AgentRequest?
+    /// The request this thread answers: the agent answers several at once, each on a thread of its own.
+    static var agentRequest: AgentRequest? {
+        get { currentRequest.value }
+        set { currentRequest.value = newValue }
+    }
+    private static let currentRequest = ThreadLocal<AgentRequest>()
 
     init(settings: Settings? = nil, clock: Clock = SystemClock()) {
         let request = Context.agentRequest

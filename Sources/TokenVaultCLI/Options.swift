@@ -20,8 +20,13 @@ struct CredentialOptions: ParsableArguments {
     @Flag(help: "Say on stderr which account is used, and why.")
     var verbose = false
 
-    func id(in context: Context) throws -> CredentialID {
+    /// With `registrations`, `--account` may name a kept client registration
+    /// (`tokenvault:client:…`): only `delete` does, to remove one (docs/reference.md).
+    func id(in context: Context, registrations: Bool = false) throws -> CredentialID {
         let key = try context.serviceKey(service)
+        if registrations, let account, CredentialID(service: key, account: account).isRegistration {
+            return CredentialID(service: key, account: account)
+        }
         let chosen = try AccountChoice(option: account, settings: context.settings)
         if verbose { Output.notice("account \(chosen.name) (\(chosen.reason))") }
         return CredentialID(service: key, account: chosen.name)

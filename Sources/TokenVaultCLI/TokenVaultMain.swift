@@ -49,13 +49,15 @@ public enum TokenVaultMain {
 
     /// In the agent, the commands parsed so far: the same arguments parse to
     /// the same command, so a `get` asked in a loop is parsed once.
-    nonisolated(unsafe) private static var parsed: [[String]: ParsableCommand] = [:]
+    private static let parsed = Locked<[[String]: ParsableCommand]>([:])
 
     private static func parsedOnce(_ args: [String]) throws -> ParsableCommand {
-        if let command = parsed[args] { return command }
+        if let command = parsed.withLock({ $0[args] }) { return command }
         let command = try TokenVault.parseAsRoot(args)
-        if parsed.count >= 256 { parsed = [:] }
-        parsed[args] = command
+        parsed.withLock { known in
+            if known.count >= 256 { known = [:] }
+            known[args] = command
+        }
         return command
     }
 
@@ -123,7 +125,7 @@ func completionArguments(_ args: [String]) -> [String] {
 /// stdout carries only the requested value; everything else goes to stderr.
 enum Output {
     static func value(_ line: String) {
-        if capturedOut != nil { capturedOut! += line + "\n" } else { Posix.write(1, line + "\n") }
+        if let captured = capture.value { captured.out += line + "\n" } else { Posix.write(1, line + "\n") }
     }
 
     static func notice(_ line: String) {
@@ -134,35 +136,52 @@ enum Output {
         stderr("tokenvault: warning: \(line)\n")
     }
 
-    /// What the agent's request would have printed on stdout and stderr,
-    /// kept to send to its client instead (the agent answers one request at a time).
-    nonisolated(unsafe) private static var capturedOut: String?
-    nonisolated(unsafe) private static var captured: String?
+    /// What one of the agent's requests prints on stdout and stderr, and the
+    /// warnings it leaves for its end: kept to send to its client instead.
+    /// Each request's own, on the thread that answers it.
+    private final class Captured {
+        var out = ""
+        var err = ""
+        var pending: [String] = []
+    }
+    private static let capture = ThreadLocal<Captured>()
 
     static func stderr(_ text: String) {
-        if captured != nil { captured! += text } else { Posix.write(2, text) }
+        if let captured = capture.value { captured.err += text } else { Posix.write(2, text) }
     }
 
     /// Runs `body` with stdout and stderr kept; returns its result and what it printed on each.
     static func capturing<T>(_ body: () throws -> T) -> (result: Result<T, Error>, stdout: String, stderr: String) {
-        (capturedOut, captured) = ("", "")
-        defer { (capturedOut, captured) = (nil, nil) }
+        let captured = Captured()
+        capture.value = captured
+        defer { capture.value = nil }
         let result = Result { try body() }
         flushLater()
-        return (result, capturedOut ?? "", captured ?? "")
+        return (result, captured.out, captured.err)
     }
 
-    nonisolated(unsafe) private static var pending: [String] = []
+    /// The warnings of a command run directly (the process's one command).
+    private static let pending = Locked<[String]>([])
 
     /// Warnings printed when the command ends (`flushLater`), each once.
     static func later(_ lines: [String]) {
-        for l in lines where !pending.contains(l) { pending.append(l) }
+        func add(_ pending: inout [String]) { for l in lines where !pending.contains(l) { pending.append(l) } }
+        if let captured = capture.value { add(&captured.pending) } else { pending.withLock(add) }
     }
 
     /// Prints the pending warnings, but not one that says what `error` says.
     static func flushLater(except error: String? = nil) {
-        for l in pending where error.map({ !l.hasPrefix($0) }) ?? true { warning(l) }
-        pending = []
+        let lines: [String]
+        if let captured = capture.value {
+            lines = captured.pending
+            captured.pending = []
+        } else {
+            lines = pending.withLock { p in
+                defer { p = [] }
+                return p
+            }
+        }
+        for l in lines where error.map({ !l.hasPrefix($0) }) ?? true { warning(l) }
     }
 
     static func error(_ message: String, hint: String?, excerpt: [String] = []) {

@@ -34,6 +34,11 @@ final class ClientRegistrationTests: XCTestCase {
             (#"{"client_secret":"s"}"#, "without a usable client_id"),
             (#"{"client_id":"a\u001b[31mb"}"#, "without a usable client_id"),
             (#"{"client_id":"c","redirect_uris":["http://evil.example/cb"]}"#, "registered other redirect URIs"),
+            // What the backend would refuse to read back is refused before it is kept.
+            (#"{"client_id":"bad id"}"#, "a client_id that has white space"),
+            (#"{"client_id":"c","client_secret":"s\u007f"}"#, "a client_secret that has white space"),
+            (#"{"client_id":"c","registration_access_token":"r\tt"}"#, "a registration_access_token that has"),
+            (#"{"client_id":"c","client_secret":"\#(String(repeating: "s", count: 5000))"}"#, "longer than 4096"),
         ] {
             XCTAssertThrowsError(try register(answer)) { error in
                 XCTAssertEqual((error as? TokenVaultError)?.exitCode, 65)

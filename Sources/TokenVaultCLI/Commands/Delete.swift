@@ -12,7 +12,7 @@ protocol DeletesCredential: ContextCommand {
 
 extension DeletesCredential {
     func run(in context: Context) throws {
-        let id = try credential.id(in: context)
+        let id = try credential.id(in: context, registrations: true)
         let removed = try context.vault().delete(id)
         guard removed else { throw try context.notFound(id) }
         context.result(

@@ -218,7 +218,7 @@ final class DoctorChecks {
     func checkCredentials(_ choice: BackendChoice, backends: Backends, config: Config) {
         let rows: [StoredCredential]
         do {
-            rows = try backends.open(choice).listLocated().filter { !$0.credential.id.isRegistration }
+            rows = try backends.open(choice).listLocated()
         } catch {
             add("credentials", .info, "not checked: \(error.errorText)")
             return
@@ -226,7 +226,17 @@ final class DoctorChecks {
         let directory = ProviderDirectory(config: config)
         let now = SystemClock().now
         var bad = 0
-        for c in rows.map(\.credential) {
+        // A record that cannot be read, a kept client registration too: the command that removes it.
+        for c in rows.map(\.credential) where c.unusable != nil {
+            bad += 1
+            add(
+                "record \(c.id)", .failed, "unusable: \(c.unusable ?? "")",
+                fix:
+                    "remove it: tokenvault delete \(ShellWord.word(c.service.description)) --account \(ShellWord.word(c.account))"
+            )
+        }
+        let credentials = rows.filter { !$0.credential.id.isRegistration && $0.credential.unusable == nil }
+        for c in credentials.map(\.credential) {
             let status = CredentialStatus(
                 of: c, now: now, minValid: config.minValidSeconds, grant: { directory.grant(of: $0) })
             let fix = c.loginHint.replacing("run: ", with: "")
@@ -244,7 +254,7 @@ final class DoctorChecks {
                     "its refresh token dies \(at > now ? "in \(Format.ago(at - now))" : "now")", fix: fix)
             }
         }
-        if bad == 0 { add("credentials", .ok, "\(rows.count) stored, none needs a login") }
+        if bad == 0 { add("credentials", .ok, "\(credentials.count) stored, none needs a login") }
     }
 
     /// Each configured provider's token endpoint (or issuer) reached, and its clock compared.

@@ -34,6 +34,11 @@ extension TokenVault {
             var states: [CredentialState] = []
             for r in rows {
                 let c = r.credential
+                if c.unusable != nil {
+                    states.append(.loginRequired)
+                    table.append([c.service.description, c.account, "-", "-", "unusable", "-", "-", r.backend])
+                    continue
+                }
                 let rt = c.refreshToken == nil ? "-" : Format.refreshExpiry(c, now: now) ?? "unknown"
                 let state = context.status(of: c).state
                 states.append(state)
@@ -77,6 +82,12 @@ enum Summary {
 
     static func json(_ s: StoredCredential, status: CredentialStatus) -> JSONValue {
         let c = s.credential
+        if let why = c.unusable {
+            return .object([
+                "service": .string(c.service.description), "account": .string(c.account),
+                "backend": .string(s.backend), "state": .string("unusable"), "unusable": .string(why),
+            ])
+        }
         var o: [String: JSONValue] = [
             "service": .string(c.service.description),
             "account": .string(c.account),

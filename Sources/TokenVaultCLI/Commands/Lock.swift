@@ -17,6 +17,9 @@ extension TokenVault {
         var json = false
 
         func run(in context: Context) throws {
+            // An agent stops using a passphrase source of its own first, so that it
+            // does not put the key back (docs/agent.md, "Locked").
+            if !context.isAgent { _ = try? AgentClient.ask("lock", [:], settings: context.settings, seconds: 5) }
             if all {
                 let n = KernelKeyring().forgetAll()
                 context.result(

@@ -64,6 +64,11 @@ extension TokenVault {
             Output.value("backend: \(try context.backendChoice.rawValue)")
             Output.value("credentials: \(rows.count)")
             for r in rows {
+                if let why = r.credential.unusable {
+                    let painted = Terminal.paint("unusable", .red, on: colour.enabled)
+                    Output.value("  \(r.credential.id): \(painted) (\(why)), in \(r.backend)")
+                    continue
+                }
                 let state = context.status(of: r.credential).state
                 let painted = Terminal.paint(state.rawValue, Terminal.paint(for: state), on: colour.enabled)
                 Output.value(

@@ -45,8 +45,9 @@ public struct AgentCommandRequest: Equatable, Sendable {
         let fields = bytes.dropLast().split(separator: 0, omittingEmptySubsequences: false).map {
             String(decoding: $0, as: UTF8.self)
         }
+        // Every number in a frame is checked before any arithmetic is done on it.
         guard fields.count >= 4, fields[0] == Self.tag, let count = Int(fields[3]), count >= 0,
-            fields.count >= 4 + count, fields[2].isEmpty || Int(fields[2]).map({ $0 >= 0 }) == true
+            count <= fields.count - 4, fields[2].isEmpty || Int(fields[2]).map({ $0 >= 0 }) == true
         else { return nil }
         hasPassphraseSource = fields[1] == "p"
         terminal = Int(fields[2])
@@ -82,7 +83,7 @@ public enum AgentCommandReply: Equatable, Sendable {
         case UInt8(ascii: "R"):
             guard bytes.count >= 6 else { return nil }
             let n = AgentSocket.length(in: bytes, at: 2)
-            guard bytes.count >= 6 + n else { return nil }
+            guard n <= bytes.count - 6 else { return nil }
             self = .ran(status: Int32(bytes[1]), stdout: Array(bytes[6..<6 + n]), stderr: Array(bytes[(6 + n)...]))
         case UInt8(ascii: "D"):
             self = .declined(String(decoding: bytes.dropFirst(), as: UTF8.self))

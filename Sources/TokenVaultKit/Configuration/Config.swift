@@ -158,14 +158,8 @@ public struct Config: Sendable, Equatable {
 
     /// A config file's text, checked like every trusted file; nil when there is none.
     private static func text(of path: String) throws -> String? {
-        try TrustedFile.check(path, what: "the config file")
-        guard let data = FileManager.default.contents(atPath: path) else {
-            if FileManager.default.fileExists(atPath: path) {
-                throw TokenVaultError.config("cannot read the config file \(path)")
-            }
-            return nil
-        }
-        guard let text = String(data: data, encoding: .utf8) else {
+        guard let data = try TrustedFile.read(path, what: "the config file") else { return nil }
+        guard let text = String(validating: data, as: UTF8.self) else {
             throw TokenVaultError.config("the config file \(path) is not UTF-8 text")
         }
         return text

@@ -32,7 +32,7 @@ public struct CredentialID: Hashable, Sendable, Comparable, CustomStringConverti
     public static let registrationAccount = "tokenvault:client"
 
     /// A client registration kept for an authorization server, not a credential.
-    public var isRegistration: Bool { account.hasPrefix(Self.registrationAccount) }
+    public var isRegistration: Bool { account.hasPrefix(Self.registrationAccount + ":") }
 
     /// Validates an `--account` value: one printable line, 1 to 256 bytes of UTF-8,
     /// not starting with the reserved `tokenvault:`.
@@ -87,6 +87,9 @@ public struct Credential: Equatable, Sendable {
     /// The provider refused the last renewal (docs/reference.md): remembered until a
     /// login, a `set` or a successful `refresh` writes a new record.
     public var refusal: Refusal?
+    /// Set only on a listing's stand-in for a stored record that cannot be
+    /// read (docs/reference.md, "Unusable records"): why. Never stored.
+    public var unusable: String?
 
     public var id: CredentialID { CredentialID(service: service, account: account) }
 
@@ -211,6 +214,24 @@ extension Credential {
             if records.count >= 64, records[id] == nil { records = [:] }
             records[id] = (data, c)
         }
+        return c
+    }
+
+    /// A stored record for a listing: the credential, or, when the record
+    /// cannot be read, a stand-in that says why (`unusable`), so that one bad
+    /// record never takes a whole listing down.
+    public static func listed(_ data: Data, id: CredentialID) -> Credential {
+        do {
+            return try fromRecord(data, id: id)
+        } catch {
+            return unusableRecord(id, why: error.errorText)
+        }
+    }
+
+    /// The stand-in for the stored record of `id` that cannot be read.
+    public static func unusableRecord(_ id: CredentialID, why: String) -> Credential {
+        var c = Credential(service: id.service, account: id.account, type: .token, accessToken: "")
+        c.unusable = why
         return c
     }
 

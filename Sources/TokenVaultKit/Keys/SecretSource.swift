@@ -19,11 +19,10 @@ enum SecretSource: Sendable {
             bytes = Array(v.utf8)
         case .file(let path):
             let expanded = TrustedFile.expandingHome(path)
-            try TrustedFile.check(expanded, what: "the file holding \(what)")
-            guard let data = FileManager.default.contents(atPath: expanded) else {
+            guard let data = try TrustedFile.read(expanded, what: "the file holding \(what)") else {
                 throw failure("cannot read \(what) from \(path)")
             }
-            bytes = Array(data)
+            bytes = data
         case .command(let command):
             let status: Int32
             (status, bytes) = try ShellCommand.run(command, failure: failure)

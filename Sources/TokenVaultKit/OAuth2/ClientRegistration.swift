@@ -71,6 +71,22 @@ public struct ClientRegistration: Equatable, Sendable {
         else {
             throw TokenVaultError.badInput("\(host) answered the registration without a usable client_id")
         }
+        // Kept in the backend like a token, and read back by the same rule: what
+        // would fail it there is refused here, before anything is kept.
+        for field in ["client_id", "client_secret", "registration_access_token"] {
+            guard let value = o[field]?.string, !value.isEmpty else { continue }
+            do {
+                try TokenInput.checkToken(value, field: field)
+            } catch {
+                throw TokenVaultError.badInput(
+                    "\(host) answered the registration with a \(field) that has white space or control characters; nothing was kept"
+                )
+            }
+            guard value.utf8.count <= 4096 else {
+                throw TokenVaultError.badInput(
+                    "\(host) answered the registration with a \(field) longer than 4096 bytes; nothing was kept")
+            }
+        }
         if case .array(let uris)? = o["redirect_uris"], !uris.contains(.string(redirectURI)) {
             throw TokenVaultError.badInput(
                 "\(host) registered other redirect URIs than \(redirectURI); nothing was kept")

@@ -314,9 +314,8 @@ public enum DiscoveredProviders {
         try FileLock.holding(directory + "/.providers.toml.lock") {
             var text = ""
             var tables = Config()
-            if let data = FileManager.default.contents(atPath: path) {
-                try TrustedFile.check(path, what: "the providers file")
-                guard let t = String(data: data, encoding: .utf8) else {
+            if let data = try TrustedFile.read(path, what: "the providers file") {
+                guard let t = String(validating: data, as: UTF8.self) else {
                     throw TokenVaultError.config("\(path) is not UTF-8 text")
                 }
                 text = t

@@ -139,23 +139,17 @@ public struct SigningKey {
 
     private static func read(_ path: String, what: String) throws -> [UInt8] {
         let expanded = TrustedFile.expandingHome(path)
-        try TrustedFile.check(expanded, what: what)
-        var st = stat()
-        guard stat(expanded, &st) == 0 else {
-            throw TokenVaultError.config("cannot read \(what) from \(path): \(String(cString: strerror(errno)))")
-        }
         // A key is a small regular file: never a FIFO or a device that would block or never end.
-        guard st.st_mode & S_IFMT == S_IFREG, st.st_size <= 64 * 1024 else {
-            throw TokenVaultError.config("\(what) \(path) is not a regular file of at most 64 KiB")
+        guard var bytes = try TrustedFile.read(expanded, what: what, maxBytes: 64 * 1024) else {
+            throw TokenVaultError.config("cannot read \(what) from \(path): \(String(cString: strerror(ENOENT)))")
         }
-        if st.st_mode & 0o044 != 0 {
+        var st = stat()
+        if stat(expanded, &st) == 0, st.st_mode & 0o044 != 0 {
+            Sodium.wipe(&bytes)
             throw TokenVaultError.permission(
                 "\(what) \(path) is readable by others (mode \(String(st.st_mode & 0o777, radix: 8))); refusing to use it",
                 hint: "run: chmod 600 \(ShellWord.word(path))")
         }
-        guard let data = FileManager.default.contents(atPath: expanded), data.count <= 64 * 1024 else {
-            throw TokenVaultError.config("cannot read \(what) from \(path)")
-        }
-        return Array(data)
+        return bytes
     }
 }

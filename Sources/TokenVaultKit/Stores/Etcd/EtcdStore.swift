@@ -252,7 +252,9 @@ public final class EtcdStore: SharedStore {
         guard recordKey(found, names: u.names) == kv.key else {
             throw tampered(kv, "is stored under another credential's key")
         }
-        return try Credential.fromRecord(Data(plain[aAt + 2 + aLen..<n]), id: found)
+        let record = Data(plain[aAt + 2 + aLen..<n])
+        // A listing shows a record that authenticates but cannot be read, and goes on.
+        return id == nil ? Credential.listed(record, id: found) : try Credential.fromRecord(record, id: found)
     }
 
     // MARK: Writing

@@ -223,7 +223,7 @@ public struct VaultContents: Sendable {
     }
 
     public func credentials() throws -> [Credential] {
-        try entries.map { try Credential.fromRecord(Data($0.record), id: try $0.id()) }
+        try entries.map { Credential.listed(Data($0.record), id: try $0.id()) }
     }
 
     public var ids: [CredentialID] { get throws { try entries.map { try $0.id() } } }

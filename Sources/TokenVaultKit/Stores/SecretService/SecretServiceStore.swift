@@ -309,7 +309,7 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
         }
         return rows.compactMap { service, account, record in
             guard let key = try? ServiceKey(parsing: service) else { return nil }
-            return try? Credential.fromRecord(record, id: CredentialID(service: key, account: account))
+            return Credential.listed(record, id: CredentialID(service: key, account: account))
         }.sorted { $0.id < $1.id }
     }
 }
