@@ -45,7 +45,8 @@ static size_t tv_http_collect(char *data, size_t size, size_t n, void *userdata)
         char *ct = NULL;
         t->api->curl_easy_getinfo(t->handle, CURLINFO_RESPONSE_CODE, &status);
         t->api->curl_easy_getinfo(t->handle, CURLINFO_CONTENT_TYPE, &ct);
-        if (t->options->sink(t->options->sink_context, status, ct, (const unsigned char *)data, len)) return len;
+        if (t->options->sink(t->options->sink_context, status, ct, r->headers, (const unsigned char *)data, len))
+            return len;
         r->stopped = 1;
         return 0;
     }

@@ -207,7 +207,7 @@ final class MCPBridgeTests: XCTestCase {
         let (garbage, garbageErr) = try answer("garbage")
         XCTAssertEqual(garbage.count, 1)
         XCTAssertNotNil(garbage[0]["result"])
-        XCTAssertTrue(garbageErr.contains("sent a message that is not JSON; it was dropped"), garbageErr)
+        XCTAssertTrue(garbageErr.contains("sent a message that is not JSON-RPC; it was dropped"), garbageErr)
         for m in ["huge", "cut", "resume", "garbage"] {
             XCTAssertEqual(s.tv("get", "\(root)/\(m)").out, "t0k3n-\(m)")
         }

@@ -30,6 +30,15 @@ final class JSONRPCTests: XCTestCase {
 
     func testWhatIsNoMessageGetsJSONRPCsOwnErrorWithTheIdWhenItCanBeRead() {
         XCTAssertEqual(refusal("{not json")?.code, -32700)
+        // Strict JSON: what Foundation's decoder would take, other peers would not.
+        XCTAssertEqual(refusal(#"{"jsonrpc":"2.0","id":1,"method":"x",}"#)?.code, -32700)
+        XCTAssertEqual(refusal(#"{"jsonrpc":"2.0","id":1,"method":"x"} x"#)?.code, -32700)
+        // What the server sends is held to the same rules.
+        XCTAssertNil(JSONRPC.serverMessage(Array(#"{"jsonrpc":"2.0","id":2,"result":{"a":1},}"#.utf8)))
+        XCTAssertNil(JSONRPC.serverMessage(Array(#"{"hello":"world"}"#.utf8)))
+        XCTAssertNil(JSONRPC.serverMessage(Array("[1,2,3]".utf8)))
+        XCTAssertNil(JSONRPC.serverMessage(Array(#""just a string""#.utf8)))
+        XCTAssertNotNil(JSONRPC.serverMessage(Array(#"{"jsonrpc":"2.0","id":2,"result":{}}"#.utf8)))
         XCTAssertEqual(
             refusal("{not json")?.response,
             #"{"error":{"code":-32700,"message":"parse error: the line is not JSON"},"id":null,"jsonrpc":"2.0"}"#)

@@ -29,9 +29,10 @@ enum {
     TV_HTTP_STOPPED = 7,       /* the sink asked to stop the transfer */
 };
 
-/* Takes the body as it arrives, with the response's status and content type
-   (NULL when none); returns 0 to stop the transfer, anything else to go on. */
-typedef int (*tv_http_sink)(void *context, long status, const char *content_type,
+/* Takes the body as it arrives, with the response's status, content type
+   (NULL when none) and header lines (NULL when none); returns 0 to stop the
+   transfer, anything else to go on. */
+typedef int (*tv_http_sink)(void *context, long status, const char *content_type, const char *headers,
                             const unsigned char *data, size_t len);
 
 

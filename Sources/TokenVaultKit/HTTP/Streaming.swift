@@ -6,13 +6,28 @@ import Glibc
 /// on the transfer's thread with each piece as it arrives.
 final class BodySink {
     let receive: (_ status: Int, _ contentType: String?, _ bytes: UnsafeRawBufferPointer) -> Bool
+    /// Told the response's header lines once, before the first piece of its body.
+    let headers: ((HTTPResponse) -> Void)?
+    private var told = false
 
-    init(_ receive: @escaping (Int, String?, UnsafeRawBufferPointer) -> Bool) { self.receive = receive }
+    init(
+        headers: ((HTTPResponse) -> Void)? = nil, _ receive: @escaping (Int, String?, UnsafeRawBufferPointer) -> Bool
+    ) {
+        self.headers = headers
+        self.receive = receive
+    }
 
     /// The C callback: the sink comes back from the context pointer.
-    static let deliver: tv_http_sink = { context, status, contentType, data, length in
+    static let deliver: tv_http_sink = { context, status, contentType, headerLines, data, length in
         guard let context else { return 0 }
         let sink = Unmanaged<BodySink>.fromOpaque(context).takeUnretainedValue()
+        if !sink.told, let tell = sink.headers {
+            sink.told = true
+            var response = HTTPResponse(
+                status: Int(status), contentType: contentType.map { String(cString: $0) }, body: Data())
+            response.headers = HTTPResponse.parseHeaders(headerLines.map { String(cString: $0) } ?? "")
+            tell(response)
+        }
         let type = contentType.map { String(cString: $0) }
         return sink.receive(Int(status), type, UnsafeRawBufferPointer(start: data, count: length)) ? 1 : 0
     }
@@ -26,15 +41,17 @@ extension CurlTransport {
     /// instead). Connecting is bounded by the transport's
     /// timeout; after that, the stream may last as long as it brings a byte
     /// every `idleSeconds`. The response has the status and headers, no body.
+    /// With `headers`, the response's status and headers are told once, as
+    /// soon as its body starts (a stream that stays open has them long before it ends).
     public func stream(
-        _ request: HTTPRequest, idleSeconds: Int,
+        _ request: HTTPRequest, idleSeconds: Int, headers: ((HTTPResponse) -> Void)? = nil,
         receive: @escaping (_ status: Int, _ contentType: String?, _ bytes: UnsafeRawBufferPointer) -> Bool
     ) throws -> HTTPResponse {
         let host = (try? ServiceKey(parsing: request.url).description) ?? "the server"
         do {
             return try CurlTransport.transfer(
                 request, timeoutMilliseconds: 0, connectMilliseconds: timeout * 1000, maxBody: maxBody,
-                idleSeconds: max(idleSeconds, 1), sink: BodySink(receive))
+                idleSeconds: max(idleSeconds, 1), sink: BodySink(headers: headers, receive))
         } catch let failure as HTTPFailure {
             if case .timedOut = failure.kind {
                 throw TokenVaultError.temporary(

@@ -39,6 +39,9 @@ public final class MCPBridge: @unchecked Sendable {
     private var protocolVersion: String?
     private var listening = false
     private var closing = false
+    /// Logins for more scopes this bridge ran: at most one while it runs
+    /// (a server can always name another scope).
+    private var stepUps = 0
     private let inFlight = DispatchGroup()
     private let shown: String
 
@@ -78,26 +81,27 @@ public final class MCPBridge: @unchecked Sendable {
         endSession()
     }
 
-    /// A request is forwarded on its own thread once the server has taken
-    /// the one before it (its answer may stream for long); `initialize`,
-    /// notifications and responses are forwarded in order, one at a time.
+    /// Every message is forwarded on a thread of its own, so that no answer
+    /// (a tool call that runs for minutes, a server that takes a request and
+    /// never answers) holds up the messages after it: a `ping` or a
+    /// cancellation goes out at once. The next line is read once this message
+    /// is under way: `initialize` once its answer was passed on (what follows
+    /// carries the session it set up); any other once the server took it (its
+    /// first byte) or after half a second, so that a cancellation sent after
+    /// its request reaches the server after it (docs/adapters.md).
     private func dispatch(_ message: JSONValue, body: [UInt8]) {
         let request: JSONValue? =
             if case .object(let o) = message, o["method"] != nil, let id = o["id"], id != .null { id } else { nil }
         let isInitialize = message["method"]?.string == "initialize"
-        guard let request, !isInitialize else {
-            forward(body, request: request, initialize: isInitialize, accepted: nil)
-            startListening()
-            return
-        }
-        let accepted = DispatchSemaphore(value: 0)
+        let underWay = DispatchSemaphore(value: 0)
         inFlight.enter()
         Posix.spawnThread {
-            self.forward(body, request: request, initialize: false, accepted: accepted)
-            accepted.signal()
+            self.forward(body, request: request, initialize: isInitialize, underWay: underWay)
+            underWay.signal()
             self.inFlight.leave()
         }
-        accepted.wait()
+        if isInitialize { underWay.wait() } else { _ = underWay.wait(timeout: .now() + 0.5) }
+        startListening()
     }
 
     // MARK: One message
@@ -109,23 +113,33 @@ public final class MCPBridge: @unchecked Sendable {
         var errorBody: [UInt8] = []
         var answered = false
         var refused: String?
+        /// The answer to `initialize` streamed: its events are held until the
+        /// answer itself comes (at most `maxLineBytes` of them), then passed on.
+        var holding = false
         var held: [String] = []
+        var heldBytes = 0
+        /// The response's status and headers, known once its body starts.
+        var head: HTTPResponse?
+        /// Messages passed on from this stream.
+        var messages = 0
     }
 
-    private func forward(_ body: [UInt8], request: JSONValue?, initialize: Bool, accepted: DispatchSemaphore?) {
+    private func forward(_ body: [UInt8], request: JSONValue?, initialize: Bool, underWay: DispatchSemaphore) {
         var token: String
         do { token = try host.token() } catch { return fail(request, error, code: .authorization) }
         var renewed = false, steppedUp = false
         while true {
             var x = Exchange()
+            x.holding = initialize
             let response: HTTPResponse
             do {
                 response = try transport.stream(
-                    post(body, token: token), idleSeconds: idleSeconds,
+                    post(body, token: token), idleSeconds: idleSeconds, headers: { x.head = $0 },
                     receive: { status, type, bytes in
-                        accepted?.signal()
-                        return self.receive(
-                            &x, status: status, type: type, bytes: bytes, request: request, hold: initialize)
+                        if !initialize { underWay.signal() }
+                        let more = self.receive(&x, status: status, type: type, bytes: bytes, request: request)
+                        if initialize, x.answered { underWay.signal() }
+                        return more
                     })
             } catch {
                 if let refused = x.refused { return fail(request, refused) }
@@ -135,12 +149,12 @@ public final class MCPBridge: @unchecked Sendable {
             }
             switch response.status {
             case 200..<300:
-                if initialize {
+                if initialize, !x.answered {
                     if !x.jsonBody.isEmpty { x.held.append(String(decoding: x.jsonBody, as: UTF8.self)) }
                     x.jsonBody = []
-                    x.answered = settle(response, held: x.held, request: request)
+                    x.answered = settle(response, held: x.held, request: request, whole: true)
                 }
-                if !x.jsonBody.isEmpty { emit(x.jsonBody, request: request, answered: &x.answered) }
+                if !x.jsonBody.isEmpty { emit(x.jsonBody, request: request, answered: &x.answered, whole: true) }
                 if x.answered || request == nil { return }
                 if let last = x.parser.lastEventID, resume(after: last, request: request, token: token) { return }
                 return fail(request, "\(shown) closed its answer before it had answered")
@@ -153,6 +167,13 @@ public final class MCPBridge: @unchecked Sendable {
                 return fail(
                     request, "\(shown) still refuses the request (HTTP 403) after a login for more scopes", code: .scope
                 )
+            case 403
+            where !state.withLock({ () -> Bool in
+                defer { stepUps += 1 }
+                return stepUps == 0
+            }):
+                // One login for more scopes per bridge: a server that asks again gets its error.
+                return fail(request, refusal(of: response, after: "a login for more scopes already ran"), code: .scope)
             case 403:
                 guard let stepped = stepUp(response, request: request) else { return }
                 steppedUp = true
@@ -165,6 +186,20 @@ public final class MCPBridge: @unchecked Sendable {
                 return fail(request, "\(shown) answered HTTP \(response.status)\(why.isEmpty ? "" : ": \(why)")")
             }
         }
+    }
+
+    /// What a 403 says, with the login that gives the scopes it names.
+    private func refusal(of response: HTTPResponse, after: String) -> String {
+        let challenge = response.header("WWW-Authenticate").flatMap(AuthChallenge.bearer)
+        guard challenge?.parameters["error"] == "insufficient_scope" else {
+            return "\(shown) refused the request (HTTP 403)"
+        }
+        let scopes = (challenge?.parameters["scope"] ?? "").split(separator: " ").map(String.init)
+        let login =
+            "tokenvault login \(ShellWord.word(url))"
+            + (scopes.isEmpty
+                ? "" : " --scope \(ShellWord.word(OutsideText.line(scopes.joined(separator: " "), limit: 200)))")
+        return "\(shown) asks for more scopes again (\(after)); log in with them: \(login)"
     }
 
     /// A 403: with `insufficient_scope`, a login for more scopes where one
@@ -195,10 +230,11 @@ public final class MCPBridge: @unchecked Sendable {
         }
     }
 
-    /// One piece of the answer: JSON kept whole, events written as they come.
+    /// One piece of the answer: JSON kept whole, events written as they come
+    /// (those before the answer to `initialize` held until it comes).
     /// False stops the transfer (too large).
     private func receive(
-        _ x: inout Exchange, status: Int, type: String?, bytes: UnsafeRawBufferPointer, request: JSONValue?, hold: Bool
+        _ x: inout Exchange, status: Int, type: String?, bytes: UnsafeRawBufferPointer, request: JSONValue?
     ) -> Bool {
         guard (200..<300).contains(status) else {
             if x.errorBody.count < 4096 { x.errorBody += bytes.prefix(4096 - x.errorBody.count) }
@@ -214,10 +250,22 @@ public final class MCPBridge: @unchecked Sendable {
         }
         do {
             for event in try x.parser.feed(bytes) where event.event == "message" && !event.data.isEmpty {
-                if hold {
-                    x.held.append(event.data)
-                } else {
-                    emit(Array(event.data.utf8), request: request, answered: &x.answered)
+                guard x.holding else {
+                    emit(Array(event.data.utf8), request: request, answered: &x.answered, whole: false)
+                    x.messages += 1
+                    continue
+                }
+                x.held.append(event.data)
+                x.heldBytes += event.data.utf8.count
+                if answers(event.data, request) {
+                    // The answer came: passed on now, with the session from the headers; the stream goes on.
+                    x.holding = false
+                    x.answered = settle(x.head, held: x.held, request: request, whole: false)
+                    x.held = []
+                } else if x.heldBytes > JSONRPC.maxLineBytes {
+                    x.refused =
+                        "\(shown) sent more than \(JSONRPC.maxLineBytes >> 20) MiB before its answer to initialize"
+                    return false
                 }
             }
         } catch {
@@ -227,11 +275,18 @@ public final class MCPBridge: @unchecked Sendable {
         return true
     }
 
+    /// True when `data` is (or holds) the answer to `request`.
+    private func answers(_ data: String, _ request: JSONValue?) -> Bool {
+        guard let request, let value = JSONRPC.serverMessage(Array(data.utf8)) else { return false }
+        let items: [JSONValue] = if case .array(let a) = value { a } else { [value] }
+        return items.contains { $0["id"] == request && ($0["result"] != nil || $0["error"] != nil) }
+    }
+
     /// After `initialize`: the session and protocol version the server chose,
     /// then its answer (held until both are known, so the client's next
     /// message carries them).
-    private func settle(_ response: HTTPResponse, held: [String], request: JSONValue?) -> Bool {
-        let session = response.header("Mcp-Session-Id").flatMap { id -> String? in
+    private func settle(_ response: HTTPResponse?, held: [String], request: JSONValue?, whole: Bool) -> Bool {
+        let session = response?.header("Mcp-Session-Id").flatMap { id -> String? in
             let visible = !id.isEmpty && id.utf8.count <= 1024 && id.utf8.allSatisfy { (0x21...0x7E).contains($0) }
             return visible ? id : nil
         }
@@ -245,7 +300,7 @@ public final class MCPBridge: @unchecked Sendable {
             }
         }
         state.withLock { sessionID = session }
-        for data in held { emit(Array(data.utf8), request: request, answered: &answered) }
+        for data in held { emit(Array(data.utf8), request: request, answered: &answered, whole: whole) }
         return answered
     }
 
@@ -258,7 +313,7 @@ public final class MCPBridge: @unchecked Sendable {
             var request_ = get(token: token)
             request_.headers.append("Last-Event-ID: \(last)")
             let response = try? transport.stream(request_, idleSeconds: idleSeconds) { status, type, bytes in
-                self.receive(&x, status: status, type: type, bytes: bytes, request: request, hold: false)
+                self.receive(&x, status: status, type: type, bytes: bytes, request: request)
             }
             if x.answered { return true }
             if let r = response, !(200..<300).contains(r.status) { return false }
@@ -285,20 +340,27 @@ public final class MCPBridge: @unchecked Sendable {
 
     private func listen() {
         var last: String?
+        // Streams in a row that failed, or closed at once with nothing in them.
         var failures = 0
         while !state.withLock({ closing }), failures < 5 {
             guard let token = try? host.token() else { return }
             var x = Exchange()
             var request = get(token: token)
             if let last { request.headers.append("Last-Event-ID: \(last)") }
+            let started = DispatchTime.now()
             let response = try? transport.stream(request, idleSeconds: idleSeconds) { status, type, bytes in
-                self.receive(&x, status: status, type: type, bytes: bytes, request: nil, hold: false)
+                self.receive(&x, status: status, type: type, bytes: bytes, request: nil)
             }
             last = x.parser.lastEventID ?? last
             if let r = response, r.status == 405 || r.status == 404 { return }
-            failures = response.map { (200..<300).contains($0.status) } == true ? 0 : failures + 1
-            Posix.sleep(Double(x.parser.retry ?? 1000) / 1000)
+            let lasted = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9
+            let useful = response.map { (200..<300).contains($0.status) } == true && (x.messages > 0 || lasted >= 10)
+            failures = useful ? 0 : failures + 1
+            // The server's `retry`, never under a second, doubled for each stream in a row that was of no use.
+            let retry = max(Double(min(x.parser.retry ?? 1000, 60_000)) / 1000, 1)
+            Posix.sleep(min(retry * Double(1 << failures), 60))
         }
+        if failures >= 5 { host.say("\(shown) kept closing its stream of messages of its own; it is not opened again") }
     }
 
     /// DELETE: the session ends with the client's input.
@@ -333,10 +395,19 @@ public final class MCPBridge: @unchecked Sendable {
     }
 
     /// Writes one message from the server as one line, after checking it is
-    /// JSON (line breaks between its tokens dropped: JSON strings hold none).
-    private func emit(_ data: [UInt8], request: JSONValue?, answered: inout Bool) {
-        guard let value = try? JSONDecoder().decode(JSONValue.self, from: Data(data)) else {
-            host.say("\(shown) sent a message that is not JSON; it was dropped")
+    /// strict JSON and a JSON-RPC message or batch (line breaks between its
+    /// tokens dropped: JSON strings hold none). Anything else never reaches
+    /// the client: an event of a stream is dropped with a line on stderr (the
+    /// answer may still come); a whole answer (`whole`) that is none becomes
+    /// the JSON-RPC error of the request it answers.
+    private func emit(_ data: [UInt8], request: JSONValue?, answered: inout Bool, whole: Bool) {
+        guard let value = JSONRPC.serverMessage(data) else {
+            if whole, let request, !answered {
+                answered = true
+                fail(request, "\(shown) answered with something that is not a JSON-RPC message")
+            } else {
+                host.say("\(shown) sent a message that is not JSON-RPC; it was dropped")
+            }
             return
         }
         let items: [JSONValue] = if case .array(let a) = value { a } else { [value] }

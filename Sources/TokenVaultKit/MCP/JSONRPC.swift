@@ -31,7 +31,11 @@ public enum JSONRPC {
         guard line.count <= maxLineBytes else {
             throw Refusal(code: -32600, message: "the message is larger than \(maxLineBytes >> 20) MiB", id: .null)
         }
-        guard let value = try? JSONDecoder().decode(JSONValue.self, from: Data(line)) else {
+        // Strict JSON: Foundation's decoder takes a trailing comma, and what is
+        // forwarded as sent must be read the same way by every peer.
+        guard JSONSyntax.firstProblem(String(decoding: line, as: UTF8.self)) == nil,
+            let value = try? JSONDecoder().decode(JSONValue.self, from: Data(line))
+        else {
             throw Refusal(code: -32700, message: "parse error: the line is not JSON", id: .null)
         }
         switch value {
@@ -48,6 +52,12 @@ public enum JSONRPC {
             throw Refusal(code: -32600, message: "invalid request: a message is an object", id: .null)
         }
         return value
+    }
+
+    /// A message from the server, checked as strictly as a line from the
+    /// client; nil when it is none (docs/adapters.md, "What the bridge passes on").
+    public static func serverMessage(_ bytes: [UInt8]) -> JSONValue? {
+        try? message(bytes[...])
     }
 
     private static func check(_ o: [String: JSONValue]) throws(Refusal) {

@@ -1,0 +1,201 @@
+import Foundation
+import XCTest
+
+/// `login URL` and `tokenvault mcp URL` in front of a hostile MCP server and
+/// authorization server (Tests/Fixtures/hostile_mcp.py), driven by a client
+/// that sends by the clock (bridge_driver.py): nothing stored is lost, no
+/// answer holds up another, and nothing but JSON-RPC reaches the client.
+final class HostileServerTests: XCTestCase {
+    nonisolated(unsafe) static var server: Process!
+    nonisolated(unsafe) static var port = 0
+
+    override class func setUp() { (server, port) = try! startFixtureServer("hostile_mcp.py") }
+
+    override class func tearDown() {
+        if server.isRunning {
+            server.terminate()
+            server.waitUntilExit()
+        }
+    }
+
+    var base: String { "http://127.0.0.1:\(Self.port)" }
+    func url(_ mode: String) -> String { base + "/\(mode)/mcp" }
+    func stats() throws -> [String: Int] { try fixtureStats(base + "/stats") }
+
+    func sandbox() -> Sandbox {
+        let s = Sandbox()
+        s.env["BROWSER"] = Paths.fixtures.appendingPathComponent("browser.sh").path
+        return s
+    }
+
+    /// A sandbox holding a token for the resource `mode`.
+    func sandbox(holdingTokenFor mode: String) -> Sandbox {
+        let s = sandbox()
+        XCTAssertEqual(s.tv("set", "127.0.0.1:\(Self.port)/\(mode)/mcp", stdin: "t0k3n-\(mode)").status, 0)
+        return s
+    }
+
+    struct Drive {
+        /// Each line the bridge wrote, with the second it came.
+        var lines: [(t: Double, message: [String: Any]?)]
+        var stderr: String
+        var peakKiB: Int
+        func answer(_ id: Int) -> (t: Double, message: [String: Any])? {
+            for l in lines { if let m = l.message, m["id"] as? Int == id { return (l.t, m) } }
+            return nil
+        }
+    }
+
+    /// Runs `tokenvault mcp URL` under bridge_driver.py: `sends` are (second, line).
+    func drive(
+        _ s: Sandbox, _ url: String, _ sends: [(Double, String)], until ids: [Int] = [], limit: Double = 30
+    ) throws -> Drive {
+        var args = [Paths.fixtures.appendingPathComponent("bridge_driver.py").path]
+        for (t, line) in sends { args += ["--at", String(t), line] }
+        args += ["--until-ids", ids.map(String.init).joined(separator: ","), "--limit", String(limit)]
+        args += ["--", Paths.binary, "mcp", url]
+        let run = runProcess("/usr/bin/python3", args, env: s.env, limit: limit + 30)
+        var drive = Drive(lines: [], stderr: "", peakKiB: 0)
+        for raw in run.stdout.split(separator: "\n") {
+            let o = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(raw.utf8)) as? [String: Any], String(raw))
+            if let line = o["line"] as? String {
+                let message = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+                drive.lines.append((o["t"] as? Double ?? -1, message))
+            } else {
+                drive.stderr = o["stderr"] as? String ?? ""
+                drive.peakKiB = o["peak_kib"] as? Int ?? 0
+            }
+        }
+        return drive
+    }
+
+    static let initialize =
+        #"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#
+    static let initialized = #"{"jsonrpc":"2.0","method":"notifications/initialized"}"#
+    static func call(_ id: Int) -> String {
+        #"{"jsonrpc":"2.0","id":\#(id),"method":"tools/call","params":{"name":"echo","arguments":{}}}"#
+    }
+    static func ping(_ id: Int) -> String { #"{"jsonrpc":"2.0","id":\#(id),"method":"ping"}"# }
+
+    // MARK: Registration
+
+    func testAHostileRegistrationIsRefusedAndNothingIsKept() throws {
+        let s = sandbox()
+        let login = s.tv("login", url("space"), limit: 60)
+        XCTAssertEqual(login.status, 65, login.stderr)
+        XCTAssertTrue(login.stderr.contains("127.0.0.1:\(Self.port)"), "the server is named: \(login.stderr)")
+        XCTAssertTrue(login.stderr.contains("client_id that has white space"), login.stderr)
+        XCTAssertTrue(login.stderr.contains("nothing was kept"), login.stderr)
+        let list = s.tv("list", "--json")
+        XCTAssertEqual(list.status, 0, list.stderr)
+        XCTAssertEqual(list.out, "[]")
+        XCTAssertEqual(s.tv("delete", "127.0.0.1:\(Self.port)/as-space", "--account", "tokenvault:client:00").status, 3)
+        let providers =
+            (try? String(contentsOfFile: s.env["XDG_CONFIG_HOME"]! + "/tokenvault/providers.toml", encoding: .utf8))
+            ?? ""
+        XCTAssertFalse(providers.contains("bad id"), providers)
+        let doctor = s.tv("doctor")
+        XCTAssertFalse(doctor.stdout.contains("unusable"), doctor.stdout)
+    }
+
+    // MARK: No answer holds up another
+
+    func testAPingAndACancellationPassASlowCall() throws {
+        let s = sandbox(holdingTokenFor: "slow")
+        let cancel =
+            #"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2,"reason":"user"}}"#
+        let d = try drive(
+            s, url("slow"),
+            [(0, Self.initialize), (0.2, Self.initialized), (0.5, Self.call(2)), (1.0, Self.ping(3)), (1.5, cancel)],
+            until: [1, 3], limit: 15)
+        let ping = try XCTUnwrap(d.answer(3), "the ping was answered: \(d.stderr)")
+        XCTAssertLessThan(ping.t, 6, "while the call takes 20 s")
+        let seen = try XCTUnwrap(
+            JSONSerialization.jsonObject(
+                with: Data(runProcess("/usr/bin/curl", ["-s", base + "/seen"], env: [:]).stdout.utf8))
+                as? [[String: Any]])
+        let call = try XCTUnwrap(seen.last { $0["method"] as? String == "tools/call" })
+        let cancelled = try XCTUnwrap(
+            seen.last { $0["method"] as? String == "notifications/cancelled" }, "the cancellation reached the server")
+        let after = (cancelled["at"] as? Double ?? 0) - (call["at"] as? Double ?? 0)
+        XCTAssertLessThan(after, 6, "at once, not after the call's 20 s")
+        XCTAssertGreaterThan(after, 0, "after the call it cancels")
+    }
+
+    func testAServerThatTakesACallAndNeverAnswersHoldsNothingElse() throws {
+        let s = sandbox(holdingTokenFor: "silent")
+        let d = try drive(
+            s, url("silent"), [(0, Self.initialize), (0.3, Self.call(2)), (0.8, Self.ping(3)), (1.2, Self.ping(4))],
+            until: [1, 3, 4], limit: 15)
+        XCTAssertLessThan(try XCTUnwrap(d.answer(3)).t, 6)
+        XCTAssertLessThan(try XCTUnwrap(d.answer(4)).t, 6)
+    }
+
+    // MARK: An answer on a stream that stays open
+
+    func testAnInitializeAnswerOnAnOpenStreamIsPassedOnAtOnce() throws {
+        let s = sandbox(holdingTokenFor: "keepopen")
+        let d = try drive(s, url("keepopen"), [(0, Self.initialize), (0.2, Self.ping(2))], until: [1, 2], limit: 15)
+        let answer = try XCTUnwrap(d.answer(1), "answered while the stream stays open: \(d.stderr)")
+        XCTAssertLessThan(answer.t, 6, "the server keeps the stream open for 60 s")
+        XCTAssertNotNil((answer.message["result"] as? [String: Any])?["protocolVersion"])
+        XCTAssertLessThan(try XCTUnwrap(d.answer(2)).t, 6)
+    }
+
+    func testAStreamThatFloodsAfterItsAnswerIsNotHeld() throws {
+        let s = sandbox(holdingTokenFor: "flood")
+        let d = try drive(s, url("flood"), [(0, Self.initialize)], until: [1], limit: 8)
+        XCTAssertLessThan(try XCTUnwrap(d.answer(1), d.stderr).t, 6)
+        XCTAssertGreaterThan(d.peakKiB, 0)
+        XCTAssertLessThan(d.peakKiB, 200 * 1024, "1 MiB events pass through; none is held")
+    }
+
+    func testAStreamThatAsksForNoDelayIsNotABusyLoop() throws {
+        let s = sandbox(holdingTokenFor: "retry0")
+        let before = try stats()["gets"] ?? 0
+        let d = try drive(s, url("retry0"), [(0, Self.initialize)], limit: 6)
+        XCTAssertNotNil(d.answer(1))
+        let gets = (try stats()["gets"] ?? 0) - before
+        XCTAssertGreaterThan(gets, 0, "the stream was opened")
+        XCTAssertLessThanOrEqual(gets, 4, "retry: 0 is floored to a second and backed off")
+    }
+
+    // MARK: Only JSON-RPC reaches the client
+
+    func testOnlyJSONRPCMessagesReachTheClient() throws {
+        let s = sandbox(holdingTokenFor: "junk")
+        let d = try drive(
+            s, url("junk"), [(0, Self.initialize)] + (2...5).map { (0.3, Self.call($0)) }, until: [1, 2, 3, 4, 5],
+            limit: 15)
+        for l in d.lines {
+            let m = try XCTUnwrap(l.message, "every line is a JSON object")
+            XCTAssertEqual(m["jsonrpc"] as? String, "2.0")
+        }
+        for id in 2...5 {
+            let a = try XCTUnwrap(d.answer(id)?.message, "\(id) answered")
+            XCTAssertEqual((a["error"] as? [String: Any])?["code"] as? Int, -32002, "\(id): \(a)")
+        }
+        XCTAssertEqual(d.lines.count, 5)
+    }
+
+    // MARK: A server that always wants more
+
+    func testAServerThatAlwaysAsksForMoreScopesGetsOneLoginPerBridge() throws {
+        let s = sandbox()
+        XCTAssertEqual(s.tv("login", url("scope403"), limit: 60).status, 0)
+        let before = try stats()
+        let d = try drive(
+            s, url("scope403"), [(0, Self.initialize), (1, Self.call(2)), (2, Self.call(3))], until: [1, 2, 3],
+            limit: 40)
+        let after = try stats()
+        XCTAssertEqual((after["authorizations"] ?? 0) - (before["authorizations"] ?? 0), 1, "one step-up login")
+        XCTAssertLessThanOrEqual((after["registrations"] ?? 0) - (before["registrations"] ?? 0), 1)
+        for id in 1...3 {
+            let a = try XCTUnwrap(d.answer(id)?.message, "\(id) answered")
+            XCTAssertEqual((a["error"] as? [String: Any])?["code"] as? Int, -32003, "\(id): \(a)")
+        }
+        let later = ((d.answer(3)?.message["error"] as? [String: Any])?["message"] as? String) ?? ""
+        XCTAssertTrue(later.contains("tokenvault login \(url("scope403")) --scope"), later)
+        XCTAssertEqual(s.tv("get", url("scope403")).status, 0, "the grant is kept")
+    }
+}
