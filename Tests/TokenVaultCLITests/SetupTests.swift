@@ -69,4 +69,49 @@ extension AdapterTests {
         XCTAssertNotEqual(kubectl(s, config).status, 0, "no user, no token")
         XCTAssertEqual(s.tv("setup", "kubectl", "dev").status, 64, "--service is needed")
     }
+
+    func testSetupNamesAndPutsBackTheHelpersItReplaces() throws {
+        let s = try sandbox()
+        XCTAssertEqual(s.tv("login", "local", limit: 60).status, 0)
+        let key = "credential.\(gitBase).helper"
+        XCTAssertEqual(plainGit(s, ["config", "--global", "--add", key, "store --file=/tmp/x"]).status, 0)
+        XCTAssertEqual(plainGit(s, ["config", "--global", "--add", key, "cache"]).status, 0)
+        let setup = s.tv("setup", "git", "local", "--global")
+        XCTAssertEqual(setup.status, 0, setup.stderr)
+        XCTAssertTrue(
+            setup.stderr.contains("replaces \(key) 'store --file=/tmp/x', 'cache' (kept aside; --undo puts it back)"),
+            setup.stderr)
+        XCTAssertEqual(
+            plainGit(s, ["config", "--global", "--get-all", key]).stdout, "\n!'\(Self.realBinary)' git-credential\n")
+        XCTAssertTrue(s.tv("setup", "git", "local", "--global").stderr.contains("already set up"))
+        let undo = s.tv("setup", "git", "local", "--global", "--undo")
+        XCTAssertEqual(undo.status, 0, undo.stderr)
+        XCTAssertTrue(undo.stderr.contains("put back \(key) 'store --file=/tmp/x', 'cache'"), undo.stderr)
+        XCTAssertEqual(plainGit(s, ["config", "--global", "--get-all", key]).stdout, "store --file=/tmp/x\ncache\n")
+        XCTAssertEqual(
+            plainGit(s, ["config", "--global", "--get-regexp", "^tokenvault\\."]).status, 1, "nothing of ours is left")
+    }
+
+    func testGitAndKubectlNeverSeeThePassphrase() throws {
+        let s = try sandbox()
+        try provider.storeExpired(in: s)
+        // git and kubectl that write down their environment, then run the real ones.
+        let bin = s.home + "/spy"
+        try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
+        let kubectl = runProcess("/bin/sh", ["-c", "command -v kubectl"], env: s.env).out
+        for (name, real) in [("git", "/usr/bin/git"), ("kubectl", kubectl)] {
+            let script = "#!/bin/sh\nenv >> \"$HOME/\(name).env\"\nexec '\(real)' \"$@\"\n"
+            try script.write(toFile: bin + "/" + name, atomically: true, encoding: .utf8)
+            chmod(bin + "/" + name, 0o755)
+        }
+        let env = ["PATH": bin + ":" + (s.env["PATH"] ?? ""), "KUBECONFIG": s.home + "/kubeconfig"]
+        XCTAssertEqual(s.tv("setup", "git", "local", "--global", env: env).status, 0)
+        XCTAssertEqual(s.tv("setup", "kubectl", "dev", "--service", "local", env: env).status, 0)
+        for name in ["git", "kubectl"] {
+            let seen = try String(contentsOfFile: s.home + "/\(name).env", encoding: .utf8)
+            XCTAssertTrue(seen.contains("HOME="), "\(name) ran")
+            XCTAssertFalse(seen.contains("TOKENVAULT_PASSPHRASE"), "\(name) saw the passphrase variable")
+            XCTAssertFalse(seen.contains("correct horse"), name)
+        }
+    }
 }

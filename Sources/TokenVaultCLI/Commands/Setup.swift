@@ -24,11 +24,12 @@ enum Tool {
             "\(name) is not on the PATH", hint: "install \(name), or set it up by hand (see docs/adapters.md)")
     }
 
+    /// Runs it without the passphrase variables, as every child (docs/security.md).
     @discardableResult
     static func run(_ argv: [String], settings: Settings) throws -> (status: Int32, output: String) {
         let (status, out) = try Posix.spawn(
-            [try path(argv[0], settings: settings)] + argv.dropFirst(), env: settings.environment, capture: true,
-            showErrors: true, wait: true)
+            [try path(argv[0], settings: settings)] + argv.dropFirst(),
+            env: ChildEnvironment.scrubbed(settings.environment), capture: true, showErrors: true, wait: true)
         return (status, String(decoding: out, as: UTF8.self))
     }
 
@@ -52,8 +53,10 @@ extension TokenVault.Setup {
                 For each host a provider's git_hosts claims (github.com for github, gitlab.com for \
                 gitlab, or your own): credential.https://HOST.helper is set to an empty value \
                 first, so no helper set elsewhere (store, cache) ever receives the token, then to \
-                tokenvault git-credential. Running it again changes nothing. Without HOST or \
-                PROVIDER: the hosts of every provider that has a stored credential.
+                tokenvault git-credential. Running it again changes nothing. Helpers of your own \
+                for the host are named, kept aside (tokenvault.URL.replacedhelper) and put back \
+                by --undo. Without HOST or PROVIDER: the hosts of every provider that has a \
+                stored credential.
 
                   tokenvault setup git github --global
                   tokenvault setup git git.example.com --dry-run
@@ -86,13 +89,24 @@ extension TokenVault.Setup {
             let helper = "!'\(Tool.selfPath)' git-credential"
             for (url, provider) in urls {
                 let key = "credential.\(url).helper"
-                let current = try Tool.run(["git", "config", scope, "--get-all", key], settings: env).output
-                    .split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init)
+                // Helpers of the user's own this replaces: kept aside, put back by --undo.
+                let keptKey = "tokenvault.\(url).replacedhelper"
+                func values(_ key: String) throws -> [String] {
+                    try Tool.run(["git", "config", scope, "--get-all", key], settings: env).output
+                        .split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init)
+                }
+                let current = try values(key)
+                let kept = try values(keptKey)
                 let ours = current == ["", helper]
+                let replaced =
+                    current.starts(with: ["", helper]) ? Array(current.dropFirst(2)) : current.filter { $0 != helper }
                 var commands: [[String]] = []
                 if undo {
                     if current.contains(helper) { commands.append(["git", "config", scope, "--unset-all", key]) }
+                    for value in kept { commands.append(["git", "config", scope, "--add", key, value]) }
+                    if !kept.isEmpty { commands.append(["git", "config", scope, "--remove-section", "tokenvault.\(url)"]) }
                 } else if !ours {
+                    for value in replaced { commands.append(["git", "config", scope, "--add", keptKey, value]) }
                     if !current.isEmpty { commands.append(["git", "config", scope, "--unset-all", key]) }
                     commands.append(["git", "config", scope, "--add", key, ""])
                     commands.append(["git", "config", scope, "--add", key, helper])
@@ -110,11 +124,21 @@ extension TokenVault.Setup {
                         throw TokenVaultError.config("\(Tool.shown(argv)) failed")
                     }
                 }
-                if !dryRun {
+                if dryRun { continue }
+                let named = { (values: [String]) in
+                    values.map { $0.isEmpty ? "''" : Quoted.text(OutsideText.line($0, limit: 200)) }.joined(
+                        separator: ", ")
+                }
+                if undo {
                     Output.notice(
-                        undo
-                            ? "\(url): git no longer asks tokenvault"
-                            : "\(url): git asks tokenvault (provider \(provider)) for its token")
+                        "\(url): git no longer asks tokenvault"
+                            + (kept.isEmpty ? "" : "; put back \(key) \(named(kept))"))
+                } else {
+                    if !replaced.isEmpty {
+                        Output.notice(
+                            "\(url): replaces \(key) \(named(replaced)) (kept aside; --undo puts it back)")
+                    }
+                    Output.notice("\(url): git asks tokenvault (provider \(provider)) for its token")
                 }
             }
         }
