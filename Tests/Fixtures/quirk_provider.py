@@ -10,6 +10,7 @@ token endpoint; every answer counts in /stats.
   /invalid-client  401 invalid_client with a description
   /html502         a proxy's HTML 502 page
   /hang            answers nothing for 60 s
+  /markup-refusal  400 invalid_grant whose description is notification markup (a link, bold)
   /huge            a 5 MiB body
   /rotate          a new access and refresh token on every call
   /nan-rotate      a new refresh token, but expires_in "nan"
@@ -89,6 +90,10 @@ class Handler(BaseHTTPRequestHandler):
         elif path == "/html502":
             self.send(502, "<html><head><title>502 Bad Gateway</title></head><body><h1>502 Bad Gateway</h1></body></html>",
                       "text/html")
+        elif path == "/markup-refusal":
+            self.send(400, json.dumps({"error": "invalid_grant",
+                                       "error_description": '<a href="https://evil.example/">renew here</a> & <b>now</b>'}),
+                      "application/json")
         elif path == "/hang":
             time.sleep(60)
             self.send(200, "{}", "application/json")

@@ -226,4 +226,37 @@ final class HostileLocalTests: QuirkProviderTestCase {
         XCTAssertEqual(try agentRequests(s) - before, 3, "both answered by the agent")
         XCTAssertLessThan(seconds, 10, "answered while the provider hangs (it holds on for 60 s, timeout 30 s)")
     }
+
+    // MARK: Notifications
+
+    func testAProvidersMarkupIsNeverShownAsMarkupOnTheDesktop() throws {
+        let s = sandbox()
+        s.env["DISPLAY"] = ":99"  // a desktop session: notifications are sent
+        try s.writeConfig(
+            """
+            [providers.q]
+            service = "api.quirk.example"
+            token_url = "http://127.0.0.1:\(Self.port)/markup-refusal"
+            client_id = "cid"
+            """)
+        XCTAssertEqual(
+            s.tv("set", "q", "--provider", "q", stdin: #"{"access_token":"a","refresh_token":"r","expires_at":1}"#)
+                .status, 0)
+        let monitor = Process()
+        monitor.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-monitor")
+        monitor.arguments = ["--session", "interface='org.freedesktop.Notifications'"]
+        monitor.environment = Self.keyring.env
+        let out = Pipe()
+        monitor.standardOutput = out
+        try monitor.run()
+        usleep(300_000)
+        XCTAssertEqual(s.tv("get", "q").status, 4)
+        usleep(500_000)
+        monitor.terminate()
+        monitor.waitUntilExit()
+        let seen = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertTrue(seen.contains("member=Notify"), seen)
+        XCTAssertTrue(seen.contains("&lt;a href=&quot;https://evil.example/&quot;&gt;renew here&lt;/a&gt; &amp; &lt;b&gt;"), seen)
+        XCTAssertFalse(seen.contains("<a href"), seen)
+    }
 }

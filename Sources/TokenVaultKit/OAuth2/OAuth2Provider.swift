@@ -237,6 +237,17 @@ public struct OAuth2Provider: Sendable {
         return false
     }
 
+    /// An endpoint a protected resource at `resource` leads to (its metadata,
+    /// its authorization server and that server's endpoints): https, or plain
+    /// http on loopback only when the resource itself is on loopback, so that
+    /// a remote resource cannot send tokenvault to a port on this machine
+    /// (docs/security.md).
+    static func isSafeEndpoint(_ url: String, reachedFrom resource: String) -> Bool {
+        if url.lowercased().hasPrefix("https://") { return true }
+        guard let host = try? ServiceKey(parsing: resource).host else { return false }
+        return isLoopback(host) && isSafeEndpoint(url)
+    }
+
     static func isLoopback(_ host: String) -> Bool {
         if host == "localhost" { return true }
         var v4 = in_addr()

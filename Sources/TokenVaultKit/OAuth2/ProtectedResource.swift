@@ -45,7 +45,7 @@ public struct ProtectedResourceMetadata: Equatable, Sendable {
             throw TokenVaultError.badInput("the resource metadata of \(shown) names no authorization server")
         }
         let issuers = try servers.map { value -> String in
-            guard let issuer = value.string, OAuth2Provider.isSafeEndpoint(issuer) else {
+            guard let issuer = value.string, OAuth2Provider.isSafeEndpoint(issuer, reachedFrom: resource) else {
                 throw TokenVaultError.badInput(
                     "the resource metadata of \(shown) names an authorization server that is not an https URL: \(OutsideText.line(value.text, limit: 200))"
                 )

@@ -42,7 +42,7 @@ public enum ResourceDiscovery {
         let candidates =
             challenge?.parameters["resource_metadata"].map { [$0] } ?? ProtectedResourceMetadata.wellKnownURLs(for: url)
         var metadata: ProtectedResourceMetadata?
-        for candidate in candidates where OAuth2Provider.isSafeEndpoint(candidate) {
+        for candidate in candidates where OAuth2Provider.isSafeEndpoint(candidate, reachedFrom: url) {
             let r = try transport.send(
                 HTTPRequest(method: "GET", url: candidate, headers: ["Accept: application/json"]))
             if (500..<600).contains(r.status) {
@@ -68,7 +68,7 @@ public enum ResourceDiscovery {
             }
             issuer = chosen
         }
-        var server = try authorizationServer(issuer, transport: transport, resource: shown)
+        var server = try authorizationServer(issuer, transport: transport, resource: shown, url: url)
         server.resource = metadata.resource
         let asked = challenge?.parameters["scope"].map { $0.split(separator: " ").map(String.init) }
         server.scopes = (asked ?? metadata.scopesSupported).map { OutsideText.line($0, limit: 200) }
@@ -92,7 +92,7 @@ public enum ResourceDiscovery {
     /// name): its `issuer` must be exactly the one the resource named, its
     /// endpoints https, and PKCE with S256 supported, or nothing is sent (65).
     static func authorizationServer(
-        _ issuer: String, transport: HTTPTransport, resource: String
+        _ issuer: String, transport: HTTPTransport, resource: String, url: String
     ) throws -> ResourceServer {
         let shownIssuer = OutsideText.line(issuer, limit: 200)
         // RFC 8414's name first, then OpenID Connect's.
@@ -116,7 +116,7 @@ public enum ResourceDiscovery {
         }
         func endpoint(_ key: String) throws -> String? {
             guard let v = o[key] else { return nil }
-            guard let s = v.string, OAuth2Provider.isSafeEndpoint(s) else {
+            guard let s = v.string, OAuth2Provider.isSafeEndpoint(s, reachedFrom: url) else {
                 throw TokenVaultError.badInput(
                     "\(shownIssuer) sent a \(key) that is not an https URL: \(OutsideText.line(v.text, limit: 200))")
             }

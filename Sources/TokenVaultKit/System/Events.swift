@@ -50,8 +50,26 @@ public struct EventSink {
             background(["/bin/sh", "-c", command], env: env)
         }
         if hooks?.notify ?? true, settings.desktop, settings.sessionBus != nil {
-            _ = tv_notify(event.title, "\(id): \(reason)", 1000)
+            _ = tv_notify(event.title, Self.notificationBody("\(id): \(reason)"), 1000)
         }
+    }
+
+    /// A notification's body may be read as markup (the specification's
+    /// `body-markup`): a provider's words are escaped, so no link or image of
+    /// theirs is ever shown as one (docs/security.md).
+    static func notificationBody(_ text: String) -> String {
+        var out = ""
+        for c in text {
+            switch c {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&apos;"
+            default: out.append(c)
+            }
+        }
+        return out
     }
 
     func command(for event: Event) -> String? {
