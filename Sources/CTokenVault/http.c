@@ -110,9 +110,16 @@ int tv_http_request(const char *method, const char *url, const char *const *head
     c->curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, o->connect_timeout_ms > 0 ? o->connect_timeout_ms : o->timeout_ms);
     c->curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
     c->curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
-    if (o->ca_file) c->curl_easy_setopt(h, CURLOPT_CAINFO, o->ca_file);
-    if (o->cert_file) c->curl_easy_setopt(h, CURLOPT_SSLCERT, o->cert_file);
-    if (o->key_file) c->curl_easy_setopt(h, CURLOPT_SSLKEY, o->key_file);
+    /* curl copies a blob (CURL_BLOB_COPY) and wipes nothing: the caller wipes its own. */
+    struct curl_blob ca = {(void *)o->ca_blob, o->ca_blob_len, CURL_BLOB_COPY};
+    struct curl_blob cert = {(void *)o->cert_blob, o->cert_blob_len, CURL_BLOB_COPY};
+    struct curl_blob key = {(void *)o->key_blob, o->key_blob_len, CURL_BLOB_COPY};
+    if (o->ca_blob) c->curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &ca);
+    else if (o->ca_file) c->curl_easy_setopt(h, CURLOPT_CAINFO, o->ca_file);
+    if (o->cert_blob) c->curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &cert);
+    else if (o->cert_file) c->curl_easy_setopt(h, CURLOPT_SSLCERT, o->cert_file);
+    if (o->key_blob) c->curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &key);
+    else if (o->key_file) c->curl_easy_setopt(h, CURLOPT_SSLKEY, o->key_file);
     c->curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
     if (o->user_agent) c->curl_easy_setopt(h, CURLOPT_USERAGENT, o->user_agent);
     c->curl_easy_setopt(h, CURLOPT_HTTPHEADER, list);

@@ -660,6 +660,12 @@ final class FleetTests: XCTestCase {
             XCTAssertTrue(r.stderr.contains("etcd.\(key)") && r.stderr.contains("writable by others"), r.stderr)
             chmod(copy, 0o600)
             XCTAssertEqual(s.tv("get", "t.example").out, "tok-t", "\(key): the same file, private, is used")
+            // In a directory others can write, it could be swapped for theirs between a check and a read.
+            chmod(s.home, 0o777)
+            let open = s.tv("get", "t.example")
+            chmod(s.home, 0o755)
+            XCTAssertEqual(open.status, 77, "\(key): \(open.stderr)")
+            XCTAssertTrue(open.stderr.contains("which others can write"), open.stderr)
         }
     }
 }

@@ -256,7 +256,8 @@ final class HostileLocalTests: QuirkProviderTestCase {
         monitor.waitUntilExit()
         let seen = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         XCTAssertTrue(seen.contains("member=Notify"), seen)
-        XCTAssertTrue(seen.contains("&lt;a href=&quot;https://evil.example/&quot;&gt;renew here&lt;/a&gt; &amp; &lt;b&gt;"), seen)
+        XCTAssertTrue(
+            seen.contains("&lt;a href=&quot;https://evil.example/&quot;&gt;renew here&lt;/a&gt; &amp; &lt;b&gt;"), seen)
         XCTAssertFalse(seen.contains("<a href"), seen)
     }
 }

@@ -62,7 +62,9 @@ final class ProtectedResourceTests: XCTestCase {
 /// plain http: not its metadata, not its authorization server, not that
 /// server's endpoints (docs/security.md). A resource on loopback may.
 final class LoopbackFromRemoteTests: XCTestCase {
-    func json(_ o: [String: Any], status: Int = 200, headers: [(String, String)] = []) -> Result<
+    func json(
+        _ o: [String: Any], status: Int = 200, headers: [(String, String)] = []
+    ) -> Result<
         HTTPResponse, TokenVaultError
     > {
         var r = HTTPResponse(
@@ -107,7 +109,8 @@ final class LoopbackFromRemoteTests: XCTestCase {
             XCTAssertTrue($0.errorText.contains("registration_endpoint that is not an https URL"), $0.errorText)
         }
         // The same server is fine for a resource on loopback.
-        XCTAssertTrue(OAuth2Provider.isSafeEndpoint("http://127.0.0.1:9/register", reachedFrom: "http://127.0.0.1:8/mcp"))
+        XCTAssertTrue(
+            OAuth2Provider.isSafeEndpoint("http://127.0.0.1:9/register", reachedFrom: "http://127.0.0.1:8/mcp"))
         XCTAssertFalse(OAuth2Provider.isSafeEndpoint("http://127.0.0.1:9/register", reachedFrom: remote))
         XCTAssertTrue(OAuth2Provider.isSafeEndpoint("https://auth.example.com/x", reachedFrom: remote))
     }

@@ -45,6 +45,10 @@ typedef struct {
     const char *ca_file;      /* trust these CAs instead of the system's */
     const char *cert_file;    /* client certificate (PEM) */
     const char *key_file;     /* its key (PEM) */
+    /* The same, as the bytes of those files, read (and checked) by the caller:
+       used instead of the file names when set, so nothing is opened by name. */
+    const unsigned char *ca_blob, *cert_blob, *key_blob;
+    size_t ca_blob_len, cert_blob_len, key_blob_len;
     tv_http_sink sink;        /* when set, the body goes here instead of into the response */
     void *sink_context;
     long idle_timeout_s;      /* with timeout_ms 0: give up after this many seconds without a byte */

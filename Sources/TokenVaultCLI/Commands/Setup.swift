@@ -104,7 +104,9 @@ extension TokenVault.Setup {
                 if undo {
                     if current.contains(helper) { commands.append(["git", "config", scope, "--unset-all", key]) }
                     for value in kept { commands.append(["git", "config", scope, "--add", key, value]) }
-                    if !kept.isEmpty { commands.append(["git", "config", scope, "--remove-section", "tokenvault.\(url)"]) }
+                    if !kept.isEmpty {
+                        commands.append(["git", "config", scope, "--remove-section", "tokenvault.\(url)"])
+                    }
                 } else if !ours {
                     for value in replaced { commands.append(["git", "config", scope, "--add", keptKey, value]) }
                     if !current.isEmpty { commands.append(["git", "config", scope, "--unset-all", key]) }

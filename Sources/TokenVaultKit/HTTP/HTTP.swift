@@ -104,16 +104,26 @@ public struct CurlTransport: HTTPTransport {
         }
     }
 
-    /// TLS files for one exchange (etcd's CA and client certificate).
+    /// TLS files for one exchange (etcd's CA and client certificate): their
+    /// names, for messages, and what they held when they were read and
+    /// checked (`TrustedFile`), which is what libcurl is given.
     public struct TLSFiles: Sendable, Equatable {
         public var caFile: String?
         public var certFile: String?
         public var keyFile: String?
+        public var ca: [UInt8]?
+        public var cert: [UInt8]?
+        public var key: [UInt8]?
 
         public init(caFile: String? = nil, certFile: String? = nil, keyFile: String? = nil) {
             self.caFile = caFile
             self.certFile = certFile
             self.keyFile = keyFile
+        }
+
+        /// Names what the files held (for a connection kept per settings).
+        var fingerprint: String {
+            Hex.encode(Sodium.hash((ca ?? []) + [0] + (cert ?? []) + [0] + (key ?? []), bytes: 16))
         }
     }
 
@@ -146,15 +156,25 @@ public struct CurlTransport: HTTPTransport {
         }
         var options = tv_http_options(
             timeout_ms: timeoutMilliseconds, connect_timeout_ms: connectMilliseconds, max_body: maxBody,
-            user_agent: agent, ca_file: files[0], cert_file: files[1], key_file: files[2],
+            user_agent: agent, ca_file: files[0], cert_file: files[1], key_file: files[2], ca_blob: nil,
+            cert_blob: nil, key_blob: nil, ca_blob_len: 0, cert_blob_len: 0, key_blob_len: 0,
             sink: sink == nil ? nil : BodySink.deliver,
             sink_context: sink.map { Unmanaged.passUnretained($0).toOpaque() },
             idle_timeout_s: idleSeconds)
-        let rc = headers.map { UnsafePointer($0) }.withUnsafeBufferPointer { h in
-            request.body.withUnsafeBytes { b in
-                tv_http_request(
-                    request.method, request.url, h.baseAddress, b.baseAddress?.assumingMemoryBound(to: CChar.self),
-                    b.count, &options, &response)
+        let rc = (tls.ca ?? []).withUnsafeBufferPointer { ca in
+            (tls.cert ?? []).withUnsafeBufferPointer { cert in
+                (tls.key ?? []).withUnsafeBufferPointer { key in
+                    if tls.ca != nil { (options.ca_blob, options.ca_blob_len) = (ca.baseAddress, ca.count) }
+                    if tls.cert != nil { (options.cert_blob, options.cert_blob_len) = (cert.baseAddress, cert.count) }
+                    if tls.key != nil { (options.key_blob, options.key_blob_len) = (key.baseAddress, key.count) }
+                    return headers.map { UnsafePointer($0) }.withUnsafeBufferPointer { h in
+                        request.body.withUnsafeBytes { b in
+                            tv_http_request(
+                                request.method, request.url, h.baseAddress,
+                                b.baseAddress?.assumingMemoryBound(to: CChar.self), b.count, &options, &response)
+                        }
+                    }
+                }
             }
         }
         defer { tv_http_response_free(&response) }

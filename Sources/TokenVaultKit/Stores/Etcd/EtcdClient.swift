@@ -29,7 +29,7 @@ final class EtcdClient: @unchecked Sendable {
         let tls = settings.tls
         let key = [
             settings.endpoints.joined(separator: ","), settings.prefix, settings.username ?? "", tls.caFile ?? "",
-            tls.certFile ?? "", tls.keyFile ?? "", String(settings.timeout), String(settings.leaseTTL),
+            tls.certFile ?? "", tls.keyFile ?? "", tls.fingerprint, String(settings.timeout), String(settings.leaseTTL),
         ].joined(separator: "\n")
         return clients.withLock { clients in
             if let c = clients[key] { return c }

@@ -46,16 +46,25 @@ public struct EtcdSettings: Sendable {
         if table.username == nil, table.password_file != nil || table.password_command != nil {
             throw TokenVaultError.config("\(configPath): etcd.password_file/password_command need etcd.username")
         }
-        // The CA decides which member gets the etcd password: trusted like the config.
-        for (key, path) in [("ca_file", table.ca_file), ("cert_file", table.cert_file), ("key_file", table.key_file)] {
-            if let path { try TrustedFile.check(path, what: "etcd.\(key)") }
+        // The CA decides which member gets the etcd password: trusted like the config,
+        // read once, and handed to libcurl as read (never opened again by name).
+        var tls = CurlTransport.TLSFiles(caFile: table.ca_file, certFile: table.cert_file, keyFile: table.key_file)
+        func read(_ key: String, _ path: String?) throws -> [UInt8]? {
+            guard let path else { return nil }
+            guard let bytes = try TrustedFile.read(TrustedFile.expandingHome(path), what: "etcd.\(key)") else {
+                throw TokenVaultError.config("cannot read etcd.\(key) \(path): \(String(cString: strerror(ENOENT)))")
+            }
+            return bytes
         }
+        tls.ca = try read("ca_file", table.ca_file)
+        tls.cert = try read("cert_file", table.cert_file)
+        tls.key = try read("key_file", table.key_file)
         return EtcdSettings(
             endpoints: endpoints.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }, prefix: prefix,
             username: table.username,
             password: table.password_file.map { SecretSource.file($0) }
                 ?? table.password_command.map { SecretSource.command($0) },
-            tls: CurlTransport.TLSFiles(caFile: table.ca_file, certFile: table.cert_file, keyFile: table.key_file),
+            tls: tls,
             timeout: table.timeout ?? 5, leaseTTL: table.lease_ttl ?? 30)
     }
 }
