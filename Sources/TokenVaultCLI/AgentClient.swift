@@ -24,8 +24,14 @@ enum AgentClient {
         guard let first = args.first, commands.contains(first) else { return nil }
         let sources = EnvironmentVariable.passphraseSources
         let settings = Settings.reading(EnvironmentVariable.sentToAgent + sources)
-        guard present(settings), let fd = AgentSocket.connect(AgentSocket.path(settings), seconds: defaultTimeout)
-        else { return nil }
+        guard present(settings) else {
+            if settings.agentAllowed { unanswered = true }
+            return nil
+        }
+        guard let fd = AgentSocket.connect(AgentSocket.path(settings), seconds: defaultTimeout) else {
+            unanswered = true  // a socket left by an agent that is gone
+            return nil
+        }
         defer { close(fd) }
         var environment = settings.environment
         for v in sources { environment[v.name] = nil }
@@ -35,10 +41,16 @@ enum AgentClient {
             arguments: args, environment: environment,
             hasPassphraseSource: sources.contains { settings[$0] != nil } || isatty(0) == 1,
             terminal: stdout.isTerminal ? stdout.columns ?? 0 : nil)
-        guard AgentSocket.sendFrame(fd, request.bytes), let body = AgentSocket.receiveFrame(fd),
-            case .ran(let status, let out, let err)? = AgentCommandReply(bytes: body)
-        else {
+        let reply =
+            AgentSocket.sendFrame(fd, request.bytes)
+            ? AgentSocket.receiveFrame(fd).flatMap(AgentCommandReply.init) : nil
+        guard case .ran(let status, let out, let err)? = reply else {
             declined = true  // the command runs here, and does not ask again
+            // `--verbose` says why (docs/agent.md, "Falling back").
+            if args.contains("--verbose") {
+                let why = if case .declined(let why)? = reply { why } else { "it did not answer" }
+                Posix.write(2, "tokenvault: the agent did not run this command (\(why)); running it here\n")
+            }
             return nil
         }
         Posix.write(1, out)
@@ -47,7 +59,29 @@ enum AgentClient {
     }
 
     /// The agent did not run this process's command: nothing more is asked of it.
+    /// Set once, on the main thread, before anything else runs (a command's one process).
     nonisolated(unsafe) private static var declined = false
+    /// No agent listened for this command (no socket, or one left by an agent that is gone).
+    nonisolated(unsafe) private static var unanswered = false
+
+    /// After a command the agent could have answered, when none listened:
+    /// starts one in the background for the commands after it (docs/agent.md,
+    /// "Started on first use"), unless `agent = false` in the config or
+    /// TOKENVAULT_AGENT=off. Detached in a session of its own, without a
+    /// passphrase source (it answers from the key this command cached, or
+    /// declines); one agent per runtime directory, however many start it
+    /// (its lock decides). It stops after `agent_idle` seconds without a request.
+    static func startOnFirstUse(_ args: [String]) {
+        guard unanswered, !declined, let first = args.first, commands.contains(first) else { return }
+        let settings = Settings.process
+        guard settings.agentStartsOnUse, let config = try? Config.load(settings), config.startsAgent,
+            AgentServer.lockFree(settings), let me = realpath("/proc/self/exe", nil)
+        else { return }
+        defer { free(me) }
+        _ = try? Posix.startDetached(
+            ["tokenvault", "agent", "--foreground", "--started-on-use"],
+            env: ChildEnvironment.scrubbed(settings.environment), path: String(cString: me))
+    }
 
     /// An agent's socket is there to try (cheap: one lstat).
     static func present(_ settings: Settings) -> Bool {

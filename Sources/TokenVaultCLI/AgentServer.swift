@@ -16,15 +16,28 @@ final class AgentServer: @unchecked Sendable {
     let settings: Settings
     private let started = Int64(Date().timeIntervalSince1970)
 
+    /// A credential a client asked for: renewed ahead of need (docs/agent.md).
+    struct Kept {
+        /// When a client last asked for it.
+        var askedAt: Int64
+        /// When it is next renewed; nil when never ahead of need (`never` says why).
+        var nextRenewal: Int64?
+        var never: String?
+        /// The last renewal's second and outcome.
+        var last: (at: Int64, outcome: String)?
+        /// When a renewal last failed for now (tried again soon).
+        var failedAt: Int64?
+        /// A renewal is under way on a thread of its own.
+        var renewing = false
+    }
+
     /// What the agent keeps between requests.
     struct State {
         var requests = 0
-        /// When a client last asked for each credential: those are renewed ahead of need.
-        var asked: [CredentialID: Int64] = [:]
-        /// When a renewal ahead of need last failed for a temporary reason (tried again a minute later).
-        var failed: [CredentialID: Int64] = [:]
-        /// Renewals ahead of need under way now, each on a thread of its own.
-        var renewing: Set<CredentialID> = []
+        /// When the last request came (an agent started on first use stops after `agent_idle`).
+        var lastRequest = Int64(Date().timeIntervalSince1970)
+        var kept: [CredentialID: Kept] = [:]
+        /// Renewals in which the provider was asked and answered.
         var renewals = 0
         /// `tokenvault lock` was run: the agent's own passphrase sources are
         /// no longer used (docs/agent.md, "Locked"), only a key a command puts
@@ -37,7 +50,56 @@ final class AgentServer: @unchecked Sendable {
     /// The socket came from systemd, which keeps it: it is not removed on stop.
     private var activated = false
 
-    init(settings: Settings) { self.settings = settings }
+    /// Started by a command on first use: it stops after `agent_idle` without a request.
+    let startedOnUse: Bool
+
+    init(settings: Settings, startedOnUse: Bool = false) {
+        self.settings = settings
+        self.startedOnUse = startedOnUse
+    }
+
+    /// The lock one agent per runtime directory holds while it runs.
+    static func lockPath(_ settings: Settings) -> String { settings.runtimeDirectory + "/agent.lock" }
+
+    /// True when no agent holds the lock (none runs or is starting).
+    static func lockFree(_ settings: Settings) -> Bool {
+        try? PrivateDirectory.ensure(settings.runtimeDirectory)
+        guard let lock = try? FileLock(path: lockPath(settings), wait: false) else { return false }
+        lock.release()
+        return true
+    }
+
+    /// The settings in which a client's setup (`Settings.agentScope`) differs
+    /// from the agent's, once what the config decides is filled in on both
+    /// sides: `TOKENVAULT_BACKEND=auto` is no variable when the config says
+    /// auto (or nothing), and etcd's endpoints and prefix count only on etcd.
+    /// Empty: the agent answers for it.
+    func differences(_ client: JSONValue?) -> [String] {
+        guard case .object(let theirs)? = client.map(resolved), case .object(let ours) = resolved(settings.agentScope)
+        else { return ["the protocol"] }
+        return Set(theirs.keys).union(ours.keys).filter { theirs[$0] != ours[$0] }.sorted()
+    }
+
+    /// A scope with the config's decisions filled in: the agent's config, which
+    /// is the client's wherever their config paths agree (they are compared too).
+    private func resolved(_ scope: JSONValue) -> JSONValue {
+        guard case .object(var o) = scope else { return scope }
+        let config = try? Config.load(settings)
+        let backendKey = EnvironmentVariable.backend.name
+        if o[backendKey]?.string?.isEmpty ?? true {
+            o[backendKey] = .string(config?.backendChoice?.rawValue ?? BackendChoice.auto.rawValue)
+        }
+        let endpoints = EnvironmentVariable.etcdEndpoints.name, prefix = EnvironmentVariable.etcdPrefix.name
+        if o[backendKey] == .string(BackendChoice.etcd.rawValue) {
+            if o[endpoints]?.string?.isEmpty ?? true {
+                o[endpoints] = .string((config?.etcd?.endpoints ?? []).joined(separator: ","))
+            }
+            if o[prefix]?.string?.isEmpty ?? true { o[prefix] = .string(config?.etcd?.prefix ?? "tokenvault/") }
+        } else {
+            (o[endpoints], o[prefix]) = (nil, nil)
+        }
+        return .object(o)
+    }
 
     /// The agent's own settings, without its passphrase sources once locked.
     private var own: Settings {
@@ -54,10 +116,15 @@ final class AgentServer: @unchecked Sendable {
             listener = passed
             activated = true
         } else {
+            // One agent per runtime directory: a second one started meanwhile leaves at once.
+            try PrivateDirectory.ensure(settings.runtimeDirectory)
+            guard let held = try FileLock(path: Self.lockPath(settings), wait: false) else { exit(0) }
+            _ = held  // held for the process's life; the kernel drops it when the agent ends
             listener = try AgentSocket.listen(AgentSocket.path(settings))
         }
         signal(SIGPIPE, SIG_IGN)
         Posix.spawnThread { self.renewAhead() }
+        if startedOnUse { Posix.spawnThread { self.stopWhenIdle() } }
         while true {
             let fd = accept(listener, nil, nil)
             if fd < 0 { continue }
@@ -67,6 +134,20 @@ final class AgentServer: @unchecked Sendable {
                 continue
             }
             Posix.onWorker { self.handle(fd) }
+        }
+    }
+
+    /// An agent started on first use stops once nobody asked it anything for
+    /// `agent_idle` seconds (docs/agent.md); 0: never.
+    private func stopWhenIdle() {
+        while true {
+            let idle = (try? Config.load(settings))?.agentIdleSeconds ?? 3600
+            let quiet = Int64(Date().timeIntervalSince1970) - state.withLock { $0.lastRequest }
+            if idle > 0, quiet >= idle {
+                unlink(AgentSocket.path(settings))
+                exit(0)
+            }
+            Posix.sleep(Double(idle > 0 ? min(max(idle - quiet, 1), 30) : 30))
         }
     }
 
@@ -89,13 +170,16 @@ final class AgentServer: @unchecked Sendable {
         var answer: [String: JSONValue] = ["v": .integer(AgentSocket.version)]
         let op = request["op"]?.string
         guard request["v"] == .integer(AgentSocket.version),
-            request["scope"] == settings.agentScope || op == "status" || op == "stop" || op == "lock"
+            differences(request["scope"]).isEmpty || op == "status" || op == "stop" || op == "lock"
         else {
             answer["refused"] = .string("another version or scope")
             _ = AgentSocket.send(fd, .object(answer))
             return
         }
-        state.withLock { $0.requests += 1 }
+        state.withLock {
+            $0.requests += 1
+            $0.lastRequest = Int64(Date().timeIntervalSince1970)
+        }
         let (result, _, stderr) = Output.capturing { try serving(own) { try self.answer(request) } }
         switch result {
         case .success(let value): answer["ok"] = value
@@ -125,8 +209,12 @@ final class AgentServer: @unchecked Sendable {
         let own = self.own
         for v in EnvironmentVariable.passphraseSources { environment[v.name] = own[v] }
         let client = Settings(environment: environment)
-        guard client.agentScope == settings.agentScope else { return .declined("another scope") }
-        state.withLock { $0.requests += 1 }
+        let differ = differences(client.agentScope)
+        guard differ.isEmpty else { return .declined("another setup: \(differ.joined(separator: ", ")) differ") }
+        state.withLock {
+            $0.requests += 1
+            $0.lastRequest = Int64(Date().timeIntervalSince1970)
+        }
         let stdout = Terminal.Stdout(
             isTerminal: request.terminal != nil, columns: request.terminal.flatMap { $0 > 0 ? $0 : nil })
         let (result, out, err) = Output.capturing {
@@ -157,21 +245,46 @@ final class AgentServer: @unchecked Sendable {
     /// A client was handed `c`: it is renewed ahead of need from now on.
     /// One new to the agent, or one due soon, gets the renewal loop's attention now.
     private func handedOut(_ id: CredentialID, _ c: Credential, _ context: Context) {
-        let new = state.withLock { $0.asked.updateValue(context.clock.now, forKey: id) == nil }
-        let soon = (try? context.config.minValidSeconds).map { $0 + 60 + 16 } ?? 136
-        if new || c.expiresAt.map({ $0 - context.clock.now < soon }) == true { wake.signal() }
+        let now = context.clock.now
+        let policy = AheadOfNeed(minValid: (try? context.config.minValidSeconds) ?? 60)
+        let due = c.expiresAt.map { $0 - policy.lead(for: c) }
+        let sooner = state.withLock { s -> Bool in
+            guard var k = s.kept[id] else {
+                s.kept[id] = Kept(askedAt: now)
+                return true
+            }
+            k.askedAt = now
+            s.kept[id] = k
+            // A record stored meanwhile may fall due before the one the loop waits for.
+            return due.map { $0 < (k.nextRenewal ?? .max) } ?? false
+        }
+        if sooner { wake.signal() }
     }
 
     private func answer(_ request: JSONValue) throws -> JSONValue {
         switch request["op"]?.string {
         case "status":
             let now = state.withLock { $0 }
+            let credentials = now.kept.sorted { $0.key < $1.key }.map { id, k -> JSONValue in
+                var o: [String: JSONValue] = [
+                    "service": .string(id.service.description), "account": .string(id.account),
+                    "next_renewal": k.nextRenewal.map { .integer($0) } ?? .null,
+                    "asked_at": .integer(k.askedAt),
+                ]
+                if let never = k.never { o["never"] = .string(never) }
+                if let last = k.last {
+                    o["last"] = .object(["at": .integer(last.at), "outcome": .string(last.outcome)])
+                }
+                return .object(o)
+            }
             return .object([
                 "pid": .integer(Int64(getpid())), "version": .integer(AgentSocket.version),
                 "uptime": .integer(Int64(Date().timeIntervalSince1970) - started),
-                "requests": .integer(Int64(now.requests)), "kept": .integer(Int64(now.asked.count)),
-                "renewals": .integer(Int64(now.renewals)), "same_scope": .bool(request["scope"] == settings.agentScope),
-                "locked": .bool(now.locked),
+                "requests": .integer(Int64(now.requests)), "kept": .integer(Int64(now.kept.count)),
+                "renewals": .integer(Int64(now.renewals)), "same_scope": .bool(differences(request["scope"]).isEmpty),
+                "differences": .array(differences(request["scope"]).map { .string($0) }),
+                "locked": .bool(now.locked), "credentials": .array(credentials),
+                "started_on_use": .bool(startedOnUse),
             ])
         case "stop":
             return .object([:])
@@ -202,12 +315,14 @@ final class AgentServer: @unchecked Sendable {
     // MARK: Renewal ahead of need
 
     /// Renews each credential a client asked for within `agent_keep` a little
-    /// before it would need renewing on a `get` (`min_valid`), so that `get`
-    /// does not wait for the provider: under the one renewal lock every
-    /// process and every fleet host takes, so it is one renewal however many
-    /// agents and commands want it. A refused renewal is recorded as by any
-    /// command, and such a credential is not tried again; a temporary failure
-    /// is tried again a minute later.
+    /// before it expires (`AheadOfNeed`: the lead is min_valid + 60 s + a few
+    /// seconds, never more than half its lifetime), so that `get` does not
+    /// wait for the provider: under the one renewal lock every process and
+    /// every fleet host takes, so it is one renewal however many agents and
+    /// commands want it. After each renewal the loop looks again, so the next
+    /// one is scheduled from the new expiry. A refused renewal is recorded as
+    /// by any command, and such a credential is not tried again; a temporary
+    /// failure is tried again a minute later (sooner for a short token).
     private func renewAhead() {
         while true {
             let pause = renewDue()
@@ -219,68 +334,79 @@ final class AgentServer: @unchecked Sendable {
     /// provider that hangs holds up only its own credential); the seconds
     /// until the next one is due.
     private func renewDue() -> Double {
-        let asked = state.withLock { $0.asked }
-        if asked.isEmpty { return 300 }
+        let kept = state.withLock { $0.kept }
+        if kept.isEmpty { return 300 }
         let own = self.own
         return serving(own) {
             let context = Context()
             defer { context.flushWarnings() }
             let now = context.clock.now
             guard let config = try? context.config, let vault = try? context.vault() else { return 60 }
-            var next: Int64 = 300
-            for (id, at) in asked {
-                if now - at > config.agentKeepSeconds {
-                    state.withLock { $0.asked[id] = nil }
+            let policy = AheadOfNeed(minValid: config.minValidSeconds)
+            var next = now + 300
+            for (id, k) in kept {
+                if now - k.askedAt > config.agentKeepSeconds {
+                    state.withLock { $0.kept[id] = nil }
                     continue
                 }
-                guard let c = try? vault.load(id), let expires = c.expiresAt, c.refusal == nil,
-                    c.refreshToken != nil || context.grant(of: c.provider ?? "")?.fetchesAgain == true
-                else { continue }
-                // Ahead of `get` by a minute, and a few seconds more that differ per
-                // credential, so that many agents do not all wake at once.
-                let lead =
-                    config.minValidSeconds + 60
-                    + Int64(id.description.utf8.reduce(0) { ($0 &* 31 &+ Int($1)) & 0xFFFF } % 16)
-                let due = expires - lead
-                guard due <= now else {
-                    next = min(next, due - now)
-                    continue
+                guard let c = try? vault.load(id) else { continue }
+                let decision = policy.decision(for: c, status: context.status(of: c), now: now)
+                let start = state.withLock { s -> Bool in
+                    guard var k = s.kept[id] else { return false }
+                    defer { s.kept[id] = k }
+                    switch decision {
+                    case .never(let why):
+                        (k.nextRenewal, k.never) = (nil, why)
+                        return false
+                    case .wait(let until):
+                        (k.nextRenewal, k.never) = (until, nil)
+                        next = min(next, until)
+                        return false
+                    case .renew:
+                        k.never = nil
+                        // One renewal per credential at a time; it wakes this loop when it ends.
+                        if k.renewing { return false }
+                        if let failed = k.failedAt, now < policy.retry(after: failed, for: c) {
+                            k.nextRenewal = policy.retry(after: failed, for: c)
+                            next = min(next, k.nextRenewal!)
+                            return false
+                        }
+                        (k.renewing, k.nextRenewal) = (true, now)
+                        return true
+                    }
                 }
-                // One renewal per credential at a time; the one under way wakes this loop when it ends.
-                let wait = state.withLock { s -> Int64? in
-                    if s.renewing.contains(id) { return 300 }
-                    if let last = s.failed[id], now - last < 60 { return 60 - (now - last) }
-                    s.renewing.insert(id)
-                    return nil
-                }
-                if let wait {
-                    next = min(next, wait)
-                    continue
-                }
-                Posix.onWorker { self.renew(id, lead: lead, loaded: c, settings: own) }
+                if start { Posix.onWorker { self.renew(c, policy: policy, settings: own) } }
             }
-            return Double(max(next, 1))
+            return Double(max(next - now, 1))
         }
     }
 
-    /// One renewal ahead of need, on its own thread.
-    private func renew(_ id: CredentialID, lead: Int64, loaded: Credential, settings: Settings) {
+    /// One renewal ahead of need, on its own thread; the loop looks again when it ends.
+    private func renew(_ c: Credential, policy: AheadOfNeed, settings: Settings) {
         serving(settings) {
             let context = Context()
             defer { context.flushWarnings() }
             let now = context.clock.now
+            let outcome: (asked: Bool, text: String, failed: Bool)
             do {
-                _ = try context.refresher().usable(id, minValid: lead, loaded: loaded)
-                state.withLock {
-                    $0.failed[id] = nil
-                    $0.renewals += 1
-                    $0.renewing.remove(id)
+                let (_, asked) = try policy.renew(c, with: try context.refresher())
+                outcome = (asked, asked ? "renewed" : "renewed by another process", false)
+            } catch let error as TokenVaultError {
+                if case .loginRequired = error {
+                    outcome = (false, "refused: \(error.errorText)", false)
+                } else {
+                    outcome = (false, "failed: \(error.errorText)", true)
                 }
             } catch {
-                state.withLock {
-                    $0.failed[id] = now
-                    $0.renewing.remove(id)
-                }
+                outcome = (false, "failed: \(error.errorText)", true)
+            }
+            state.withLock { s in
+                if outcome.asked { s.renewals += 1 }
+                guard var k = s.kept[c.id] else { return }
+                k.renewing = false
+                k.failedAt = outcome.failed ? now : nil
+                k.last = (now, outcome.text)
+                s.kept[c.id] = k
             }
         }
         wake.signal()

@@ -12,7 +12,9 @@ public enum TokenVaultMain {
         let args = arguments ?? completionArguments(Array(CommandLine.arguments.dropFirst()))
         // A command the agent answers is sent to it whole: nothing is parsed here (docs/agent.md).
         if let status = AgentClient.run(args) { exit(status) }
-        exit(execute(args) ?? 1)
+        let status = execute(args) ?? 1
+        AgentClient.startOnFirstUse(args)
+        exit(status)
     }
 
     /// Parses and runs `args`; the exit status. In the agent, `decline`

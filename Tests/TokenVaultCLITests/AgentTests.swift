@@ -158,9 +158,10 @@ final class AgentTests: XCTestCase {
         defer { provider.stop() }
         let s = sandbox("file")
         try s.writeConfig("min_valid = 5\n" + provider.config)
-        // A real grant whose access token has 40 s left: enough for a get (min_valid 5), not for the agent.
+        // A real grant whose access token lives 12 s: enough for a get (min_valid 5); the agent
+        // renews it half its lifetime before it expires, with no client asking again.
         var token = try provider.obtainToken()
-        token["expires_in"] = 40
+        token["expires_in"] = 12
         let json = String(decoding: try JSONSerialization.data(withJSONObject: token), as: UTF8.self)
         XCTAssertEqual(s.tv("set", "local", "--provider", "local", stdin: json).status, 0)
         let first = token["access_token"] as? String ?? ""
@@ -184,7 +185,7 @@ final class AgentTests: XCTestCase {
     /// The environment a hook ran with, once it has run (it runs in the background).
     func hookEnvironment(_ s: Sandbox, _ event: String) -> [String: String]? {
         let path = s.home + "/hook-" + event
-        for _ in 0..<50 {
+        for _ in 0..<150 {
             if let text = try? String(contentsOfFile: path, encoding: .utf8), text.hasSuffix("END\n") {
                 var env: [String: String] = [:]
                 for line in text.split(separator: "\n") {
@@ -210,12 +211,12 @@ final class AgentTests: XCTestCase {
         defer { provider.stop() }
         let s = sandbox("file")
         try s.writeConfig("min_valid = 5\n" + provider.config + "\n" + Self.hooks)
-        let json = #"{"access_token":"at-1","refresh_token":"not-a-grant-the-provider-knows","expires_in":40}"#
+        let json = #"{"access_token":"at-1","refresh_token":"not-a-grant-the-provider-knows","expires_in":12}"#
         XCTAssertEqual(s.tv("set", "local", "--provider", "local", stdin: json).status, 0)
         _ = try startAgent(s)
         let before = try provider.stats()["refresh_attempts"] ?? 0
         XCTAssertEqual(s.tv("get", "local").out, "at-1")
-        usleep(2_500_000)
+        usleep(8_500_000)  // due 6 s after it was stored
         XCTAssertEqual(try provider.stats()["refresh_attempts"] ?? 0, before + 1, "tried once, not in a loop")
         let status = s.tv("status", "local", env: ["TOKENVAULT_AGENT": "off"])
         XCTAssertEqual(status.status, 4, status.stdout + status.stderr)
@@ -238,7 +239,7 @@ final class AgentTests: XCTestCase {
         s.env["DISPLAY"] = ":99"  // a desktop session: a notification too
         try s.writeConfig("min_valid = 5\n" + provider.config + "\n" + Self.hooks)
         var token = try provider.obtainToken()
-        token["expires_in"] = 40
+        token["expires_in"] = 16
         let json = String(decoding: try JSONSerialization.data(withJSONObject: token), as: UTF8.self)
         XCTAssertEqual(s.tv("set", "local", "--provider", "local", stdin: json).status, 0)
         provider.stop()  // the provider is gone: renewals fail for now
@@ -252,7 +253,7 @@ final class AgentTests: XCTestCase {
         defer { monitor.terminate() }
         usleep(300_000)
         _ = try startAgent(s)
-        XCTAssertEqual(s.tv("get", "local").status, 0, "the token is still good for 40 s")
+        XCTAssertEqual(s.tv("get", "local").status, 0, "the token is still good for 16 s")
         let env = try XCTUnwrap(hookEnvironment(s, "refresh_failed"), "on_refresh_failed ran")
         XCTAssertEqual(env["TOKENVAULT_SERVICE"], "127.0.0.1:\(port)")
         XCTAssertTrue(env["TOKENVAULT_REASON"]?.contains("127.0.0.1:\(port)") == true, "\(env)")
@@ -276,7 +277,7 @@ final class AgentTests: XCTestCase {
         s.env["TOKENVAULT_KEY_TTL"] = "900"
         try s.writeConfig("min_valid = 5\n" + provider.config)
         var token = try provider.obtainToken()
-        token["expires_in"] = 40
+        token["expires_in"] = 12
         let json = String(decoding: try JSONSerialization.data(withJSONObject: token), as: UTF8.self)
         XCTAssertEqual(s.tv("set", "local", "--provider", "local", stdin: json).status, 0)
         let before = try provider.stats()

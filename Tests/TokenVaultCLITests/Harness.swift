@@ -141,6 +141,8 @@ final class Sandbox: @unchecked Sendable {
             "TOKENVAULT_PASSPHRASE": "correct horse",
             "TOKENVAULT_KDF_PROFILE": "interactive",
             "TOKENVAULT_KEY_TTL": "0",
+            // Agents only where a test starts one (the tests of starting on first use unset this).
+            "TOKENVAULT_AGENT": "manual",
             "LANG": "C.UTF-8",
         ]
     }

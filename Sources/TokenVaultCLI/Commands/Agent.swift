@@ -30,9 +30,13 @@ extension TokenVault {
             @Flag(help: "Stay in the foreground (for an init system); log to stderr.")
             var foreground = false
 
+            /// How a command starts it on first use: it stops after agent_idle.
+            @Flag(name: .customLong("started-on-use"), help: .hidden)
+            var startedOnUse = false
+
             func run() throws {
                 let settings = Settings.process
-                let server = AgentServer(settings: settings)
+                let server = AgentServer(settings: settings, startedOnUse: startedOnUse)
                 // Given its socket by systemd, it serves it (asking it would be asking itself).
                 if foreground, server.activatedSocket() != nil { try server.serve() }
                 if let status = try? AgentClient.ask("status", [:], settings: settings, seconds: 2), status != .null {
@@ -78,8 +82,25 @@ extension TokenVault {
                     return
                 }
                 Output.value(
-                    "running: process \(status["pid"]?.text ?? "?"), up \(Format.ago(status["uptime"]?.int64 ?? 0)), \(status["requests"]?.text ?? "0") requests answered; socket \(AgentSocket.path(settings))"
+                    "running: process \(status["pid"]?.text ?? "?"), up \(Format.ago(status["uptime"]?.int64 ?? 0)), \(status["requests"]?.text ?? "0") requests answered, \(status["renewals"]?.text ?? "0") renewals; socket \(AgentSocket.path(settings))"
+                        + (status["locked"] == .bool(true) ? "; locked (tokenvault lock)" : "")
                 )
+                // Each credential kept renewed: when next, and how the last renewal went.
+                let now = SystemClock().now
+                if case .array(let kept)? = status["credentials"] {
+                    for k in kept {
+                        let id = "\(k["service"]?.string ?? "?") (\(k["account"]?.string ?? "?"))"
+                        let next =
+                            k["next_renewal"]?.int64.map {
+                                $0 <= now ? "renewing now" : "renewed in \(Format.ago($0 - now))"
+                            }
+                            ?? "not renewed ahead: \(k["never"]?.string ?? "nothing to renew")"
+                        let last = k["last"].map {
+                            "; last \(Format.ago(now - ($0["at"]?.int64 ?? now))) ago: \($0["outcome"]?.string ?? "?")"
+                        }
+                        Output.value("  \(id): \(next)\(last ?? "")")
+                    }
+                }
             }
         }
 

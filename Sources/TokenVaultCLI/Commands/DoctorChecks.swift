@@ -191,7 +191,21 @@ final class DoctorChecks {
             return
         }
         guard AgentClient.present(settings) else {
-            add("agent", .info, "not running: commands open the backend themselves", fix: start)
+            if !settings.agentStartsOnUse {
+                add(
+                    "agent", .info,
+                    "not running, and not started on first use (\(EnvironmentVariable.agent.name)=manual): commands open the backend themselves",
+                    fix: start)
+            } else if let config = try? Config.load(settings), !config.startsAgent {
+                add(
+                    "agent", .info,
+                    "not running, and not started on first use (agent = false in \(settings.configPath)): commands open the backend themselves",
+                    fix: start)
+            } else {
+                add(
+                    "agent", .info, "not running: the next get, header, status or list starts it (started on first use)"
+                )
+            }
             return
         }
         guard let status = try? AgentClient.ask("status", [:], settings: settings, seconds: 2) else {
@@ -201,17 +215,29 @@ final class DoctorChecks {
             return
         }
         let running =
-            "running (process \(status["pid"]?.text ?? "?")), keeping \(status["kept"]?.text ?? "0") credentials renewed, \(status["renewals"]?.text ?? "0") renewals"
+            "running (process \(status["pid"]?.text ?? "?")\(status["started_on_use"] == .bool(true) ? ", started on first use" : "")), keeping \(status["kept"]?.text ?? "0") credentials renewed, \(status["renewals"]?.text ?? "0") renewals"
         if status["same_scope"] == .bool(false) {
             add(
                 "agent", .failed,
-                "\(running), but for another setup (backend, files or session bus): this shell's commands go direct",
+                "\(running), but for another setup (\(differing(status))): this shell's commands go direct",
                 fix:
                     "run the agent with this shell's TOKENVAULT_* and XDG_* settings (tokenvault agent stop; tokenvault agent)"
             )
             return
         }
         add("agent", .ok, running)
+    }
+
+    /// What differs between this shell's setup and the agent's, in words.
+    private func differing(_ status: JSONValue) -> String {
+        let names: [String: String] = [
+            "config": "the config file", "vault": "the vault file", "cache": "the cache directory",
+            "bus": "the session bus", "key_ttl": EnvironmentVariable.keyTTL.name,
+        ]
+        guard case .array(let keys)? = status["differences"], !keys.isEmpty else {
+            return "backend, files or session bus"
+        }
+        return keys.compactMap(\.string).map { names[$0] ?? $0 }.joined(separator: ", ") + " differ"
     }
 
     /// Credentials that need a login now or soon.

@@ -12,6 +12,11 @@ public struct Config: Sendable, Equatable {
     public var warnBefore: Int?
     /// Hours after a client last asked for a credential that the agent keeps renewing it ahead of need (docs/agent.md; default 24).
     public var agentKeep: Int?
+    /// False: no command starts the agent on first use (docs/agent.md; default true).
+    public var agent: Bool?
+    /// Seconds without a request after which an agent started on first use
+    /// stops (docs/agent.md; default 3600, 0: never).
+    public var agentIdle: Int?
     public var providers: [String: ProviderConfig] = [:]
     /// The `[etcd]` table (docs/fleet.md).
     public var etcd: EtcdConfig?
@@ -44,6 +49,12 @@ public struct Config: Sendable, Equatable {
 
     /// `agent_keep`, in seconds.
     public var agentKeepSeconds: Int64 { Int64(agentKeep ?? 24) * 3600 }
+
+    /// `agent`: whether a command starts the agent on first use.
+    public var startsAgent: Bool { agent ?? true }
+
+    /// `agent_idle`, in seconds (0: never).
+    public var agentIdleSeconds: Int64 { Int64(agentIdle ?? 3600) }
 
     /// Loads the config file; a missing file is an empty config. The first
     /// load of a file that `readAhead` is reading takes that result.
@@ -167,7 +178,8 @@ public struct Config: Sendable, Equatable {
 
     /// The top-level settings.
     static let settings = [
-        "backend", "min_valid", "timeout", "warn_before", "agent_keep", "providers", "etcd", "hooks",
+        "backend", "min_valid", "timeout", "warn_before", "agent_keep", "agent", "agent_idle", "providers", "etcd",
+        "hooks",
     ]
 }
 

@@ -76,6 +76,14 @@ extension Config {
             "warn_before", { $0 >= 0 }, "a whole number of seconds, 0 or more, e.g. warn_before = 604800")
         agentKeep = try integer(
             "agent_keep", { (0...8760).contains($0) }, "a whole number of hours from 0 to 8760, e.g. agent_keep = 24")
+        agentIdle = try integer(
+            "agent_idle", { $0 >= 0 }, "a whole number of seconds, 0 (never) or more, e.g. agent_idle = 3600")
+        if let v = root["agent"] {
+            guard v.type == .bool, let b = v.bool else {
+                throw wrong("agent", "true or false, not " + Config.kind(v.type))
+            }
+            agent = b
+        }
     }
 
     /// One `[providers.NAME]` table; a mistake in it breaks only that provider.

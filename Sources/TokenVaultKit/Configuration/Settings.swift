@@ -65,7 +65,8 @@ public enum EnvironmentVariable: String, CaseIterable, Sendable {
             "The account when --account is not given (per shell, or per directory with direnv); default: default."
         case .etcdEndpoints: "Comma-separated etcd endpoints; override endpoints of [etcd]."
         case .etcdPrefix: "The etcd key prefix; overrides prefix of [etcd]."
-        case .agent: "off: never ask the agent, go to the backend directly (docs/agent.md)."
+        case .agent:
+            "off: never ask the agent, go to the backend directly; manual: ask one that runs, never start one (docs/agent.md)."
         case .listenPID, .listenFDs:
             "Set by systemd's socket activation (tokenvault-agent.socket): the agent takes the socket it passes."
         case .service: "Set for a hook's command (docs/agent.md): the service of the credential the event is about."
@@ -283,17 +284,29 @@ public struct Settings: Sendable {
     /// Whether commands may ask the agent (`TOKENVAULT_AGENT=off`: never).
     public var agentAllowed: Bool { self[.agent]?.lowercased() != "off" }
 
+    /// A command may start the agent on first use (docs/agent.md): not with
+    /// `TOKENVAULT_AGENT=off` or `manual` (the config's `agent = false` says the same).
+    public var agentStartsOnUse: Bool { agentAllowed && self[.agent]?.lowercased() != "manual" }
+
     /// What must be the same for a client and the agent that answers it
     /// (docs/agent.md): the backend, the files and the bus they resolve to.
     /// A client whose scope differs goes to the backend itself.
+    /// Values are compared as they resolve, not as spelt: an empty variable
+    /// is an unset one, a number is its value (`3` and `3.0`), a backend is
+    /// lower case; the agent fills in what the config decides (`AgentServer`).
     public var agentScope: JSONValue {
-        var o: [String: JSONValue] = [
-            "config": .string(configPath), "vault": .string(vaultPath), "cache": .string(cacheDirectory),
-            "bus": .string(sessionBus ?? runtimeBus), "key_ttl": .string(self[.keyTTL] ?? ""),
-        ]
-        for v in [EnvironmentVariable.backend, .etcdEndpoints, .etcdPrefix, .dbusTimeout, .unlockTimeout] {
-            o[v.name] = .string(self[v] ?? "")
+        func number(_ v: EnvironmentVariable, _ value: Double?) -> JSONValue {
+            .string(value.map { $0.shortText } ?? self[v] ?? "")
         }
-        return .object(o)
+        return .object([
+            "config": .string(configPath), "vault": .string(vaultPath), "cache": .string(cacheDirectory),
+            "bus": .string(sessionBus ?? runtimeBus),
+            "key_ttl": number(.keyTTL, (try? keyTTL).map(Double.init)),
+            EnvironmentVariable.dbusTimeout.name: number(.dbusTimeout, try? dbusTimeout),
+            EnvironmentVariable.unlockTimeout.name: number(.unlockTimeout, try? unlockTimeout),
+            EnvironmentVariable.backend.name: .string(self[.backend]?.trimmedSpaces().lowercased() ?? ""),
+            EnvironmentVariable.etcdEndpoints.name: .string((etcdEndpoints ?? []).joined(separator: ",")),
+            EnvironmentVariable.etcdPrefix.name: .string(etcdPrefix ?? ""),
+        ])
     }
 }

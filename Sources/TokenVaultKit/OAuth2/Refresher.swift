@@ -21,6 +21,8 @@ public struct Refresher {
     public var grant: ((String) -> OAuth2Provider.Grant?)?
     /// Told when a renewal was refused (a login is needed) or failed for now (docs/agent.md, "Events").
     public var events: ((Event, CredentialID, String) -> Void)?
+    /// Told when the provider was asked and answered with a new token.
+    public var exchanged: ((CredentialID) -> Void)?
 
     public init(
         vault: CredentialVault, transport: HTTPTransport, clock: Clock,
@@ -117,6 +119,7 @@ public struct Refresher {
                 throw error
             }
         }
+        exchanged?(id)
         return try store(fresh, read: read)
     }
 

@@ -5,7 +5,7 @@ import Glibc
 /// An exclusive flock(2) on a lock file; the kernel drops it if the holder dies.
 /// Two locks on one file in one process exclude each other too (each open is
 /// its own open file description), so callers never nest a lock they hold.
-struct FileLock {
+public struct FileLock {
     let fd: Int32
 
     /// Takes the lock, waiting as long as another process holds it; on a
@@ -35,7 +35,7 @@ struct FileLock {
     }
 
     /// Takes the lock; without `wait`, nil when another holder has it.
-    init?(path: String, wait: Bool) throws {
+    public init?(path: String, wait: Bool) throws {
         let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             throw TokenVaultError.vault("cannot open the lock file \(path): \(String(cString: strerror(errno)))")
@@ -53,7 +53,7 @@ struct FileLock {
         self.fd = fd
     }
 
-    func release() {
+    public func release() {
         flock(fd, LOCK_UN)
         close(fd)
     }

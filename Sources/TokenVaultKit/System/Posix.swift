@@ -89,8 +89,9 @@ public enum Posix {
     }
 
     /// Starts `argv` as a daemon: its own session, stdin, stdout and stderr
-    /// on /dev/null; its process id.
-    public static func startDetached(_ argv: [String], env: [String: String]) throws -> pid_t {
+    /// on /dev/null; its process id. `path`: the program, when `argv[0]` is
+    /// only the name it shows in `ps`.
+    public static func startDetached(_ argv: [String], env: [String: String], path: String? = nil) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -101,12 +102,12 @@ public enum Posix {
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
         posix_spawnattr_setflags(&attributes, Int16(0x80))  // POSIX_SPAWN_SETSID (glibc 2.26)
-        return try launch(argv, env: env, actions: &actions, attributes: &attributes)
+        return try launch(argv, env: env, actions: &actions, attributes: &attributes, path: path)
     }
 
     private static func launch(
         _ argv: [String], env: [String: String], actions: inout posix_spawn_file_actions_t,
-        attributes: UnsafePointer<posix_spawnattr_t>? = nil
+        attributes: UnsafePointer<posix_spawnattr_t>? = nil, path: String? = nil
     ) throws -> pid_t {
         let cArgs = argv.map { strdup($0) } + [nil]
         let cEnv = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
@@ -115,9 +116,9 @@ public enum Posix {
             cEnv.forEach { free($0) }
         }
         var pid: pid_t = 0
-        let rc = posix_spawn(&pid, argv[0], &actions, attributes, cArgs, cEnv)
+        let rc = posix_spawn(&pid, path ?? argv[0], &actions, attributes, cArgs, cEnv)
         guard rc == 0 else {
-            throw TokenVaultError.internal("cannot start \(argv[0]): \(String(cString: strerror(rc)))")
+            throw TokenVaultError.internal("cannot start \(path ?? argv[0]): \(String(cString: strerror(rc)))")
         }
         return pid
     }

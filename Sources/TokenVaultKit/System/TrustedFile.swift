@@ -22,7 +22,7 @@ enum TrustedFile {
     /// directory it is in and the directory of the file it names are checked.
     static func read(_ path: String, what: String, maxBytes: Int = 1 << 20) throws -> [UInt8]? {
         guard let real = realpath(path, nil) else {
-            if errno == ENOENT { return nil }
+            if errno == ENOENT || errno == ENOTDIR { return nil }
             throw TokenVaultError.config("cannot read \(what) \(path): \(String(cString: strerror(errno)))")
         }
         let resolved = String(cString: real)
@@ -33,7 +33,7 @@ enum TrustedFile {
         // O_NONBLOCK: a FIFO put there does not hang the open (it is refused below).
         let fd = open(resolved, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else {
-            if errno == ENOENT { return nil }
+            if errno == ENOENT || errno == ENOTDIR { return nil }
             if errno == ELOOP {
                 throw TokenVaultError.permission(
                     "\(what) \(path) was replaced while it was read; refusing to use it",

@@ -1,0 +1,79 @@
+import FoundationEssentials
+
+/// When the agent renews a credential ahead of need (docs/agent.md, "Renewal
+/// ahead of need"), decided from the credential's state (`CredentialStatus`)
+/// and a clock alone, so that it is the same for every lifetime: the lead
+/// is `min_valid` + 60 s + a few seconds that differ per credential, but
+/// never more than half the token's lifetime. A 300 s token is renewed about
+/// two minutes before it expires, a 30 s one about 15 s before, a 4 s one 2 s
+/// before: at most twice per lifetime, never in a loop.
+public struct AheadOfNeed: Sendable {
+    public var minValid: Int64
+
+    public init(minValid: Int64) { self.minValid = minValid }
+
+    /// What to do with a credential now.
+    public enum Decision: Equatable, Sendable {
+        /// Renew it now.
+        case renew
+        /// Nothing before this second.
+        case wait(until: Int64)
+        /// Never ahead of need: no expiry, no way to renew, or refused.
+        case never(String)
+    }
+
+    /// A few seconds (0 to 15) that differ per credential, so that many
+    /// agents do not all wake at once.
+    public static func jitter(_ id: CredentialID) -> Int64 {
+        Int64(id.description.utf8.reduce(0) { ($0 &* 31 &+ Int($1)) & 0xFFFF } % 16)
+    }
+
+    /// The token's lifetime as issued: from the write that stored it to its
+    /// expiry; nil when that is unknown.
+    public static func lifetime(of c: Credential) -> Int64? {
+        guard let expires = c.expiresAt, c.updatedAt > 0, expires > c.updatedAt else { return nil }
+        return expires - c.updatedAt
+    }
+
+    /// How many seconds before its expiry `c` is renewed.
+    public func lead(for c: Credential) -> Int64 {
+        let full = minValid + 60 + Self.jitter(c.id)
+        guard let lifetime = Self.lifetime(of: c) else { return full }
+        return max(min(full, lifetime / 2), 1)
+    }
+
+    /// The second `c` falls due, or why it never does.
+    public func decision(for c: Credential, status: CredentialStatus, now: Int64) -> Decision {
+        guard let expires = c.expiresAt else { return .never("it does not expire") }
+        if let refusal = status.refusal { return .never("the provider refused: \(refusal.reason)") }
+        if case .impossible(let why) = status.renewal { return .never(why) }
+        let due = expires - lead(for: c)
+        return due <= now ? .renew : .wait(until: due)
+    }
+
+    /// Renews `c` now through `refresher`, whose state may still say it is
+    /// valid for `get` (it is renewed ahead of that): the refresher takes
+    /// the renewal lock, and a renewal another process made meanwhile is
+    /// taken instead of asking the provider again. The credential as stored
+    /// afterwards, and whether the provider was asked and answered.
+    public func renew(_ c: Credential, with refresher: Refresher) throws -> (Credential?, asked: Bool) {
+        var asked = false
+        var r = refresher
+        let told = r.exchanged
+        r.exchanged = { id in
+            asked = true
+            told?(id)
+        }
+        // Renewed when fewer seconds are left than this: every second it has now.
+        let left = (c.expiresAt ?? refresher.clock.now) - refresher.clock.now
+        let renewed = try r.usable(c.id, minValid: max(left, 0) + 1, loaded: c)
+        return (renewed, asked)
+    }
+
+    /// When to try again after a renewal that failed for now: a minute
+    /// later, or sooner when the token has less than two minutes left.
+    public func retry(after failure: Int64, for c: Credential) -> Int64 {
+        let left = (c.expiresAt ?? failure) - failure
+        return failure + min(60, max(left / 2, 5))
+    }
+}

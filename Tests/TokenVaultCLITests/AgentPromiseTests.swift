@@ -1,0 +1,198 @@
+import Foundation
+import XCTest
+
+/// What the agent promises (docs/agent.md), held the way users run it: a
+/// provider's short token lifetimes with no client asking again, the same
+/// setup spelt another way, and an agent nobody started by hand.
+final class AgentPromiseTests: XCTestCase {
+    nonisolated(unsafe) static var keyring: PrivateKeyring!
+
+    override class func setUp() { keyring = try! PrivateKeyring() }
+    override class func tearDown() { keyring.stop() }
+
+    func sandbox(_ backend: String = "file") -> Sandbox {
+        let s = Sandbox(backend: backend)
+        s.env.merge(Self.keyring.env) { $1 }
+        s.env["TOKENVAULT_KEY_TTL"] = "900"
+        return s
+    }
+
+    func agentStatus(_ s: Sandbox, env: [String: String] = [:]) -> [String: Any]? {
+        let r = s.tv("agent", "status", "--json", env: env)
+        guard r.status == 0 else { return nil }
+        return try? JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
+    }
+
+    func requests(_ s: Sandbox, env: [String: String] = [:]) -> Int {
+        agentStatus(s, env: env)?["requests"] as? Int ?? -1
+    }
+
+    /// Waits up to `seconds` for `condition`; true when it held.
+    func eventually(_ seconds: Double, _ condition: () -> Bool) -> Bool {
+        let end = Date().addingTimeInterval(seconds)
+        while Date() < end {
+            if condition() { return true }
+            usleep(100_000)
+        }
+        return condition()
+    }
+
+    // MARK: Renewal ahead of every expiry
+
+    func testShortTokensAreRenewedAheadOfEveryExpiryWithNoClientAsking() throws {
+        // Tokens of 6 s: shorter than the lead (min_valid + 60 s), so renewed half a lifetime ahead.
+        let lifetime = 6
+        var runs: [(Sandbox, LocalProvider, Int, String)] = []
+        for backend in ["file", "secret-service"] {
+            let provider = try LocalProvider(tokenTTL: lifetime)
+            let s = sandbox(backend)
+            try s.writeConfig("min_valid = 1\n" + provider.config)
+            let json = String(
+                decoding: try JSONSerialization.data(withJSONObject: try provider.obtainToken()), as: UTF8.self)
+            XCTAssertEqual(s.tv("set", "local", "--provider", "local", stdin: json).status, 0)
+            XCTAssertEqual(s.tv("agent").status, 0)
+            addTeardownBlock { s.tv("agent", "stop") }
+            let before = try provider.stats()["refreshes"] ?? 0
+            let first = s.tv("get", "local")
+            XCTAssertEqual(first.status, 0, first.stderr)
+            runs.append((s, provider, before, backend))
+        }
+        // Four lifetimes, and nobody asks again.
+        Thread.sleep(forTimeInterval: Double(lifetime * 4))
+        for (s, provider, before, backend) in runs {
+            let renewed = (try provider.stats()["refreshes"] ?? 0) - before
+            XCTAssertGreaterThanOrEqual(renewed, 4, "\(backend): renewed in every lifetime")
+            XCTAssertLessThanOrEqual(renewed, 4 * 2 + 1, "\(backend): at most about twice per lifetime")
+            let status = try XCTUnwrap(agentStatus(s))
+            XCTAssertEqual(status["renewals"] as? Int, renewed, "\(backend): counted when the provider answered")
+            let kept = try XCTUnwrap((status["credentials"] as? [[String: Any]])?.first, "\(status)")
+            XCTAssertNotNil(kept["next_renewal"] as? Int, "\(kept)")
+            XCTAssertEqual((kept["last"] as? [String: Any])?["outcome"] as? String, "renewed", "\(kept)")
+            // A get now finds a token good for more than min_valid: nothing goes to the provider.
+            let atGet = try provider.stats()["refreshes"] ?? 0
+            let token = s.tv("get", "local", env: ["TOKENVAULT_AGENT": "off"])
+            XCTAssertEqual(token.status, 0, token.stderr)
+            XCTAssertEqual(provider.resourceStatus(token.out), 200, "\(backend): the token works")
+            XCTAssertEqual(try provider.stats()["refreshes"] ?? 0, atGet, "\(backend): the get asked nothing")
+            let shown = s.tv("agent", "status")
+            XCTAssertTrue(shown.stdout.contains("127.0.0.1:\(provider.port) (default): renewed in"), shown.stdout)
+            XCTAssertTrue(shown.stdout.contains("last") && shown.stdout.contains("renewed"), shown.stdout)
+            provider.stop()
+        }
+    }
+
+    // MARK: One setup, however spelt
+
+    func testTheDefaultSpeltAnyWayIsAnsweredByTheRunningAgent() throws {
+        let s = sandbox()
+        s.env["TOKENVAULT_BACKEND"] = nil  // the default: auto, with the config saying nothing
+        XCTAssertEqual(s.tv("set", "api.spelt.example", stdin: "spelt-tok").status, 0)
+        XCTAssertEqual(s.tv("agent").status, 0)
+        addTeardownBlock { s.tv("agent", "stop") }
+        for spelling in [
+            ["TOKENVAULT_BACKEND": "auto"], ["TOKENVAULT_BACKEND": "auto", "TOKENVAULT_DBUS_TIMEOUT": "3"],
+            ["TOKENVAULT_BACKEND": ""],
+            ["TOKENVAULT_DBUS_TIMEOUT": "3.0"], ["TOKENVAULT_KEY_TTL": "900"], ["TOKENVAULT_ETCD_PREFIX": "other/"],
+        ] {
+            let before = requests(s)
+            let r = s.tv("get", "api.spelt.example", env: spelling)
+            XCTAssertEqual(r.out, "spelt-tok", "\(spelling): \(r.stderr)")
+            XCTAssertEqual(requests(s) - before, 2, "\(spelling): answered by the agent (and one status)")
+        }
+        // Another setup is another setup: said with --verbose, and by doctor.
+        let before = requests(s)
+        let other = s.tv("get", "api.spelt.example", "--verbose", env: ["TOKENVAULT_DBUS_TIMEOUT": "7"])
+        XCTAssertEqual(other.out, "spelt-tok")
+        XCTAssertTrue(
+            other.stderr.contains("the agent did not run this command (another setup: TOKENVAULT_DBUS_TIMEOUT differ)"),
+            other.stderr)
+        XCTAssertEqual(requests(s) - before, 1, "declined: not counted as answered (one status)")
+        let doctor = s.tv("doctor", env: ["TOKENVAULT_DBUS_TIMEOUT": "7"])
+        XCTAssertTrue(doctor.stdout.contains("for another setup (TOKENVAULT_DBUS_TIMEOUT differ)"), doctor.stdout)
+    }
+
+    // MARK: Started on first use
+
+    /// The agents that serve `s`'s runtime directory: their process ids.
+    func agents(_ s: Sandbox) -> [Int32] {
+        let dir = s.env["XDG_RUNTIME_DIR"]!
+        let pids = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return pids.compactMap(Int32.init).filter { pid in
+            guard let cmd = try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline")),
+                String(decoding: cmd, as: UTF8.self).hasPrefix("tokenvault\0agent\0"),
+                let env = try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/environ"))
+            else { return false }
+            return String(decoding: env, as: UTF8.self).split(separator: "\0").contains("XDG_RUNTIME_DIR=\(dir)"[...])
+        }
+    }
+
+    func onFirstUse(_ config: String = "") throws -> Sandbox {
+        let s = sandbox()
+        s.env["TOKENVAULT_AGENT"] = nil
+        try s.writeConfig(config)
+        XCTAssertEqual(
+            s.tv("set", "api.first.example", stdin: "first-tok", env: ["TOKENVAULT_AGENT": "manual"]).status, 0)
+        addTeardownBlock {
+            s.tv("agent", "stop")
+            for pid in self.agents(s) { kill(pid, SIGKILL) }
+        }
+        return s
+    }
+
+    func testTheFirstGetStartsTheAgentAndTheNextIsAnsweredByIt() throws {
+        let s = try onFirstUse()
+        XCTAssertTrue(agents(s).isEmpty)
+        let first = s.tv("get", "api.first.example")
+        XCTAssertEqual(first.out, "first-tok", first.stderr)
+        XCTAssertTrue(eventually(5) { agentStatus(s) != nil }, "an agent was started")
+        let pid = try XCTUnwrap(agentStatus(s)?["pid"] as? Int32)
+        let cmdline = try String(
+            decoding: Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline")), as: UTF8.self)
+        XCTAssertTrue(
+            cmdline.hasPrefix("tokenvault\0agent\0"), "ps shows tokenvault agent: \(cmdline.debugDescription)")
+        let environ = try String(
+            decoding: Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/environ")), as: UTF8.self)
+        XCTAssertFalse(environ.contains("TOKENVAULT_PASSPHRASE"), "it holds no passphrase source")
+        let before = requests(s)
+        XCTAssertEqual(s.tv("get", "api.first.example").out, "first-tok")
+        XCTAssertEqual(requests(s) - before, 2, "answered by the agent (and one status)")
+        XCTAssertEqual(agents(s), [pid])
+        XCTAssertTrue(s.tv("doctor").stdout.contains("started on first use"), s.tv("doctor").stdout)
+        // Killed, its socket left behind: the next get starts another.
+        kill(pid, SIGKILL)
+        XCTAssertTrue(eventually(5) { agents(s).isEmpty })
+        XCTAssertEqual(s.tv("get", "api.first.example").out, "first-tok")
+        XCTAssertTrue(eventually(5) { (agentStatus(s)?["pid"] as? Int32).map { $0 != pid } == true }, "replaced")
+    }
+
+    func testManyFirstGetsAtOnceStartOneAgent() throws {
+        let s = try onFirstUse()
+        let outs = Locked<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 6) { _ in
+            let r = s.tv("get", "api.first.example")
+            outs.mutate { $0.append(r.out) }
+        }
+        XCTAssertEqual(outs.value, Array(repeating: "first-tok", count: 6))
+        XCTAssertTrue(eventually(5) { agentStatus(s) != nil })
+        usleep(500_000)
+        XCTAssertEqual(agents(s).count, 1, "one agent, however many started it")
+    }
+
+    func testNoAgentIsStartedWhenTurnedOffAndAnIdleOneStops() throws {
+        let off = try onFirstUse("agent = false\n")
+        XCTAssertEqual(off.tv("get", "api.first.example").out, "first-tok")
+        let manual = try onFirstUse()
+        XCTAssertEqual(manual.tv("get", "api.first.example", env: ["TOKENVAULT_AGENT": "manual"]).out, "first-tok")
+        let never = try onFirstUse()
+        XCTAssertEqual(never.tv("get", "api.first.example", env: ["TOKENVAULT_AGENT": "off"]).out, "first-tok")
+        usleep(1_000_000)
+        for s in [off, manual, never] { XCTAssertEqual(agents(s), [], "none started") }
+        XCTAssertTrue(off.tv("doctor").stdout.contains("agent = false"), off.tv("doctor").stdout)
+        // Idle for agent_idle seconds: it stops, and takes its socket with it.
+        let idle = try onFirstUse("agent_idle = 2\n")
+        XCTAssertEqual(idle.tv("get", "api.first.example").out, "first-tok")
+        XCTAssertTrue(eventually(5) { agentStatus(idle) != nil })
+        XCTAssertTrue(eventually(8) { agents(idle).isEmpty }, "it stopped")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: idle.env["XDG_RUNTIME_DIR"]! + "/tokenvault/agent.sock"))
+    }
+}
