@@ -7,7 +7,7 @@ TV=$(cd "$(dirname "${1:-.build/release/tokenvault}")" && pwd)/$(basename "${1:-
 root=$(cd "$(dirname "$0")/.." && pwd)
 source "$root/scripts/local-provider.sh"
 demo_home=$(mktemp -d /tmp/tokenvault-demo.XXXXXX)
-trap 'kill "${provider_pid:-}" 2>/dev/null || true; rm -rf "$demo_home"' EXIT
+trap 'kill "${provider_pid:-}" 2>/dev/null || true; "$TV" agent stop >/dev/null 2>&1 || true; rm -rf "$demo_home"' EXIT
 export HOME="$demo_home" XDG_DATA_HOME="$demo_home/data" XDG_CONFIG_HOME="$demo_home/config"
 unset DBUS_SESSION_BUS_ADDRESS TOKENVAULT_BACKEND TOKENVAULT_VAULT TOKENVAULT_PASSPHRASE TOKENVAULT_PASSPHRASE_COMMAND
 export XDG_RUNTIME_DIR="$demo_home/run"   # no session bus here: auto falls back to the file
@@ -34,6 +34,9 @@ step 'eval "$(tokenvault get api.weibo.com --format env)"; echo ${#TOKENVAULT_AC
 eval "$(tokenvault get api.weibo.com --format env)"; echo "${#TOKENVAULT_ACCESS_TOKEN} characters"
 step "tokenvault header api.weibo.com"
 tokenvault header api.weibo.com
+step "tokenvault agent status   # the first get started the agent: later ones are answered by it (agent = false turns this off)"
+for _ in 1 2 3 4 5 6 7 8 9 10; do tokenvault agent status >/dev/null 2>&1 && break; sleep 0.2; done
+tokenvault agent status
 
 step "echo ghp_example | tokenvault set api.github.com --account work"
 echo ghp_example | tokenvault set api.github.com --account work

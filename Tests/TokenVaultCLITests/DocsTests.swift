@@ -50,4 +50,18 @@ final class DocsTests: XCTestCase {
             XCTAssertTrue(readme.contains(first), first)
         }
     }
+
+    /// docs/reference.md's agent row names the commands the agent runs, as the code lists them.
+    func testTheAgentsCommandsAreTheOnesTheDocsName() throws {
+        let source = try String(
+            contentsOf: Paths.root.appendingPathComponent("Sources/TokenVaultCLI/AgentClient.swift"), encoding: .utf8)
+        let list = try XCTUnwrap(source.firstMatch(of: /static let commands = \[([^\]]*)\]/)?.1)
+        let commands = list.split(separator: ",").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: " \"")) }
+        XCTAssertEqual(commands, ["get", "header", "status", "list"])
+        let named = commands.dropLast().map { "`\($0)`" }.joined(separator: ", ") + " and `\(commands.last!)`"
+        let reference = try String(contentsOf: Paths.root.appendingPathComponent("docs/reference.md"), encoding: .utf8)
+        XCTAssertTrue(reference.contains("runs \(named) for their clients"), named)
+        let agent = try String(contentsOf: Paths.root.appendingPathComponent("docs/agent.md"), encoding: .utf8)
+        XCTAssertTrue(agent.contains("it runs \(named)"), named)
+    }
 }
