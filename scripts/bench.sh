@@ -25,6 +25,14 @@ user_home=$HOME
 export HOME="$work" XDG_DATA_HOME="$work/data" XDG_CONFIG_HOME="$work/config" XDG_RUNTIME_DIR="$work/run"
 mkdir -m 700 "$XDG_RUNTIME_DIR"
 unset TOKENVAULT_PASSPHRASE_FILE TOKENVAULT_PASSPHRASE_COMMAND TOKENVAULT_VAULT TOKENVAULT_BACKEND
+# The direct rows stay direct: no command starts an agent, except where a row
+# measures the agent, which its first get starts as it starts for a user.
+export TOKENVAULT_AGENT=manual
+started_on_use() {  # the first get in $agent_run starts the agent; waits until it answers
+  XDG_RUNTIME_DIR="$agent_run" TOKENVAULT_AGENT= "$@" >/dev/null
+  for _ in $(seq 50); do XDG_RUNTIME_DIR="$agent_run" "$TV" agent status >/dev/null 2>&1 && return; sleep 0.1; done
+  echo "bench: no agent was started on first use" >&2; exit 1
+}
 
 ROUNDS=${ROUNDS:-5}
 # Each measurement runs in $ROUNDS rounds of RUNS/ROUNDS; the callers measure
@@ -70,7 +78,7 @@ peak_rss() { for _ in 1 2 3 4 5; do /usr/bin/time -f %M "$@" 2>&1 >/dev/null | t
 # never see its socket; the agent rows ask it.
 agent_run="$work/run-agent"
 mkdir -m 700 "$agent_run"
-XDG_RUNTIME_DIR="$agent_run" "$TV" agent >/dev/null 2>&1
+started_on_use "$TV" get api.bench.example
 rss_ss_tool=$(peak_rss secret-tool lookup service api.bench.example account default)
 rss_ss=$(peak_rss "$TV" get api.bench.example)
 for _ in $(seq "$ROUNDS"); do
@@ -97,7 +105,7 @@ TOKENVAULT_VAULT="$vault_10k" /usr/bin/python3 "$root/Tests/Fixtures/make_vault.
 TOKENVAULT_VAULT="$vault_10" "$TV" get api5.example.com >/dev/null     # derives the key once, caches it
 TOKENVAULT_VAULT="$vault_10k" "$TV" get api5000.example.com >/dev/null
 unset TOKENVAULT_PASSPHRASE  # from here on only the cached key can open the vaults
-TOKENVAULT_VAULT="$vault_10" XDG_RUNTIME_DIR="$agent_run" "$TV" agent >/dev/null 2>&1
+TOKENVAULT_VAULT="$vault_10" started_on_use "$TV" get api5.example.com
 for _ in $(seq "$ROUNDS"); do
   TOKENVAULT_VAULT="$vault_10" sample file10 "$TV get api5.example.com"
   TOKENVAULT_VAULT="$vault_10" XDG_RUNTIME_DIR="$agent_run" sample file_agent "$TV get api5.example.com"
@@ -258,8 +266,8 @@ tokenvault bench ($(nproc) cores; median of $RUNS runs each, in $ROUNDS interlea
 | tokenvault get, backend secret-service            | $(printf %9s "$ss_tv") | $(printf %-16s "${r_ss}x secret-tool") | <= 1.2x | $(verdict "$r_ss" 1.2) |
 | tokenvault get, auto, config of 3 providers       | $(printf %9s "$ss_auto") | $(printf %-16s "${r_auto}x secret-tool") | <= 1.2x | $(verdict "$r_auto" 1.2) |
 | tokenvault get, file vault, cached key, 10 creds  | $(printf %9s "$file_10") | $(printf %-16s "${r_file}x secret-tool") | <= 0.4x | $(verdict "$r_file" 0.4) |
-| tokenvault get via the agent, Secret Service      | $(printf %9s "$ss_agent") | $(printf %-16s "${r_ss_agent}x secret-tool") | <= 0.3x | $(verdict "$r_ss_agent" 0.3) |
-| tokenvault get via the agent, file vault          | $(printf %9s "$file_agent") | $(printf %-16s "${r_file_agent}x secret-tool") | <= 0.2x | $(verdict "$r_file_agent" 0.2) |
+| get via the agent (started on first use), SS     | $(printf %9s "$ss_agent") | $(printf %-16s "${r_ss_agent}x secret-tool") | <= 0.3x | $(verdict "$r_ss_agent" 0.3) |
+| get via the agent (started on first use), file   | $(printf %9s "$file_agent") | $(printf %-16s "${r_file_agent}x secret-tool") | <= 0.2x | $(verdict "$r_file_agent" 0.2) |
 | tokenvault --version                              | $(printf %9s "$version_ms") |                  |         |      |
 | tokenvault get, file vault, cached key, 10,000    | $(printf %9s "$file_10k") | $(printf %-16s "${r_10k}x 10 creds") | <= 2x   | $(verdict "$r_10k" 2) |
 | TAB after get: services, Secret Service (auto)    | $(printf %9s "$ss_complete") |                  | <= 100  | $(verdict "$ss_complete" 100) |

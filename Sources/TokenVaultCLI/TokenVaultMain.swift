@@ -9,6 +9,8 @@ import TokenVaultKit
 public enum TokenVaultMain {
     public static func run(_ arguments: [String]? = nil) -> Never {
         ProcessHardening.disableCoreDumps()
+        // The session a login would have given (an MCP client passes only HOME, PATH, SHELL, TERM).
+        Settings.adoptSession()
         let args = arguments ?? completionArguments(Array(CommandLine.arguments.dropFirst()))
         // A command the agent answers is sent to it whole: nothing is parsed here (docs/agent.md).
         if let status = AgentClient.run(args) { exit(status) }

@@ -10,6 +10,9 @@ Usage: mcp_client.py [--calls N] [--forget-access URL] [--raw FILE] -- COMMAND A
   --raw FILE           skip the SDK: write FILE's lines to the server's stdin
                        and print each line it answers with, as sent
   --hold SECONDS       with --raw: keep stdin open that long after the lines
+  --default-env        start the server with the SDK's default environment only
+  --config JSON        start the server an MCP client entry names (command, args,
+                       env on top of the SDK's default environment)
 Runs with the SDK's venv (.build/mcp-venv, made by scripts/deps.sh); the
 server's environment is this process's.
 """
@@ -23,13 +26,16 @@ import time
 import urllib.request
 
 from mcp import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--calls", type=int, default=1)
 parser.add_argument("--forget-access")
 parser.add_argument("--raw")
 parser.add_argument("--hold", type=float, default=0)
+parser.add_argument("--default-env", action="store_true",
+                    help="start the server with the SDK's default environment (HOME, PATH, SHELL, TERM, ...)")
+parser.add_argument("--config", help="a client entry as --print-config prints it: its command, args and env")
 parser.add_argument("command", nargs=argparse.REMAINDER)
 args = parser.parse_args()
 command = [a for a in args.command if a != "--"]
@@ -40,7 +46,13 @@ def say(**fields):
 
 
 async def main():
-    params = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
+    env = None if args.default_env else dict(os.environ)  # None: the SDK's get_default_environment()
+    params = StdioServerParameters(command=command[0], args=command[1:], env=env) if command else None
+    if args.config:
+        # As a desktop client does: the entry's command on the PATH, its env over the defaults.
+        entry = json.loads(args.config)
+        params = StdioServerParameters(command=entry["command"], args=entry["args"],
+                                       env={**get_default_environment(), **entry.get("env", {})})
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             started = time.monotonic()

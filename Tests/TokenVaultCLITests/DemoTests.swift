@@ -17,6 +17,7 @@ final class DemoTests: XCTestCase {
         XCTAssertTrue(r.stdout.contains("exit=77"), "the locked vault without a passphrase source")
         XCTAssertTrue(r.stdout.contains("exit=3"), "the deleted credential")
         XCTAssertTrue(r.stdout.contains("running: process"), "the agent started on first use")
-        XCTAssertTrue(r.stdout.contains("api.weibo.com (default): not renewed ahead"), "what it keeps, and why not renewed")
+        XCTAssertTrue(
+            r.stdout.contains("api.weibo.com (default): not renewed ahead"), "what it keeps, and why not renewed")
     }
 }

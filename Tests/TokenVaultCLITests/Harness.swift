@@ -222,14 +222,19 @@ final class PrivateKeyring {
     let address: String
     private let bus: Process
 
-    init() throws {
+    /// `listen`: where the bus listens (a path, as a login session's
+    /// `$XDG_RUNTIME_DIR/bus`); by default a private directory of its own.
+    init(listen: String? = nil) throws {
         dir = NSTemporaryDirectory() + "tv-bus-" + UUID().uuidString.prefix(8)
         try FileManager.default.createDirectory(atPath: dir + "/run", withIntermediateDirectories: true)
         chmod(dir + "/run", 0o700)
         let env = ["HOME": dir, "XDG_RUNTIME_DIR": dir + "/run", "PATH": "/usr/bin:/bin"]
         bus = Process()
         bus.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
-        bus.arguments = ["--session", "--nofork", "--print-address=1", "--address=unix:dir=\(dir)"]
+        bus.arguments = [
+            "--session", "--nofork", "--print-address=1",
+            "--address=" + (listen.map { "unix:path=\($0)" } ?? "unix:dir=\(dir)"),
+        ]
         bus.environment = env
         address = try startAndReadFirstLine(bus)
         guard address.hasPrefix("unix:") else {

@@ -50,10 +50,14 @@ final class MCPBridgeTests: XCTestCase {
             Self.python,
             [Paths.fixtures.appendingPathComponent("mcp_client.py").path] + options + ["--", Paths.binary, "mcp", url],
             env: e, limit: 90)
-        let steps = run.stdout.split(separator: "\n").compactMap {
+        return (steps(run), run)
+    }
+
+    /// The steps mcp_client.py printed, one JSON object per line.
+    static func steps(_ run: Run) -> [[String: Any]] {
+        run.stdout.split(separator: "\n").compactMap {
             try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
         }
-        return (steps, run)
     }
 
     func calls(_ steps: [[String: Any]]) -> [String] { Self.calls(steps) }

@@ -20,6 +20,12 @@ extension TokenVault {
                 time); otherwise the client gets a JSON-RPC error and stderr one line. stdout \
                 carries only MCP messages.
 
+                MCP clients usually start it with only HOME, PATH, SHELL and TERM: it then finds \
+                the runtime directory (/run/user/UID) and the session bus in it as a login does. \
+                Where your session keeps them elsewhere, or TOKENVAULT_* settings or XDG \
+                directories differ from their defaults, --print-config adds the env entry the \
+                client must pass.
+
                   tokenvault mcp https://mcp.example.com/mcp --print-config
                   {"command": "tokenvault", "args": ["mcp", "https://mcp.example.com/mcp"]}
                 """)
@@ -44,36 +50,89 @@ extension TokenVault {
             if printConfig {
                 var args: [JSONValue] = [.string("mcp"), .string(url)]
                 if account.reason == "--account" { args += [.string("--account"), .string(account.name)] }
-                Output.value(JSONValue.object(["command": .string("tokenvault"), "args": .array(args)]).text)
+                var entry: [String: JSONValue] = ["command": .string("tokenvault"), "args": .array(args)]
+                let env = Self.clientEnvironment(context.settings)
+                if !env.isEmpty { entry["env"] = .object(env.mapValues { .string($0) }) }
+                Output.value(JSONValue.object(entry).text)
                 return
             }
-            // The stored resource that holds URL; with none, URL's own key (where `login URL` stores).
-            var id = CredentialID(service: try context.serviceKey(url), account: account.name)
-            if id.service.path == nil, try context.vault().load(id) == nil {
-                id = CredentialID(service: try ServiceKey(resource: url), account: account.name)
-            }
-            let host = BridgeHost(context: context, id: id, url: url)
-            let bridge = try MCPBridge(url: url, transport: CurlTransport(timeout: try context.httpTimeout), host: host)
+            // Nothing that needs the vault or the config stops the bridge before it
+            // serves: each request that meets a failure gets it as its JSON-RPC error.
+            let host = BridgeHost(context: context, account: account.name, url: url)
+            let timeout = (try? context.httpTimeout) ?? Config().httpTimeout
+            let bridge = try MCPBridge(url: url, transport: CurlTransport(timeout: timeout), host: host)
             bridge.run()
         }
     }
 }
 
+extension TokenVault.MCP {
+    /// What an MCP client must pass for the bridge to find this session, when
+    /// it passes only HOME, PATH, SHELL and TERM: the variables set here that
+    /// it would not find on its own (docs/adapters.md). Never a passphrase source.
+    static func clientEnvironment(_ settings: Settings) -> [String: String] {
+        var env: [String: String] = [:]
+        let runtime = settings[.xdgRuntimeDir]
+        if let runtime, runtime != Settings.systemRuntimeDirectory() {
+            env[EnvironmentVariable.xdgRuntimeDir.name] = runtime
+        }
+        if let bus = settings[.dbusSessionBusAddress],
+            bus != (runtime ?? Settings.systemRuntimeDirectory()).flatMap(Settings.busAddress(in:))
+        {
+            env[EnvironmentVariable.dbusSessionBusAddress.name] = bus
+        }
+        let home = settings.home
+        for (v, fallback) in [
+            (EnvironmentVariable.xdgConfigHome, home + "/.config"), (.xdgDataHome, home + "/.local/share"),
+            (.xdgCacheHome, home + "/.cache"),
+        ] {
+            if let value = settings[v], value != fallback { env[v.name] = value }
+        }
+        // What decides where the credential is (a new vault's KDF cost does not).
+        for v in [
+            EnvironmentVariable.backend, .config, .vault, .keyTTL, .dbusTimeout, .unlockTimeout, .etcdEndpoints,
+            .etcdPrefix,
+        ] {
+            if let value = settings[v] { env[v.name] = value }
+        }
+        if !settings.agentAllowed { env[EnvironmentVariable.agent.name] = settings[.agent] }
+        return env
+    }
+}
+
 /// The bridge's side of the vault: the token, kept in memory until it is
 /// about to expire; renewal through the one refresh path of every command;
-/// a login where a browser can open (docs/adapters.md, "MCP servers").
+/// a login where a browser can open (docs/adapters.md, "MCP servers"). Each
+/// attempt opens the vault afresh, so a request after `tokenvault unlock` or
+/// a login succeeds where the one before it got the error.
 final class BridgeHost: MCPBridgeHost, @unchecked Sendable {
     let context: Context
-    let id: CredentialID
+    let account: String
     let url: String
     private let lock = PosixLock()
     private var current: Credential?
     private var login: pid_t = 0
+    private var resolved: CredentialID?
 
-    init(context: Context, id: CredentialID, url: String) {
+    init(context: Context, account: String, url: String) {
         self.context = context
-        self.id = id
+        self.account = account
         self.url = url
+    }
+
+    /// The credential that holds URL: the stored resource that holds it, else
+    /// URL's own key (where `login URL` stores). Looked for again until found,
+    /// in a context of its own (one that opened the backend would not ask the agent).
+    private func credentialID() throws -> CredentialID {
+        if let resolved { return resolved }
+        let context = Context()
+        defer { context.flushWarnings() }
+        var id = CredentialID(service: try context.serviceKey(url), account: account)
+        if id.service.path == nil, try context.vault().load(id) == nil {
+            id = CredentialID(service: try ServiceKey(resource: url), account: account)
+        }
+        resolved = id
+        return id
     }
 
     func token() throws -> String {
@@ -90,8 +149,10 @@ final class BridgeHost: MCPBridgeHost, @unchecked Sendable {
     func renewed(after rejected: String) throws -> String {
         try lock.withLock {
             // Another process may have renewed it already: the stored token is then the one to use.
-            if let stored = try context.vault().load(id), stored.accessToken != rejected,
-                !stored.isExpired(at: context.clock.now)
+            let fresh = Context()
+            defer { fresh.flushWarnings() }
+            if let stored = try fresh.load(try credentialID()), stored.accessToken != rejected,
+                !stored.isExpired(at: fresh.clock.now)
             {
                 current = stored
                 return stored.accessToken
@@ -101,8 +162,11 @@ final class BridgeHost: MCPBridgeHost, @unchecked Sendable {
     }
 
     private func usable(force: Bool) throws -> String {
+        let fresh = Context()
+        fresh.interactive = false  // the bridge never prompts: a failure is the request's JSON-RPC error
+        defer { fresh.flushWarnings() }
         do {
-            let c = try context.usable(id, minValid: nil, force: force)
+            let c = try fresh.usable(try credentialID(), minValid: nil, force: force)
             current = c
             return c.accessToken
         } catch let error as TokenVaultError {
@@ -122,13 +186,14 @@ final class BridgeHost: MCPBridgeHost, @unchecked Sendable {
 
     var loginWords: String {
         ShellWord.word(url)
-            + (id.account == Credential.defaultAccount ? "" : " --account \(ShellWord.word(id.account))")
+            + (account == Credential.defaultAccount ? "" : " --account \(ShellWord.word(account))")
     }
 
     func stepUp(_ scopes: [String]) throws -> Bool {
         guard Browser.unavailable(context.settings) == nil else { return false }
         // Named scopes go with the ones held; none named: the login takes the resource's own list with the ones held.
-        let held = (try? context.vault().load(id))?.scope?.split(separator: " ").map(String.init) ?? []
+        let stored = lock.withLock { resolved }.flatMap { try? Context().vault().load($0) }
+        let held = stored?.scope?.split(separator: " ").map(String.init) ?? []
         let all = scopes.isEmpty ? [] : held + scopes.filter { !held.contains($0) }
         let (status, _) = try Posix.spawn(
             loginArguments(scopes: all), env: context.settings.environment, capture: false, showErrors: true,
@@ -157,7 +222,7 @@ final class BridgeHost: MCPBridgeHost, @unchecked Sendable {
     }
 
     private func loginArguments(scopes: [String]) -> [String] {
-        var args = ["/proc/self/exe", "login", url, "--account", id.account]
+        var args = ["/proc/self/exe", "login", url, "--account", account]
         for s in scopes { args += ["--scope", s] }
         return args
     }

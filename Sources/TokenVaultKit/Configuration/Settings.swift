@@ -310,3 +310,47 @@ public struct Settings: Sendable {
         ])
     }
 }
+
+// MARK: The session, found as libsystemd finds it
+
+extension Settings {
+    /// The runtime directory a systemd login gives this user, for when
+    /// `XDG_RUNTIME_DIR` is unset (an MCP client that passes only HOME, PATH,
+    /// SHELL and TERM): `/run/user/UID`, only when it is a directory (not a
+    /// link) that this user owns and nobody else can reach — never one
+    /// somebody else could have made (docs/reference.md, "The session").
+    public static func systemRuntimeDirectory(root: String = "/run/user") -> String? {
+        let path = "\(root)/\(getuid())"
+        var st = stat()
+        guard lstat(path, &st) == 0, st.st_mode & S_IFMT == S_IFDIR, st.st_uid == getuid(), st.st_mode & 0o077 == 0
+        else { return nil }
+        return path
+    }
+
+    /// The session bus a runtime directory holds (`bus`, as libsystemd and
+    /// GDBus find it): its address, when it is a socket of this user's.
+    public static func busAddress(in runtimeDirectory: String) -> String? {
+        let path = runtimeDirectory + "/bus"
+        var st = stat()
+        guard lstat(path, &st) == 0, st.st_mode & S_IFMT == S_IFSOCK, st.st_uid == getuid() else { return nil }
+        return "unix:path=\(path)"
+    }
+
+    /// Puts into this process's environment what a login session would have
+    /// set and the caller did not pass: `XDG_RUNTIME_DIR` (see
+    /// `systemRuntimeDirectory`) and `DBUS_SESSION_BUS_ADDRESS` (the runtime
+    /// directory's `bus`). Called first thing, before any thread or library
+    /// reads the environment; every command then finds the agent's socket,
+    /// its locks and the Secret Service where a login shell would.
+    public static func adoptSession() {
+        func unset(_ v: EnvironmentVariable) -> Bool { getenv(v.name).map { $0.pointee == 0 } ?? true }
+        if unset(.xdgRuntimeDir), let found = systemRuntimeDirectory() {
+            setenv(EnvironmentVariable.xdgRuntimeDir.name, found, 1)
+        }
+        if unset(.dbusSessionBusAddress), let runtime = getenv(EnvironmentVariable.xdgRuntimeDir.name),
+            let bus = busAddress(in: String(cString: runtime))
+        {
+            setenv(EnvironmentVariable.dbusSessionBusAddress.name, bus, 1)
+        }
+    }
+}

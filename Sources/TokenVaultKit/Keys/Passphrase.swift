@@ -31,7 +31,7 @@ public struct PassphraseSource: Sendable {
         return names.dropLast().joined(separator: ", ") + " or " + names.last!
     }()
 
-    static let noSourceHint = "set \(sourceNames), or run it on a terminal"
+    static let noSourceHint = "run tokenvault unlock on a terminal (the key is then cached), or set \(sourceNames)"
 
     /// The hint for a wrong passphrase from a source.
     static let checkSourcesHint = "check \(sourceNames)"

@@ -1,0 +1,57 @@
+import ArgumentParser
+import Dispatch
+import FoundationEssentials
+import Glibc
+import TokenVaultKit
+
+extension TokenVault {
+    /// `lock`'s other half (docs/reference.md): the passphrase asked once, the
+    /// key cached in the kernel keyring for TOKENVAULT_KEY_TTL, so that
+    /// commands without a passphrase source (an MCP client's bridge, a cron
+    /// job, the agent) open the vault until it expires or `lock` runs.
+    struct Unlock: ContextCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "unlock",
+            abstract: "Ask for the vault passphrase once and cache the key (file or etcd) for TOKENVAULT_KEY_TTL.")
+
+        @Flag(help: "Print what was done as JSON: vault, cached_for (seconds).")
+        var json = false
+
+        func run(in context: Context) throws {
+            let ttl = try context.settings.keyTTL
+            var backends = Backends(settings: context.settings, keyCache: KernelKeyring())
+            backends.config = { try context.config }
+            backends.interactive = true
+            let what: String
+            switch try context.backendChoice {
+            case .etcd:
+                let etcd = try backends.etcdStore()
+                _ = try etcd.listIDs()
+                what = "the fleet vault (prefix \(etcd.settings.prefix))"
+            case .secretService:
+                _ = try context.store().list()  // the keyring's own unlock prompt, where one is needed
+                context.result(
+                    "the Secret Service is unlocked (it keeps its own collections unlocked, not tokenvault)",
+                    json: json, ["vault": .string("secret-service"), "cached_for": .integer(0)])
+                return
+            case .auto, .file:
+                let vault = try backends.fileVault()
+                guard vault.exists else {
+                    context.result(
+                        "no file vault at \(vault.path): nothing to unlock", json: json,
+                        ["vault": .string(vault.path), "cached_for": .integer(0)])
+                    return
+                }
+                _ = try vault.listIDs()
+                what = vault.path
+            }
+            if ttl == 0 {
+                Output.warning(
+                    "\(EnvironmentVariable.keyTTL.name) is 0: the key is not cached, so nothing stays unlocked")
+            }
+            context.result(
+                "unlocked \(what); the key is cached for \(Format.ago(Int64(ttl))) (tokenvault lock forgets it)",
+                json: json, ["vault": .string(what), "cached_for": .integer(Int64(ttl))])
+        }
+    }
+}
