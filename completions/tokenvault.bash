@@ -173,20 +173,20 @@ _tokenvault() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    login|set|get|list|status|refresh|revoke|header|exec|delete|logout|backend|migrate|lock|providers|git-credential|mcp|agent|doctor|setup|help)
+    login|set|get|list|status|refresh|revoke|header|exec|delete|logout|backend|migrate|lock|unlock|providers|git-credential|mcp|agent|doctor|setup|help)
         # Offer subcommand argument completions
         "_tokenvault_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'login set get list status refresh revoke header exec delete logout backend migrate lock providers git-credential mcp agent doctor setup help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'login set get list status refresh revoke header exec delete logout backend migrate lock unlock providers git-credential mcp agent doctor setup help' -- "${cur}"))
         ;;
     esac
 }
 
 _tokenvault_login() {
     repeating_flags=()
-    non_repeating_flags=(--browser --no-browser --device --no-qr --force --json --version -h --help)
+    non_repeating_flags=(--browser --no-browser --device --no-qr --force --register-again --json --version -h --help)
     repeating_options=(--scope)
     non_repeating_options=(--issuer --client-id --name --account --port --timeout)
     __tokenvault_offer_flags_options 1
@@ -530,6 +530,14 @@ _tokenvault_lock() {
     __tokenvault_offer_flags_options 0
 }
 
+_tokenvault_unlock() {
+    repeating_flags=()
+    non_repeating_flags=(--json --version -h --help)
+    repeating_options=()
+    non_repeating_options=()
+    __tokenvault_offer_flags_options 0
+}
+
 _tokenvault_providers() {
     repeating_flags=()
     non_repeating_flags=(--json --version -h --help)
@@ -644,13 +652,13 @@ _tokenvault_setup() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    git|kubectl)
+    git|kubectl|mcp)
         # Offer subcommand argument completions
         "_tokenvault_setup_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'git kubectl' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'git kubectl mcp' -- "${cur}"))
         ;;
     esac
 }
@@ -686,6 +694,32 @@ _tokenvault_setup_kubectl() {
         ;;
     '--account')
         __tokenvault_add_completions -W "$(__tokenvault_custom_complete ---completion setup kubectl -- --account "${COMP_CWORD}" "$(__tokenvault_cursor_index_in_current_word)")"
+        return
+        ;;
+    esac
+}
+
+_tokenvault_setup_mcp() {
+    repeating_flags=()
+    non_repeating_flags=(--dry-run --undo --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--format --name --account --write)
+    __tokenvault_offer_flags_options 1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--format')
+        __tokenvault_add_completions -W 'mcpServers'$'\n''vscode'
+        return
+        ;;
+    '--name')
+        return
+        ;;
+    '--account')
+        __tokenvault_add_completions -W "$(__tokenvault_custom_complete ---completion setup mcp -- --account "${COMP_CWORD}" "$(__tokenvault_cursor_index_in_current_word)")"
+        return
+        ;;
+    '--write')
         return
         ;;
     esac

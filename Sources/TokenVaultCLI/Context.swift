@@ -4,8 +4,8 @@ import FoundationEssentials
 import Glibc
 import TokenVaultKit
 
-/// A command that runs the one way every command runs (docs/design.md, "One
-/// run path"): its `Context` is built once, and what the stores and the
+/// A command that runs the one way every command runs (docs/design.md, "Where
+/// each decision lives"): its `Context` is built once, and what the stores and the
 /// vault noticed on the way is printed once, when it ends (an error's line
 /// comes after it).
 protocol ContextCommand: ParsableCommand {
@@ -187,15 +187,19 @@ final class Context {
     /// configured for its issuer, else the registration kept in the backend.
     func oauth2Provider(_ name: String) throws -> OAuth2Provider {
         var c = try config
+        var registered = false
         if let table = c.providers[name], c.discoveredProviders.contains(name) {
             c.providers[name] = try ResourceClient.filled(table, config: c) { issuer, clientID in
-                try clientID.map { try self.vault().registration(for: issuer, clientID: $0) }
+                registered = true
+                return try clientID.map { try self.vault().registration(for: issuer, clientID: $0) }
                     ?? self.vault().registrations(for: issuer).first
             }
         }
-        return try OAuth2Provider.resolve(name, config: c, configPath: settings.configPath) { issuer, provider in
+        var p = try OAuth2Provider.resolve(name, config: c, configPath: settings.configPath) { issuer, provider in
             try self.discovery().endpoints(issuer: issuer, provider: provider)
         }
+        p.registeredClient = registered
+        return p
     }
 
     func discovery() throws -> Discovery {

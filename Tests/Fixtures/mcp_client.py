@@ -13,6 +13,7 @@ Usage: mcp_client.py [--calls N] [--forget-access URL] [--raw FILE] -- COMMAND A
   --default-env        start the server with the SDK's default environment only
   --config JSON        start the server an MCP client entry names (command, args,
                        env on top of the SDK's default environment)
+  --config-file FILE:NAME  the same, for entry NAME of a client's config file
 Runs with the SDK's venv (.build/mcp-venv, made by scripts/deps.sh); the
 server's environment is this process's.
 """
@@ -36,6 +37,7 @@ parser.add_argument("--hold", type=float, default=0)
 parser.add_argument("--default-env", action="store_true",
                     help="start the server with the SDK's default environment (HOME, PATH, SHELL, TERM, ...)")
 parser.add_argument("--config", help="a client entry as --print-config prints it: its command, args and env")
+parser.add_argument("--config-file", help="FILE:NAME: the entry NAME of a client config file (mcpServers or servers)")
 parser.add_argument("command", nargs=argparse.REMAINDER)
 args = parser.parse_args()
 command = [a for a in args.command if a != "--"]
@@ -48,9 +50,15 @@ def say(**fields):
 async def main():
     env = None if args.default_env else dict(os.environ)  # None: the SDK's get_default_environment()
     params = StdioServerParameters(command=command[0], args=command[1:], env=env) if command else None
-    if args.config:
+    if args.config or args.config_file:
         # As a desktop client does: the entry's command on the PATH, its env over the defaults.
-        entry = json.loads(args.config)
+        if args.config_file:
+            path, name = args.config_file.rsplit(":", 1)
+            with open(path) as f:
+                document = json.load(f)
+            entry = (document.get("mcpServers") or document.get("servers"))[name]
+        else:
+            entry = json.loads(args.config)
         params = StdioServerParameters(command=entry["command"], args=entry["args"],
                                        env={**get_default_environment(), **entry.get("env", {})})
     async with stdio_client(params) as (read, write):

@@ -14,7 +14,7 @@ without its token store): the next request with one gets a 401.
 --also PATH: a second resource on the same host, at PATH, that asks for the
 scopes files:read and files:write (a token with fewer gets a 403
 insufficient_scope); every other path is the first resource's.
-Usage: mcp_server.py [--path /mcp] [--also PATH] [--token-ttl SECONDS]
+Usage: mcp_server.py [--path /mcp] [--also PATH] [--token-ttl SECONDS] [--port N]
 Prints "port N" once listening on 127.0.0.1. Run with the SDK's venv
 (.build/mcp-venv, made by scripts/deps.sh).
 """
@@ -37,11 +37,12 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--path", default="/mcp")
 parser.add_argument("--also")
 parser.add_argument("--token-ttl", type=int, default=3600)
+parser.add_argument("--port", type=int, default=0, help="listen on this port (a restart keeps its address)")
 args = parser.parse_args()
 
 sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
 sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-sock.bind(("127.0.0.1", 0))
+sock.bind(("127.0.0.1", args.port))
 port = sock.getsockname()[1]
 base = f"http://127.0.0.1:{port}"
 resource = base + args.path

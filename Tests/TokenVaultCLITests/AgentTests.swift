@@ -364,7 +364,9 @@ final class AgentTests: XCTestCase {
         func line() -> String {
             s.tv("doctor").stdout.split(separator: "\n").first { $0.contains(" agent: ") }.map(String.init) ?? "none"
         }
-        XCTAssertTrue(line().contains("not running: commands open the backend themselves"), line())
+        XCTAssertTrue(line().contains("not running, and not started on first use (TOKENVAULT_AGENT=manual)"), line())
+        let onUse = s.tv("doctor", env: ["TOKENVAULT_AGENT": ""]).stdout
+        XCTAssertTrue(onUse.contains("not running: the next get, header, status or list starts it"), onUse)
         let pid = try startAgent(s)
         XCTAssertTrue(line().contains("✓ agent: running (process \(pid))"), line())
         let other = s.tv("doctor", env: ["TOKENVAULT_BACKEND": "secret-service"])

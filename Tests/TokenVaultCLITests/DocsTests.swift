@@ -64,4 +64,27 @@ final class DocsTests: XCTestCase {
         let agent = try String(contentsOf: Paths.root.appendingPathComponent("docs/agent.md"), encoding: .utf8)
         XCTAssertTrue(agent.contains("it runs \(named)"), named)
     }
+
+    /// Every `docs/FILE.md, "Heading"` a source comment cites names a heading of that file.
+    func testEverySectionASourceCommentCitesExists() throws {
+        let root = Paths.root
+        let sources = try XCTUnwrap(FileManager.default.enumerator(atPath: root.appendingPathComponent("Sources").path))
+        var cited = 0
+        for case let file as String in sources
+        where file.hasSuffix(".swift") || file.hasSuffix(".c") || file.hasSuffix(".h") {
+            let text = try String(contentsOf: root.appendingPathComponent("Sources/" + file), encoding: .utf8)
+            // A citation may run over two comment lines.
+            let joined = text.replacing(/\n\s*(\/\/\/|\/\/|\*)\s*/, with: " ")
+            for m in joined.matches(of: /(docs\/[A-Za-z]+\.md), "([^"]+)"/) {
+                let doc = try String(contentsOf: root.appendingPathComponent(String(m.1)), encoding: .utf8)
+                let headings = doc.split(separator: "\n").filter { $0.hasPrefix("#") }.map {
+                    $0.drop(while: { $0 == "#" }).trimmingCharacters(in: .whitespaces)
+                }
+                XCTAssertTrue(
+                    headings.contains(String(m.2)), "\(file) cites \(m.1), \"\(m.2)\", which has no such heading")
+                cited += 1
+            }
+        }
+        XCTAssertGreaterThan(cited, 10)
+    }
 }

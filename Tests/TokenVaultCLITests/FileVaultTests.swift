@@ -84,7 +84,8 @@ final class FileVaultTests: XCTestCase {
         XCTAssertEqual(wrong.stdout, "")
         let none = s.tv("get", "api.x.com", env: ["TOKENVAULT_PASSPHRASE": ""])
         XCTAssertEqual(none.status, 77)
-        XCTAssertTrue(none.stderr.contains("hint: set TOKENVAULT_PASSPHRASE_FILE"), none.stderr)
+        XCTAssertTrue(none.stderr.contains("hint: run tokenvault unlock on a terminal"), none.stderr)
+        XCTAssertTrue(none.stderr.contains("or set TOKENVAULT_PASSPHRASE_FILE"), none.stderr)
         XCTAssertEqual(s.tv("set", "api.y.com", stdin: "t\n", env: ["TOKENVAULT_PASSPHRASE": ""]).status, 77)
         XCTAssertEqual(s.tv("get", "api.x.com").out, "tok")
     }

@@ -512,7 +512,7 @@ final class FleetTests: XCTestCase {
             return h
         }
         var token = try provider.obtainToken()
-        token["expires_in"] = 40
+        token["expires_in"] = 12  // renewed ahead half its lifetime before it expires: 6 s from now
         let json = String(decoding: try JSONSerialization.data(withJSONObject: token), as: UTF8.self)
         XCTAssertEqual(hosts[0].tv("set", "local", "--provider", "local", stdin: json).status, 0)
         let direct = hosts[1].tv("get", "local", "--format", "json", "--no-refresh", env: ["TOKENVAULT_AGENT": "off"])

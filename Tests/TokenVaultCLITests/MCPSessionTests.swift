@@ -221,4 +221,43 @@ final class MCPSessionTests: XCTestCase {
         XCTAssertEqual(errors.map(\.0), [-32002, -32002], run.stdout)
         XCTAssertTrue(errors.first?.1.contains("127.0.0.1:9") == true, "\(errors)")
     }
+
+    func testSetupMCPWritesAnEntryTheSDKsClientStartsTheBridgeFrom() throws {
+        let s = try user()
+        XCTAssertEqual(s.tv("login", url, limit: 60).status, 0)
+        let file = s.home + "/claude_desktop_config.json"
+        try #"{"mcpServers":{"other":{"command":"x","args":[]}},"theme":"dark"}"#.write(
+            toFile: file, atomically: true, encoding: .utf8)
+        let printed = s.tv("setup", "mcp", url)
+        XCTAssertEqual(printed.status, 0, printed.stderr)
+        XCTAssertTrue(printed.stdout.contains("\"mcpServers\""), printed.stdout)
+        let dry = s.tv("setup", "mcp", url, "--write", file, "--dry-run", "--name", "work")
+        XCTAssertTrue(dry.stdout.contains("\"work\""), dry.stdout)
+        XCTAssertFalse(try String(contentsOfFile: file, encoding: .utf8).contains("work"), "a dry run writes nothing")
+        let written = s.tv("setup", "mcp", url, "--write", file, "--name", "work")
+        XCTAssertEqual(written.status, 0, written.stderr)
+        XCTAssertTrue(s.tv("setup", "mcp", url, "--write", file, "--name", "work").stderr.contains("set up already"))
+        let document = try XCTUnwrap(
+            JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: file))) as? [String: Any])
+        XCTAssertEqual(document["theme"] as? String, "dark", "the file's other settings are kept")
+        XCTAssertNotNil((document["mcpServers"] as? [String: Any])?["other"], "and its other servers")
+        let run = runProcess(
+            Self.python,
+            [Paths.fixtures.appendingPathComponent("mcp_client.py").path, "--config-file", file + ":work"],
+            env: clientEnvironment(s), limit: 90)
+        XCTAssertEqual(MCPBridgeTests.calls(MCPBridgeTests.steps(run)), ["hello 0"], run.stdout + run.stderr)
+        // VS Code's shape, and undone.
+        let vscode = s.tv("setup", "mcp", url, "--format", "vscode")
+        XCTAssertTrue(vscode.stdout.contains("\"servers\"") && vscode.stdout.contains("\"stdio\""), vscode.stdout)
+        XCTAssertEqual(s.tv("setup", "mcp", url, "--write", file, "--name", "work", "--undo").status, 0)
+        let after = try String(contentsOfFile: file, encoding: .utf8)
+        XCTAssertFalse(after.contains("work"), after)
+        XCTAssertTrue(after.contains("other"), after)
+        // A file with comments is not rewritten.
+        let jsonc = s.home + "/mcp.json"
+        try "// mine\n{\"servers\":{}}".write(toFile: jsonc, atomically: true, encoding: .utf8)
+        let refused = s.tv("setup", "mcp", url, "--format", "vscode", "--write", jsonc)
+        XCTAssertEqual(refused.status, 78, refused.stderr)
+        XCTAssertEqual(try String(contentsOfFile: jsonc, encoding: .utf8), "// mine\n{\"servers\":{}}")
+    }
 }

@@ -100,6 +100,11 @@ extension TokenVault {
         @Flag(help: "Replace a credential another provider stored under the same service and account.")
         var force = false
 
+        @Flag(
+            name: .customLong("register-again"),
+            help: "With a URL: register tokenvault at the authorization server anew, as when it forgot the client.")
+        var registerAgain = false
+
         @Flag(help: "Print the result as JSON: service, account, provider, user, expires_at.")
         var json = false
 

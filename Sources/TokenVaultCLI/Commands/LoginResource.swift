@@ -38,6 +38,12 @@ extension TokenVault.Login {
         try loginOAuth2(p, account: account, scopes: wanted, context: context) {
             try DiscoveredProviders.keepResource(name: providerName, table: table, settings: context.settings)
         }
+        // Only now that a login through the new client worked: the ones the server forgot go.
+        if let dropped = try? context.vault().dropForgotten(for: server.issuer), dropped > 0 {
+            Output.notice(
+                "removed \(dropped) registration\(dropped == 1 ? "" : "s") \(OutsideText.line(server.issuer)) no longer knew"
+            )
+        }
     }
 
     /// The provider name a resource is kept under: `--name`, else the name
@@ -83,7 +89,9 @@ extension TokenVault.Login {
         }
         let vault = try context.vault()
         var registerFor = scopes + server.scopesSupported.filter { !scopes.contains($0) }
-        let kept = try vault.registrations(for: server.issuer)
+        let all = try vault.registrations(for: server.issuer)
+        // One the server forgot (invalid_client, twice) is not tried: its authorization page would only fail.
+        let kept = registerAgain ? [] : all.filter { $0.forgottenAt == nil }
         if let usable = kept.first(where: { $0.covers(scopes) && ResourceClient.canListen(on: $0.redirectURI) }) {
             return usable.clientID
         }
@@ -94,6 +102,10 @@ extension TokenVault.Login {
                 : "its registration does not cover every scope asked for"
             Output.notice("registering tokenvault at \(issuer) again: \(why)")
             registerFor += newest.scopes.filter { !registerFor.contains($0) }
+        } else if let forgotten = all.first {
+            Output.notice(
+                "registering tokenvault at \(issuer) again: \(registerAgain ? "--register-again" : "it no longer knows client \(OutsideText.line(forgotten.clientID, limit: 80))")"
+            )
         }
         guard let endpoint = server.registrationURL else {
             throw TokenVaultError.config(

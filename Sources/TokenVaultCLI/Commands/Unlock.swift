@@ -6,13 +6,15 @@ import TokenVaultKit
 
 extension TokenVault {
     /// `lock`'s other half (docs/reference.md): the passphrase asked once, the
-    /// key cached in the kernel keyring for TOKENVAULT_KEY_TTL, so that
+    /// key cached in the kernel keyring for its time to live, so that
     /// commands without a passphrase source (an MCP client's bridge, a cron
     /// job, the agent) open the vault until it expires or `lock` runs.
     struct Unlock: ContextCommand {
         static let configuration = CommandConfiguration(
             commandName: "unlock",
-            abstract: "Ask for the vault passphrase once and cache the key (file or etcd) for TOKENVAULT_KEY_TTL.")
+            abstract:
+                "Ask for the vault passphrase once and cache the key (file or etcd) for \(EnvironmentVariable.keyTTL.name)."
+        )
 
         @Flag(help: "Print what was done as JSON: vault, cached_for (seconds).")
         var json = false

@@ -1,7 +1,7 @@
 import Glibc
 
-/// A command the agent runs for a client (docs/agent.md, "Commands run by the
-/// agent"): the client's arguments and the environment tokenvault reads, in
+/// A command the agent runs for a client (docs/agent.md, "The socket, and who
+/// is answered"): the client's arguments and the environment tokenvault reads, in
 /// a frame of NUL-separated fields, so that a `get` answered by the agent
 /// parses nothing and encodes no JSON on its own side. A frame that starts
 /// with `{` is one of the JSON requests instead.

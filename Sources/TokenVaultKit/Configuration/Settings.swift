@@ -1,7 +1,7 @@
 import FoundationEssentials
 import Glibc
 
-/// The environment variables tokenvault reads or sets (docs/config.md,
+/// The environment variables tokenvault reads or sets (docs/reference.md,
 /// "Environment"). Their names are spelled here and nowhere else.
 public enum EnvironmentVariable: String, CaseIterable, Sendable {
     case backend = "TOKENVAULT_BACKEND"
@@ -100,7 +100,7 @@ public enum EnvironmentVariable: String, CaseIterable, Sendable {
 }
 
 /// Everything tokenvault takes from its environment, resolved in this one
-/// place (docs/config.md, "Environment"): each variable has one default and
+/// place (docs/reference.md, "Environment"): each variable has one default and
 /// one check, and an empty variable is an unset one. A value that fails its
 /// check is a configuration error (78) naming the variable, raised by the
 /// first use of that setting, so one bad variable stops only what needs it.

@@ -88,7 +88,7 @@ public struct Credential: Equatable, Sendable {
     /// login, a `set` or a successful `refresh` writes a new record.
     public var refusal: Refusal?
     /// Set only on a listing's stand-in for a stored record that cannot be
-    /// read (docs/reference.md, "Unusable records"): why. Never stored.
+    /// read (docs/reference.md, "Credential state"): why. Never stored.
     public var unusable: String?
 
     public var id: CredentialID { CredentialID(service: service, account: account) }

@@ -55,7 +55,7 @@ public enum JSONRPC {
     }
 
     /// A message from the server, checked as strictly as a line from the
-    /// client; nil when it is none (docs/adapters.md, "What the bridge passes on").
+    /// client; nil when it is none (docs/adapters.md, "MCP servers").
     public static func serverMessage(_ bytes: [UInt8]) -> JSONValue? {
         try? message(bytes[...])
     }

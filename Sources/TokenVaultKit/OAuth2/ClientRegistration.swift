@@ -16,6 +16,10 @@ public struct ClientRegistration: Equatable, Sendable {
     public var registeredAt: Int64
     /// The scopes it was registered for: a login asking for more registers again.
     public var scopes: [String] = []
+    /// When the server was found to have forgotten it (`invalid_client`,
+    /// twice): `login URL` registers again instead, and removes this one once
+    /// that login has succeeded.
+    public var forgottenAt: Int64? = nil
 
     /// True when a login for `wanted` can use this registration.
     public func covers(_ wanted: [String]) -> Bool { wanted.allSatisfy(scopes.contains) }
@@ -122,6 +126,7 @@ extension ClientRegistration {
         ]
         if let clientSecret { extra["client_secret"] = .string(clientSecret) }
         if let registrationAccessToken { extra["registration_access_token"] = .string(registrationAccessToken) }
+        if let forgottenAt { extra["forgotten_at"] = .integer(forgottenAt) }
         let id = try Self.id(issuer: issuer, clientID: clientID)
         var c = Credential(service: id.service, account: id.account, type: .token, accessToken: clientID, extra: extra)
         c.issuer = issuer
@@ -138,6 +143,7 @@ extension ClientRegistration {
             registrationAccessToken: c.extra["registration_access_token"]?.string, redirectURI: redirect,
             registeredAt: c.extra["registered_at"]?.int64 ?? 0,
             scopes: (c.extra["scope"]?.string ?? "").split(separator: " ").map(String.init))
+        forgottenAt = c.extra["forgotten_at"]?.int64
     }
 }
 
@@ -160,5 +166,16 @@ extension CredentialVault {
     /// Keeps `registration` beside any kept before for its issuer.
     public func keep(_ registration: ClientRegistration) throws {
         try write(try registration.record())
+    }
+
+    /// Removes the registrations kept for `issuer` that the server forgot
+    /// (after a login through a new one has succeeded); how many.
+    @discardableResult
+    public func dropForgotten(for issuer: String) throws -> Int {
+        var dropped = 0
+        for r in try registrations(for: issuer) where r.forgottenAt != nil {
+            if try delete(try ClientRegistration.id(issuer: issuer, clientID: r.clientID)) { dropped += 1 }
+        }
+        return dropped
     }
 }

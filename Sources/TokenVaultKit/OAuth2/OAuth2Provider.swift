@@ -56,6 +56,10 @@ public struct OAuth2Provider: Sendable {
     /// The server promises `iss` on every authorization response
     /// (`authorization_response_iss_parameter_supported`): one without it is refused.
     public var issParameterRequired = false
+    /// Its client is a registration tokenvault keeps (`login URL`), which the
+    /// server may forget: `invalid_client` then means "register again"
+    /// (docs/providers.md, "A registration the server forgot").
+    public var registeredClient = false
 
     /// `resource=…` for a request, when the provider names one.
     var resourceFields: [(String, String)] { resource.map { [("resource", $0)] } ?? [] }
@@ -230,7 +234,7 @@ public struct OAuth2Provider: Sendable {
     }
 
     /// Whether `url` may receive a token or a code: https, or http to loopback.
-    static func isSafeEndpoint(_ url: String) -> Bool {
+    public static func isSafeEndpoint(_ url: String) -> Bool {
         let lower = url.lowercased()
         if lower.hasPrefix("https://") { return true }
         if lower.hasPrefix("http://"), let host = try? ServiceKey(parsing: url).host { return isLoopback(host) }

@@ -23,6 +23,9 @@ public struct Refresher {
     public var events: ((Event, CredentialID, String) -> Void)?
     /// Told when the provider was asked and answered with a new token.
     public var exchanged: ((CredentialID) -> Void)?
+    /// Seconds between two asks when the server says it does not know the
+    /// client it registered: one `invalid_client` can be a blip.
+    public var invalidClientPause: Double = 2
 
     public init(
         vault: CredentialVault, transport: HTTPTransport, clock: Clock,
@@ -81,7 +84,7 @@ public struct Refresher {
         let read = WriteCondition.computed(from: current)
         let fresh: Credential
         do {
-            fresh = try exchange(current)
+            fresh = try exchangeTwiceIfForgotten(current)
         } catch let salvage as SalvagedRefresh {
             // The answer is malformed, but its new refresh token is readable: the
             // provider has rotated, so keep it (the access token counts as expired).
@@ -104,7 +107,7 @@ public struct Refresher {
                 if (try? vault.write(marked, if: read)) != nil { events?(.loginRequired, id, error.errorText) }
                 throw TokenVaultError.loginRequired(
                     "cannot renew the token for \(id): \(error.errorText); the stored record is kept",
-                    hint: current.loginHint)
+                    hint: error.hint ?? current.loginHint)
             case .temporary where !current.isExpired(at: clock.now) && !force:
                 events?(.refreshFailed, id, error.errorText)
                 let left = (current.expiresAt ?? clock.now) - clock.now
@@ -137,6 +140,39 @@ public struct Refresher {
                 "could not store the renewed token for \(fresh.id) (\(error.errorText)); it is kept in \(vault.runtimeDirectory)/spool and will be stored by the next run"
             )
             return fresh
+        }
+    }
+
+    /// An exchange whose `invalid_client`, for a client tokenvault registered
+    /// itself, is asked once more after a pause before the registration is
+    /// taken for forgotten (a server restarted with its clients in memory): it
+    /// is then marked forgotten, so that `login URL` registers again, and the
+    /// renewal is a login required. Nothing is deleted: the refresh token and
+    /// the old registration stay until a new login has succeeded.
+    func exchangeTwiceIfForgotten(_ current: Credential) throws -> Credential {
+        func isInvalidClient(_ error: Error) -> Bool {
+            if case TokenVaultError.providerRefused(let code, _) = error { return code == "invalid_client" }
+            return false
+        }
+        do {
+            return try exchange(current)
+        } catch let error where isInvalidClient(error) {
+            guard let p = try? provider(current.provider ?? ""), p.registeredClient else { throw error }
+            Posix.sleep(invalidClientPause)
+            do {
+                return try exchange(current)
+            } catch let again where isInvalidClient(again) {
+                if let issuer = p.issuer, var kept = try? vault.registration(for: issuer, clientID: p.clientID) {
+                    kept.forgottenAt = clock.now
+                    try? vault.keep(kept)
+                }
+                let server = OutsideText.line(p.issuer ?? p.tokenURL, limit: 200)
+                throw TokenVaultError.loginRequired(
+                    "\(server) no longer knows the client tokenvault registered there (invalid_client, twice); the stored grant is kept",
+                    hint:
+                        "log in to register again: tokenvault login \(ShellWord.word(p.resource ?? current.service.description))"
+                )
+            }
         }
     }
 

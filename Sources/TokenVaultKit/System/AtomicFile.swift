@@ -6,9 +6,9 @@ import Glibc
 /// never chmod'ed after, so no umask leaves it readable for an instant),
 /// written, flushed, renamed over the file, and the directory flushed.
 /// Readers see the old file or the new one.
-enum AtomicFile {
+public enum AtomicFile {
     /// Throws a `vault` error naming `what` when any step fails; nothing is left behind.
-    static func replace(_ path: String, with bytes: [UInt8], what: String) throws {
+    public static func replace(_ path: String, with bytes: [UInt8], what: String) throws {
         func failure(_ step: String) -> TokenVaultError {
             .vault("cannot \(step) \(what) \(path): \(String(cString: strerror(errno)))")
         }

@@ -9,7 +9,7 @@ import Glibc
 /// StrictModes demands: otherwise another local user could change what runs
 /// or what is trusted (77). Such a file is opened once and read from that
 /// descriptor, after the checks were made on it, so it cannot be swapped
-/// between the check and the read (docs/security.md, "Trusted files").
+/// between the check and the read (docs/security.md, "Files that decide where secrets go").
 enum TrustedFile {
     /// A `*_file` setting as written in the config: `~/` stands for `$HOME`.
     static func expandingHome(_ path: String) -> String {

@@ -5,15 +5,15 @@ import Glibc
 /// Where a JSON text first goes wrong, for `set`'s message: JSONDecoder says
 /// only that the data "was not valid JSON", with no position. A strict
 /// RFC 8259 scan, used only after the decoder refused the text.
-enum JSONSyntax {
-    struct Problem: Error, Equatable {
+public enum JSONSyntax {
+    public struct Problem: Error, Equatable {
         var line: Int
         var column: Int
         var what: String
     }
 
     /// The first syntax error of `text`, or nil when it is valid JSON.
-    static func firstProblem(_ text: String) -> Problem? {
+    public static func firstProblem(_ text: String) -> Problem? {
         var scanner = Scanner(bytes: Array(text.utf8))
         do {
             scanner.skipSpace()
