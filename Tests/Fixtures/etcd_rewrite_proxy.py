@@ -7,11 +7,14 @@ the client certificate) and its answer changed.
   --escapes      the status's version carries terminal escapes and a bidi
                  override, and every key request is refused with a message
                  that carries them too
+  --count        nothing changed; GET /proxy-stats counts the sign-ins
+                 (/v3/auth/authenticate) and the refused tokens
 
 Usage: etcd_rewrite_proxy.py TARGET CA CERT KEY MODE; prints `port N`."""
 import json
 import ssl
 import sys
+import threading
 import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -20,6 +23,8 @@ target, ca, cert, key, mode = sys.argv[1:6]
 context = ssl.create_default_context(cafile=ca)
 context.load_cert_chain(cert, key)
 HOSTILE = "\x1b]0;pwned\x07\x1b[2J\u202e\u2028"
+lock = threading.Lock()
+counts = {"signins": 0, "refused_tokens": 0}
 
 
 def max_versions(value):
@@ -45,8 +50,17 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def do_GET(self):
+        if self.path == "/proxy-stats":
+            with lock:
+                return self.answer(200, dict(counts))
+        self.answer(404, {})
+
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.path == "/v3/auth/authenticate":
+            with lock:
+                counts["signins"] += 1
         if mode == "--escapes" and self.path.startswith("/v3/kv/"):
             return self.answer(400, {"error": "refused", "code": 3, "message": "no such thing" + HOSTILE})
         headers = {"Content-Type": "application/json"}
@@ -58,6 +72,9 @@ class Handler(BaseHTTPRequestHandler):
                 status, answer = r.status, json.loads(r.read() or b"{}")
         except urllib.error.HTTPError as e:
             status, answer = e.code, json.loads(e.read() or b"{}")
+        if "invalid auth token" in json.dumps(answer):
+            with lock:
+                counts["refused_tokens"] += 1
         if mode == "--max-version":
             max_versions(answer)
         if mode == "--escapes" and self.path == "/v3/maintenance/status":

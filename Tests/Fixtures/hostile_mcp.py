@@ -22,6 +22,9 @@ server BASE/as-MODE (or BASE/as-ok):
 A token is any the server issued, or one starting with "t0k3n".
 Authorization servers at /as-MODE: RFC 8414 metadata, /register, /authorize
 (approves at once), /token (authorization_code, refresh_token).
+Registrations can be read and deleted at their registration_client_uri
+with their registration access token (RFC 7592); POST /forget-clients
+forgets every one (a server restarted).
 GET /stats: counters; GET /seen: what the slow resource was sent, with times.
 Prints "port N" once listening on 127.0.0.1.
 """
@@ -33,7 +36,9 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 lock = threading.Lock()
-stats = {"registrations": 0, "authorizations": 0, "gets": 0, "scope_refusals": 0}
+stats = {"registrations": 0, "authorizations": 0, "gets": 0, "scope_refusals": 0, "client_checks": 0,
+         "client_deletes": 0}
+clients = {}  # client_id -> its registration access token (RFC 7592)
 seen = []
 issued = set()
 base = ""
@@ -99,6 +104,8 @@ class Handler(BaseHTTPRequestHandler):
                 "token_endpoint": issuer + "/token", "registration_endpoint": issuer + "/register",
                 "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"],
                 "grant_types_supported": ["authorization_code", "refresh_token"]})
+        if "/register/" in path:
+            return self.manage(path, "GET")
         if path.endswith("/authorize"):
             q = urllib.parse.parse_qs(url.query)
             count("authorizations")
@@ -120,16 +127,42 @@ class Handler(BaseHTTPRequestHandler):
         self.send(404, {"error": "not_found"})
 
     def do_DELETE(self):
+        path = urllib.parse.urlsplit(self.path).path
+        if "/register/" in path:
+            return self.manage(path, "DELETE")
         self.send(204, b"", content_type="text/plain")
+
+    def manage(self, path, method):
+        """RFC 7592: a registration read or deleted with its access token."""
+        client_id = urllib.parse.unquote(path.rsplit("/", 1)[1])
+        with lock:
+            known = clients.get(client_id)
+            stats["client_checks" if method == "GET" else "client_deletes"] += 1
+        if known is None or self.headers.get("Authorization") != "Bearer " + known:
+            return self.send(401 if known is not None else 404, {"error": "invalid_client"})
+        if method == "DELETE":
+            with lock:
+                clients.pop(client_id, None)
+            return self.send(204, b"", content_type="text/plain")
+        return self.send(200, {"client_id": client_id})
 
     def do_POST(self):
         path = urllib.parse.urlsplit(self.path).path
         data = self.body()
+        if path == "/forget-clients":
+            with lock:
+                clients.clear()
+            return self.send(204, b"", content_type="text/plain")
         if path.endswith("/register"):
             count("registrations")
             asked = json.loads(data or b"{}")
             client_id = "bad id" if "/as-space/" in path else "client-" + secrets.token_hex(4)
-            return self.send(201, dict(asked, client_id=client_id))
+            token = "rat-" + secrets.token_hex(8)
+            with lock:
+                clients[client_id] = token
+            issuer = base + "/" + path.split("/")[1]
+            return self.send(201, dict(asked, client_id=client_id, registration_access_token=token,
+                                       registration_client_uri=issuer + "/register/" + client_id))
         if path.endswith("/token"):
             form = urllib.parse.parse_qs(data.decode())
             access, refresh = "at-" + secrets.token_hex(8), "rt-" + secrets.token_hex(8)

@@ -12,7 +12,8 @@ import pexpect
 
 tv, home = sys.argv[1], sys.argv[2]
 env = {"HOME": home, "PATH": "/usr/bin:/bin", "XDG_DATA_HOME": home + "/d", "TOKENVAULT_BACKEND": "file",
-       "TOKENVAULT_KDF_PROFILE": "interactive", "TOKENVAULT_KEY_TTL": "0", "LANG": "C.UTF-8"}
+       "TOKENVAULT_KDF_PROFILE": "interactive", "TOKENVAULT_KEY_TTL": "0", "LANG": "C.UTF-8",
+       "TOKENVAULT_AGENT": "manual"}
 
 
 INTERRUPT = object()  # Ctrl-C instead of an answer; None: only wait for the text

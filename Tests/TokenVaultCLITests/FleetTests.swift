@@ -232,6 +232,70 @@ final class FleetTests: XCTestCase {
                 in: .whitespacesAndNewlines), "")
     }
 
+    /// A fleet at expiry as CI runs one: 4 hosts x 16 processes at once, TLS
+    /// and password auth on; every get answers, with the round's one token.
+    func testSixtyFourGetsAtExpiryAllAnswerWithOneRefreshPerRound() throws {
+        let hosts = try (0..<4).map { _ in try host("burst") }
+        try storeExpired(hosts[0])
+        for round in 0..<2 {
+            let before = try provider.stats()
+            let runs = fleetGets(hosts, perHost: 16)
+            let after = try provider.stats()
+            XCTAssertEqual(runs.filter { $0.status != 0 }.map(\.stderr), [], "round \(round): every get answered")
+            XCTAssertEqual(Swift.Set(runs.map(\.out)).count, 1, "round \(round): one token")
+            XCTAssertEqual((after["refreshes"] ?? 0) - (before["refreshes"] ?? 0), 1, "round \(round)")
+            XCTAssertEqual(after["reuse_detected"] ?? 0, 0)
+            try expireAgain(hosts[(round + 1) % 4])
+        }
+    }
+
+    /// The kernel keyring's name for the etcd auth token `s` keeps.
+    func authTokenName(_ s: Sandbox, endpoints: [String]) -> String {
+        let who = (endpoints.sorted() + ["tokenvault", s.env["XDG_RUNTIME_DIR"]! + "/tokenvault"]).joined(
+            separator: "\n")
+        let hash = runProcess(
+            "/usr/bin/python3",
+            [
+                "-c", "import hashlib,sys; print(hashlib.blake2b(sys.argv[1].encode(), digest_size=16).hexdigest())",
+                who,
+            ],
+            env: [:]
+        ).out
+        return "tokenvault:etcd-auth:" + hash
+    }
+
+    func testAHostSignsInOnceAndAnAuthTokenEtcdRefusesIsReplacedOnce() throws {
+        let (proxy, port) = try hostileMember("--count")
+        defer { proxy.terminate() }
+        let s = try proxiedHost("signin", port: port)
+        s.env["TOKENVAULT_KEY_TTL"] = "900"
+        XCTAssertEqual(s.tv("set", "t.example", stdin: "tok-signin").status, 0)
+        func signins() throws -> [String: Int] { try fixtureStats("http://127.0.0.1:\(port)/proxy-stats") }
+        func burst() -> [Run] {
+            let runs = Locked<[Run]>([])
+            DispatchQueue.concurrentPerform(iterations: 16) { _ in
+                let r = s.tv("get", "t.example", limit: 60)
+                runs.mutate { $0.append(r) }
+            }
+            return runs.value
+        }
+        let name = authTokenName(s, endpoints: ["http://127.0.0.1:\(port)"])
+        _ = runProcess("/usr/bin/keyctl", ["purge", "-s", "user", name], env: [:])
+        let first = try signins()
+        let runs = burst()
+        XCTAssertEqual(runs.filter { $0.out != "tok-signin" }.map(\.stderr), [])
+        XCTAssertEqual((try signins()["signins"] ?? 0) - (first["signins"] ?? 0), 1, "16 processes, one sign-in")
+        // Etcd no longer takes the kept token: one process signs in again, the others take its token.
+        let poisoned = runProcess("/usr/bin/keyctl", ["add", "user", name, "not-a-token-etcd-knows", "@u"], env: [:])
+        XCTAssertEqual(poisoned.status, 0, poisoned.stderr)
+        let before = try signins()
+        let again = burst()
+        XCTAssertEqual(again.filter { $0.out != "tok-signin" }.map(\.stderr), [])
+        let after = try signins()
+        XCTAssertGreaterThanOrEqual((after["refused_tokens"] ?? 0) - (before["refused_tokens"] ?? 0), 1, "\(after)")
+        XCTAssertEqual((after["signins"] ?? 0) - (before["signins"] ?? 0), 1, "replaced once, not by every process")
+    }
+
     func testKillingTheLeaderDuringARoundLosesNothing() throws {
         let hosts = try (0..<3).map { _ in try host("leader") }
         try storeExpired(hosts[0])

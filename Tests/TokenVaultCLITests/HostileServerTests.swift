@@ -98,6 +98,31 @@ final class HostileServerTests: XCTestCase {
         XCTAssertFalse(doctor.stdout.contains("unusable"), doctor.stdout)
     }
 
+    /// RFC 7592: a registration the server lets tokenvault manage is checked
+    /// before an authorization, and deleted with the last resource using it.
+    func testAManagedRegistrationIsCheckedBeforeALoginAndDeletedWithItsLastResource() throws {
+        let s = sandbox()
+        let before = try stats()
+        XCTAssertEqual(s.tv("login", url("ok"), limit: 60).status, 0)
+        // The server forgets its clients: the next login asks before it authorizes.
+        _ = runProcess("/usr/bin/curl", ["-s", "-X", "POST", base + "/forget-clients"], env: [:])
+        let again = s.tv("login", url("ok"), "--timeout", "20", limit: 60)
+        XCTAssertEqual(again.status, 0, again.stderr)
+        XCTAssertTrue(again.stderr.contains("again: it no longer knows client"), again.stderr)
+        XCTAssertTrue(again.stderr.contains("removed 1 registration"), again.stderr)
+        let middle = try stats()
+        XCTAssertEqual((middle["registrations"] ?? 0) - (before["registrations"] ?? 0), 2)
+        XCTAssertGreaterThanOrEqual((middle["client_checks"] ?? 0) - (before["client_checks"] ?? 0), 1)
+        // The last resource of that server deleted: its registration goes too, there and here.
+        let deleted = s.tv("delete", url("ok"))
+        XCTAssertEqual(deleted.status, 0, deleted.stderr)
+        XCTAssertTrue(deleted.stderr.contains("deleted tokenvault's registration"), deleted.stderr)
+        XCTAssertEqual((try stats()["client_deletes"] ?? 0) - (middle["client_deletes"] ?? 0), 1)
+        let fresh = s.tv("login", url("ok"), limit: 60)
+        XCTAssertEqual(fresh.status, 0, fresh.stderr)
+        XCTAssertTrue(fresh.stderr.contains("registered tokenvault at"), "none kept: registered anew: \(fresh.stderr)")
+    }
+
     // MARK: No answer holds up another
 
     func testAPingAndACancellationPassASlowCall() throws {

@@ -13,11 +13,35 @@ protocol DeletesCredential: ContextCommand {
 extension DeletesCredential {
     func run(in context: Context) throws {
         let id = try credential.id(in: context, registrations: true)
+        let stored = try? context.vault().load(id)
         let removed = try context.vault().delete(id)
         guard removed else { throw try context.notFound(id) }
+        if let issuer = stored?.issuer, !id.isRegistration { Self.retireRegistrations(of: issuer, context: context) }
         context.result(
             "deleted \(id)", json: json,
             ["service": .string(id.service.description), "account": .string(id.account), "deleted": .bool(true)])
+    }
+}
+
+extension DeletesCredential {
+    /// With the last credential of an authorization server gone, the
+    /// registrations tokenvault made there that the server lets it manage
+    /// (RFC 7592) are deleted at the server, then here (docs/providers.md).
+    static func retireRegistrations(of issuer: String, context: Context) {
+        guard let vault = try? context.vault(), let all = try? vault.listLocated(),
+            !all.contains(where: { $0.credential.issuer == issuer }),
+            let kept = try? vault.registrations(for: issuer)
+        else { return }
+        let transport = CurlTransport(timeout: (try? context.httpTimeout) ?? 30)
+        for r in kept where r.registrationClientURI != nil {
+            guard r.deleteAtServer(transport: transport),
+                let regID = try? ClientRegistration.id(issuer: issuer, clientID: r.clientID),
+                (try? vault.delete(regID)) == true
+            else { continue }
+            Output.notice(
+                "deleted tokenvault's registration \(OutsideText.line(r.clientID, limit: 80)) at \(OutsideText.line(issuer)): no credential uses it now"
+            )
+        }
     }
 }
 

@@ -91,18 +91,25 @@ extension TokenVault.Login {
         var registerFor = scopes + server.scopesSupported.filter { !scopes.contains($0) }
         let all = try vault.registrations(for: server.issuer)
         // One the server forgot (invalid_client, twice) is not tried: its authorization page would only fail.
-        let kept = registerAgain ? [] : all.filter { $0.forgottenAt == nil }
+        var kept = registerAgain ? [] : all.filter { $0.forgottenAt == nil }
         if let usable = kept.first(where: { $0.covers(scopes) && ResourceClient.canListen(on: $0.redirectURI) }) {
-            return usable.clientID
-        }
-        if let newest = kept.first {
+            // Where the server says (RFC 7592), a registration it no longer knows is not tried.
+            guard usable.stillKnown(transport: transport) == false else { return usable.clientID }
+            var gone = usable
+            gone.forgottenAt = context.clock.now
+            try? vault.keep(gone)
+            kept.removeAll { $0.clientID == usable.clientID }
+            Output.notice(
+                "registering tokenvault at \(issuer) again: it no longer knows client \(OutsideText.line(usable.clientID, limit: 80))"
+            )
+        } else if let newest = kept.first {
             let why =
                 newest.covers(scopes)
                 ? "the redirect port it registered (\(newest.redirectURI)) is in use by another program"
                 : "its registration does not cover every scope asked for"
             Output.notice("registering tokenvault at \(issuer) again: \(why)")
             registerFor += newest.scopes.filter { !registerFor.contains($0) }
-        } else if let forgotten = all.first {
+        } else if let forgotten = all.first, kept.isEmpty {
             Output.notice(
                 "registering tokenvault at \(issuer) again: \(registerAgain ? "--register-again" : "it no longer knows client \(OutsideText.line(forgotten.clientID, limit: 80))")"
             )

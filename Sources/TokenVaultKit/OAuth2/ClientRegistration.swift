@@ -16,6 +16,10 @@ public struct ClientRegistration: Equatable, Sendable {
     public var registeredAt: Int64
     /// The scopes it was registered for: a login asking for more registers again.
     public var scopes: [String] = []
+    /// Where the registration is managed (RFC 7592 `registration_client_uri`),
+    /// with `registrationAccessToken`: checked before an authorization, and
+    /// deleted with the last resource that uses it.
+    public var registrationClientURI: String? = nil
     /// When the server was found to have forgotten it (`invalid_client`,
     /// twice): `login URL` registers again instead, and removes this one once
     /// that login has succeeded.
@@ -99,10 +103,18 @@ public struct ClientRegistration: Equatable, Sendable {
             guard let s = o[key]?.string, !s.isEmpty else { return nil }
             return s
         }
-        return ClientRegistration(
+        var r = ClientRegistration(
             issuer: issuer, clientID: id, clientSecret: secret("client_secret"),
             registrationAccessToken: secret("registration_access_token"), redirectURI: redirectURI, registeredAt: now,
             scopes: o["scope"]?.string.map { $0.split(separator: " ").map(String.init) } ?? scopes)
+        // RFC 7592: kept only with its token, and only where the issuer itself may be reached.
+        if let uri = o["registration_client_uri"]?.string, r.registrationAccessToken != nil, !uri.contains("#"),
+            uri.utf8.count <= 2048, OAuth2Provider.isSafeEndpoint(uri, reachedFrom: issuer),
+            !uri.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F })
+        {
+            r.registrationClientURI = uri
+        }
+        return r
     }
 }
 
@@ -127,6 +139,7 @@ extension ClientRegistration {
         if let clientSecret { extra["client_secret"] = .string(clientSecret) }
         if let registrationAccessToken { extra["registration_access_token"] = .string(registrationAccessToken) }
         if let forgottenAt { extra["forgotten_at"] = .integer(forgottenAt) }
+        if let registrationClientURI { extra["registration_client_uri"] = .string(registrationClientURI) }
         let id = try Self.id(issuer: issuer, clientID: clientID)
         var c = Credential(service: id.service, account: id.account, type: .token, accessToken: clientID, extra: extra)
         c.issuer = issuer
@@ -144,6 +157,34 @@ extension ClientRegistration {
             registeredAt: c.extra["registered_at"]?.int64 ?? 0,
             scopes: (c.extra["scope"]?.string ?? "").split(separator: " ").map(String.init))
         forgottenAt = c.extra["forgotten_at"]?.int64
+        registrationClientURI = c.extra["registration_client_uri"]?.string
+    }
+
+    /// What the server says of it now (RFC 7592): `true` when it still knows
+    /// it, `false` when it does not (401, 403, 404), nil when it cannot say
+    /// (no management URI, the network, another answer): then it is used as is.
+    public func stillKnown(transport: HTTPTransport) -> Bool? {
+        guard let uri = registrationClientURI, let token = registrationAccessToken else { return nil }
+        guard
+            let r = try? transport.send(
+                HTTPRequest(
+                    method: "GET", url: uri, headers: ["Authorization: Bearer \(token)", "Accept: application/json"]))
+        else { return nil }
+        switch r.status {
+        case 200..<300: return true
+        case 401, 403, 404: return false
+        default: return nil
+        }
+    }
+
+    /// Deletes it at the server (RFC 7592); true when the server took it
+    /// away (or no longer had it).
+    public func deleteAtServer(transport: HTTPTransport) -> Bool {
+        guard let uri = registrationClientURI, let token = registrationAccessToken,
+            let r = try? transport.send(
+                HTTPRequest(method: "DELETE", url: uri, headers: ["Authorization: Bearer \(token)"]))
+        else { return false }
+        return (200..<300).contains(r.status) || r.status == 404 || r.status == 401
     }
 }
 

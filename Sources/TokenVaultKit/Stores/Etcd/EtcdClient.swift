@@ -205,11 +205,15 @@ final class EtcdClient: @unchecked Sendable {
                 case .passing(let why):
                     last = why
                 case .tokenExpired(let message):
-                    // Simple tokens live 5 minutes: sign in again, once.
+                    // Simple tokens live 5 minutes: sign in again, once; on this host, one
+                    // process does (the others find its token).
                     guard !reauthenticated else { throw refused(message) }
                     reauthenticated = true
-                    lock.withLock { (authenticated, token) = (false, nil) }
-                    try authenticateIfNeeded(endpoint, seconds: left)
+                    let refusedToken = lock.withLock { () -> String? in
+                        defer { (authenticated, token) = (false, nil) }
+                        return token
+                    }
+                    try authenticateIfNeeded(endpoint, seconds: left, refused: refusedToken)
                     start = index
                 }
             }
@@ -343,8 +347,50 @@ final class EtcdClient: @unchecked Sendable {
         }
     }
 
-    private func authenticateIfNeeded(_ endpoint: String, seconds: Double) throws {
+    /// The auth token this host's processes share (docs/fleet.md, "One
+    /// sign-in per host"): kept in the user's kernel keyring for 240 s, less
+    /// than etcd's default `--auth-token-ttl` of 300 s, so a kept token is
+    /// rarely one etcd has already dropped; one it refuses all the same is
+    /// replaced by the first process that meets the refusal, under a lock the
+    /// others wait on, and they take its new token.
+    static let authTokenSeconds = 240
+
+    private var authTokenName: String {
+        // Per runtime directory too: one per login session of a host, and tests' simulated hosts apart.
+        let who = (settings.endpoints.sorted() + [settings.username ?? "", settings.runtimeDirectory]).joined(
+            separator: "\n")
+        return "etcd-auth:" + Hex.encode(Sodium.hash(Array(who.utf8), bytes: 16))
+    }
+
+    private func keptAuthToken() -> String? {
+        settings.authTokenCache.load(name: authTokenName).map { bytes in
+            bytes.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+        }
+    }
+
+    /// Signs in when this process has no token: with the token another process
+    /// of this host keeps, else by one sign-in (bcrypt on every member, so
+    /// not one per process), under a host lock. `refused`: the token etcd just
+    /// refused, never taken again.
+    private func authenticateIfNeeded(_ endpoint: String, seconds: Double, refused: String? = nil) throws {
         if lock.withLock({ authenticated }) { return }
+        guard settings.username != nil else { return }
+        func adopt(_ t: String) {
+            lock.withLock {
+                token = t
+                authenticated = true
+            }
+        }
+        if let kept = keptAuthToken(), kept != refused { return adopt(kept) }
+        guard !settings.runtimeDirectory.isEmpty, (try? PrivateDirectory.ensure(settings.runtimeDirectory)) != nil
+        else { return try signIn(endpoint, seconds: seconds) }
+        try FileLock.holding(settings.runtimeDirectory + "/etcd-signin.lock") {
+            if let kept = keptAuthToken(), kept != refused { return adopt(kept) }
+            try signIn(endpoint, seconds: seconds)
+        }
+    }
+
+    private func signIn(_ endpoint: String, seconds: Double) throws {
         guard let user = settings.username else { return }
         guard let source = settings.password else {
             throw TokenVaultError.config("[etcd] sets username \(user) but neither password_file nor password_command")
@@ -371,6 +417,8 @@ final class EtcdClient: @unchecked Sendable {
                 token = t
                 authenticated = true
             }
+            settings.authTokenCache.store(
+                name: authTokenName, key: SecureBytes(Array(t.utf8)), ttl: Self.authTokenSeconds)
             return
         }
         let message = OutsideText.line(o["message"]?.string ?? "HTTP \(response.status)")

@@ -13,6 +13,11 @@ public struct EtcdSettings: Sendable {
     public var timeout: Int
     /// Seconds a dead refresher can hold the fleet lock.
     public var leaseTTL: Int
+    /// Where this host's processes take turns to sign in (one sign-in per host).
+    public var runtimeDirectory: String = ""
+    /// Where the etcd auth token is kept for every process of this user
+    /// (docs/fleet.md, "One sign-in per host"); never on disk.
+    public var authTokenCache: any KeyCache = KernelKeyring()
 
     public static func resolve(_ settings: Settings, config: Config) throws -> EtcdSettings {
         let configPath = settings.configPath
@@ -65,7 +70,7 @@ public struct EtcdSettings: Sendable {
             password: table.password_file.map { SecretSource.file($0) }
                 ?? table.password_command.map { SecretSource.command($0) },
             tls: tls,
-            timeout: table.timeout ?? 5, leaseTTL: table.lease_ttl ?? 30)
+            timeout: table.timeout ?? 5, leaseTTL: table.lease_ttl ?? 30, runtimeDirectory: settings.runtimeDirectory)
     }
 }
 
