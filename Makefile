@@ -14,7 +14,7 @@ STATIC_CXX = $(CURDIR)/.build/static-cxx
 RELEASE_FLAGS = -c release --static-swift-stdlib --product tokenvault -Xlinker -L$(STATIC_CXX)
 RELEASE_BIN = .build/release/tokenvault
 
-.PHONY: deps build release test lint format demo bench install uninstall docs clean
+.PHONY: deps build release test unit lint format demo bench install uninstall docs clean
 
 deps:
 	@scripts/deps.sh
@@ -43,6 +43,13 @@ release: deps
 test: deps lint
 	swift build --build-tests
 	swift test --skip-build --disable-swift-testing
+
+# The library's tests alone (docs/hacking.md): no packages installed, no
+# services started; the fast loop. The one library test that needs the MCP
+# SDK's server is left to make test.
+unit:
+	swift build --build-tests
+	swift test --skip-build --disable-swift-testing --filter TokenVaultKitTests --skip ResourceDiscoveryTests
 
 # The formatter ships with the toolchain; .swift-format is its configuration.
 # `make test` lints first, so drift fails before the long part.

@@ -192,21 +192,25 @@ for _ in $(seq "$ROUNDS"); do
 done
 etcdctl_ms=$(median etcdctl); etcd_tv=$(median etcd_tv)
 BROWSER="$root/Tests/Fixtures/browser.sh" "$TV" login local 2>/dev/null
-fleet_walls=(); fleet_counts=()
+fleet_walls=(); fleet_counts=(); fleet_failed=0
 for _ in 1 2 3; do
   expire_local
   before=$(refreshes_seen)
+  rm -f "$work"/fleet*.out "$work"/fleet*.failed
   start=$(date +%s%N)
   hosts=()
   for h in 1 2 3 4; do   # a host: its own home and runtime directory (its own local locks)
     mkdir -p -m 700 "$work/host$h/run"
-    ( seq 16 | HOME="$work/host$h" XDG_RUNTIME_DIR="$work/host$h/run" xargs -P 16 -I{} "$TV" get local > "$work/fleet$h.out" ) &
+    # Each get's token in a file of its own, and a line in .failed for each that failed.
+    ( seq 16 | HOME="$work/host$h" XDG_RUNTIME_DIR="$work/host$h/run" xargs -P 16 -I{} \
+        sh -c '"$0" get local > "$1.$2.out" 2>/dev/null || echo failed >> "$1.failed"' "$TV" "$work/fleet$h" {} ) &
     hosts+=($!)
   done
-  wait "${hosts[@]}" || echo "bench: a fleet get failed" >&2
+  wait "${hosts[@]}" || true
   end=$(date +%s%N)
   after=$(refreshes_seen)
-  [ "$(cat "$work"/fleet?.out | sort -u | wc -l)" = 1 ] || echo "bench: the 64 fleet gets printed different tokens" >&2
+  fleet_failed=$((fleet_failed + $(cat "$work"/fleet*.failed 2>/dev/null | wc -l)))
+  [ "$(cat "$work"/fleet*.out | sort -u | wc -l)" = 1 ] || echo "bench: the fleet gets printed different tokens" >&2
   fleet_walls+=($(( (end - start) / 1000000 ))); fleet_counts+=($((after - before)))
 done
 "$TV" lock >/dev/null 2>&1 || true
@@ -278,6 +282,7 @@ tokenvault bench ($(nproc) cores; median of $RUNS runs each, in $ROUNDS interlea
 | tokenvault get, backend etcd, valid token         | $(printf %9s "$etcd_tv") | $(printf %-16s "${r_etcd}x etcdctl") | <= 1.0x | $(verdict "$r_etcd" 1.0) |
 | 4 hosts x 16 gets at expiry, etcd: refreshes      | $(printf %9s "${fleet_counts[*]}") | (3 rounds)       | 1       | $([ "$fleet_max" = 1 ] && echo ok || echo MISSED) |
 | 4 hosts x 16 gets at expiry, etcd: wall (median)  | $(printf %9s "$fleet_wall") |                  | <= 2000 | $(verdict "$fleet_wall" 2000) |
+| 4 hosts x 16 gets at expiry, etcd: failed gets    | $(printf %9s "$fleet_failed") | (of 192)         | 0       | $([ "$fleet_failed" = 0 ] && echo ok || echo MISSED) |
 | MCP tool call, SDK client over HTTP, fixed token  | $(printf %9s "$mcp_direct") |                  |         |      |
 | MCP tool call through tokenvault mcp (stdio)      | $(printf %9s "$mcp_bridge") | $(printf %-16s "${mcp_over} ms on top") | <= 2 ms | $(verdict "$mcp_over" 2) |
 | MCP start to first answer, SDK client over HTTP   | $(printf %9s "$mcp_direct_first") |                  |         |      |

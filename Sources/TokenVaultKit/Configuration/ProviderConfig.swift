@@ -158,6 +158,9 @@ public struct EtcdConfig: Codable, Sendable, Equatable {
     public var lease_ttl: Int?
     /// Seconds for any one etcd call (default 5).
     public var timeout: Int?
+    /// Seconds a call may keep waiting for a cluster that answers but is busy
+    /// (a burst at the top of the hour), before it fails (default 30).
+    public var wait: Int?
 
     public init() {}
 
@@ -167,6 +170,9 @@ public struct EtcdConfig: Codable, Sendable, Equatable {
         }
         if let t = timeout, !(1...300).contains(t) {
             throw TokenVaultError.config("\(path): etcd.timeout must be between 1 and 300 seconds")
+        }
+        if let w = wait, !(0...3600).contains(w) {
+            throw TokenVaultError.config("\(path): etcd.wait must be between 0 and 3600 seconds")
         }
         if password_file != nil, password_command != nil {
             throw TokenVaultError.config("\(path): set one of etcd.password_file and etcd.password_command, not both")

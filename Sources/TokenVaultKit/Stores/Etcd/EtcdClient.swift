@@ -175,7 +175,11 @@ final class EtcdClient: @unchecked Sendable {
     ) throws -> [String: JSONValue] {
         let endpoints = only.map { [$0] } ?? settings.endpoints
         let total = Double(callTimeout ?? settings.timeout)
-        let deadline = Date().addingTimeInterval(total)
+        var deadline = Date().addingTimeInterval(total)
+        // A cluster that answered before and now only times out is busy, not gone:
+        // a call keeps waiting for it up to `wait` seconds in all (docs/fleet.md).
+        let patience = Date().addingTimeInterval(max(total, Double(settings.wait)))
+        var waited = 0
         let payload = Data(JSONValue.object(body).text.utf8)
         var start = lock.withLock { only == nil ? preferred : 0 }
         var last = "no endpoint answered"
@@ -218,13 +222,25 @@ final class EtcdClient: @unchecked Sendable {
                 }
             }
             attempt += 1
+            if only == nil, callTimeout == nil, deadline.timeIntervalSinceNow <= 0.05,
+                patience.timeIntervalSinceNow > 0.05,
+                last.contains("did not answer within"), EtcdReachMark.seen(settings)
+            {
+                waited += Int(total)
+                if WaitLine.enabled {
+                    WaitLine.draw(
+                        "waiting for the etcd cluster, which is busy (\(waited) s of at most \(settings.wait) s)")
+                }
+                deadline = min(patience, Date().addingTimeInterval(total))
+            }
             if only != nil || deadline.timeIntervalSinceNow <= 0.05 { break }
             // Every endpoint failed this round: an election, or a restart. Back off a little.
             Posix.sleep(min(0.05 * Double(1 << min(attempt, 4)), max(deadline.timeIntervalSinceNow, 0)))
             start = lock.withLock { preferred }
         }
+        if waited > 0, WaitLine.enabled { WaitLine.clear() }
         if only != nil { throw TokenVaultError.temporary(last) }
-        throw unanswered(last, within: total)
+        throw unanswered(last, within: total + Double(waited))
     }
 
     /// An answer: the endpoint that gave it is asked first next time, and the

@@ -13,6 +13,8 @@ public struct EtcdSettings: Sendable {
     public var timeout: Int
     /// Seconds a dead refresher can hold the fleet lock.
     public var leaseTTL: Int
+    /// Seconds a call keeps waiting for a cluster that answers but is busy.
+    public var wait: Int = 30
     /// Where this host's processes take turns to sign in (one sign-in per host).
     public var runtimeDirectory: String = ""
     /// Where the etcd auth token is kept for every process of this user
@@ -70,7 +72,8 @@ public struct EtcdSettings: Sendable {
             password: table.password_file.map { SecretSource.file($0) }
                 ?? table.password_command.map { SecretSource.command($0) },
             tls: tls,
-            timeout: table.timeout ?? 5, leaseTTL: table.lease_ttl ?? 30, runtimeDirectory: settings.runtimeDirectory)
+            timeout: table.timeout ?? 5, leaseTTL: table.lease_ttl ?? 30, wait: table.wait ?? 30,
+            runtimeDirectory: settings.runtimeDirectory)
     }
 }
 
