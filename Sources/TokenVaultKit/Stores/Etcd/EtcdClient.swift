@@ -224,7 +224,7 @@ final class EtcdClient: @unchecked Sendable {
             attempt += 1
             if only == nil, callTimeout == nil, deadline.timeIntervalSinceNow <= 0.05,
                 patience.timeIntervalSinceNow > 0.05,
-                last.contains("did not answer within"), EtcdReachMark.seen(settings)
+                last.contains("did not answer within"), EtcdReachMark.seen(settings), hasLeader(endpoints)
             {
                 waited += Int(total)
                 if WaitLine.enabled {
@@ -241,6 +241,25 @@ final class EtcdClient: @unchecked Sendable {
         if waited > 0, WaitLine.enabled { WaitLine.clear() }
         if only != nil { throw TokenVaultError.temporary(last) }
         throw unanswered(last, within: total + Double(waited))
+    }
+
+    /// Whether a member says the cluster has a leader now (a second to say
+    /// so): then a call that timed out met a busy cluster, not a broken one.
+    private func hasLeader(_ endpoints: [String]) -> Bool {
+        let payload = Data("{}".utf8)
+        for endpoint in endpoints {
+            guard
+                case .answered(let o)? = try? ask(
+                    endpoint, "/v3/maintenance/status", payload, seconds: 1,
+                    mode: Repeating(idempotent: true, ambiguousIsFailure: false))
+            else { continue }
+            if let leader = o["leader"]?.string ?? o["leader"]?.int64.map(String.init), leader != "0",
+                o["errors"] == nil
+            {
+                return true
+            }
+        }
+        return false
     }
 
     /// An answer: the endpoint that gave it is asked first next time, and the
