@@ -199,6 +199,7 @@ final class Context {
             try self.discovery().endpoints(issuer: issuer, provider: provider)
         }
         p.registeredClient = registered
+        if c.discoveredProviders.contains(name) { p.configPath = settings.discoveredProvidersPath }
         return p
     }
 

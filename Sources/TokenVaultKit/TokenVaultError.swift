@@ -20,7 +20,7 @@ public enum TokenVaultError: Error, Equatable, LocalizedError, Sendable {
     /// Network error, timeout, provider 5xx: retry later (75).
     case temporary(String)
     /// The provider refused the request (76).
-    case providerRefused(code: String, description: String?)
+    case providerRefused(code: String, description: String?, hint: String? = nil)
     /// Locked without a passphrase source, wrong passphrase, unsafe permissions (77).
     case permission(String, hint: String? = nil)
     /// Unknown provider, missing client id, invalid config file (78).
@@ -85,7 +85,7 @@ public enum TokenVaultError: Error, Equatable, LocalizedError, Sendable {
             var m = "no credential stored for \(service) (account \(account))"
             if let unchecked { m += "; \(unchecked)" }
             return m
-        case .providerRefused(let code, let description):
+        case .providerRefused(let code, let description, _):
             if let description, !description.isEmpty {
                 return "the provider refused the request: \(code): \(description)"
             }
@@ -99,7 +99,8 @@ public enum TokenVaultError: Error, Equatable, LocalizedError, Sendable {
     public var hint: String? {
         switch self {
         case .usage(_, let h), .loginRequired(_, let h), .backendUnavailable(_, let h),
-            .vault(_, let h), .permission(_, let h), .config(_, let h), .configSyntax(_, _, let h):
+            .vault(_, let h), .permission(_, let h), .config(_, let h), .configSyntax(_, _, let h),
+            .providerRefused(_, _, let h):
             return h
         case .notFound(let service, let account, _, let hint):
             if let hint { return hint }
@@ -107,7 +108,7 @@ public enum TokenVaultError: Error, Equatable, LocalizedError, Sendable {
             return "store one with: tokenvault set \(ShellWord.word(service))\(acct) < token.json"
         case .temporary:
             return "nothing was changed; try again later"
-        case .badInput, .providerRefused, .internal:
+        case .badInput, .internal:
             return nil
         }
     }

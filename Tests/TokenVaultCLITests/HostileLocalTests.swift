@@ -260,4 +260,27 @@ final class HostileLocalTests: QuirkProviderTestCase {
             seen.contains("&lt;a href=&quot;https://evil.example/&quot;&gt;renew here&lt;/a&gt; &amp; &lt;b&gt;"), seen)
         XCTAssertFalse(seen.contains("<a href"), seen)
     }
+
+    // MARK: A client the provider does not accept
+
+    func testInvalidClientSaysWhereTheClientIsSet() throws {
+        let s = sandbox()
+        try s.writeConfig(
+            """
+            [providers.q]
+            service = "api.quirk.example"
+            token_url = "http://127.0.0.1:\(Self.port)/invalid-client"
+            client_id = "cid"
+            """)
+        XCTAssertEqual(
+            s.tv("set", "q", "--provider", "q", stdin: #"{"access_token":"a","refresh_token":"r","expires_at":1}"#)
+                .status, 0)
+        let r = s.tv("get", "q")
+        XCTAssertEqual(r.status, 76, r.stderr)
+        let config = s.env["XDG_CONFIG_HOME"]! + "/tokenvault/config.toml"
+        XCTAssertTrue(
+            r.stderr.contains(
+                "hint: check client_id and client_secret (or its _file or _command) of [providers.q] in \(config)"),
+            r.stderr)
+    }
 }

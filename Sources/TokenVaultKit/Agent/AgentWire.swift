@@ -39,7 +39,8 @@ extension TokenVaultError {
         case .backendUnavailable(let m, let h): return o("backendUnavailable", ["message": m, "hint": h])
         case .vault(let m, let h): return o("vault", ["message": m, "hint": h])
         case .temporary(let m): return o("temporary", ["message": m])
-        case .providerRefused(let c, let d): return o("providerRefused", ["code": c, "description": d])
+        case .providerRefused(let c, let d, let h):
+            return o("providerRefused", ["code": c, "description": d, "hint": h])
         case .permission(let m, let h): return o("permission", ["message": m, "hint": h])
         case .config(let m, let h): return o("config", ["message": m, "hint": h])
         case .configSyntax(let m, _, let h): return o("config", ["message": m, "hint": h])
@@ -60,7 +61,8 @@ extension TokenVaultError {
         case "backendUnavailable": self = .backendUnavailable(m, hint: s("hint"))
         case "vault": self = .vault(m, hint: s("hint"))
         case "temporary": self = .temporary(m)
-        case "providerRefused": self = .providerRefused(code: s("code") ?? "", description: s("description"))
+        case "providerRefused":
+            self = .providerRefused(code: s("code") ?? "", description: s("description"), hint: s("hint"))
         case "permission": self = .permission(m, hint: s("hint"))
         case "config": self = .config(m, hint: s("hint"))
         case "internal": self = .internal(m)

@@ -126,7 +126,8 @@ public struct OAuth2Login {
         let host = (try? ServiceKey(parsing: url).description) ?? url
         let start = try TokenResponse.successFields(
             try transport.send(.form(url, fields, headers: client.headers)),
-            host: host, provider: provider.name, sentSecrets: client.secret.map { [$0] } ?? [])
+            host: host, provider: provider.name, sentSecrets: client.secret.map { [$0] } ?? [],
+            configPath: provider.configPath)
         guard let deviceCode = start["device_code"]?.string, let userCode = start["user_code"]?.string,
             let verification = (start["verification_uri"] ?? start["verification_url"])?.string
         else {
@@ -187,7 +188,8 @@ public struct OAuth2Login {
                     default:
                         throw TokenResponse.error(
                             code: code, description: fields["error_description"]?.text, provider: provider.name,
-                            sentSecrets: [deviceCode] + (client.secret.map { [$0] } ?? []))
+                            sentSecrets: [deviceCode] + (client.secret.map { [$0] } ?? []),
+                            configPath: provider.configPath)
                     }
                 }
                 let c = try TokenResponse.credential(
@@ -263,7 +265,7 @@ public struct OAuth2Login {
         let host = (try? ServiceKey(parsing: provider.tokenURL).description) ?? provider.tokenURL
         let c = try TokenResponse.credential(
             from: response, id: id, provider: provider.name, host: host, now: clock.now,
-            sentSecrets: sent + (client.secret.map { [$0] } ?? []))
+            sentSecrets: sent + (client.secret.map { [$0] } ?? []), configPath: provider.configPath)
         return provider.issued(c, previous: nil, now: clock.now)
     }
 

@@ -60,6 +60,8 @@ public struct OAuth2Provider: Sendable {
     /// server may forget: `invalid_client` then means "register again"
     /// (docs/providers.md, "A registration the server forgot").
     public var registeredClient = false
+    /// The config file its table came from, for hints.
+    public var configPath: String? = nil
 
     /// `resource=…` for a request, when the provider names one.
     var resourceFields: [(String, String)] { resource.map { [("resource", $0)] } ?? [] }
@@ -126,7 +128,8 @@ public struct OAuth2Provider: Sendable {
             refreshIdle: p.refresh_token_idle.map(Int64.init),
             secretSource: secret, privateKeyFile: p.private_key_file, credentialsFile: p.credentials_file,
             audience: p.audience, subject: p.subject, issuer: p.issuer,
-            resource: try p.resource.map { try checkedResource($0, provider: name, configPath: configPath) })
+            resource: try p.resource.map { try checkedResource($0, provider: name, configPath: configPath) },
+            configPath: configPath)
     }
 
     /// The grant, how the client authenticates, and its id, checked together:

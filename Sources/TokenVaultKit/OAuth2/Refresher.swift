@@ -151,7 +151,7 @@ public struct Refresher {
     /// the old registration stay until a new login has succeeded.
     func exchangeTwiceIfForgotten(_ current: Credential) throws -> Credential {
         func isInvalidClient(_ error: Error) -> Bool {
-            if case TokenVaultError.providerRefused(let code, _) = error { return code == "invalid_client" }
+            if case TokenVaultError.providerRefused(let code, _, _) = error { return code == "invalid_client" }
             return false
         }
         do {
@@ -193,7 +193,8 @@ public struct Refresher {
         }
         let response = try transport.send(.form(p.tokenURL, fields + client.fields, headers: client.headers))
         let host = (try? ServiceKey(parsing: p.tokenURL).description) ?? p.tokenURL
-        let object = try TokenResponse.successFields(response, host: host, provider: p.name, sentSecrets: sent)
+        let object = try TokenResponse.successFields(
+            response, host: host, provider: p.name, sentSecrets: sent, configPath: p.configPath)
         var fresh: Credential
         do {
             fresh = try TokenInput.credential(from: object, id: current.id, now: clock.now)

@@ -21,9 +21,10 @@ public enum TokenResponse {
     /// The credential in a successful answer, received at `now`; or the error it carries.
     public static func credential(
         from response: HTTPResponse, id: CredentialID, provider: String,
-        host: String, now: Int64, sentSecrets: [String] = []
+        host: String, now: Int64, sentSecrets: [String] = [], configPath: String? = nil
     ) throws -> Credential {
-        let object = try successFields(response, host: host, provider: provider, sentSecrets: sentSecrets)
+        let object = try successFields(
+            response, host: host, provider: provider, sentSecrets: sentSecrets, configPath: configPath)
         var c = try TokenInput.credential(from: object, id: id, now: now)
         c.provider = provider
         return c
@@ -35,13 +36,14 @@ public enum TokenResponse {
     /// onto the terminal.
     public static func successFields(
         _ response: HTTPResponse, host: String, provider: String,
-        sentSecrets: [String] = []
+        sentSecrets: [String] = [], configPath: String? = nil
     ) throws -> [String: JSONValue] {
         let object = fields(response.body)
         if let object, let code = object["error"]?.text {
             throw error(
-                code: code, description: object["error_description"]?.text, provider: provider, sentSecrets: sentSecrets
-            )
+                code: code, description: object["error_description"]?.text, provider: provider,
+                sentSecrets: sentSecrets,
+                configPath: configPath)
         }
         guard (200..<300).contains(response.status) else {
             let what = looksLikeHTML(response) ? "an HTML page" : "no OAuth error"
@@ -60,7 +62,7 @@ public enum TokenResponse {
 
     /// RFC 6749 §5.2 (and RFC 8628 §3.5) error codes to exit codes.
     public static func error(
-        code: String, description: String?, provider: String, sentSecrets: [String] = []
+        code: String, description: String?, provider: String, sentSecrets: [String] = [], configPath: String? = nil
     ) -> TokenVaultError {
         let desc = description.map { OutsideText.line($0, redacting: sentSecrets) }
         let shown = OutsideText.line(code, redacting: sentSecrets)
@@ -71,6 +73,13 @@ public enum TokenResponse {
                 hint: "run: tokenvault login \(ShellWord.word(provider))")
         case "server_error", "temporarily_unavailable":
             return .temporary("the provider answered \(shown)\(desc.map { ": \($0)" } ?? "")")
+        case "invalid_client", "unauthorized_client":
+            // The client is the user's to fix: say where it is set.
+            return .providerRefused(
+                code: shown, description: desc,
+                hint:
+                    "check client_id and client_secret (or its _file or _command) of [providers.\(Config.tableKey(provider))]\(configPath.map { " in \($0)" } ?? " in the config")"
+            )
         default:
             return .providerRefused(code: shown, description: desc)
         }
