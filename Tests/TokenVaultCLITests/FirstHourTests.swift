@@ -146,7 +146,11 @@ final class FirstHourTests: QuirkProviderTestCase {
         let edited = try String(contentsOfFile: path, encoding: .utf8)
         XCTAssertEqual(
             edited,
-            config.replacingOccurrences(of: "backend = \"secret-service\"   # for now", with: "backend = \"file\"")
+            config.replacingOccurrences(
+                of: "backend = \"secret-service\"   # for now",
+                with:
+                    "# tokenvault migrate: backend was secret-service, credentials in secret-service\nbackend = \"file\""
+            )
                 + "\n")
         XCTAssertTrue(s.tv("backend").stdout.contains("file"), "new logins go to the file")
         XCTAssertEqual(s.tv("get", "m.example").out, "moved-token")
@@ -162,10 +166,33 @@ final class FirstHourTests: QuirkProviderTestCase {
         XCTAssertEqual(fresh.tv("migrate", "--to", "secret-service").status, 0)
         XCTAssertEqual(
             try String(contentsOfFile: fresh.env["XDG_CONFIG_HOME"]! + "/tokenvault/config.toml", encoding: .utf8),
-            "backend = \"secret-service\"\n")
+            "# tokenvault migrate: backend was unset, credentials in file\nbackend = \"secret-service\"\n")
         let nowhere = fresh.tv("migrate", "--to", "file", env: ["TOKENVAULT_CONFIG": "/dev/null/config.toml"])
         XCTAssertEqual(nowhere.status, 0, nowhere.stderr)
         XCTAssertTrue(nowhere.stderr.contains("add this line at its top: backend = \"file\""), nowhere.stderr)
+    }
+
+    func testMigratingThereAndBackRestoresTheBackendSettingThatWas() throws {
+        // No backend setting (auto, the Secret Service answering): to the file and back.
+        let s = Sandbox()
+        s.env.merge(Self.keyring.env) { $1 }
+        s.env["TOKENVAULT_BACKEND"] = nil
+        try s.writeConfig("min_valid = 30\n")
+        let path = s.env["XDG_CONFIG_HOME"]! + "/tokenvault/config.toml"
+        XCTAssertEqual(s.tv("set", "r.example", stdin: "round-trip").status, 0)
+        XCTAssertEqual(s.tv("migrate", "--to", "file").status, 0)
+        XCTAssertTrue(try String(contentsOfFile: path, encoding: .utf8).contains("backend = \"file\""))
+        let back = s.tv("migrate", "--to", "secret-service")
+        XCTAssertEqual(back.status, 0, back.stderr)
+        XCTAssertTrue(back.stderr.contains("removed backend from \(path), as it was before"), back.stderr)
+        XCTAssertEqual(try String(contentsOfFile: path, encoding: .utf8), "min_valid = 30\n", "as it was")
+        XCTAssertTrue(s.tv("backend").stdout.contains("auto"), s.tv("backend").stdout)
+        XCTAssertEqual(s.tv("get", "r.example").out, "round-trip")
+        // An explicit auto comes back as auto.
+        try s.writeConfig("backend = \"auto\"\n")
+        XCTAssertEqual(s.tv("migrate", "--to", "file").status, 0)
+        XCTAssertEqual(s.tv("migrate", "--to", "secret-service").status, 0)
+        XCTAssertEqual(try String(contentsOfFile: path, encoding: .utf8), "backend = \"auto\"\n")
     }
 
     // MARK: Every error names the next step

@@ -44,8 +44,9 @@ extension TokenVault {
                     return
                 }
                 if foreground { try server.serve() }
-                let argv = ["/proc/self/exe", "agent", "run", "--foreground"]
-                let pid = try Posix.startDetached(argv, env: settings.environment)
+                // Shown in ps as `tokenvault agent --foreground`, started from this very binary.
+                let pid = try Posix.startDetached(
+                    ["tokenvault", "agent", "--foreground"], env: settings.environment, path: Tool.selfPath)
                 for _ in 0..<50 {
                     if let status = try? AgentClient.ask("status", [:], settings: settings, seconds: 2), status != .null
                     {

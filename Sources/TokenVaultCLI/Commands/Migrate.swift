@@ -50,7 +50,7 @@ extension TokenVault {
                 return
             }
             let moved = try move(from: source, to: target, context: context)
-            let set = useTarget(context)
+            let set = useTarget(context, from: source.name)
             context.result(
                 "moved \(moved) credential\(moved == 1 ? "" : "s") from \(source.name) to \(target.name)", json: json,
                 [
@@ -126,11 +126,18 @@ extension TokenVault {
         /// New logins go where the credentials went: `backend` in config.toml
         /// becomes the target (unless --keep-backend), or the line to add is printed.
         @discardableResult
-        func useTarget(_ context: Context) -> Bool {
+        func useTarget(_ context: Context, from source: String) -> Bool {
             guard !keepBackend else { return false }
             let path = context.settings.configPath
             do {
-                try Config.setBackend(to.rawValue, context.settings)
+                if let restored = try Config.setBackend(to.rawValue, context.settings, from: source) {
+                    Output.notice(
+                        restored == "unset"
+                            ? "removed backend from \(path), as it was before the credentials left \(to.rawValue)"
+                            : "set backend = \"\(restored)\" in \(path) again, as it was before the credentials left \(to.rawValue)"
+                    )
+                    return true
+                }
                 Output.notice(
                     "set backend = \"\(to.rawValue)\" in \(path), so new logins go there too (--keep-backend: not)")
                 if let forced = context.settings[.backend], forced != to.rawValue {

@@ -107,25 +107,63 @@ public struct Config: Sendable, Equatable {
     /// or one is put before the first table; a missing file is created (0600).
     /// Throws (the caller prints the line to add) when the file cannot be
     /// read or written, or the edit would not read back as that setting.
-    public static func setBackend(_ value: String, _ settings: Settings) throws {
+    /// The line `migrate` leaves above the one it wrote: what `backend` was
+    /// before, and where the credentials were, so that migrating back puts it
+    /// back as it was (docs/config.md).
+    static let migrateNote = "# tokenvault migrate: backend was "
+
+    /// Sets `backend = VALUE` for `migrate --to VALUE` from the backend named
+    /// `source`. Migrating back to where a migrate took them from restores the
+    /// setting that was there before it (unset or `auto` included) instead;
+    /// the setting restored, or nil when VALUE was written.
+    @discardableResult
+    public static func setBackend(_ value: String, _ settings: Settings, from source: String? = nil) throws -> String? {
         let path = settings.configPath
         let line = "backend = \"\(value)\""
         var lines =
             (try text(of: path)).map { $0.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) }
             ?? []
         if lines.last == "" { lines.removeLast() }
-        let firstTable = lines.firstIndex { $0.trimmedSpaces().hasPrefix("[") } ?? lines.endIndex
-        let existing = lines[..<firstTable].firstIndex { l in
+        var firstTable = lines.firstIndex { $0.trimmedSpaces().hasPrefix("[") } ?? lines.endIndex
+        var existing = lines[..<firstTable].firstIndex { l in
             let t = l.trimmedSpaces()
             return t.hasPrefix("backend") && t.dropFirst("backend".count).trimmedSpaces().hasPrefix("=")
         }
-        if let existing { lines[existing] = line } else { lines.insert(line, at: firstTable) }
-        let edited = lines.joined(separator: "\n") + "\n"
-        guard try TOMLTable(string: edited)["backend"]?.string == value else {
+        let was = existing.flatMap { try? TOMLTable(string: lines[$0])["backend"]?.string } ?? "unset"
+        // "# tokenvault migrate: backend was auto, credentials in secret-service"
+        let noteAt = lines[..<firstTable].firstIndex { $0.hasPrefix(migrateNote) }
+        let note = noteAt.map {
+            lines[$0].dropFirst(migrateNote.count).split(separator: ",").map { $0.trimmedSpaces() }
+        }
+        var restored: String?
+        if let noteAt, let note, note.count == 2, note[1] == "credentials in \(value)" {
+            // Back where they came from: the setting that was there before.
+            restored = note[0]
+            lines.remove(at: noteAt)
+            firstTable -= 1
+            if let e = existing, e > noteAt { existing = e - 1 }
+            if note[0] == "unset" {
+                if let existing { lines.remove(at: existing) }
+            } else if let existing {
+                lines[existing] = "backend = \"\(note[0])\""
+            } else {
+                lines.insert("backend = \"\(note[0])\"", at: firstTable)
+            }
+        } else {
+            if let existing { lines[existing] = line } else { lines.insert(line, at: firstTable) }
+            if noteAt == nil, let source, source != value {
+                let at = existing ?? firstTable
+                lines.insert(migrateNote + "\(was), credentials in \(source)", at: at)
+            }
+        }
+        let edited = lines.joined(separator: "\n") + (lines.isEmpty ? "" : "\n")
+        let expected = restored.map { $0 == "unset" ? nil : $0 } ?? value
+        guard try TOMLTable(string: edited)["backend"]?.string == expected else {
             throw TokenVaultError.config("\(path): the backend line could not be edited safely")
         }
         try PrivateDirectory.createWithParents(Posix.dirname(path))
         try AtomicFile.replace(path, with: Array(edited.utf8), what: "the config file")
+        return restored
     }
 
     /// `name` as a TOML key: bare when it can be (letters, digits, `-`, `_`),
