@@ -283,4 +283,26 @@ final class HostileLocalTests: QuirkProviderTestCase {
                 "hint: check client_id and client_secret (or its _file or _command) of [providers.q] in \(config)"),
             r.stderr)
     }
+
+    // MARK: A locked file vault beside the Secret Service
+
+    func testALockedFileVaultBesideTheSecretServiceStopsNothing() throws {
+        let s = sandbox("auto")
+        XCTAssertEqual(s.tv("set", "in.file.example", stdin: "file-tok", env: ["TOKENVAULT_BACKEND": "file"]).status, 0)
+        XCTAssertEqual(s.tv("set", "in.keyring.example", stdin: "ss-tok").status, 0)
+        let locked = ["TOKENVAULT_PASSPHRASE": ""]  // no source, no terminal, no cached key
+        let list = s.tv("list", env: locked)
+        XCTAssertEqual(list.status, 0, list.stderr)
+        XCTAssertTrue(list.stdout.contains("in.keyring.example"), list.stdout)
+        XCTAssertTrue(list.stderr.contains("the file vault \(s.vault) is locked"), list.stderr)
+        XCTAssertTrue(list.stderr.contains("tokenvault unlock"), list.stderr)
+        XCTAssertEqual(s.tv("status", env: locked).status, 0)
+        XCTAssertEqual(s.tv("get", "in.keyring.example", env: locked).out, "ss-tok")
+        let missing = s.tv("get", "nowhere.example", env: locked)
+        XCTAssertEqual(missing.status, 3, missing.stderr)
+        XCTAssertTrue(missing.stderr.contains("is locked"), missing.stderr)
+        XCTAssertEqual(s.tv("delete", "nowhere.example", env: locked).status, 3)
+        // With the passphrase, the file's own credential is there, untouched.
+        XCTAssertEqual(s.tv("get", "in.file.example").out, "file-tok")
+    }
 }

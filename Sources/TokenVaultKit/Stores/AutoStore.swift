@@ -44,6 +44,26 @@ public final class AutoStore: CredentialStore {
 
     public var uncheckedNote: String? { unchecked.isEmpty ? nil : unchecked.joined(separator: "; ") }
 
+    /// With the Secret Service answering, a file vault nobody can open here
+    /// (locked: no passphrase source, no terminal) does not stop the command:
+    /// it answers from the Secret Service and says what was not looked at
+    /// (docs/config.md). `body` is run; true when the file vault was locked.
+    private func fileUnlessLocked(_ body: () throws -> Void) throws -> Bool {
+        do {
+            try body()
+            return false
+        } catch TokenVaultError.permission(let message, _)
+            where secretService != nil
+            && message.hasPrefix("the vault is locked")
+        {
+            let note =
+                "the file vault \(file.path) is locked (no passphrase source, no terminal), so what it holds was not looked at; tokenvault unlock opens it"
+            if !unchecked.contains(note) { unchecked.append(note) }
+            if !warnings.contains(note) { warnings.append(note) }
+            return true
+        }
+    }
+
     /// Where new credentials go.
     public var primary: CredentialStore { secretService ?? file }
 
@@ -64,7 +84,7 @@ public final class AutoStore: CredentialStore {
         // The file is read when it may hold the only copy, or when that costs no prompt.
         if file.exists, found.isEmpty || file.canOpenQuietly {
             do {
-                if let c = try file.locate(id) { found.append(c) }
+                _ = try fileUnlessLocked { if let c = try file.locate(id) { found.append(c) } }
             } catch {
                 if found.isEmpty { throw error }
             }
@@ -96,7 +116,7 @@ public final class AutoStore: CredentialStore {
                 warnings.append("the Secret Service was not checked (\(e.errorText))")
             }
         }
-        if file.exists { removed = try file.delete(id) || removed }
+        if file.exists { _ = try fileUnlessLocked { removed = try file.delete(id) || removed } }
         warnUnchecked()
         return removed
     }
@@ -106,7 +126,7 @@ public final class AutoStore: CredentialStore {
     public func listIDs() throws -> [CredentialID] {
         var ids = Set<CredentialID>()
         if let secretService { ids.formUnion((try? secretService.listIDs()) ?? []) }
-        if file.exists { ids.formUnion(try file.listIDs()) }
+        if file.exists { _ = try fileUnlessLocked { ids.formUnion(try file.listIDs()) } }
         return ids.sorted()
     }
 
@@ -126,7 +146,7 @@ public final class AutoStore: CredentialStore {
             }
         }
         warnUnchecked()
-        if file.exists { add(try file.listLocated()) }
+        if file.exists { _ = try fileUnlessLocked { add(try file.listLocated()) } }
         return all.values.sorted { $0.credential.id < $1.credential.id }
     }
 }
