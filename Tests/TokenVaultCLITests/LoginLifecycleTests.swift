@@ -435,6 +435,15 @@ final class LockedKeyringTests: XCTestCase {
         let waited = s.tv("get", "api.example.com", env: ["TOKENVAULT_UNLOCK_TIMEOUT": "1"])
         XCTAssertEqual(waited.status, 77)
         XCTAssertTrue(waited.stderr.contains("it was not unlocked within 1 s"), waited.stderr)
+        // Without a desktop the hint says how to unlock it from here.
+        XCTAssertTrue(
+            waited.stderr.contains("hint: unlock the keyring from this session: gnome-keyring-daemon --unlock"),
+            waited.stderr)
+        // On a terminal the wait is drawn, second by second, and cleared.
+        let drawn = s.onTerminal(["get", "api.example.com"], env: ["TOKENVAULT_UNLOCK_TIMEOUT": "3"])
+        XCTAssertTrue(
+            drawn.stdout.contains("waiting for the keyring \u{201C}Login\u{201D} to be unlocked (2 s of at most 3 s)"),
+            drawn.stdout)
         // On a desktop session the keyring's own prompt is asked for; here it cannot
         // be shown (no X server behind DISPLAY), so gnome-keyring reports it dismissed.
         let prompted = s.tv(

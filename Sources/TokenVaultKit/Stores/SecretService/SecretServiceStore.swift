@@ -162,8 +162,12 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
             unlock.timeout > 0
             ? "it was not unlocked within \(unlock.timeout.shortText) s"
             : "\(EnvironmentVariable.unlockTimeout.name) is 0 (the default without a desktop session)"
+        let most = unlock.timeout.shortText
+        let drawn = { (seconds: Int) in
+            "waiting for the keyring \(name) to be unlocked (\(seconds) s of at most \(most) s)"
+        }
         if unlock.timeout > 0, unlock.desktop {
-            let answer = withDeadline(unlock.timeout) { () -> Int32 in
+            let answer = withDeadline(unlock.timeout, waiting: drawn) { () -> Int32 in
                 var message: UnsafeMutablePointer<CChar>?
                 let r = tv_unlock_default_collection(&message)
                 if message != nil { _ = SecretServiceStore.takeMessage(&message) }
@@ -172,17 +176,28 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
             if answer == 1 { return true }
             if answer == 0 { why = "its unlock prompt was dismissed" }
         } else if unlock.timeout > 0 {
-            // No prompt can be shown here: wait for it to be unlocked elsewhere.
+            // No prompt can be shown here: wait for it to be unlocked elsewhere, saying so on a terminal.
+            let started = Date()
+            var shown = 0
+            defer { if shown > 0 { WaitLine.clear() } }
             while Date() < deadline {
                 Posix.sleep(0.25)
                 if withDeadline(timeout, { tv_default_collection_state(nil) }) == 0 { return true }
+                let elapsed = Int(Date().timeIntervalSince(started))
+                if WaitLine.enabled, elapsed > shown {
+                    shown = elapsed
+                    WaitLine.draw(drawn(elapsed))
+                }
             }
         }
+        // On a desktop its own prompt or seahorse unlocks it; without one, the daemon itself does.
+        let how =
+            unlock.desktop
+            ? "unlock the keyring (its prompt, or seahorse)"
+            : "unlock the keyring from this session: gnome-keyring-daemon --unlock, then type its password and Ctrl-D (or your keyring's own command)"
         throw TokenVaultError.permission(
             "the Secret Service collection \(name) is locked and \(why); cannot \(what); nothing was changed",
-            hint:
-                "unlock the keyring (log in to the desktop, or use seahorse), then try again; \(EnvironmentVariable.unlockTimeout.name)=SECONDS waits for it"
-        )
+            hint: "\(how), then try again; \(EnvironmentVariable.unlockTimeout.name)=SECONDS waits for it")
     }
 
     /// Where each item was last found, per bus: a lookup asks that item for
