@@ -251,7 +251,8 @@ final class FileVaultTests: XCTestCase {
         XCTAssertTrue(lines[10].hasPrefix("weak-declined|0|tokenvault: stored api.w.com (default) in file"), lines[10])
         XCTAssertTrue(lines[11].hasPrefix("weak-kept|0|tokenvault: stored api.w.com (default) in file"), lines[11])
         // No library's own complaint (cracklib's missing dictionary) reaches the prompt.
-        XCTAssertTrue(lines[10].hasSuffix("|quiet=True") && lines[11].hasSuffix("|quiet=True"), "\(lines[10]) \(lines[11])")
+        XCTAssertTrue(
+            lines[10].hasSuffix("|quiet=True") && lines[11].hasSuffix("|quiet=True"), "\(lines[10]) \(lines[11])")
         // One from the environment is never judged.
         let quiet = Sandbox()
         let set = quiet.tv("set", "api.q.com", stdin: "t", env: ["TOKENVAULT_PASSPHRASE": "abc"])
