@@ -11,6 +11,22 @@ final class DoctorTests: QuirkProviderTestCase {
         r.stdout.split(separator: "\n").map(String.init).first { $0.hasPrefix(prefix) } ?? ""
     }
 
+    func testCompletionsInstalledUnderXDGDataDirsAreFound() throws {
+        let s = Sandbox()
+        let share = s.home + "/opt-share"
+        for (dir, file) in [
+            ("bash-completion/completions", "tokenvault"), ("zsh/site-functions", "_tokenvault"),
+            ("fish/vendor_completions.d", "tokenvault.fish"),
+        ] {
+            try FileManager.default.createDirectory(atPath: share + "/" + dir, withIntermediateDirectories: true)
+            FileManager.default.createFile(atPath: share + "/" + dir + "/" + file, contents: Data("#\n".utf8))
+        }
+        let r = s.tv("doctor", env: ["XDG_DATA_DIRS": "/nowhere:" + share])
+        for shell in ["bash", "zsh", "fish"] {
+            XCTAssertTrue(line(r, "✓ \(shell) completion: \(share)/").hasPrefix("✓"), r.stdout)
+        }
+    }
+
     func testAHealthyFileVaultSetupIsAllWell() throws {
         let s = Sandbox()
         XCTAssertEqual(s.tv("set", "api.example.com", stdin: #"{"access_token":"t","expires_in":3600}"#).status, 0)

@@ -147,26 +147,20 @@ final class DoctorChecks {
     /// Shell completions (information: a missing one breaks nothing).
     func checkCompletions() {
         let home = settings.home
+        // Where bash-completion and fish look: XDG_DATA_HOME, then every directory of XDG_DATA_DIRS.
+        let dataDirs =
+            [settings[.xdgDataHome] ?? home + "/.local/share"]
+            + (settings[.xdgDataDirs] ?? "/usr/local/share:/usr/share").split(separator: ":").map(String.init)
         let completions: [(String, [String])] = [
-            (
-                "bash",
-                [
-                    "/usr/local/share/bash-completion/completions/tokenvault",
-                    "/usr/share/bash-completion/completions/tokenvault",
-                    home + "/.local/share/bash-completion/completions/tokenvault",
-                ]
-            ),
+            ("bash", dataDirs.map { $0 + "/bash-completion/completions/tokenvault" }),
             (
                 "zsh",
-                ["/usr/local/share/zsh/site-functions/_tokenvault", "/usr/share/zsh/vendor-completions/_tokenvault"]
+                dataDirs.flatMap { [$0 + "/zsh/site-functions/_tokenvault", $0 + "/zsh/vendor-completions/_tokenvault"] }
             ),
             (
                 "fish",
-                [
-                    "/usr/local/share/fish/vendor_completions.d/tokenvault.fish",
-                    "/usr/share/fish/vendor_completions.d/tokenvault.fish",
-                    home + "/.config/fish/completions/tokenvault.fish",
-                ]
+                [home + "/.config/fish/completions/tokenvault.fish"]
+                    + dataDirs.map { $0 + "/fish/vendor_completions.d/tokenvault.fish" }
             ),
         ]
         for (shell, paths) in completions {

@@ -32,6 +32,7 @@ public enum EnvironmentVariable: String, CaseIterable, Sendable {
     case path = "PATH"
     case xdgConfigHome = "XDG_CONFIG_HOME"
     case xdgDataHome = "XDG_DATA_HOME"
+    case xdgDataDirs = "XDG_DATA_DIRS"
     case xdgCacheHome = "XDG_CACHE_HOME"
     case xdgRuntimeDir = "XDG_RUNTIME_DIR"
     case dbusSessionBusAddress = "DBUS_SESSION_BUS_ADDRESS"
@@ -78,6 +79,7 @@ public enum EnvironmentVariable: String, CaseIterable, Sendable {
         case .path: "Where setup finds git and kubectl."
         case .xdgConfigHome: "Holds tokenvault/config.toml and providers.toml (default: ~/.config)."
         case .xdgDataHome: "Holds the file vault, tokenvault/vault (default: ~/.local/share)."
+        case .xdgDataDirs: "Where doctor looks for installed shell completions (default: /usr/local/share:/usr/share)."
         case .xdgCacheHome:
             "Holds the discovery cache, and without XDG_RUNTIME_DIR the locks and the spool in tokenvault/run (default: ~/.cache), never a shared directory."
         case .xdgRuntimeDir: "Holds the per-credential locks and the spool in tokenvault/, created 0700."
