@@ -155,7 +155,9 @@ final class DoctorChecks {
             ("bash", dataDirs.map { $0 + "/bash-completion/completions/tokenvault" }),
             (
                 "zsh",
-                dataDirs.flatMap { [$0 + "/zsh/site-functions/_tokenvault", $0 + "/zsh/vendor-completions/_tokenvault"] }
+                dataDirs.flatMap {
+                    [$0 + "/zsh/site-functions/_tokenvault", $0 + "/zsh/vendor-completions/_tokenvault"]
+                }
             ),
             (
                 "fish",
