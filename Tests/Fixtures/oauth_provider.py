@@ -424,6 +424,11 @@ def make_app(token_ttl):
     def me():
         return jsonify(user="alice", name="Alice Example")
 
+    @app.route("/api/admin-me")  # a userinfo that needs a scope no login here asks for
+    @protect("admin")
+    def admin_me():
+        return jsonify(user="alice", name="Alice Example")
+
     def metadata(issuer):
         return {"issuer": issuer, "authorization_endpoint": f"{base}/authorize", "token_endpoint": f"{base}/token",
                 "revocation_endpoint": f"{base}/revoke", "device_authorization_endpoint": f"{base}/device_authorization",

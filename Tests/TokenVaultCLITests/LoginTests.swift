@@ -35,6 +35,21 @@ final class LoginTests: XCTestCase {
         XCTAssertNotEqual(s.tv("get", "local", "--account", "work").out, token)
     }
 
+    func testAUserinfoThatWantsAnotherScopeIsSaidOnceQuietly() throws {
+        let s = Sandbox()
+        s.env["BROWSER"] = Paths.fixtures.appendingPathComponent("browser.sh").path
+        try s.writeConfig(provider.config + "\nuserinfo_url = \"\(provider.base)/api/admin-me\"\n")
+        let first = s.tv("login", "local", limit: 60)
+        XCTAssertEqual(first.status, 0, first.stderr)
+        XCTAssertTrue(
+            first.stderr.contains("tokenvault: who logged in is not shown (userinfo_url answered HTTP 403"),
+            first.stderr)
+        XCTAssertFalse(first.stderr.contains("warning"), first.stderr)
+        let second = s.tv("login", "local", limit: 60)
+        XCTAssertEqual(second.status, 0, second.stderr)
+        XCTAssertFalse(second.stderr.contains("who logged in"), "said once: \(second.stderr)")
+    }
+
     func testDeniedLoginExits4AndStoresNothing() throws {
         let s = try sandbox()
         let r = s.tv("login", "local", env: ["BROWSER_MODE": "deny"], limit: 60)

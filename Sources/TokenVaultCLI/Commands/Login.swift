@@ -203,7 +203,18 @@ extension TokenVault {
             defer { held?.release() }
             let login = OAuth2Login(
                 provider: p, transport: CurlTransport(timeout: try context.httpTimeout),
-                clock: context.clock, notify: { Output.notice($0) })
+                clock: context.clock,
+                notify: { line in
+                    // That userinfo wants a scope not asked for is said once per provider, not at every login.
+                    guard line.hasPrefix(OAuth2Login.userinfoNotShown) else { return Output.notice(line) }
+                    let mark =
+                        context.settings.runtimeDirectory + "/said-userinfo-"
+                        + String(p.name.filter { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }.prefix(64))
+                    if OnceMark.seen(mark, within: 365 * 86400, now: context.clock.now) { return }
+                    try? PrivateDirectory.ensure(context.settings.runtimeDirectory)
+                    OnceMark.mark(mark)
+                    Output.notice(line)
+                })
             let wanted = asked ?? login.scopes(adding: scopes)
             var credential: Credential
             switch flow {

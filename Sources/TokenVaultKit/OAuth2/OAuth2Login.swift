@@ -269,6 +269,10 @@ public struct OAuth2Login {
         return provider.issued(c, previous: nil, now: clock.now)
     }
 
+    /// The start of the notice for a userinfo endpoint that wants another scope
+    /// (said once per provider by the command, docs/providers.md).
+    public static let userinfoNotShown = "who logged in is not shown"
+
     /// Adds who logged in (screen_name, name, login, email) from `userinfo_url`;
     /// best effort: a failure only says so.
     public func withUserInfo(_ c: Credential) -> Credential {
@@ -282,6 +286,14 @@ public struct OAuth2Login {
         }
         do {
             let r = try transport.send(HTTPRequest(method: "GET", url: url, headers: headers))
+            if r.status == 401 || r.status == 403 {
+                // Usually a scope (openid, profile, read:user) this login did not ask for: nothing is wrong.
+                notify(
+                    Self.userinfoNotShown
+                        + " (userinfo_url answered HTTP \(r.status): it needs a scope this login did not ask for; add it with --scope to see who)"
+                )
+                return c
+            }
             guard (200..<300).contains(r.status), let fields = TokenResponse.fields(r.body) else {
                 notify("could not read who logged in (HTTP \(r.status) from userinfo_url)")
                 return c
