@@ -216,7 +216,7 @@ fleet_rounds() {
     wait "${hosts[@]}" || true
     end=$(date +%s%N)
     after=$(refreshes_seen)
-    fleet_failed=$((fleet_failed + $(cat "$work"/fleet*.failed 2>/dev/null | wc -l)))
+    fleet_failed=$((fleet_failed + $( (cat "$work"/fleet*.failed 2>/dev/null || true) | wc -l)))
     [ "$(cat "$work"/fleet*.out | sort -u | wc -l)" = 1 ] || echo "bench: the fleet gets printed different tokens" >&2
     fleet_walls+=($(( (end - start) / 1000000 ))); fleet_counts+=($((after - before)))
     sleep 1   # the agents started in the first round are up
