@@ -151,7 +151,11 @@ public struct Config: Sendable, Equatable {
             }
         } else {
             if let existing { lines[existing] = line } else { lines.insert(line, at: firstTable) }
-            if noteAt == nil, let source, source != value {
+            // Noted only where the setting pointed at the credentials' backend (itself, or auto,
+            // which picks a local one): going back there then means going back to it.
+            if noteAt == nil, let source, source != value,
+                was == source || (["unset", "auto"].contains(was) && source != BackendChoice.etcd.rawValue)
+            {
                 let at = existing ?? firstTable
                 lines.insert(migrateNote + "\(was), credentials in \(source)", at: at)
             }

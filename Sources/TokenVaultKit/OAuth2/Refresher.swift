@@ -62,16 +62,24 @@ public struct Refresher {
             case .refreshable: break
             }
         }
-        return try vault.withRenewalLock(id) {
-            guard let current = try vault.load(id) else { return nil }
-            if current != first {
-                // A sibling renewed (or someone stored a new record) while we waited:
-                // use its result, even when the provider's lifetime is shorter than
-                // min_valid (one refresh, not 32).
-                let now = status(of: current, minValid: minValid)
-                if now.state == .loginRequired, !force { throw now.loginRequiredError(for: current) }
-                if !current.isExpired(at: clock.now), current.refusal == nil { return current }
+        // A sibling renewed (or someone stored a new record) while we waited:
+        // use its result, even when the provider's lifetime is shorter than
+        // min_valid (one refresh, not 32).
+        func settled(_ current: Credential) throws -> Credential? {
+            guard current != first else { return nil }
+            let now = status(of: current, minValid: minValid)
+            if now.state == .loginRequired, !force { throw now.loginRequiredError(for: current) }
+            return !current.isExpired(at: clock.now) && current.refusal == nil ? current : nil
+        }
+        return try vault.withRenewalLock(
+            id,
+            settled: { () throws -> Credential?? in
+                guard let current = try vault.load(id) else { return .some(nil) }
+                return try settled(current).map { .some($0) }
             }
+        ) {
+            guard let current = try vault.load(id) else { return nil }
+            if let done = try settled(current) { return done }
             return try renew(current, minValid: minValid, force: force)
         }
     }

@@ -90,9 +90,16 @@ public final class CredentialVault {
     /// Runs `body` holding the credential's renewal lock: one per host (a
     /// file lock), and, on a store several hosts share, one for the fleet
     /// inside it, so only the first process of each host asks the cluster.
-    public func withRenewalLock<T>(_ id: CredentialID, _ body: () throws -> T) throws -> T {
+    /// `settled` runs first under the host's lock alone: what it returns (a
+    /// renewal another process of this host or of the fleet finished while this
+    /// one waited) is the answer, and the fleet's lock is not taken for it
+    /// (docs/fleet.md: processes of a host that want one renewal read it once).
+    public func withRenewalLock<T>(
+        _ id: CredentialID, settled: (() throws -> T?)? = nil, _ body: () throws -> T
+    ) throws -> T {
         try PrivateDirectory.ensure(runtimeDirectory)
         return try FileLock.holding(lockPath("refresh", id)) {
+            if let settled, let done = try settled() { return done }
             if let shared = store as? SharedStore { return try shared.withRenewalLock(id, body) }
             // The same lock beside a file vault, for processes with another runtime directory.
             guard let directory = store.sharedLockDirectory, access(directory, W_OK) == 0 else { return try body() }
