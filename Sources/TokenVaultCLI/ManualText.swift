@@ -367,13 +367,23 @@ public enum ManualText {
 
     /// The root command's discussion: `tokenvault --help`. The tables are
     /// wrapped here, with a hanging indent, as the parser keeps short lines.
-    static var helpDiscussion: String {
-        let codes = TokenVaultError.exitCodes.map { (String($0.code), $0.meaning) }
-        return description
-            + "\n\nEXIT STATUS\n" + table(codes)
-            + "\n\nENVIRONMENT\n" + table(environment.map { ($0.name, $0.meaning) })
-            + "\n\nSee man tokenvault for backends, refresh on read, configuration, files and examples."
+    /// `tokenvault --help`: for people, in a screen (the commands follow it);
+    /// the reference is in the man page and the help topics.
+    static let helpDiscussion = """
+        A SERVICE is a host (api.weibo.com), a URL (https://api.weibo.com/2/) or a provider \
+        name (weibo); --account keeps several logins per service.
+
+        More: man tokenvault; tokenvault help environment; tokenvault help exit-codes; \
+        the docs/ of the source.
+        """
+
+    /// `tokenvault help exit-codes`: the table the man page's EXIT STATUS has.
+    static var exitCodesText: String {
+        table(TokenVaultError.exitCodes.map { (String($0.code), $0.meaning) })
     }
+
+    /// `tokenvault help environment`: the table the man page's ENVIRONMENT has.
+    static var environmentText: String { table(environment.map { ($0.name, $0.meaning) }) }
 
     /// Two columns, the second wrapped to `width` under itself. This runs at
     /// every start (the root command's configuration is built for every

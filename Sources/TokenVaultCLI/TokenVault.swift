@@ -14,9 +14,30 @@ public struct TokenVault: ParsableCommand {
             Backend.self, Migrate.self, Lock.self, Unlock.self, Providers.self, GitCredential.self, MCP.self,
             Agent.self,
             Doctor.self,
-            Setup.self,
+            Setup.self, HelpEnvironment.self, HelpExitCodes.self,
         ]
     )
 
     public init() {}
+}
+
+extension TokenVault {
+    /// `tokenvault help environment` (a topic, not a command in the list):
+    /// every variable, from the same table as the man page's ENVIRONMENT.
+    struct HelpEnvironment: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "environment", abstract: "The environment variables tokenvault reads or sets.",
+            discussion: ManualText.environmentText, shouldDisplay: false)
+
+        func run() { Output.value(ManualText.environmentText) }
+    }
+
+    /// `tokenvault help exit-codes`: the exit status table of the man page.
+    struct HelpExitCodes: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "exit-codes", abstract: "What each exit status means.",
+            discussion: ManualText.exitCodesText, shouldDisplay: false)
+
+        func run() { Output.value(ManualText.exitCodesText) }
+    }
 }

@@ -100,9 +100,9 @@ public enum TokenVaultMain {
 extension TokenVault {
     /// Every command name and alias the parser knows, `help` included.
     static var commandNames: [String] {
-        configuration.subcommands.flatMap { [$0.configuration.commandName ?? ""] + $0.configuration.aliases }.filter {
-            !$0.isEmpty
-        } + ["help"]
+        configuration.subcommands.filter { $0.configuration.shouldDisplay }.flatMap {
+            [$0.configuration.commandName ?? ""] + $0.configuration.aliases
+        }.filter { !$0.isEmpty } + ["help"]
     }
 }
 

@@ -97,7 +97,8 @@ final class ManualPageTests: XCTestCase {
         XCTAssertGreaterThan(commands.count, 10)
         let synopsis = section("SYNOPSIS").joined(separator: "\n")
         let described = section("COMMANDS")
-        for command in commands {
+        // The help topics (help environment, help exit-codes) are the man page's own sections.
+        for command in commands where command["shouldDisplay"] as? Bool != false {
             let name = try XCTUnwrap(command["commandName"] as? String)
             XCTAssertTrue(synopsis.contains("tokenvault \(name)"), "\(name) not in SYNOPSIS")
             // The command's item, up to the next item at the same indent.
@@ -180,5 +181,31 @@ final class ManualPageTests: XCTestCase {
         for name in ["\"local\"", "\"localtw\"", "\"weibo\"", "127.0.0.1:9000", "127.0.0.1:9001"] {
             XCTAssertTrue(r.stdout.contains(name), "\(name) in \(r.stdout)")
         }
+    }
+
+    /// `tokenvault --help` is for people: a screen, the commands first;
+    /// the reference tables are help topics made from the man page's sources.
+    func testHelpFitsAScreenAndItsTopicsHoldTheTables() throws {
+        let env = ["PATH": "/usr/bin:/bin", "HOME": NSTemporaryDirectory(), "COLUMNS": "80"]
+        let help = runProcess(Paths.binary, ["--help"], env: env)
+        XCTAssertEqual(help.status, 0)
+        let lines = help.stdout.split(separator: "\n", omittingEmptySubsequences: false)
+        XCTAssertLessThanOrEqual(lines.count, 80, help.stdout)
+        let commands = try XCTUnwrap(lines.firstIndex { $0.hasPrefix("SUBCOMMANDS") }, help.stdout)
+        XCTAssertLessThan(commands, 20, "the commands come first")
+        XCTAssertFalse(help.stdout.contains("TOKENVAULT_PASSPHRASE_FILE"), "no environment table")
+        XCTAssertTrue(help.stdout.contains("tokenvault help environment"), help.stdout)
+        XCTAssertFalse(help.stdout.contains("environment   "), "the topics are not listed as commands")
+        let environment = runProcess(Paths.binary, ["help", "environment"], env: env)
+        XCTAssertEqual(environment.status, 0)
+        for name in ["TOKENVAULT_BACKEND", "TOKENVAULT_PASSPHRASE_FILE", "XDG_RUNTIME_DIR", "TOKENVAULT_AGENT"] {
+            XCTAssertTrue(environment.stdout.contains(name), name)
+        }
+        let codes = runProcess(Paths.binary, ["help", "exit-codes"], env: env)
+        for code in ["0 ", "3 ", "4 ", "64 ", "75 ", "77 ", "78 ", "130 "] {
+            XCTAssertTrue(codes.stdout.contains("\n  " + code), code)
+        }
+        XCTAssertTrue(
+            runProcess(Paths.binary, ["exit-codes"], env: env).stdout.contains("\n  77 "), "run as a command too")
     }
 }
