@@ -11,10 +11,13 @@ SYSTEMDUSERDIR ?= $(PREFIX)/lib/systemd/user
 # the link line finds libstdc++.a first in STATIC_CXX; nothing tokenvault
 # dlopens uses libstdc++.
 STATIC_CXX = $(CURDIR)/.build/static-cxx
-RELEASE_FLAGS = -c release --static-swift-stdlib --product tokenvault -Xlinker -L$(STATIC_CXX)
-RELEASE_BIN = .build/release/tokenvault
+# RELEASE_SCRATCH: where the release is built; another one than .build lets a
+# release build run while something else holds .build (the tests' make deb).
+RELEASE_SCRATCH ?= .build
+RELEASE_FLAGS = -c release --static-swift-stdlib --product tokenvault -Xlinker -L$(STATIC_CXX) --scratch-path $(RELEASE_SCRATCH)
+RELEASE_BIN = $(RELEASE_SCRATCH)/release/tokenvault
 
-.PHONY: deps build release test unit lint format demo bench install uninstall docs clean
+.PHONY: deps build release test unit lint format demo bench deb install uninstall docs clean
 
 deps:
 	@scripts/deps.sh
@@ -65,6 +68,10 @@ demo: release
 bench: release
 	@scripts/deps.sh bench
 	RELEASE_FLAGS="$(RELEASE_FLAGS)" scripts/bench.sh $(RELEASE_BIN)
+
+# A Debian package in .build/deb/ (scripts/deb.sh): apt install ./.build/deb/tokenvault_*.deb
+deb: release
+	@scripts/deb.sh $(RELEASE_BIN)
 
 install: release
 	install -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(MANDIR)" "$(DESTDIR)$(BASHDIR)" "$(DESTDIR)$(ZSHDIR)" "$(DESTDIR)$(FISHDIR)"

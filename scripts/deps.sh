@@ -5,7 +5,8 @@ set -euo pipefail
 pkgs=(pkg-config libsecret-1-dev libsodium-dev libkeyutils-dev keyutils libcurl4-openssl-dev gnome-keyring libsecret-tools
       dbus dbus-daemon python3 python3-nacl python3-pexpect util-linux procps patchelf binutils curl openssl fish zsh python3-flask python3-authlib
       man-db groff-base mandoc bash-completion etcd-server etcd-client git dovecot-imapd
-      libqrencode-dev zbar-tools python3-dbus libssl-dev gcc libstdc++-12-dev libpwquality-dev python3-venv systemd)
+      libqrencode-dev zbar-tools python3-dbus libssl-dev gcc libstdc++-12-dev libpwquality-dev python3-venv systemd
+      dpkg-dev lintian fakeroot)
 # The adapter tests drive a real kubectl: the machine's, else Debian's.
 command -v kubectl >/dev/null || pkgs+=(kubernetes-client)
 [ "${1:-}" = bench ] && pkgs+=(hyperfine time)

@@ -1,0 +1,64 @@
+import Foundation
+import XCTest
+
+/// `make deb` builds a package lintian finds nothing wrong with; apt
+/// installs it with its dependencies, it works from /usr/bin with its man
+/// page and completions where Debian looks, and `apt remove` leaves nothing.
+/// Packaged from the release build, as users get it (its Swift runtime is
+/// linked in; the test build's points at the toolchain): a minute or two
+/// when the release is not built yet.
+final class DebianPackageTests: XCTestCase {
+    let env = [
+        "PATH": "/usr/sbin:/usr/bin:/sbin:/bin:" + (ProcessInfo.processInfo.environment["PATH"] ?? ""),
+        "DEBIAN_FRONTEND": "noninteractive", "LANG": "C.UTF-8", "HOME": NSTemporaryDirectory(),
+    ]
+
+    func testTheDebianPackageInstallsWorksAndLeavesNothingWhenRemoved() throws {
+        XCTAssertEqual(getuid(), 0, "apt installs as root (CI runs as root)")
+        // Never over a tokenvault someone installed on this machine.
+        let before = runProcess("/usr/bin/dpkg-query", ["-W", "-f=${Status}", "tokenvault"], env: env)
+        XCTAssertFalse(before.stdout.contains("install ok installed"), "a tokenvault package is installed already")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: "/usr/bin/tokenvault"))
+
+        // A scratch path of its own: the test run holds .build while it runs.
+        let make = runProcess(
+            "/usr/bin/make", ["-C", Paths.root.path, "-s", "deb", "RELEASE_SCRATCH=.build/package"], env: env,
+            limit: 1500)
+        XCTAssertEqual(make.status, 0, make.stderr)
+        let package = make.out.split(separator: "\n").last.map(String.init) ?? ""
+        XCTAssertTrue(package.hasSuffix("_amd64.deb") || package.hasSuffix(".deb"), make.stdout)
+
+        let lintian = runProcess("/usr/bin/lintian", ["--fail-on", "error,warning", package], env: env, limit: 300)
+        XCTAssertEqual(lintian.status, 0, lintian.stdout + lintian.stderr)
+        let control = runProcess("/usr/bin/dpkg-deb", ["-f", package, "Depends", "Recommends"], env: env).stdout
+        XCTAssertTrue(control.contains("libsodium23") && control.contains("libcurl4"), control)
+        XCTAssertTrue(control.contains("Recommends: libsecret-1-0"), control)
+
+        let install = runProcess("/usr/bin/apt-get", ["install", "-y", "-qq", package], env: env, limit: 300)
+        XCTAssertEqual(install.status, 0, install.stdout + install.stderr)
+        defer { _ = runProcess("/usr/bin/apt-get", ["remove", "-y", "-qq", "tokenvault"], env: env, limit: 300) }
+        XCTAssertEqual(runProcess("/usr/bin/tokenvault", ["--version"], env: env).out, "0.1.0")
+        for path in [
+            "/usr/share/man/man1/tokenvault.1.gz", "/usr/share/bash-completion/completions/tokenvault",
+            "/usr/share/zsh/vendor-completions/_tokenvault", "/usr/share/fish/vendor_completions.d/tokenvault.fish",
+            "/usr/lib/systemd/user/tokenvault-agent.socket", "/usr/share/doc/tokenvault/copyright",
+        ] {
+            XCTAssertTrue(FileManager.default.fileExists(atPath: path), path)
+        }
+        XCTAssertEqual(
+            runProcess("/usr/bin/man", ["-w", "tokenvault"], env: env).out, "/usr/share/man/man1/tokenvault.1.gz")
+        let service = try String(contentsOfFile: "/usr/lib/systemd/user/tokenvault-agent.service", encoding: .utf8)
+        XCTAssertTrue(service.contains("ExecStart=\"/usr/bin/tokenvault\""), service)
+        // The installed binary does the main job.
+        let s = Sandbox()
+        XCTAssertEqual(
+            runProcess("/usr/bin/tokenvault", ["set", "api.deb.example"], stdin: "deb-token", env: s.env).status, 0)
+        XCTAssertEqual(runProcess("/usr/bin/tokenvault", ["get", "api.deb.example"], env: s.env).out, "deb-token")
+
+        let remove = runProcess("/usr/bin/apt-get", ["remove", "-y", "-qq", "tokenvault"], env: env, limit: 300)
+        XCTAssertEqual(remove.status, 0, remove.stderr)
+        for path in ["/usr/bin/tokenvault", "/usr/share/doc/tokenvault", "/usr/share/man/man1/tokenvault.1.gz"] {
+            XCTAssertFalse(FileManager.default.fileExists(atPath: path), "\(path) is left")
+        }
+    }
+}

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# `make deb`: tokenvault_VERSION-1_ARCH.deb in .build/deb/, with Debian's own
+# tools (dpkg-shlibdeps for the libraries the binary links, dpkg-deb to build),
+# from the release build. Usage: scripts/deb.sh [BINARY]
+# Prints the path of the package it built.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin=${1:-$root/.build/release/tokenvault}
+version=$("$bin" --version)
+arch=$(dpkg --print-architecture)
+out=$root/.build/deb
+stage=$out/tokenvault_${version}-1_${arch}
+rm -rf "$stage" "$out/shlibs"
+mkdir -p "$stage/DEBIAN" "$out/shlibs/debian"
+
+# The files, where Debian's tools and shells look.
+install -D -m 0755 "$bin" "$stage/usr/bin/tokenvault"
+strip --strip-unneeded --remove-section=.comment --remove-section=.note "$stage/usr/bin/tokenvault"
+install -d "$stage/usr/share/man/man1"
+gzip -9n < "$root/man/tokenvault.1" > "$stage/usr/share/man/man1/tokenvault.1.gz"
+# bash-completion sources the file: no #! line.
+install -d "$stage/usr/share/bash-completion/completions"
+sed '1{/^#!/d}' "$root/completions/tokenvault.bash" > "$stage/usr/share/bash-completion/completions/tokenvault"
+chmod 0644 "$stage/usr/share/bash-completion/completions/tokenvault"
+install -D -m 0644 "$root/completions/_tokenvault" "$stage/usr/share/zsh/vendor-completions/_tokenvault"
+install -D -m 0644 "$root/completions/tokenvault.fish" "$stage/usr/share/fish/vendor_completions.d/tokenvault.fish"
+install -D -m 0644 "$root/contrib/systemd/tokenvault-agent.socket" "$stage/usr/lib/systemd/user/tokenvault-agent.socket"
+sed 's|@BINDIR@|/usr/bin|' "$root/contrib/systemd/tokenvault-agent.service" > "$stage/usr/lib/systemd/user/tokenvault-agent.service"
+chmod 0644 "$stage/usr/lib/systemd/user/tokenvault-agent.service"
+doc=$stage/usr/share/doc/tokenvault
+install -d "$doc"
+cat > "$doc/copyright" <<'EOF'
+Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
+Upstream-Name: tokenvault
+Source: the tokenvault source tree
+
+Files: *
+Copyright: 2026 the tokenvault developers
+License: tokenvault-unlicensed
+
+License: tokenvault-unlicensed
+ The tokenvault developers have not chosen a license yet: until they do, all
+ rights are reserved. This file changes with the license, once chosen.
+EOF
+cat > "$out/changelog" <<EOF
+tokenvault (${version}-1) unstable; urgency=medium
+
+  * Built from the source tree by make deb.
+
+ -- tokenvault developers <tokenvault@users.noreply.github.com>  $(date -R -d @"${SOURCE_DATE_EPOCH:-$(git -C "$root" log -1 --format=%ct 2>/dev/null || date +%s)}")
+EOF
+gzip -9n < "$out/changelog" > "$doc/changelog.Debian.gz"
+# Built from the tree, never uploaded to Debian: no bug for the upload to close.
+install -d "$stage/usr/share/lintian/overrides"
+echo "tokenvault: initial-upload-closes-no-bugs" > "$stage/usr/share/lintian/overrides/tokenvault"
+chmod 0644 "$stage/usr/share/lintian/overrides/tokenvault"
+find "$stage" -type d -exec chmod 0755 {} +
+
+# What the binary links (dpkg-shlibdeps), and what it opens on first use:
+# libcurl for every exchange with a provider (Depends: a login or a refresh
+# cannot happen without it), libsecret for the Secret Service, libpwquality
+# for judging a new passphrase and libqrencode for the device flow's QR code
+# (Recommends: the file vault and everything else work without them).
+cat > "$out/shlibs/debian/control" <<'EOF'
+Source: tokenvault
+
+Package: tokenvault
+Architecture: any
+EOF
+linked=$(cd "$out/shlibs" && dpkg-shlibdeps -O -e"$stage/usr/bin/tokenvault" 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
+size=$(du -sk --exclude=DEBIAN "$stage" | cut -f1)
+cat > "$stage/DEBIAN/control" <<EOF
+Package: tokenvault
+Version: ${version}-1
+Architecture: ${arch}
+Maintainer: tokenvault developers <tokenvault@users.noreply.github.com>
+Installed-Size: ${size}
+Depends: ${linked}, libcurl4
+Recommends: libsecret-1-0, libpwquality1, libqrencode4
+Suggests: gnome-keyring
+Section: utils
+Priority: optional
+Description: command-line vault for OAuth credentials
+ tokenvault keeps OAuth 2.0 and OAuth 1.0a credentials per API host in the
+ freedesktop Secret Service, or in a file encrypted with libsodium, and
+ prints a token for shell scripts, refreshed before it expires by one
+ process however many ask at once. It logs in with PKCE, the device flow
+ or paste mode, serves git, kubectl and mail clients, and bridges MCP
+ servers for MCP clients.
+EOF
+package=$out/tokenvault_${version}-1_${arch}.deb
+dpkg-deb --root-owner-group -Zxz --build "$stage" "$package" >/dev/null
+echo "$package"
