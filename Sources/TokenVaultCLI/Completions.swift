@@ -23,7 +23,20 @@ enum Completions {
 
     static func services(_ words: [String], _ index: Int, _ prefix: String) -> [String] {
         let services = Set(storedIDs().map { $0.service.description })
-        return candidates(services.sorted().filter { $0.hasPrefix(prefix) })
+        // bash splits a word at `:` (COMP_WORDBREAKS): `127.0.0.1:18765` arrives as
+        // `127.0.0.1`, `:`, `18765`, and bash replaces only the part after the last
+        // colon. Match the whole word, and offer what goes after that colon.
+        guard CompletionShell.requesting == .bash, index < words.count else {
+            return candidates(services.sorted().filter { $0.hasPrefix(prefix) })
+        }
+        var whole = prefix
+        var k = index
+        while k > 0, words[k - 1] == ":" || whole.hasPrefix(":") {
+            whole = words[k - 1] + whole
+            k -= 1
+        }
+        let cut = whole.lastIndex(of: ":").map { whole[...$0].count } ?? 0
+        return candidates(services.sorted().filter { $0.hasPrefix(whole) }.map { String($0.dropFirst(cut)) })
     }
 
     static func accounts(_ words: [String], _ index: Int, _ prefix: String) -> [String] {
@@ -95,7 +108,13 @@ enum Completions {
                 i += 1
                 continue
             }
-            return w
+            // bash's words split at `:` (a port): join them back.
+            var whole = w
+            while i + 2 < words.count, words[i + 1] == ":" {
+                whole += ":" + words[i + 2]
+                i += 2
+            }
+            return whole
         }
         return nil
     }

@@ -91,6 +91,16 @@ final class ShellCompletionTests: XCTestCase {
         }
     }
 
+    /// bash splits words at `:` (COMP_WORDBREAKS): a service with a port
+    /// arrives in three words. An option after it is completed for the whole
+    /// service. (Completing the port itself needs the generated script to
+    /// count the three words as one positional; it counts three.)
+    func testBashCompletesAfterAServiceWithAPort() {
+        XCTAssertEqual(complete(.bash, "tokenvault", "get", "127.0"), ["127.0.0.1:9000"])
+        XCTAssertEqual(
+            complete(.bash, "tokenvault", "status", "127.0.0.1", ":", "9000", "--account", ""), ["default"])
+    }
+
     /// After `exec SERVICE --`: commands first (files when the word has a
     /// `/`), then files, in each shell's own way.
     func testExecCompletesACommandThenFiles() throws {
