@@ -72,7 +72,7 @@ let package = Package(
             ]),
         .testTarget(
             name: "TokenVaultCLITests",
-            dependencies: ["tokenvault", "tokenvault-manual"]
+            dependencies: ["tokenvault", "tokenvault-manual", "TokenVaultTestSupport"]
         ),
     ]
 )

@@ -1,4 +1,5 @@
 import Foundation
+import TokenVaultKit
 
 /// A fixture server of Tests/Fixtures, started for a test class: it prints
 /// "port N" once it listens on 127.0.0.1.
@@ -7,11 +8,13 @@ public enum FixtureServer {
     /// (0 when it printed none). The first line is read with read(2), retried
     /// on EINTR: a child of another test ending meanwhile must not cut it short.
     public static func start(
-        _ script: URL, arguments: [String] = [], python: String = "/usr/bin/python3"
+        _ script: URL, arguments: [String] = [], python: String = "/usr/bin/python3",
+        environment: [String: String]? = nil
     ) -> (Process, Int) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: python)
         process.arguments = [script.path] + arguments
+        if let environment { process.environment = environment }
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
@@ -29,4 +32,12 @@ public enum FixtureServer {
         guard text.hasPrefix("port "), let port = Int(text.dropFirst(5)) else { return (process, 0) }
         return (process, port)
     }
+}
+
+extension Locked {
+    /// The value now (a copy), for a test's assertions.
+    public var value: Value { withLock { $0 } }
+
+    /// Changes the value under the lock.
+    public func mutate(_ change: (inout Value) -> Void) { withLock(change) }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import TokenVaultKit
 import XCTest
 
 /// What the agent promises (docs/agent.md), held the way users run it: a

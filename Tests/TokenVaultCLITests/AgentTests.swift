@@ -1,4 +1,5 @@
 import Foundation
+import TokenVaultKit
 import XCTest
 
 /// `tokenvault agent` against a real gnome-keyring (a private D-Bus) and the

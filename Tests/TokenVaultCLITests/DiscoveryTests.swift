@@ -1,4 +1,5 @@
 import Foundation
+import TokenVaultKit
 import XCTest
 
 /// docs/providers.md against the authlib provider: OpenID Connect / RFC 8414 discovery

@@ -1,4 +1,5 @@
 import Foundation
+import TokenVaultKit
 import XCTest
 
 /// The encrypted file backend end to end: permissions, concurrency, crashes,

@@ -1,4 +1,5 @@
 import Foundation
+import TokenVaultKit
 import XCTest
 
 /// A real 3-member etcd cluster on loopback (Tests/Fixtures/etcd_cluster.py):

@@ -1,4 +1,5 @@
 import Foundation
+import TokenVaultTestSupport
 import XCTest
 
 /// What one run of the built binary did.
@@ -49,19 +50,17 @@ func runProcess(
     }
 }
 
-/// Starts a Python fixture server that prints `port N` first; its process and port.
+/// Starts a Python fixture server that prints `port N` first; its process and
+/// port (the one starter of every test target: `FixtureServer`).
 func startFixtureServer(
     _ script: String, _ args: [String] = [], python: String = "/usr/bin/python3"
 ) throws -> (Process, Int) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: python)
-    process.arguments = [Paths.fixtures.appendingPathComponent(script).path] + args
-    process.environment = ["PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"]
-    let line = try startAndReadFirstLine(process)
-    guard line.hasPrefix("port "), let port = Int(line.dropFirst(5)) else {
+    let (process, port) = FixtureServer.start(
+        Paths.fixtures.appendingPathComponent(script), arguments: args, python: python,
+        environment: ["PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"])
+    guard port > 0 else {
         if process.isRunning { process.terminate() }
-        throw NSError(
-            domain: script, code: 1, userInfo: [NSLocalizedDescriptionKey: "\(script) did not start: \(line)"])
+        throw NSError(domain: script, code: 1, userInfo: [NSLocalizedDescriptionKey: "\(script) did not start"])
     }
     return (process, port)
 }
@@ -111,15 +110,6 @@ class QuirkProviderTestCase: XCTestCase {
     func stats() throws -> [String: Int] {
         try fixtureStats("http://127.0.0.1:\(Self.port)/stats")
     }
-}
-
-/// A value shared between threads.
-final class Locked<T>: @unchecked Sendable {
-    private var stored: T
-    private let lock = NSLock()
-    init(_ value: T) { stored = value }
-    var value: T { lock.withLock { stored } }
-    func mutate(_ change: (inout T) -> Void) { lock.withLock { change(&stored) } }
 }
 
 /// A throwaway home: its own XDG directories, vault and config.

@@ -1,4 +1,5 @@
 import Foundation
+import TokenVaultKit
 import XCTest
 
 /// docs/providers.md against the authlib provider (started once for the class): one

@@ -1,4 +1,5 @@
 import Foundation
+import TokenVaultKit
 import XCTest
 
 /// `tokenvault mcp URL` driven by the official MCP Python SDK's stdio client

@@ -1,4 +1,5 @@
 import Foundation
+import TokenVaultKit
 import XCTest
 
 /// tokenvault against a remote MCP server built on the official MCP Python

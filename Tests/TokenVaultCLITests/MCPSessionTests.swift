@@ -1,4 +1,5 @@
 import Foundation
+import TokenVaultKit
 import XCTest
 
 /// `tokenvault mcp URL` as desktop MCP clients start it: with the SDK's

@@ -1,4 +1,5 @@
 import Foundation
+import TokenVaultKit
 import XCTest
 
 /// The authlib provider in Tests/Fixtures/oauth_provider.py, on a free loopback port.
