@@ -11,6 +11,16 @@ public enum FixtureServer {
         _ script: URL, arguments: [String] = [], python: String = "/usr/bin/python3",
         environment: [String: String]? = nil
     ) -> (Process, Int) {
+        let (process, port) = started(script, arguments: arguments, python: python, environment: environment)
+        return (process, port ?? 0)
+    }
+
+    /// The same, with nil when it printed no `port N` line (a server may
+    /// listen on no port: `port 0`).
+    public static func started(
+        _ script: URL, arguments: [String] = [], python: String = "/usr/bin/python3",
+        environment: [String: String]? = nil
+    ) -> (Process, Int?) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: python)
         process.arguments = [script.path] + arguments
@@ -18,7 +28,7 @@ public enum FixtureServer {
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
-        do { try process.run() } catch { return (process, 0) }
+        do { try process.run() } catch { return (process, nil) }
         var line: [UInt8] = []
         var byte: UInt8 = 0
         let fd = out.fileHandleForReading.fileDescriptor
@@ -29,7 +39,7 @@ public enum FixtureServer {
             line.append(byte)
         }
         let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        guard text.hasPrefix("port "), let port = Int(text.dropFirst(5)) else { return (process, 0) }
+        guard text.hasPrefix("port "), let port = Int(text.dropFirst(5)) else { return (process, nil) }
         return (process, port)
     }
 }

@@ -55,10 +55,10 @@ func runProcess(
 func startFixtureServer(
     _ script: String, _ args: [String] = [], python: String = "/usr/bin/python3"
 ) throws -> (Process, Int) {
-    let (process, port) = FixtureServer.start(
+    let (process, started) = FixtureServer.started(
         Paths.fixtures.appendingPathComponent(script), arguments: args, python: python,
         environment: ["PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"])
-    guard port > 0 else {
+    guard let port = started else {
         if process.isRunning { process.terminate() }
         throw NSError(domain: script, code: 1, userInfo: [NSLocalizedDescriptionKey: "\(script) did not start"])
     }
