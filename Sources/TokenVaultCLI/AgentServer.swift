@@ -44,8 +44,8 @@ final class AgentServer: @unchecked Sendable {
         /// back in the kernel keyring.
         var locked = false
     }
-    private let state = Locked(State())
-    private let wake = DispatchSemaphore(value: 0)
+    let state = Locked(State())
+    let wake = DispatchSemaphore(value: 0)
     private var listener: Int32 = -1
     /// The socket came from systemd, which keeps it: it is not removed on stop.
     private var activated = false
@@ -102,7 +102,7 @@ final class AgentServer: @unchecked Sendable {
     }
 
     /// The agent's own settings, without its passphrase sources once locked.
-    private var own: Settings {
+    var own: Settings {
         guard state.withLock({ $0.locked }) else { return settings }
         var environment = settings.environment
         for v in EnvironmentVariable.passphraseSources { environment[v.name] = nil }
@@ -231,7 +231,7 @@ final class AgentServer: @unchecked Sendable {
 
     /// Runs `body` as the agent answering a client of `settings` whose stdout
     /// is `stdout`: each `Context` made meanwhile is the agent's (docs/agent.md).
-    private func serving<T>(
+    func serving<T>(
         _ settings: Settings, stdout: Terminal.Stdout = Terminal.Stdout(isTerminal: false),
         _ body: () throws -> T
     ) rethrows -> T {
@@ -310,105 +310,5 @@ final class AgentServer: @unchecked Sendable {
         default:
             throw TokenVaultError.usage("unknown request")
         }
-    }
-
-    // MARK: Renewal ahead of need
-
-    /// Renews each credential a client asked for within `agent_keep` a little
-    /// before it expires (`AheadOfNeed`: the lead is min_valid + 60 s + a few
-    /// seconds, never more than half its lifetime), so that `get` does not
-    /// wait for the provider: under the one renewal lock every process and
-    /// every fleet host takes, so it is one renewal however many agents and
-    /// commands want it. After each renewal the loop looks again, so the next
-    /// one is scheduled from the new expiry. A refused renewal is recorded as
-    /// by any command, and such a credential is not tried again; a temporary
-    /// failure is tried again a minute later (sooner for a short token).
-    private func renewAhead() {
-        while true {
-            let pause = renewDue()
-            _ = wake.wait(timeout: .now() + pause)
-        }
-    }
-
-    /// Starts the renewals that are due, each on a thread of its own (a
-    /// provider that hangs holds up only its own credential); the seconds
-    /// until the next one is due.
-    private func renewDue() -> Double {
-        let kept = state.withLock { $0.kept }
-        if kept.isEmpty { return 300 }
-        let own = self.own
-        return serving(own) {
-            let context = Context()
-            defer { context.flushWarnings() }
-            let now = context.clock.now
-            guard let config = try? context.config, let vault = try? context.vault() else { return 60 }
-            let policy = AheadOfNeed(minValid: config.minValidSeconds)
-            var next = now + 300
-            for (id, k) in kept {
-                if now - k.askedAt > config.agentKeepSeconds {
-                    state.withLock { $0.kept[id] = nil }
-                    continue
-                }
-                guard let c = try? vault.load(id) else { continue }
-                let decision = policy.decision(for: c, status: context.status(of: c), now: now)
-                let start = state.withLock { s -> Bool in
-                    guard var k = s.kept[id] else { return false }
-                    defer { s.kept[id] = k }
-                    switch decision {
-                    case .never(let why):
-                        (k.nextRenewal, k.never) = (nil, why)
-                        return false
-                    case .wait(let until):
-                        (k.nextRenewal, k.never) = (until, nil)
-                        next = min(next, until)
-                        return false
-                    case .renew:
-                        k.never = nil
-                        // One renewal per credential at a time; it wakes this loop when it ends.
-                        if k.renewing { return false }
-                        if let failed = k.failedAt, now < policy.retry(after: failed, for: c) {
-                            k.nextRenewal = policy.retry(after: failed, for: c)
-                            next = min(next, k.nextRenewal!)
-                            return false
-                        }
-                        (k.renewing, k.nextRenewal) = (true, now)
-                        return true
-                    }
-                }
-                if start { Posix.onWorker { self.renew(c, policy: policy, settings: own) } }
-            }
-            return Double(max(next - now, 1))
-        }
-    }
-
-    /// One renewal ahead of need, on its own thread; the loop looks again when it ends.
-    private func renew(_ c: Credential, policy: AheadOfNeed, settings: Settings) {
-        serving(settings) {
-            let context = Context()
-            defer { context.flushWarnings() }
-            let now = context.clock.now
-            let outcome: (asked: Bool, text: String, failed: Bool)
-            do {
-                let (_, asked) = try policy.renew(c, with: try context.refresher())
-                outcome = (asked, asked ? "renewed" : "renewed by another process", false)
-            } catch let error as TokenVaultError {
-                if case .loginRequired = error {
-                    outcome = (false, "refused: \(error.errorText)", false)
-                } else {
-                    outcome = (false, "failed: \(error.errorText)", true)
-                }
-            } catch {
-                outcome = (false, "failed: \(error.errorText)", true)
-            }
-            state.withLock { s in
-                if outcome.asked { s.renewals += 1 }
-                guard var k = s.kept[c.id] else { return }
-                k.renewing = false
-                k.failedAt = outcome.failed ? now : nil
-                k.last = (now, outcome.text)
-                s.kept[c.id] = k
-            }
-        }
-        wake.signal()
     }
 }

@@ -33,17 +33,17 @@ public final class MCPBridge: @unchecked Sendable {
     let host: MCPBridgeHost
     /// Seconds a stream may stay silent before it is closed.
     let idleSeconds: Int
-    private let state = PosixLock()
+    let state = PosixLock()
     private let output = PosixLock()
-    private var sessionID: String?
+    var sessionID: String?
     private var protocolVersion: String?
-    private var listening = false
-    private var closing = false
+    var listening = false
+    var closing = false
     /// Logins for more scopes this bridge ran: at most one while it runs
     /// (a server can always name another scope).
     private var stepUps = 0
     private let inFlight = DispatchGroup()
-    private let shown: String
+    let shown: String
 
     public init(url: String, transport: CurlTransport, host: MCPBridgeHost, idleSeconds: Int = 300) throws {
         guard OAuth2Provider.isSafeEndpoint(url), !url.contains("#") else {
@@ -107,7 +107,7 @@ public final class MCPBridge: @unchecked Sendable {
     // MARK: One message
 
     /// How one POST went, as far as the answer to the request is concerned.
-    private struct Exchange {
+    struct Exchange {
         var parser = ServerSentEventParser(maxEventBytes: JSONRPC.maxLineBytes)
         var jsonBody: [UInt8] = []
         var errorBody: [UInt8] = []
@@ -233,7 +233,7 @@ public final class MCPBridge: @unchecked Sendable {
     /// One piece of the answer: JSON kept whole, events written as they come
     /// (those before the answer to `initialize` held until it comes).
     /// False stops the transfer (too large).
-    private func receive(
+    func receive(
         _ x: inout Exchange, status: Int, type: String?, bytes: UnsafeRawBufferPointer, request: JSONValue?
     ) -> Bool {
         guard (200..<300).contains(status) else {
@@ -304,73 +304,6 @@ public final class MCPBridge: @unchecked Sendable {
         return answered
     }
 
-    /// Picks an answer up again after its stream broke: a GET with
-    /// `Last-Event-ID`, up to three times. True when the answer came.
-    private func resume(after lastID: String, request: JSONValue?, token: String) -> Bool {
-        var last = lastID
-        for _ in 0..<3 {
-            var x = Exchange()
-            var request_ = get(token: token)
-            request_.headers.append("Last-Event-ID: \(last)")
-            let response = try? transport.stream(request_, idleSeconds: idleSeconds) { status, type, bytes in
-                self.receive(&x, status: status, type: type, bytes: bytes, request: request)
-            }
-            if x.answered { return true }
-            if let r = response, !(200..<300).contains(r.status) { return false }
-            if x.refused != nil { return false }
-            last = x.parser.lastEventID ?? last
-        }
-        return false
-    }
-
-    // MARK: The server's own messages
-
-    /// The GET stream for messages the server sends on its own, once the
-    /// session is known; opened again after a break (with `Last-Event-ID`),
-    /// given up on when the server offers none (405) or keeps failing.
-    private func startListening() {
-        let start = state.withLock { () -> Bool in
-            guard sessionID != nil, !listening else { return false }
-            listening = true
-            return true
-        }
-        guard start else { return }
-        Posix.spawnThread { self.listen() }
-    }
-
-    private func listen() {
-        var last: String?
-        // Streams in a row that failed, or closed at once with nothing in them.
-        var failures = 0
-        while !state.withLock({ closing }), failures < 5 {
-            guard let token = try? host.token() else { return }
-            var x = Exchange()
-            var request = get(token: token)
-            if let last { request.headers.append("Last-Event-ID: \(last)") }
-            let started = DispatchTime.now()
-            let response = try? transport.stream(request, idleSeconds: idleSeconds) { status, type, bytes in
-                self.receive(&x, status: status, type: type, bytes: bytes, request: nil)
-            }
-            last = x.parser.lastEventID ?? last
-            if let r = response, r.status == 405 || r.status == 404 { return }
-            let lasted = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9
-            let useful = response.map { (200..<300).contains($0.status) } == true && (x.messages > 0 || lasted >= 10)
-            failures = useful ? 0 : failures + 1
-            // The server's `retry`, never under a second, doubled for each stream in a row that was of no use.
-            let retry = max(Double(min(x.parser.retry ?? 1000, 60_000)) / 1000, 1)
-            Posix.sleep(min(retry * Double(1 << failures), 60))
-        }
-        if failures >= 5 { host.say("\(shown) kept closing its stream of messages of its own; it is not opened again") }
-    }
-
-    /// DELETE: the session ends with the client's input.
-    private func endSession() {
-        guard state.withLock({ sessionID }) != nil, let token = try? host.token() else { return }
-        var request = get(token: token)
-        request.method = "DELETE"
-        _ = try? transport.send(request)
-    }
-
     // MARK: Requests and output
 
     private func headers(token: String) -> [String] {
@@ -390,7 +323,7 @@ public final class MCPBridge: @unchecked Sendable {
             ], body: Data(body))
     }
 
-    private func get(token: String) -> HTTPRequest {
+    func get(token: String) -> HTTPRequest {
         HTTPRequest(method: "GET", url: url, headers: headers(token: token) + ["Accept: text/event-stream"])
     }
 
