@@ -244,24 +244,13 @@ final class AgentTests: XCTestCase {
         let json = String(decoding: try JSONSerialization.data(withJSONObject: token), as: UTF8.self)
         XCTAssertEqual(s.tv("set", "local", "--provider", "local", stdin: json).status, 0)
         provider.stop()  // the provider is gone: renewals fail for now
-        let monitor = Process()
-        monitor.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-monitor")
-        monitor.arguments = ["--session", "interface='org.freedesktop.Notifications'"]
-        monitor.environment = Self.keyring.env
-        let out = Pipe()
-        monitor.standardOutput = out
-        try monitor.run()
-        defer { monitor.terminate() }
-        usleep(300_000)
+        let monitor = try NotificationMonitor(Self.keyring)
         _ = try startAgent(s)
         XCTAssertEqual(s.tv("get", "local").status, 0, "the token is still good for 16 s")
         let env = try XCTUnwrap(hookEnvironment(s, "refresh_failed"), "on_refresh_failed ran")
         XCTAssertEqual(env["TOKENVAULT_SERVICE"], "127.0.0.1:\(port)")
         XCTAssertTrue(env["TOKENVAULT_REASON"]?.contains("127.0.0.1:\(port)") == true, "\(env)")
-        usleep(500_000)
-        monitor.terminate()
-        monitor.waitUntilExit()
-        let seen = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let seen = monitor.stop()
         XCTAssertTrue(seen.contains("member=Notify"), seen)
         XCTAssertTrue(seen.contains("tokenvault: a token could not be renewed"), seen)
         // Told once: the agent tries again a minute later, the hook at most once an hour.

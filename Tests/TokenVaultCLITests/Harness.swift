@@ -265,3 +265,29 @@ final class PrivateKeyring {
 
     deinit { stop() }
 }
+
+/// dbus-monitor on a private bus, watching desktop notifications
+/// (org.freedesktop.Notifications): what it saw, once stopped.
+final class NotificationMonitor {
+    private let monitor = Process()
+    private let out = Pipe()
+
+    init(_ keyring: PrivateKeyring) throws {
+        monitor.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-monitor")
+        monitor.arguments = ["--session", "interface='org.freedesktop.Notifications'"]
+        monitor.environment = keyring.env
+        monitor.standardOutput = out
+        try monitor.run()
+        usleep(300_000)  // it has subscribed
+    }
+
+    /// Half a second for the last message to arrive, then what it saw.
+    func stop() -> String {
+        usleep(500_000)
+        monitor.terminate()
+        monitor.waitUntilExit()
+        return String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    }
+
+    deinit { if monitor.isRunning { monitor.terminate() } }
+}

@@ -242,19 +242,9 @@ final class HostileLocalTests: QuirkProviderTestCase {
         XCTAssertEqual(
             s.tv("set", "q", "--provider", "q", stdin: #"{"access_token":"a","refresh_token":"r","expires_at":1}"#)
                 .status, 0)
-        let monitor = Process()
-        monitor.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-monitor")
-        monitor.arguments = ["--session", "interface='org.freedesktop.Notifications'"]
-        monitor.environment = Self.keyring.env
-        let out = Pipe()
-        monitor.standardOutput = out
-        try monitor.run()
-        usleep(300_000)
+        let monitor = try NotificationMonitor(Self.keyring)
         XCTAssertEqual(s.tv("get", "q").status, 4)
-        usleep(500_000)
-        monitor.terminate()
-        monitor.waitUntilExit()
-        let seen = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let seen = monitor.stop()
         XCTAssertTrue(seen.contains("member=Notify"), seen)
         XCTAssertTrue(
             seen.contains("&lt;a href=&quot;https://evil.example/&quot;&gt;renew here&lt;/a&gt; &amp; &lt;b&gt;"), seen)
