@@ -260,62 +260,28 @@ final class Context {
             grant: { self.grant(of: $0) })
     }
 
-    /// The credential whose access token a command hands out (raw `get`,
-    /// `header`, `exec`, `refresh`): renewed first when its state is
-    /// refreshable; exit 4 when a login is required, 3 when nothing is stored.
-    /// The config is read only for a credential that expires.
+    /// The credential policy (`CredentialAccess`) on this command's vault,
+    /// config and notices; `minValid` is the option, else the config's.
+    func access(minValid option: Int?) throws -> CredentialAccess {
+        var a = CredentialAccess(
+            vault: try vault(), clock: clock, refresher: { try self.refresher() },
+            minValid: { try self.minValid(option) },
+            warnBefore: { (try? self.config.warnBeforeSeconds) ?? Config().warnBeforeSeconds },
+            warn: { Output.warning($0) }, notFound: { try self.notFound($0) })
+        a.events = { event, id, reason in self.events.emit(event, id, reason: reason) }
+        a.failed = { error, c in self.forgetDiscovery(after: error, provider: c.provider) }
+        return a
+    }
+
+    /// The credential whose access token a command hands out
+    /// (`CredentialAccess.usable`): from the agent when one answers.
     func usable(
         _ id: CredentialID, minValid option: Int?, refresh: Bool = true, force: Bool = false
     ) throws -> Credential {
         if let c = try fromAgent("usable", id, minValid: option, refresh: refresh, force: force) { return c }
-        let c = try renewedIfNeeded(id, minValid: option, refresh: refresh, force: force)
-        warnIfRefreshTokenDying(c)
+        let c = try access(minValid: option).usable(id, refresh: refresh, force: force)
         Context.agentRequest?.handedOut(id, c, self)
         return c
-    }
-
-    /// Warns on stderr, once a day per credential (a mark in the runtime
-    /// directory), when its refresh token dies within `warn_before` (docs/providers.md).
-    func warnIfRefreshTokenDying(_ c: Credential) {
-        guard c.refreshToken != nil, let at = c.refreshExpiresAt, let vault = openedVault else { return }
-        let warnBefore = (try? config.warnBeforeSeconds) ?? Config().warnBeforeSeconds
-        let now = clock.now
-        guard warnBefore > 0, at - now < warnBefore else { return }
-        let mark = vault.lockPath("warned", c.id)
-        if OnceMark.seen(mark, within: 86400, now: now) { return }
-        let when =
-            at > now
-            ? "dies in \(Format.ago(at - now)) (\(Format.date(at)))"
-            : "may have died \(Format.ago(now - at)) ago (\(Format.date(at)))"
-        Output.warning(
-            "the refresh token for \(c.id) \(when); log in again before then: \(c.loginHint.replacing("run: ", with: ""))"
-        )
-        events.emit(.refreshTokenExpiring, c.id, reason: "the refresh token \(when)")
-        try? PrivateDirectory.ensure(vault.runtimeDirectory)
-        OnceMark.mark(mark)  // now: the day starts again
-    }
-
-    private func renewedIfNeeded(
-        _ id: CredentialID, minValid option: Int?, refresh: Bool, force: Bool
-    ) throws -> Credential {
-        guard let first = try vault().load(id) else { throw try notFound(id) }
-        if first.expiresAt == nil, first.refusal == nil, !force { return first }
-        let refresher = try refresher()
-        let minValid = try minValid(option)
-        if refresh {
-            do {
-                guard let c = try refresher.usable(id, minValid: minValid, force: force, loaded: first) else {
-                    throw try notFound(id)
-                }
-                return c
-            } catch {
-                forgetDiscovery(after: error, provider: first.provider)
-                throw error
-            }
-        }
-        let status = refresher.status(of: first, minValid: minValid)
-        guard status.canHandOut else { throw status.loginRequiredError(for: first) }
-        return first
     }
 
     /// The record stored under `id` as it is (no renewal), or nil: through the
@@ -341,29 +307,12 @@ final class Context {
             op, id, minValid: minValid, refresh: refresh, force: force, settings: settings, timeout: timeout)
     }
 
-    /// The stored record as it is, for `get --format json` and `--field`:
-    /// printed whatever the access token's state (docs/reference.md). Without
-    /// `--no-refresh` a refreshable credential is renewed first when it can be;
-    /// when it cannot, the stored record is printed all the same.
+    /// The stored record as it is, for `get --format json` and `--field`
+    /// (`CredentialAccess.stored`): from the agent when one answers.
     func stored(_ id: CredentialID, minValid option: Int?, refresh: Bool) throws -> Credential {
         if let c = try fromAgent("stored", id, minValid: option, refresh: refresh, force: false) { return c }
-        let c = try storedHere(id, minValid: option, refresh: refresh)
+        let c = try access(minValid: option).stored(id, refresh: refresh)
         Context.agentRequest?.handedOut(id, c, self)
         return c
-    }
-
-    private func storedHere(_ id: CredentialID, minValid option: Int?, refresh: Bool) throws -> Credential {
-        let found = try locate(id).credential
-        guard refresh, found.expiresAt != nil, found.refusal == nil else { return found }
-        let refresher = try refresher()
-        let minValid = try minValid(option)
-        guard refresher.status(of: found, minValid: minValid).state == .refreshable else { return found }
-        do {
-            return try refresher.usable(id, minValid: minValid, loaded: found) ?? found
-        } catch let error as TokenVaultError {
-            // Whatever the provider (or its config) did, what is stored is still printed.
-            Output.warning("\(error.errorText); printing what is stored")
-            return try vault().load(id) ?? found
-        }
     }
 }

@@ -267,9 +267,7 @@ final class DoctorChecks {
                 add(
                     "credential \(c.id)", .failed, "login required" + (c.refusal.map { ": \($0.reason)" } ?? ""),
                     fix: fix)
-            } else if c.refreshToken != nil, let at = c.refreshExpiresAt, config.warnBeforeSeconds > 0,
-                at - now < config.warnBeforeSeconds
-            {
+            } else if let at = CredentialAccess.refreshTokenDies(c, within: config.warnBeforeSeconds, now: now) {
                 bad += 1
                 add(
                     "credential \(c.id)", .failed,

@@ -64,3 +64,27 @@ extension TokenVault {
         }
     }
 }
+
+/// The header line `header` prints for a bearer credential.
+enum HeaderLine {
+    /// The provider's `header` template filled in, else `Authorization: Bearer TOKEN`.
+    static func line(for c: Credential, context: Context) throws -> String {
+        guard c.type != .oauth1 else { return try bearer(for: c) }  // explains: sign per request
+        if let name = c.provider, let template = try context.providers.headerTemplate(of: name) {
+            return template.replacing("{token}", with: c.accessToken)
+        }
+        return try bearer(for: c)
+    }
+
+    /// `Authorization: Bearer TOKEN` for bearer-style credentials.
+    static func bearer(for c: Credential) throws -> String {
+        guard c.type != .oauth1 else {
+            throw TokenVaultError.usage(
+                "\(c.id) is an OAuth 1.0a credential: each request needs its own signature, not a bearer header",
+                hint:
+                    "sign a request with: tokenvault header \(ShellWord.word(c.service.description)) --method GET --url URL"
+            )
+        }
+        return "Authorization: Bearer \(c.accessToken)"
+    }
+}

@@ -105,7 +105,7 @@ extension TokenVault {
             if let left = Format.refreshExpiry(c, now: now), let at = c.refreshExpiresAt {
                 lines.append(("refresh token", "dies \(Format.date(at)) (\(left))"))
             }
-            lines.append(("can refresh", Summary.canRefresh(status) ? "yes" : "no"))
+            lines.append(("can refresh", status.canRenew ? "yes" : "no"))
             if let refusal = status.refusal {
                 lines.append(("refused", "\(Format.date(refusal.at)): \(refusal.reason)"))
             }

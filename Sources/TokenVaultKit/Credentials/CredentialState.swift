@@ -84,6 +84,10 @@ public struct CredentialStatus: Equatable, Sendable {
         }
     }
 
+    /// Whether a command would renew it now if asked ("can refresh" in
+    /// `status` and `list`): a way to renew, and no refusal standing.
+    public var canRenew: Bool { renewal.isPossible && refusal == nil }
+
     /// `status SERVICE`'s answer: usable (0) unless a login is required (4).
     public var isUsable: Bool { state != .loginRequired }
 

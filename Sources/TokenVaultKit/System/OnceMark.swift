@@ -12,11 +12,19 @@ public enum OnceMark {
         return at > now - seconds && at <= now
     }
 
-    /// Marks `path` now (0600, never through a symbolic link).
-    public static func mark(_ path: String) {
+    /// Marks `path` at `now` (unix seconds; nil: the system's now), 0600,
+    /// never through a symbolic link.
+    public static func mark(_ path: String, at now: Int64? = nil) {
         let fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return }
-        _ = futimens(fd, nil)
+        if let now {
+            let t = timespec(tv_sec: Int(now), tv_nsec: 0)
+            _ = withUnsafePointer(to: (t, t)) {
+                $0.withMemoryRebound(to: timespec.self, capacity: 2) { futimens(fd, $0) }
+            }
+        } else {
+            _ = futimens(fd, nil)
+        }
         close(fd)
     }
 }

@@ -14,3 +14,34 @@ public enum RFC3339 {
         return nil
     }
 }
+
+/// Times and durations for humans.
+public enum Format {
+    /// "3m", "2h 5m", "4d 1h": for humans.
+    public static func ago(_ seconds: Int64) -> String {
+        let s = max(seconds, 0)
+        if s < 60 { return "\(s)s" }
+        if s < 3600 { return "\(s / 60)m" }
+        if s < 86400 { return "\(s / 3600)h \(s % 3600 / 60)m" }
+        return "\(s / 86400)d \(s % 86400 / 3600)h"
+    }
+
+    /// "in 2h 5m" or "expired 3m ago": a moment (unix seconds) seen from `now`.
+    public static func until(_ at: Int64, now: Int64) -> String {
+        at > now ? "in \(ago(at - now))" : "expired \(ago(now - at)) ago"
+    }
+
+    public static func expiry(_ c: Credential, now: Int64) -> String {
+        c.expiresAt.map { until($0, now: now) } ?? "never"
+    }
+
+    /// When the refresh token dies, for humans; nil without one or an estimate.
+    public static func refreshExpiry(_ c: Credential, now: Int64) -> String? {
+        guard c.refreshToken != nil, let at = c.refreshExpiresAt else { return nil }
+        return until(at, now: now)
+    }
+
+    public static func date(_ unix: Int64) -> String {
+        RFC3339.format(unix)
+    }
+}

@@ -1,0 +1,94 @@
+import ArgumentParser
+import Dispatch
+import FoundationEssentials
+import Glibc
+import TokenVaultKit
+
+/// stdout carries only the requested value; everything else goes to stderr.
+enum Output {
+    static func value(_ line: String) {
+        if let captured = capture.value { captured.out += line + "\n" } else { Posix.write(1, line + "\n") }
+    }
+
+    static func notice(_ line: String) {
+        stderr("tokenvault: \(line)\n")
+    }
+
+    static func warning(_ line: String) {
+        stderr("tokenvault: warning: \(line)\n")
+    }
+
+    /// What one of the agent's requests prints on stdout and stderr, and the
+    /// warnings it leaves for its end: kept to send to its client instead.
+    /// Each request's own, on the thread that answers it.
+    private final class Captured {
+        var out = ""
+        var err = ""
+        var pending: [String] = []
+    }
+    private static let capture = ThreadLocal<Captured>()
+
+    static func stderr(_ text: String) {
+        if let captured = capture.value { captured.err += text } else { Posix.write(2, text) }
+    }
+
+    /// Runs `body` with stdout and stderr kept; returns its result and what it printed on each.
+    static func capturing<T>(_ body: () throws -> T) -> (result: Result<T, Error>, stdout: String, stderr: String) {
+        let captured = Captured()
+        capture.value = captured
+        defer { capture.value = nil }
+        let result = Result { try body() }
+        flushLater()
+        return (result, captured.out, captured.err)
+    }
+
+    /// The warnings of a command run directly (the process's one command).
+    private static let pending = Locked<[String]>([])
+
+    /// Warnings printed when the command ends (`flushLater`), each once.
+    static func later(_ lines: [String]) {
+        func add(_ pending: inout [String]) { for l in lines where !pending.contains(l) { pending.append(l) } }
+        if let captured = capture.value { add(&captured.pending) } else { pending.withLock(add) }
+    }
+
+    /// Prints the pending warnings, but not one that says what `error` says.
+    static func flushLater(except error: String? = nil) {
+        let lines: [String]
+        if let captured = capture.value {
+            lines = captured.pending
+            captured.pending = []
+        } else {
+            lines = pending.withLock { p in
+                defer { p = [] }
+                return p
+            }
+        }
+        for l in lines where error.map({ !l.hasPrefix($0) }) ?? true { warning(l) }
+    }
+
+    static func error(_ message: String, hint: String?, excerpt: [String] = []) {
+        var text = "tokenvault: error: \(oneLine(message))\n"
+        for line in excerpt { text += "    \(oneLine(line))\n" }
+        if let hint { text += "hint: \(oneLine(hint))\n" }
+        stderr(text)
+    }
+
+    private static func oneLine(_ s: String) -> String {
+        String(s.map { $0.isNewline ? " " : $0 })
+    }
+
+    /// What a command did: a notice on stderr, or with --json the object on
+    /// stdout (the notice then stays unsaid).
+    static func result(_ notice: String, json: Bool, _ object: @autoclosure () -> [String: JSONValue]) {
+        if json { Output.json(.object(object())) } else { Output.notice(notice) }
+    }
+
+    /// Compact in a pipe; indented (keys sorted) on a terminal.
+    static func json(_ json: JSONValue) {
+        if Terminal.stdoutIsTerminal, let pretty = try? JSONValue.prettyEncoder.encode(json) {
+            value(String(decoding: pretty, as: UTF8.self))
+        } else {
+            value(json.text)
+        }
+    }
+}

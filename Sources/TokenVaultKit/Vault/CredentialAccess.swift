@@ -1,0 +1,122 @@
+import FoundationEssentials
+
+/// The credential policy of a command that hands out a credential
+/// (docs/design.md, "Where each decision lives"): whether the record is
+/// renewed first, when it is handed out as it is, and when the user is
+/// warned that its refresh token dies. On the store, HTTP and clock
+/// protocols alone, so that it is driven by unit tests; the CLI only wires
+/// in the settings, the config and where notices go.
+public struct CredentialAccess {
+    public var vault: CredentialVault
+    public var clock: Clock
+    /// The refresher; asked for only when a credential expires (it reads the config).
+    public var refresher: () throws -> Refresher
+    /// `min_valid` in seconds; read only when a credential expires.
+    public var minValid: () throws -> Int64
+    /// `warn_before` in seconds (0: never warn).
+    public var warnBefore: () -> Int64
+    /// Notices for stderr.
+    public var warn: (String) -> Void
+    /// Told when a refresh token is about to die (docs/agent.md, "Events").
+    public var events: (Event, CredentialID, String) -> Void = { _, _, _ in }
+    /// The error for a credential that is not stored (exit 3, with the next step).
+    public var notFound: (CredentialID) throws -> Error
+    /// Told when renewing `Credential` failed with the error, before it is thrown.
+    public var failed: (Error, Credential) -> Void = { _, _ in }
+
+    public init(
+        vault: CredentialVault, clock: Clock, refresher: @escaping () throws -> Refresher,
+        minValid: @escaping () throws -> Int64, warnBefore: @escaping () -> Int64,
+        warn: @escaping (String) -> Void, notFound: @escaping (CredentialID) throws -> Error
+    ) {
+        self.vault = vault
+        self.clock = clock
+        self.refresher = refresher
+        self.minValid = minValid
+        self.warnBefore = warnBefore
+        self.warn = warn
+        self.notFound = notFound
+    }
+
+    /// The credential whose access token a command hands out (raw `get`,
+    /// `header`, `exec`, `refresh`): renewed first when its state is
+    /// refreshable (always, with `force`); exit 4 when a login is required, 3
+    /// when nothing is stored. Without `refresh`, a stale token that could be
+    /// renewed is still a login-required error only when it can no longer be used.
+    public func usable(_ id: CredentialID, refresh: Bool = true, force: Bool = false) throws -> Credential {
+        let c = try renewedIfNeeded(id, refresh: refresh, force: force)
+        warnIfRefreshTokenDying(c)
+        return c
+    }
+
+    private func renewedIfNeeded(_ id: CredentialID, refresh: Bool, force: Bool) throws -> Credential {
+        guard let first = try vault.load(id) else { throw try notFound(id) }
+        if first.expiresAt == nil, first.refusal == nil, !force { return first }
+        let refresher = try refresher()
+        let minValid = try minValid()
+        guard refresh else {
+            let status = refresher.status(of: first, minValid: minValid)
+            guard status.canHandOut else { throw status.loginRequiredError(for: first) }
+            return first
+        }
+        do {
+            guard let c = try refresher.usable(id, minValid: minValid, force: force, loaded: first) else {
+                throw try notFound(id)
+            }
+            return c
+        } catch {
+            failed(error, first)
+            throw error
+        }
+    }
+
+    /// The stored record as it is, for `get --format json` and `--field`:
+    /// handed out whatever the access token's state. With `refresh`, a
+    /// refreshable credential is renewed first when it can be; when it
+    /// cannot, the stored record is handed out all the same, with a warning.
+    public func stored(_ id: CredentialID, refresh: Bool) throws -> Credential {
+        guard let found = try vault.locate(id)?.credential else { throw try notFound(id) }
+        guard refresh, found.expiresAt != nil, found.refusal == nil else { return found }
+        let refresher = try refresher()
+        let minValid = try minValid()
+        guard refresher.status(of: found, minValid: minValid).state == .refreshable else { return found }
+        do {
+            return try refresher.usable(id, minValid: minValid, loaded: found) ?? found
+        } catch let error as TokenVaultError {
+            failed(error, found)
+            // Whatever the provider (or its config) did, what is stored is still handed out.
+            warn("\(error.errorText); printing what is stored")
+            return try vault.load(id) ?? found
+        }
+    }
+
+    /// When `c`'s refresh token dies within `warnBefore` seconds of `now`:
+    /// that moment; nil when it does not, or nobody knows.
+    public static func refreshTokenDies(_ c: Credential, within warnBefore: Int64, now: Int64) -> Int64? {
+        guard warnBefore > 0, c.refreshToken != nil, let at = c.refreshExpiresAt, at - now < warnBefore else {
+            return nil
+        }
+        return at
+    }
+
+    /// Warns, once a day per credential (a mark in the runtime directory),
+    /// when its refresh token dies within `warn_before` (docs/providers.md).
+    public func warnIfRefreshTokenDying(_ c: Credential) {
+        let now = clock.now
+        guard c.refreshToken != nil, c.refreshExpiresAt != nil,
+            let at = Self.refreshTokenDies(c, within: warnBefore(), now: now)
+        else { return }
+        let mark = vault.lockPath("warned", c.id)
+        if OnceMark.seen(mark, within: 86400, now: now) { return }
+        let when =
+            at > now
+            ? "dies in \(Format.ago(at - now)) (\(Format.date(at)))"
+            : "may have died \(Format.ago(now - at)) ago (\(Format.date(at)))"
+        warn(
+            "the refresh token for \(c.id) \(when); log in again before then: \(c.loginHint.replacing("run: ", with: ""))"
+        )
+        events(.refreshTokenExpiring, c.id, "the refresh token \(when)")
+        try? PrivateDirectory.ensure(vault.runtimeDirectory)
+        OnceMark.mark(mark, at: now)  // the day starts again
+    }
+}
