@@ -61,7 +61,8 @@ enum AgentClient {
     /// The agent did not run this process's command: nothing more is asked of it.
     /// Set once, on the main thread, before anything else runs (a command's one process).
     nonisolated(unsafe) private static var declined = false
-    /// No agent listened for this command (no socket, or one left by an agent that is gone).
+    /// No agent listened for this command (no socket, or one left by an agent
+    /// that is gone). Set, like `declined`, on the main thread of a command's one process.
     nonisolated(unsafe) private static var unanswered = false
 
     /// After a command the agent could have answered, when none listened:

@@ -227,8 +227,7 @@ public struct Config: Sendable, Equatable {
 
 /// The config read ahead of its first `load`.
 private final class ReadAhead: @unchecked Sendable {
-    nonisolated(unsafe) private static var pending: ReadAhead?
-    private static let lock = PosixLock()
+    private static let pending = Locked<ReadAhead?>(nil)
     private let path: String
     private var result: Result<Config, Error>?
     private let done = DispatchSemaphore(value: 0)
@@ -237,7 +236,7 @@ private final class ReadAhead: @unchecked Sendable {
 
     static func start(path: String, _ read: @escaping @Sendable () throws -> Config) {
         let ahead = ReadAhead(path: path)
-        lock.withLock { pending = ahead }
+        pending.withLock { $0 = ahead }
         Posix.spawnThread(stackSize: 1 << 22) {
             ahead.result = Result { try read() }
             ahead.done.signal()
@@ -248,7 +247,7 @@ private final class ReadAhead: @unchecked Sendable {
     /// the file again); nil when nothing was.
     static func take(path: String) -> Result<Config, Error>? {
         guard
-            let ahead = lock.withLock({ () -> ReadAhead? in
+            let ahead = pending.withLock({ pending -> ReadAhead? in
                 guard let p = pending, p.path == path else { return nil }
                 pending = nil
                 return p

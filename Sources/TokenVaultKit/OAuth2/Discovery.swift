@@ -205,11 +205,10 @@ public struct Discovery {
 
 /// Each ignored cache file is reported once per run.
 enum DiscoveryCacheNotice {
-    nonisolated(unsafe) private static var told: Set<String> = []
-    private static let lock = PosixLock()
+    private static let told = Locked<Set<String>>([])
 
     static func first(_ path: String) -> Bool {
-        lock.withLock { told.insert(path).inserted }
+        told.withLock { $0.insert(path).inserted }
     }
 }
 

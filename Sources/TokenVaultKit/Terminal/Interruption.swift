@@ -8,7 +8,8 @@ import Glibc
 /// guess. A prompt with echo off gets its terminal back first.
 ///
 /// The handler only writes prepared bytes and exits: nothing in it
-/// allocates or locks.
+/// allocates or locks. Its statics are written by the command's own thread
+/// (one at a time: a command stores on one thread) and only read by the handler.
 public enum Interruption {
     nonisolated(unsafe) private static var line: UnsafeMutablePointer<CChar>? = strdup(text("nothing was stored"))
     nonisolated(unsafe) private static var terminal: (fd: Int32, saved: termios)?

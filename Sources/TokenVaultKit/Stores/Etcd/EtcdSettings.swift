@@ -82,7 +82,7 @@ public struct EtcdSettings: Sendable {
 /// (the configuration is likely wrong).
 enum EtcdReachMark {
     static func path(_ s: EtcdSettings) -> String {
-        Settings.process.runtimeDirectory + "/etcd-"
+        s.runtimeDirectory + "/etcd-"
             + Hex.encode(Sodium.hash(Array(s.endpoints.sorted().joined(separator: ",").utf8))) + ".reached"
     }
 

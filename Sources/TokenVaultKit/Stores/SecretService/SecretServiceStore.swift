@@ -206,6 +206,7 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
     /// Kept only in a process that sets `keepsItemPaths` (the agent): a
     /// command that looks up once is quicker through libsecret's own lookup.
     private static let itemPaths = Locked<[String: String]>([:])
+    /// Set once by the agent before it answers anything; read-only afterwards.
     nonisolated(unsafe) public static var keepsItemPaths = false
 
     private func lookup(_ id: CredentialID) throws -> Credential? {
@@ -342,6 +343,7 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
 /// `get` from the file vault still maps no part of GLib.
 public enum SecretServiceHeadStart {
     private static let ready = DispatchSemaphore(value: 0)
+    /// Only the main thread, before any store is opened, reads and writes it.
     nonisolated(unsafe) private static var started = false
 
     /// Call once, on the main thread, before any store is opened. False when
