@@ -59,6 +59,17 @@ static size_t tv_http_collect(char *data, size_t size, size_t n, void *userdata)
     return len;
 }
 
+/* Stops the transfer once its cancel flag is set (called about once a
+   second while nothing arrives, and as bytes arrive). */
+static int tv_http_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                            curl_off_t ulnow) {
+    (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+    tv_http_transfer *t = userdata;
+    if (t->options->cancel == NULL || *t->options->cancel == 0) return 0;
+    t->out->stopped = 1;
+    return 1;
+}
+
 /* Keeps the final response's header lines (at most 64 KiB), and the Date
    header apart (for `doctor --network`'s clock check). */
 static size_t tv_http_header(char *line, size_t size, size_t count, void *userdata) {
@@ -127,6 +138,11 @@ int tv_http_request(const char *method, const char *url, const char *const *head
     tv_http_transfer transfer = {c, h, o, out};
     c->curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, tv_http_collect);
     c->curl_easy_setopt(h, CURLOPT_WRITEDATA, &transfer);
+    if (o->cancel) {
+        c->curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, tv_http_progress);
+        c->curl_easy_setopt(h, CURLOPT_XFERINFODATA, &transfer);
+        c->curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    }
     c->curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, tv_http_header);
     c->curl_easy_setopt(h, CURLOPT_HEADERDATA, out);
     if (strcmp(method, "GET") == 0) {

@@ -14,6 +14,12 @@ Usage: mcp_client.py [--calls N] [--forget-access URL] [--raw FILE] -- COMMAND A
   --config JSON        start the server an MCP client entry names (command, args,
                        env on top of the SDK's default environment)
   --config-file FILE:NAME  the same, for entry NAME of a client's config file
+  --mode MODE          use the SDK's high-level Client instead, connected in
+                       MODE: "auto" (server/discover, else initialize),
+                       "legacy", or a revision such as 2026-07-28; it lists
+                       the tools, calls `echo`, and `locate` with --region
+  --region TEXT        the region `locate` is called with (its argument is
+                       mirrored in the Mcp-Param-Region header)
 Runs with the SDK's venv (.build/mcp-venv, made by scripts/deps.sh); the
 server's environment is this process's.
 """
@@ -38,6 +44,8 @@ parser.add_argument("--default-env", action="store_true",
                     help="start the server with the SDK's default environment (HOME, PATH, SHELL, TERM, ...)")
 parser.add_argument("--config", help="a client entry as --print-config prints it: its command, args and env")
 parser.add_argument("--config-file", help="FILE:NAME: the entry NAME of a client config file (mcpServers or servers)")
+parser.add_argument("--mode")
+parser.add_argument("--region", default="Zürich")
 parser.add_argument("command", nargs=argparse.REMAINDER)
 args = parser.parse_args()
 command = [a for a in args.command if a != "--"]
@@ -61,6 +69,8 @@ async def main():
             entry = json.loads(args.config)
         params = StdioServerParameters(command=entry["command"], args=entry["args"],
                                        env={**get_default_environment(), **entry.get("env", {})})
+    if args.mode:
+        return await high_level(params)
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             started = time.monotonic()
@@ -74,6 +84,24 @@ async def main():
                 result = await session.call_tool("echo", {"text": f"hello {i}"})
                 text = "".join(c.text for c in result.content if getattr(c, "text", None))
                 say(step="call", text=text, error=bool(result.is_error))
+
+
+async def high_level(params):
+    """The SDK's high-level Client over stdio, in the era --mode names."""
+    from mcp import Client
+    started = time.monotonic()
+    async with Client(params, mode=args.mode) as client:
+        say(step="initialize", server=getattr(client.server_info, "name", None), protocol=client.protocol_version)
+        tools = await client.list_tools()
+        say(step="list", tools=sorted(t.name for t in tools.tools), seconds=time.monotonic() - started)
+        for i in range(args.calls):
+            result = await client.call_tool("echo", {"text": f"hello {i}"})
+            text = "".join(c.text for c in result.content if getattr(c, "text", None))
+            say(step="call", text=text, error=bool(result.is_error))
+        if "locate" in [t.name for t in tools.tools]:
+            result = await client.call_tool("locate", {"text": "hi", "region": args.region})
+            text = "".join(c.text for c in result.content if getattr(c, "text", None))
+            say(step="locate", text=text, error=bool(result.is_error))
 
 
 def raw():

@@ -5,8 +5,12 @@ dynamic client registration, codes with PKCE, tokens bound to the resource
 (RFC 8707, validate_token_resource on), refresh tokens rotated on every use,
 and a refresh token used twice revoking its whole family.
 
-GET /stats: the counters (registrations, codes, refreshes, replays) as JSON.
+GET /stats: the counters (registrations, codes, refreshes, replays, and
+waits_cancelled: calls of the tool `wait` whose request went away) as JSON.
 GET /last-registration: the JSON body of the last registration request.
+GET /last-routing: the routing headers (MCP-Protocol-Version, Mcp-Method,
+Mcp-Name, Mcp-Param-*) and Mcp-Session-Id of the last POST to a resource,
+and the method of its body.
 POST /liar: answers 401 naming the first resource's metadata (a resource
 that points at another resource's document).
 POST /forget-access: every access token is forgotten (a server restarted
@@ -14,7 +18,10 @@ without its token store): the next request with one gets a 401.
 --also PATH: a second resource on the same host, at PATH, that asks for the
 scopes files:read and files:write (a token with fewer gets a 403
 insufficient_scope); every other path is the first resource's.
-Usage: mcp_server.py [--path /mcp] [--also PATH] [--token-ttl SECONDS] [--port N]
+--legacy-only: a server of the handshake era alone, as servers built before
+2026-07-28 are: a request of the per-request era reaches its session path
+and is refused ("Missing session ID").
+Usage: mcp_server.py [--path /mcp] [--also PATH] [--token-ttl SECONDS] [--port N] [--legacy-only]
 Prints "port N" once listening on 127.0.0.1. Run with the SDK's venv
 (.build/mcp-venv, made by scripts/deps.sh).
 """
@@ -25,7 +32,11 @@ import secrets
 import socket
 import time
 
+from typing import Annotated
+
+import anyio
 import uvicorn
+from pydantic import Field
 from starlette.responses import JSONResponse
 from mcp.server.auth.provider import (AccessToken, AuthorizationCode, RefreshToken, TokenError,
                                       construct_redirect_uri)
@@ -38,6 +49,7 @@ parser.add_argument("--path", default="/mcp")
 parser.add_argument("--also")
 parser.add_argument("--token-ttl", type=int, default=3600)
 parser.add_argument("--port", type=int, default=0, help="listen on this port (a restart keeps its address)")
+parser.add_argument("--legacy-only", action="store_true")
 args = parser.parse_args()
 
 sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -54,7 +66,7 @@ class Provider:
     def __init__(self):
         self.clients, self.codes, self.refresh, self.access = {}, {}, {}, {}
         self.family_of, self.revoked_families, self.used = {}, set(), set()
-        self.stats = {"registrations": 0, "codes": 0, "refreshes": 0, "replays": 0}
+        self.stats = {"registrations": 0, "codes": 0, "refreshes": 0, "replays": 0, "waits_cancelled": 0}
 
     async def get_client(self, client_id):
         return self.clients.get(client_id)
@@ -148,6 +160,14 @@ async def registration(request):
     return JSONResponse(last_registration)
 
 
+last_routing = {}
+
+
+@server.custom_route("/last-routing", methods=["GET"])
+async def routing(request):
+    return JSONResponse(last_routing)
+
+
 @server.custom_route("/liar", methods=["GET", "POST"])
 async def liar(request):
     metadata = base + "/.well-known/oauth-protected-resource" + args.path
@@ -166,6 +186,21 @@ def tools(s):
     def echo(text: str) -> str:
         """Says the text back."""
         return text
+
+    @s.tool()
+    async def wait(seconds: int) -> str:
+        """Waits that long; a wait whose request went away is counted (stats: waits_cancelled)."""
+        try:
+            await anyio.sleep(seconds)
+        except BaseException:
+            provider.stats["waits_cancelled"] += 1
+            raise
+        return "waited"
+
+    @s.tool()
+    def locate(text: str, region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})]) -> str:
+        """Says the text back with its region (mirrored in the Mcp-Param-Region header at 2026-07-28)."""
+        return f"{text} @ {region}"
 
 
 tools(server)
@@ -198,8 +233,17 @@ if args.also:
 
 
 def recording(inner):
-    """Keeps the body of each registration request for /last-registration."""
+    """Keeps the body of each registration request for /last-registration,
+    and the routing headers of each POST to a resource for /last-routing."""
     async def wrapped(scope, receive, send):
+        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] != "/register" \
+                and not scope["path"].startswith(("/token", "/revoke", "/forget", "/liar")):
+            wanted = ("mcp-protocol-version", "mcp-method", "mcp-name", "mcp-session-id")
+            last_routing.clear()
+            for name, value in scope["headers"]:
+                key = name.decode("latin-1").lower()
+                if key in wanted or key.startswith("mcp-param-"):
+                    last_routing[key] = value.decode("latin-1")
         if scope["type"] != "http" or scope["path"] != "/register":
             return await inner(scope, receive, send)
         chunks, more = [], True
@@ -224,6 +268,17 @@ def recording(inner):
 
 
 app = recording(app)
+
+if args.legacy_only:
+    handshake = {b"2024-11-05", b"2025-03-26", b"2025-06-18", b"2025-11-25"}
+    modern_app = app
+
+    async def app(scope, receive, send):
+        """Drops a protocol version of the per-request era: the request then goes the session's way."""
+        if scope["type"] == "http":
+            scope = dict(scope, headers=[(k, v) for k, v in scope["headers"]
+                                         if k != b"mcp-protocol-version" or v in handshake])
+        await modern_app(scope, receive, send)
 sock.listen(128)  # connections wait in the backlog until uvicorn serves them
 print("port", port, flush=True)
 uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])

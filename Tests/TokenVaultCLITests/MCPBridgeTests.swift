@@ -75,7 +75,8 @@ final class MCPBridgeTests: XCTestCase {
         let (steps, run) = client(s, a, ["--calls", "2"])
         XCTAssertEqual(run.status, 0, run.stdout + run.stderr)
         XCTAssertEqual(steps.first?["protocol"] as? String, "2025-11-25")
-        XCTAssertEqual(steps.first { $0["step"] as? String == "list" }?["tools"] as? [String], ["echo"])
+        XCTAssertEqual(
+            steps.first { $0["step"] as? String == "list" }?["tools"] as? [String], ["echo", "locate", "wait"])
         XCTAssertEqual(calls(steps), ["hello 0", "hello 1"])
         let token = s.tv("get", a).out
         XCTAssertFalse(run.stdout.contains(token) || run.stderr.contains(token), "no token in any output")

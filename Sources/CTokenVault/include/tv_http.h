@@ -52,6 +52,7 @@ typedef struct {
     tv_http_sink sink;        /* when set, the body goes here instead of into the response */
     void *sink_context;
     long idle_timeout_s;      /* with timeout_ms 0: give up after this many seconds without a byte */
+    const volatile int *cancel; /* when set and nonzero, the transfer stops within about a second */
 } tv_http_options;
 
 /* One request. `headers` is a NULL-terminated list of "Name: value" lines.

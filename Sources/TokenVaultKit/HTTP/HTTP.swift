@@ -143,7 +143,8 @@ public struct CurlTransport: HTTPTransport {
     /// `sink`, each piece of it to the sink as it arrives.
     static func transfer(
         _ request: HTTPRequest, timeoutMilliseconds: Int, connectMilliseconds: Int = 0,
-        maxBody: Int, tls: TLSFiles = TLSFiles(), idleSeconds: Int = 0, sink: BodySink? = nil
+        maxBody: Int, tls: TLSFiles = TLSFiles(), idleSeconds: Int = 0, sink: BodySink? = nil,
+        cancel: Cancellation? = nil
     ) throws -> HTTPResponse {
         var response = tv_http_response()
         let headers = request.headers.map { strdup($0) } + [nil]
@@ -160,7 +161,7 @@ public struct CurlTransport: HTTPTransport {
             cert_blob: nil, key_blob: nil, ca_blob_len: 0, cert_blob_len: 0, key_blob_len: 0,
             sink: sink == nil ? nil : BodySink.deliver,
             sink_context: sink.map { Unmanaged.passUnretained($0).toOpaque() },
-            idle_timeout_s: idleSeconds)
+            idle_timeout_s: idleSeconds, cancel: cancel.map { UnsafePointer($0.flag) })
         let rc = (tls.ca ?? []).withUnsafeBufferPointer { ca in
             (tls.cert ?? []).withUnsafeBufferPointer { cert in
                 (tls.key ?? []).withUnsafeBufferPointer { key in
@@ -179,6 +180,7 @@ public struct CurlTransport: HTTPTransport {
         }
         defer { tv_http_response_free(&response) }
         withExtendedLifetime(sink) {}
+        withExtendedLifetime(cancel) {}
         let detail = withUnsafeBytes(of: response.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
         let kind: HTTPFailure.Kind
         switch Int(rc) {

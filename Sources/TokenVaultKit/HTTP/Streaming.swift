@@ -43,15 +43,16 @@ extension CurlTransport {
     /// every `idleSeconds`. The response has the status and headers, no body.
     /// With `headers`, the response's status and headers are told once, as
     /// soon as its body starts (a stream that stays open has them long before it ends).
+    /// With `cancel`, the exchange stops (65) within about a second of its cancellation.
     public func stream(
-        _ request: HTTPRequest, idleSeconds: Int, headers: ((HTTPResponse) -> Void)? = nil,
+        _ request: HTTPRequest, idleSeconds: Int, cancel: Cancellation? = nil, headers: ((HTTPResponse) -> Void)? = nil,
         receive: @escaping (_ status: Int, _ contentType: String?, _ bytes: UnsafeRawBufferPointer) -> Bool
     ) throws -> HTTPResponse {
         let host = (try? ServiceKey(parsing: request.url).description) ?? "the server"
         do {
             return try CurlTransport.transfer(
                 request, timeoutMilliseconds: 0, connectMilliseconds: timeout * 1000, maxBody: maxBody,
-                idleSeconds: max(idleSeconds, 1), sink: BodySink(headers: headers, receive))
+                idleSeconds: max(idleSeconds, 1), sink: BodySink(headers: headers, receive), cancel: cancel)
         } catch let failure as HTTPFailure {
             if case .timedOut = failure.kind {
                 throw TokenVaultError.temporary(
@@ -60,4 +61,16 @@ extension CurlTransport {
             throw failure.error(peer: host, what: "a server")
         }
     }
+}
+
+/// A flag that stops a streamed exchange (`CurlTransport.stream`) from any
+/// thread: libcurl looks at it about once a second and as bytes arrive.
+public final class Cancellation: @unchecked Sendable {
+    let flag = UnsafeMutablePointer<Int32>.allocate(capacity: 1)
+
+    public init() { flag.initialize(to: 0) }
+    deinit { flag.deallocate() }
+
+    public func cancel() { flag.pointee = 1 }
+    public var isCancelled: Bool { flag.pointee != 0 }
 }

@@ -26,6 +26,7 @@ public final class MCPBridge: @unchecked Sendable {
         case authorization = -32001
         case server = -32002
         case scope = -32003
+        case invalid = -32600
     }
 
     let url: String
@@ -42,6 +43,17 @@ public final class MCPBridge: @unchecked Sendable {
     /// Logins for more scopes this bridge ran: at most one while it runs
     /// (a server can always name another scope).
     private var stepUps = 0
+    /// A request of the per-request era (2026-07-28 and later) came: a
+    /// notification after it is that era's too (docs/adapters.md).
+    var modernSeen = false
+    /// Per-request era: the `x-mcp-header` map of each tool seen in a
+    /// listing, the ids of the client's listings on their way, and the
+    /// cancellation of each request under way.
+    let toolMaps = Locked<[String: MCPRouting.HeaderMap]>([:])
+    let listings = Locked<Set<JSONValue>>([])
+    let cancels = Locked<[JSONValue: Cancellation]>([:])
+    /// The bridge listed the tools itself (once at most).
+    var listedTools = false
     private let inFlight = DispatchGroup()
     let shown: String
 
@@ -93,10 +105,23 @@ public final class MCPBridge: @unchecked Sendable {
         let request: JSONValue? =
             if case .object(let o) = message, o["method"] != nil, let id = o["id"], id != .null { id } else { nil }
         let isInitialize = message["method"]?.string == "initialize"
+        let modern = MCPRouting.modernVersion(of: message)
+        if request == nil, message["method"] != nil,
+            modern != nil || state.withLock({ modernSeen && sessionID == nil })
+        {
+            return notified(message)
+        }
+        if let modern, let request {
+            state.withLock { modernSeen = true }
+            if message["method"]?.string == "tools/list" { listings.withLock { _ = $0.insert(request) } }
+            cancels.withLock { $0[request] = Cancellation() }
+        }
         let underWay = DispatchSemaphore(value: 0)
         inFlight.enter()
         Posix.spawnThread {
-            self.forward(body, request: request, initialize: isInitialize, underWay: underWay)
+            self.forward(
+                body, request: request, initialize: isInitialize, underWay: underWay,
+                routing: modern.map { (message, $0) })
             underWay.signal()
             self.inFlight.leave()
         }
@@ -124,9 +149,30 @@ public final class MCPBridge: @unchecked Sendable {
         var messages = 0
     }
 
-    private func forward(_ body: [UInt8], request: JSONValue?, initialize: Bool, underWay: DispatchSemaphore) {
+    /// Forwards one message; `routing`: the message and its protocol version
+    /// when it is a request of the per-request era.
+    private func forward(
+        _ body: [UInt8], request: JSONValue?, initialize: Bool, underWay: DispatchSemaphore,
+        routing: (message: JSONValue, version: String)? = nil
+    ) {
+        let cancel = request.flatMap { id in cancels.withLock { $0[id] } }
+        defer { if let request { cancels.withLock { $0[request] = nil } } }
         var token: String
         do { token = try host.token() } catch { return fail(request, error, code: .authorization) }
+        var routed: [String]?
+        if let routing {
+            if routing.message["method"]?.string == "tools/call", let name = routing.message["params"]?["name"]?.string
+            {
+                listToolsOnce(unless: name, like: routing.message, version: routing.version, token: token)
+            }
+            routed = MCPRouting.headers(for: routing.message, version: routing.version) { name in
+                self.toolMaps.withLock { $0[name] }
+            }
+            guard routed != nil else {
+                return fail(request, "invalid request: its method cannot be sent as an HTTP header", code: .invalid)
+            }
+        }
+        let method = routing?.message["method"]?.string
         var renewed = false, steppedUp = false
         while true {
             var x = Exchange()
@@ -134,7 +180,9 @@ public final class MCPBridge: @unchecked Sendable {
             let response: HTTPResponse
             do {
                 response = try transport.stream(
-                    post(body, token: token), idleSeconds: idleSeconds, headers: { x.head = $0 },
+                    post(body, token: token, routing: routed),
+                    idleSeconds: method == "subscriptions/listen" ? 86400 : idleSeconds, cancel: cancel,
+                    headers: { x.head = $0 },
                     receive: { status, type, bytes in
                         if !initialize { underWay.signal() }
                         let more = self.receive(&x, status: status, type: type, bytes: bytes, request: request)
@@ -142,6 +190,7 @@ public final class MCPBridge: @unchecked Sendable {
                         return more
                     })
             } catch {
+                if cancel?.isCancelled == true { return }  // the client no longer waits for it
                 if let refused = x.refused { return fail(request, refused) }
                 if x.answered { return }
                 if let last = x.parser.lastEventID, resume(after: last, request: request, token: token) { return }
@@ -182,6 +231,8 @@ public final class MCPBridge: @unchecked Sendable {
                 state.withLock { sessionID = nil }
                 return fail(request, "\(shown) ended the MCP session; start a new one (initialize)")
             default:
+                // Per-request era: a JSON-RPC error is the answer, whatever the status.
+                if routing != nil, answerWithError(x.errorBody, request: request) { return }
                 let why = OutsideText.line(String(decoding: x.errorBody.prefix(300), as: UTF8.self), limit: 200)
                 return fail(request, "\(shown) answered HTTP \(response.status)\(why.isEmpty ? "" : ": \(why)")")
             }
@@ -315,10 +366,12 @@ public final class MCPBridge: @unchecked Sendable {
         return h
     }
 
-    private func post(_ body: [UInt8], token: String) -> HTTPRequest {
+    /// A POST of the handshake era (with the session), or with `routing`
+    /// headers one of the per-request era (no session).
+    func post(_ body: [UInt8], token: String, routing: [String]? = nil) -> HTTPRequest {
         HTTPRequest(
             url: url,
-            headers: headers(token: token) + [
+            headers: (routing.map { ["Authorization: Bearer \(token)"] + $0 } ?? headers(token: token)) + [
                 "Content-Type: application/json", "Accept: application/json, text/event-stream",
             ], body: Data(body))
     }
@@ -345,14 +398,15 @@ public final class MCPBridge: @unchecked Sendable {
         }
         let items: [JSONValue] = if case .array(let a) = value { a } else { [value] }
         if let request,
-            items.contains(where: { $0["id"] == request && ($0["result"] != nil || $0["error"] != nil) })
+            let answer = items.first(where: { $0["id"] == request && ($0["result"] != nil || $0["error"] != nil) })
         {
             answered = true
+            if listings.withLock({ $0.remove(request) != nil }), let result = answer["result"] { absorbTools(result) }
         }
         write(String(decoding: data.filter { $0 != 0x0A && $0 != 0x0D }, as: UTF8.self))
     }
 
-    private func write(_ line: String) {
+    func write(_ line: String) {
         output.withLock { Posix.write(1, line + "\n") }
     }
 
