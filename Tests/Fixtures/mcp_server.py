@@ -18,6 +18,9 @@ without its token store): the next request with one gets a 401.
 --also PATH: a second resource on the same host, at PATH, that asks for the
 scopes files:read and files:write (a token with fewer gets a 403
 insufficient_scope); every other path is the first resource's.
+--offline-access: as an OpenID Connect server (Keycloak, Auth0, Okta) does,
+the authorization server lists offline_access in its scopes_supported and
+issues a refresh token only when that scope was granted.
 --legacy-only: a server of the handshake era alone, as servers built before
 2026-07-28 are: a request of the per-request era reaches its session path
 and is refused ("Missing session ID").
@@ -50,6 +53,8 @@ parser.add_argument("--also")
 parser.add_argument("--token-ttl", type=int, default=3600)
 parser.add_argument("--port", type=int, default=0, help="listen on this port (a restart keeps its address)")
 parser.add_argument("--legacy-only", action="store_true")
+parser.add_argument("--offline-access", action="store_true",
+                    help="list offline_access in scopes_supported and issue a refresh token only for it")
 args = parser.parse_args()
 
 sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -95,6 +100,9 @@ class Provider:
         self.refresh[refresh] = RefreshToken(token=refresh, client_id=client_id, scopes=scopes, resource=resource,
                                              subject="alice")
         self.family_of[refresh] = family
+        if args.offline_access and "offline_access" not in scopes:
+            self.refresh.pop(refresh)
+            refresh = None
         return OAuthToken(access_token=access, token_type="Bearer", expires_in=args.token_ttl,
                           refresh_token=refresh, scope=" ".join(scopes) or None)
 
@@ -140,7 +148,8 @@ def make_server(path, required):
         auth=AuthSettings(
             issuer_url=base, resource_server_url=base + path, validate_token_resource=True,
             client_registration_options=ClientRegistrationOptions(
-                enabled=True, valid_scopes=["files:read", "files:write"], default_scopes=["files:read"]),
+                enabled=True, default_scopes=["files:read"],
+                valid_scopes=["files:read", "files:write"] + (["offline_access"] if args.offline_access else [])),
             revocation_options=RevocationOptions(enabled=True), required_scopes=required))
 
 

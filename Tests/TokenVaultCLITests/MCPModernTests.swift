@@ -6,7 +6,8 @@ import XCTest
 /// Python SDK's high-level `Client` over stdio (mcp_client.py --mode),
 /// pinned to the revision and negotiating it, in front of the SDK's server
 /// (which speaks both eras and checks the routing headers against the
-/// body), and in front of a server of the handshake era alone.
+/// body, and issues refresh tokens only for `offline_access`, as OpenID
+/// Connect servers do), and in front of a server of the handshake era alone.
 final class MCPModernTests: XCTestCase {
     nonisolated(unsafe) static var server: Process!
     nonisolated(unsafe) static var port = 0
@@ -14,7 +15,8 @@ final class MCPModernTests: XCTestCase {
     nonisolated(unsafe) static var legacyPort = 0
 
     override class func setUp() {
-        (server, port) = try! startFixtureServer("mcp_server.py", ["--path", "/m/mcp"], python: MCPBridgeTests.python)
+        (server, port) = try! startFixtureServer(
+            "mcp_server.py", ["--path", "/m/mcp", "--offline-access"], python: MCPBridgeTests.python)
         (legacy, legacyPort) = try! startFixtureServer(
             "mcp_server.py", ["--path", "/l/mcp", "--legacy-only"], python: MCPBridgeTests.python)
     }
@@ -163,5 +165,25 @@ final class MCPModernTests: XCTestCase {
         XCTAssertEqual(cancelled, 1)
         let exit = steps.first { $0["step"] as? String == "exit" }
         XCTAssertEqual(exit?["stderr"] as? String, "", "nothing on stderr")
+    }
+
+    func testOfflineAccessIsAskedForWhereTheServerListsItAndTheGrantRenews() throws {
+        let s = sandbox()
+        let login = s.tv("login", url, limit: 60)
+        XCTAssertEqual(login.status, 0, login.stderr)
+        XCTAssertFalse(login.stderr.contains("no refresh token"), login.stderr)
+        XCTAssertEqual(
+            s.tv("get", url, "--field", "scope").out.split(separator: " ").sorted(), ["files:read", "offline_access"])
+        let status = s.tv("status", url, "--json")
+        XCTAssertTrue(
+            status.out.contains(#""can_refresh":true"#) || status.out.contains(#""can_refresh" : true"#), status.out)
+        let before = try fixtureStats(base + "/stats")
+        try s.expireStored(url)
+        XCTAssertEqual(s.tv("get", url).status, 0)
+        XCTAssertEqual(try fixtureStats(base + "/stats")["refreshes"], (before["refreshes"] ?? 0) + 1)
+        // A server that does not list it is not asked for it.
+        let legacy = "http://127.0.0.1:\(Self.legacyPort)/l/mcp"
+        XCTAssertEqual(s.tv("login", legacy, limit: 60).status, 0)
+        XCTAssertEqual(s.tv("get", legacy, "--field", "scope").out, "files:read")
     }
 }

@@ -238,6 +238,12 @@ extension TokenVault {
                 try store(credential, provider: p.name, context: context)
             }
             announce(credential, provider: p.name, context: context)
+            if credential.refreshToken == nil, let expires = credential.expiresAt, !p.grant.fetchesAgain {
+                let offline = (credential.scope ?? "").split(separator: " ").contains("offline_access")
+                Output.warning(
+                    "\(p.name) gave no refresh token: the token expires \(Format.until(expires, now: context.clock.now)) and cannot be renewed; log in again then"
+                        + (offline ? "" : " (some servers give one only for --scope offline_access)"))
+            }
         }
 
         /// `--issuer URL --client-id ID`: the provider it stands for, added to

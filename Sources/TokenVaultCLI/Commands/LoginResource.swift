@@ -21,7 +21,7 @@ extension TokenVault.Login {
             )
         }
         // Step-up keeps what is held: the union of the scopes of the stored grant and the ones asked for.
-        var wanted = scopes.isEmpty ? server.scopes : scopes
+        var wanted = server.loginScopes(scopes.isEmpty ? server.scopes : scopes)
         if let stored = try context.vault().load(id), stored.issuer == server.issuer, let held = stored.scope {
             let heldScopes = held.split(separator: " ").map(String.init)
             wanted = heldScopes + wanted.filter { !heldScopes.contains($0) }

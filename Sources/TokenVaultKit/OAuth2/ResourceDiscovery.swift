@@ -19,6 +19,18 @@ public struct ResourceServer: Equatable, Sendable {
     public var scopesSupported: [String] = []
     /// The server promises RFC 9207's `iss` on every authorization response.
     public var issParameterRequired = false
+    /// The authorization server lists `offline_access` in its `scopes_supported`:
+    /// it issues a refresh token only when that scope is asked for (OpenID Connect).
+    public var offersOfflineAccess = false
+    /// The authorization server fetches a client's metadata document from the
+    /// https URL that is its client id (`client_id_metadata_document_supported`).
+    public var acceptsClientMetadataDocuments = false
+
+    /// The scopes a login asks for: `asked`, with `offline_access` added
+    /// where the authorization server lists it (and never elsewhere).
+    public func loginScopes(_ asked: [String]) -> [String] {
+        offersOfflineAccess && !asked.contains("offline_access") ? asked + ["offline_access"] : asked
+    }
 }
 
 public enum ResourceDiscovery {
@@ -126,9 +138,14 @@ public enum ResourceDiscovery {
             throw TokenVaultError.badInput(
                 "the metadata of \(shownIssuer) has no authorization_endpoint or token_endpoint")
         }
-        return ResourceServer(
+        var server = ResourceServer(
             resource: resource, issuer: issuer, authorizeURL: authorize, tokenURL: token,
             registrationURL: try endpoint("registration_endpoint"), revokeURL: try endpoint("revocation_endpoint"),
             scopes: [], issParameterRequired: o["authorization_response_iss_parameter_supported"] == .bool(true))
+        if case .array(let scopes)? = o["scopes_supported"] {
+            server.offersOfflineAccess = scopes.contains(.string("offline_access"))
+        }
+        server.acceptsClientMetadataDocuments = o["client_id_metadata_document_supported"] == .bool(true)
+        return server
     }
 }
