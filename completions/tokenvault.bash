@@ -652,13 +652,13 @@ _tokenvault_setup() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    git|kubectl|mcp)
+    git|kubectl|mcp|client-metadata)
         # Offer subcommand argument completions
         "_tokenvault_setup_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'git kubectl mcp' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'git kubectl mcp client-metadata' -- "${cur}"))
         ;;
     esac
 }
@@ -723,6 +723,14 @@ _tokenvault_setup_mcp() {
         return
         ;;
     esac
+}
+
+_tokenvault_setup_client-metadata() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=()
+    __tokenvault_offer_flags_options 1
 }
 
 _tokenvault_help() {

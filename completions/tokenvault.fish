@@ -79,6 +79,8 @@ function __tokenvault_parse_tokens -S
                 __tokenvault_parse_subcommand 1 'service=' 'account=' 'dry-run' 'undo' 'version' 'h/help'
             case 'mcp'
                 __tokenvault_parse_subcommand 1 'format=' 'name=' 'account=' 'write=' 'dry-run' 'undo' 'version' 'h/help'
+            case 'client-metadata'
+                __tokenvault_parse_subcommand 1 'version' 'h/help'
             end
         case 'help'
             __tokenvault_parse_subcommand -r 1 'version'
@@ -292,6 +294,7 @@ complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_
 complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_positional "tokenvault setup" -eq 1' -fa 'git' -d 'Make tokenvault git\'s credential helper for a provider\'s git hosts.'
 complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_positional "tokenvault setup" -eq 1' -fa 'kubectl' -d 'Write a kubeconfig user that takes its token from tokenvault.'
 complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_positional "tokenvault setup" -eq 1' -fa 'mcp' -d 'Print, or merge into a client\'s config file, the MCP server entry that runs tokenvault mcp URL.'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_positional "tokenvault setup" -eq 1' -fa 'client-metadata' -d 'Print the client metadata document to host at URL, for servers that take clients by it.'
 complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_positional "tokenvault setup git" -eq 1' -fka '(__tokenvault_custom_completion ---completion setup git -- positional@0 (count (__tokenvault_tokens -pc)) (__tokenvault_tokens -tC))'
 complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault setup git" global' -l 'global' -d 'Write the user\'s global git config, not the current repository\'s.'
 complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault setup git" dry-run' -l 'dry-run' -d 'Print the git commands instead of running them.'
@@ -312,4 +315,6 @@ complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_
 complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault setup mcp" undo' -l 'undo' -d 'With --write: remove the entry.'
 complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault setup mcp" version' -l 'version' -d 'Show the version.'
 complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault setup mcp" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault setup client-metadata" version' -l 'version' -d 'Show the version.'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault setup client-metadata" h help' -s 'h' -l 'help' -d 'Show help information.'
 complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault help" version' -l 'version' -d 'Show the version.'

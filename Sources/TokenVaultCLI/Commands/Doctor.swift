@@ -17,7 +17,8 @@ extension TokenVault {
                 directories, the etcd cluster when one is configured, the shell completions, the agent, \
                 and the stored credentials (a login required, a refresh token that dies soon). \
                 --network also asks each configured provider's token endpoint (or issuer) and \
-                compares the clock of its Date header with this one. Exits 0 when all is \
+                compares the clock of its Date header with this one, and fetches a configured \
+                client metadata document to compare it with tokenvault's. Exits 0 when all is \
                 well, 2 when a check failed.
                 """)
 
@@ -44,7 +45,10 @@ extension TokenVault {
             doctor.checkAgent()
             // The stored credentials: only where they can be read without a prompt.
             if let choice { doctor.checkCredentials(choice, backends: backends, config: config ?? Config()) }
-            if network, let config { doctor.checkProviders(config) }
+            if network, let config {
+                doctor.checkProviders(config)
+                doctor.checkClientMetadata(config)
+            }
             try report(doctor.checks)
         }
 

@@ -310,4 +310,35 @@ final class DoctorChecks {
             }
         }
     }
+
+    /// Each configured client metadata document fetched, and compared with
+    /// the one tokenvault's logins need (docs/providers.md, "Client ID Metadata Documents").
+    func checkClientMetadata(_ config: Config) {
+        var urls: [(String, String)] = config.clientMetadataURL.map { [("client_metadata_url", $0)] } ?? []
+        for (name, t) in config.providers.sorted(by: { $0.key < $1.key }) {
+            if let url = t.client_metadata_url { urls.append(("providers.\(name).client_metadata_url", url)) }
+        }
+        let transport = CurlTransport(timeout: config.httpTimeout)
+        for (setting, url) in urls {
+            let fix = "host what tokenvault setup client-metadata \(ShellWord.word(url)) prints at that URL"
+            do {
+                try ClientMetadataDocument.check(url, setting: setting)
+                let r = try transport.send(HTTPRequest(method: "GET", url: url, headers: ["Accept: application/json"]))
+                guard r.status == 200, let document = try? JSONDecoder().decode(JSONValue.self, from: r.body) else {
+                    add(setting, .failed, "\(url) answered HTTP \(r.status), not a JSON document", fix: fix)
+                    continue
+                }
+                let differing = ClientMetadataDocument.differences(document, for: url)
+                if differing.isEmpty {
+                    add(setting, .ok, "\(url) is tokenvault's client metadata document")
+                } else {
+                    add(
+                        setting, .failed, "the document at \(url) differs in \(differing.joined(separator: ", "))",
+                        fix: fix)
+                }
+            } catch {
+                add(setting, .failed, error.errorText, fix: fix)
+            }
+        }
+    }
 }

@@ -10,6 +10,7 @@ extension TokenVault.Login {
     /// backend or the config, is found again at each use.
     func loginResource(_ url: String, account: String, context: Context) throws {
         let transport = CurlTransport(timeout: try context.httpTimeout)
+        try ResourceClient.checkMetadataURLs(try context.config)
         let server = try ResourceDiscovery.discover(url, issuer: issuer, transport: transport)
         let key = try ServiceKey(resource: server.resource)
         let id = CredentialID(service: key, account: account)
@@ -74,7 +75,8 @@ extension TokenVault.Login {
     }
 
     /// The client id to log in with at the resource's authorization server:
-    /// a provider configured with its issuer, else the newest registration
+    /// a provider configured with its issuer, else the URL of tokenvault's
+    /// client metadata document where the server fetches one, else the newest registration
     /// kept for it that covers the scopes and whose redirect port is free,
     /// else a new registration (RFC 7591), kept in the backend beside the
     /// others (grants made through those still renew through them).
@@ -86,6 +88,11 @@ extension TokenVault.Login {
             let id = own.client_id
         {
             return id
+        }
+        let metadataURL = ResourceClient.metadataURL(issuer: server.issuer, config: try context.config)
+        if server.acceptsClientMetadataDocuments, let (url, _) = metadataURL {
+            Output.notice("logging in to \(issuer) as the client its metadata document names: \(OutsideText.line(url))")
+            return url
         }
         let vault = try context.vault()
         var registerFor = scopes + server.scopesSupported.filter { !scopes.contains($0) }
@@ -115,6 +122,13 @@ extension TokenVault.Login {
             )
         }
         guard let endpoint = server.registrationURL else {
+            if server.acceptsClientMetadataDocuments {
+                throw TokenVaultError.config(
+                    "\(issuer) takes clients by their metadata document only, and no client_metadata_url is set in \(context.settings.configPath)",
+                    hint:
+                        "host the document tokenvault setup client-metadata https://HOST/PATH/client.json prints at that URL, then set client_metadata_url = \"https://HOST/PATH/client.json\" in \(context.settings.configPath)"
+                )
+            }
             throw TokenVaultError.config(
                 "\(issuer) offers no client registration, and no provider in \(context.settings.configPath) has it as issuer",
                 hint:

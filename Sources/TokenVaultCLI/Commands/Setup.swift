@@ -9,7 +9,7 @@ extension TokenVault {
         static let configuration = CommandConfiguration(
             commandName: "setup",
             abstract: "Set up git, kubectl or an MCP client to take their tokens from tokenvault, in one command.",
-            subcommands: [Git.self, Kubectl.self, Mcp.self])
+            subcommands: [Git.self, Kubectl.self, Mcp.self, ClientMetadata.self])
     }
 }
 

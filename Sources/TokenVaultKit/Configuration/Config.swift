@@ -17,6 +17,9 @@ public struct Config: Sendable, Equatable {
     /// Seconds without a request after which an agent started on first use
     /// stops (docs/agent.md; default 3600, 0: never).
     public var agentIdle: Int?
+    /// Where tokenvault's client metadata document is hosted, for every
+    /// authorization server that fetches one (docs/providers.md, "Login by URL").
+    public var clientMetadataURL: String?
     public var providers: [String: ProviderConfig] = [:]
     /// The `[etcd]` table (docs/fleet.md).
     public var etcd: EtcdConfig?
@@ -221,7 +224,7 @@ public struct Config: Sendable, Equatable {
     /// The top-level settings.
     static let settings = [
         "backend", "min_valid", "timeout", "warn_before", "agent_keep", "agent", "agent_idle", "providers", "etcd",
-        "hooks",
+        "hooks", "client_metadata_url",
     ]
 }
 

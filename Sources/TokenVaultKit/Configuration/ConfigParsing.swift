@@ -78,6 +78,12 @@ extension Config {
             "agent_keep", { (0...8760).contains($0) }, "a whole number of hours from 0 to 8760, e.g. agent_keep = 24")
         agentIdle = try integer(
             "agent_idle", { $0 >= 0 }, "a whole number of seconds, 0 (never) or more, e.g. agent_idle = 3600")
+        if let v = root["client_metadata_url"] {
+            guard let s = v.string else {
+                throw wrong("client_metadata_url", "an https URL, not " + Config.kind(v.type))
+            }
+            clientMetadataURL = s
+        }
         if let v = root["agent"] {
             guard v.type == .bool, let b = v.bool else {
                 throw wrong("agent", "true or false, not " + Config.kind(v.type))

@@ -47,6 +47,9 @@ public struct ProviderConfig: Codable, Sendable, Equatable {
     public var subject: String?
     /// RFC 8707: the resource (an MCP server's URL, an API) tokens are asked for and bound to.
     public var resource: String?
+    /// The https URL of tokenvault's client metadata document for this
+    /// provider's issuer (docs/providers.md, "Login by URL").
+    public var client_metadata_url: String?
     /// Seconds a refresh token lives from its issue, when the provider does not say.
     public var refresh_token_lifetime: Int?
     /// Seconds a refresh token lives unused (Entra ID: 90 days).
@@ -125,6 +128,7 @@ public struct ProviderConfig: Codable, Sendable, Equatable {
             \.userinfo_url, \.grant, \.client_id, \.client_auth, \.redirect_uri, \.header,
             \.request_token_url, \.access_token_url, \.consumer_key, \.perms, \.git_username, \.tenant,
             \.issuer, \.private_key_file, \.credentials_file, \.audience, \.subject, \.resource,
+            \.client_metadata_url,
         ] {
             take(field)
         }

@@ -32,6 +32,28 @@ public enum ResourceClient {
             .first { $0.1.issuer == issuer && !($0.1.client_id ?? "").isEmpty }
     }
 
+    /// The URL of tokenvault's client metadata document for `issuer`: a
+    /// provider's of config.toml with that issuer, else the config's own.
+    public static func metadataURL(issuer: String, config: Config) -> (url: String, setting: String)? {
+        for name in config.providers.keys.sorted() where !config.discoveredProviders.contains(name) {
+            if let t = config.providers[name], t.issuer == issuer, let url = t.client_metadata_url {
+                return (url, "providers.\(name).client_metadata_url")
+            }
+        }
+        return config.clientMetadataURL.map { ($0, "client_metadata_url") }
+    }
+
+    /// Every `client_metadata_url` of the config checked (78), before a
+    /// login sends anything.
+    public static func checkMetadataURLs(_ config: Config) throws {
+        if let url = config.clientMetadataURL { try ClientMetadataDocument.check(url, setting: "client_metadata_url") }
+        for (name, t) in config.providers.sorted(by: { $0.key < $1.key }) {
+            if let url = t.client_metadata_url {
+                try ClientMetadataDocument.check(url, setting: "providers.\(name).client_metadata_url")
+            }
+        }
+    }
+
     /// A resource's table as kept (issuer, resource, the public client id)
     /// with the rest of its client: the secret and redirect URI of the
     /// registration kept for that client id, else the provider configured
@@ -44,6 +66,8 @@ public enum ResourceClient {
             table.client_secret_file == nil, table.client_secret_command == nil, table.redirect_uri == nil
         else { return table }
         var t = table
+        // A client metadata document's URL: a public client, nothing kept beside it.
+        if let id = table.client_id, ClientMetadataDocument.isClientID(id) { return t }
         let own = configured(issuer: issuer, config: config)?.table
         if let own, table.client_id == nil || table.client_id == own.client_id {
             for field in [
