@@ -111,10 +111,11 @@ def raw():
     p.stdin.write(lines)
     p.stdin.flush()
     time.sleep(args.hold)
+    closed = time.monotonic()
     out, err = p.communicate(timeout=60)
     for line in out.decode().splitlines():
         say(step="raw", line=line)
-    say(step="exit", status=p.returncode, stderr=err.decode())
+    say(step="exit", status=p.returncode, stderr=err.decode(), after_stdin=time.monotonic() - closed)
 
 
 if args.raw:
