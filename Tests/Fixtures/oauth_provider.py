@@ -85,6 +85,8 @@ class Client(ClientMixin):
 CLIENTS = {
     "tv-client": Client("tv-client", "tv-secret", {"authorization_code", "refresh_token", DeviceCodeGrant.GRANT_TYPE}),
     "tv-public": Client("tv-public", "", {"authorization_code", "refresh_token"}, public=True),
+    # No refresh_token grant: its logins get no refresh token.
+    "tv-once": Client("tv-once", "", {"authorization_code"}, public=True),
     "tv-bot": Client("tv-bot", "bot-secret", {"client_credentials"}),
     "tv-rs": Client("tv-rs", "rs-secret", set()),
     "tv-csjwt": Client("tv-csjwt", "csjwt-secret-0123456789abcdef", {"client_credentials", "authorization_code", "refresh_token"}),

@@ -363,6 +363,19 @@ final class DiscoveryTests: XCTestCase {
         XCTAssertEqual(s.tv("get", "idp").status, 0)
     }
 
+    func testALoginThatGivesNoRefreshTokenSaysItCannotRenew() throws {
+        let s = try sandbox("")
+        let r = s.tv("login", "idp", "--issuer", "\(base)/good", "--client-id", "tv-once", limit: 60)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.stderr.contains("idp gave no refresh token: the token expires in "), r.stderr)
+        XCTAssertTrue(r.stderr.contains("(some servers give one only for --scope offline_access)"), r.stderr)
+        // With a refresh token, nothing is said.
+        let renewing = s.tv(
+            "login", "idp2", "--issuer", "\(base)/good", "--client-id", "tv-public", "--account", "other", limit: 60)
+        XCTAssertEqual(renewing.status, 0, renewing.stderr)
+        XCTAssertFalse(renewing.stderr.contains("no refresh token"), renewing.stderr)
+    }
+
     func testLoginWithAnIssuerAndNoConfigKeepsTheProvider() throws {
         let s = try sandbox("")
         let derived = "127-0-0-1-\(provider.port)-good"
