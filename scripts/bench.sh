@@ -248,6 +248,9 @@ mcp_field() { /usr/bin/python3 -c 'import json,sys; print(json.loads(sys.argv[1]
 mcp_direct=$(mcp_field direct_call); mcp_bridge=$(mcp_field bridge_call)
 mcp_direct_first=$(mcp_field direct_first); mcp_bridge_first=$(mcp_field bridge_first)
 mcp_over=$(/usr/bin/python3 -c 'import sys; print("%.2f" % (float(sys.argv[1]) - float(sys.argv[2])))' "$mcp_bridge" "$mcp_direct")
+modern_direct=$(mcp_field modern_direct_call); modern_bridge=$(mcp_field modern_bridge_call)
+modern_direct_first=$(mcp_field modern_direct_first); modern_bridge_first=$(mcp_field modern_bridge_first)
+modern_over=$(/usr/bin/python3 -c 'import sys; print("%.2f" % (float(sys.argv[1]) - float(sys.argv[2])))' "$modern_bridge" "$modern_direct")
 
 # 6. First build of the release, as on a fresh clone: a clean scratch path
 #    (dependencies resolved from SwiftPM's cache), the flags `make release`
@@ -268,6 +271,7 @@ verdict() { /usr/bin/python3 -c 'import sys; print("ok" if float(sys.argv[1]) <=
 r_etcd=$(ratio "$etcd_tv" "$etcdctl_ms"); r_ss=$(ratio "$ss_tv" "$ss_tool"); r_auto=$(ratio "$ss_auto" "$ss_tool"); r_10k=$(ratio "$file_10k" "$file_10")
 r_file=$(ratio "$file_10" "$ss_tool")
 r_ss_agent=$(ratio "$ss_agent" "$ss_tool"); r_file_agent=$(ratio "$file_agent" "$ss_tool")
+modern_first_ratio=$(ratio "$modern_bridge_first" "$modern_direct_first")
 mib() { /usr/bin/python3 -c 'import sys; print("%.1f" % (int(sys.argv[1]) / 1024))' "$1"; }
 size_mb=$(/usr/bin/python3 -c 'import os,sys; print("%.1f" % (os.path.getsize(sys.argv[1]) / 1e6))' "$TV")
 
@@ -301,6 +305,10 @@ tokenvault bench ($(nproc) cores; median of $RUNS runs each, in $ROUNDS interlea
 | MCP tool call through tokenvault mcp (stdio)      | $(printf %9s "$mcp_bridge") | $(printf %-16s "${mcp_over} ms on top") | <= 2 ms | $(verdict "$mcp_over" 2) |
 | MCP start to first answer, SDK client over HTTP   | $(printf %9s "$mcp_direct_first") |                  |         |      |
 | MCP start to first answer, tokenvault mcp         | $(printf %9s "$mcp_bridge_first") |                  |         |      |
+| MCP 2026-07-28 call, SDK client over HTTP         | $(printf %9s "$modern_direct") |                  |         |      |
+| MCP 2026-07-28 call through tokenvault mcp        | $(printf %9s "$modern_bridge") | $(printf %-16s "${modern_over} ms on top") | <= 2 ms | $(verdict "$modern_over" 2) |
+| MCP 2026-07-28 start to first answer, SDK client  | $(printf %9s "$modern_direct_first") |                  |         |      |
+| MCP 2026-07-28 start to first answer, bridge      | $(printf %9s "$modern_bridge_first") | $(printf %-16s "${modern_first_ratio}x") | < 1.0x  | $(verdict "$modern_first_ratio" 0.99) |
 
 | what                                              | MiB / MB  |                  | target  |      |
 |---------------------------------------------------|----------:|------------------|---------|------|
