@@ -20,11 +20,17 @@ Usage: mcp_client.py [--calls N] [--forget-access URL] [--raw FILE] -- COMMAND A
                        the tools, calls `echo`, and `locate` with --region
   --region TEXT        the region `locate` is called with (its argument is
                        mirrored in the Mcp-Param-Region header)
+  --listen URL         with --mode 2026-07-28: open subscriptions/listen for
+                       tool changes, POST to URL (the server says its tools
+                       changed) after SECONDS of quiet (--quiet, default 0), and
+                       print the event that comes
 Runs with the SDK's venv (.build/mcp-venv, made by scripts/deps.sh); the
 server's environment is this process's.
 """
 import argparse
 import asyncio
+
+import anyio
 import json
 import os
 import subprocess
@@ -46,6 +52,8 @@ parser.add_argument("--config", help="a client entry as --print-config prints it
 parser.add_argument("--config-file", help="FILE:NAME: the entry NAME of a client config file (mcpServers or servers)")
 parser.add_argument("--mode")
 parser.add_argument("--region", default="Zürich")
+parser.add_argument("--listen")
+parser.add_argument("--quiet", type=float, default=0)
 parser.add_argument("command", nargs=argparse.REMAINDER)
 args = parser.parse_args()
 command = [a for a in args.command if a != "--"]
@@ -98,6 +106,17 @@ async def high_level(params):
             result = await client.call_tool("echo", {"text": f"hello {i}"})
             text = "".join(c.text for c in result.content if getattr(c, "text", None))
             say(step="call", text=text, error=bool(result.is_error))
+        if args.listen:
+            async with client.listen(tools_list_changed=True) as subscription:
+                say(step="listening")
+                await asyncio.sleep(args.quiet)
+                await asyncio.to_thread(lambda: urllib.request.urlopen(
+                    urllib.request.Request(args.listen, data=b"", method="POST")).read())
+                with anyio.fail_after(20):
+                    async for event in subscription:
+                        say(step="event", kind=type(event).__name__)
+                        break
+            return
         if "locate" in [t.name for t in tools.tools]:
             result = await client.call_tool("locate", {"text": "hi", "region": args.region})
             text = "".join(c.text for c in result.content if getattr(c, "text", None))

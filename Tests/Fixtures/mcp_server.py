@@ -13,6 +13,7 @@ Mcp-Name, Mcp-Param-*) and Mcp-Session-Id of the last POST to a resource,
 and the method of its body.
 POST /liar: answers 401 naming the first resource's metadata (a resource
 that points at another resource's document).
+POST /tools-changed: a tools-list-changed event for every subscriptions/listen stream.
 POST /forget-access: every access token is forgotten (a server restarted
 without its token store): the next request with one gets a 401.
 --also PATH: a second resource on the same host, at PATH, that asks for the
@@ -184,6 +185,14 @@ async def liar(request):
                         headers={"WWW-Authenticate": f'Bearer resource_metadata="{metadata}"'})
 
 
+@server.custom_route("/tools-changed", methods=["POST"])
+async def tools_changed(request):
+    """Tells every subscriptions/listen stream that asked for it that the tools changed."""
+    from mcp.server.subscriptions import ToolsListChanged
+    await server._subscriptions.publish(ToolsListChanged())
+    return JSONResponse({})
+
+
 @server.custom_route("/forget-access", methods=["POST"])
 async def forget_access(request):
     provider.access.clear()
@@ -246,7 +255,7 @@ def recording(inner):
     and the routing headers of each POST to a resource for /last-routing."""
     async def wrapped(scope, receive, send):
         if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] != "/register" \
-                and not scope["path"].startswith(("/token", "/revoke", "/forget", "/liar")):
+                and not scope["path"].startswith(("/token", "/revoke", "/forget", "/liar", "/tools-changed")):
             wanted = ("mcp-protocol-version", "mcp-method", "mcp-name", "mcp-session-id")
             last_routing.clear()
             for name, value in scope["headers"]:

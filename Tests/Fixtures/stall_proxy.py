@@ -4,7 +4,9 @@ forwarding a byte (a request that never reaches the provider: the host died
 while its packets were stuck), and forwards every later one.
 With --delay-first S the first connection is forwarded only after S seconds
 (a provider that answers slowly, while the test breaks something else).
-Usage: stall_proxy.py TARGET_PORT [--stall-first N] [--delay-first S]; prints `port N`."""
+With --log FILE a line is added to FILE as each connection is accepted (a
+test waits for it instead of sleeping).
+Usage: stall_proxy.py TARGET_PORT [--stall-first N] [--delay-first S] [--log FILE]; prints `port N`."""
 import socket
 import sys
 import threading
@@ -13,6 +15,7 @@ import time
 target = int(sys.argv[1])
 stall = int(sys.argv[sys.argv.index("--stall-first") + 1]) if "--stall-first" in sys.argv else 0
 delay = float(sys.argv[sys.argv.index("--delay-first") + 1]) if "--delay-first" in sys.argv else 0
+log = sys.argv[sys.argv.index("--log") + 1] if "--log" in sys.argv else None
 lock = threading.Lock()
 
 
@@ -60,4 +63,7 @@ server.listen(64)
 print("port", server.getsockname()[1], flush=True)
 while True:
     conn, _ = server.accept()
+    if log:
+        with open(log, "a") as f:
+            f.write("accepted\n")
     threading.Thread(target=handle, args=(conn,), daemon=True).start()

@@ -169,7 +169,7 @@ final class AdapterTests: XCTestCase {
     func testGitCredentialBadInputIsQuietOrClearAndChangesNothing() throws {
         let s = try sandbox()
         try provider.storeExpired(in: s)
-        _ = s.tv("get", "local")
+        s.expect("get", "local")
         let token = storedToken(s)
         let record = s.tv("get", "local", "--format", "json").stdout
         let listed = s.tv("list").stdout.split(separator: "\n").count

@@ -69,7 +69,7 @@ extension AgentTests {
         try supervisor.run()
         defer {
             supervisor.terminate()
-            s.tv("agent", "stop")
+            s.expect("agent", "stop")
         }
         for _ in 0..<50 where !FileManager.default.fileExists(atPath: socket) { usleep(100_000) }
         func started() -> [Int32] {
@@ -79,7 +79,7 @@ extension AgentTests {
         let first = try XCTUnwrap(started().first)
         XCTAssertEqual(try agentStatus(s)?["pid"] as? Int32, first)
         kill(first, SIGKILL)
-        usleep(200_000)
+        XCTAssertTrue(eventually(10) { processGone(first) })
         // The next command's connection starts it again, and that agent answers.
         XCTAssertEqual(s.tv("get", "api.example.com").out, "tok-again")
         XCTAssertEqual(started().count, 2, "started again once")

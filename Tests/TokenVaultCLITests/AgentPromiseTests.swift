@@ -28,16 +28,6 @@ final class AgentPromiseTests: XCTestCase {
         agentStatus(s, env: env)?["requests"] as? Int ?? -1
     }
 
-    /// Waits up to `seconds` for `condition`; true when it held.
-    func eventually(_ seconds: Double, _ condition: () -> Bool) -> Bool {
-        let end = Date().addingTimeInterval(seconds)
-        while Date() < end {
-            if condition() { return true }
-            usleep(100_000)
-        }
-        return condition()
-    }
-
     // MARK: Renewal ahead of every expiry
 
     func testShortTokensAreRenewedAheadOfEveryExpiryWithNoClientAsking() throws {
@@ -52,7 +42,7 @@ final class AgentPromiseTests: XCTestCase {
                 decoding: try JSONSerialization.data(withJSONObject: try provider.obtainToken()), as: UTF8.self)
             XCTAssertEqual(s.tv("set", "local", "--provider", "local", stdin: json).status, 0)
             XCTAssertEqual(s.tv("agent").status, 0)
-            addTeardownBlock { s.tv("agent", "stop") }
+            addTeardownBlock { s.expect("agent", "stop") }
             let before = try provider.stats()["refreshes"] ?? 0
             let first = s.tv("get", "local")
             XCTAssertEqual(first.status, 0, first.stderr)
@@ -89,7 +79,7 @@ final class AgentPromiseTests: XCTestCase {
         s.env["TOKENVAULT_BACKEND"] = nil  // the default: auto, with the config saying nothing
         XCTAssertEqual(s.tv("set", "api.spelt.example", stdin: "spelt-tok").status, 0)
         XCTAssertEqual(s.tv("agent").status, 0)
-        addTeardownBlock { s.tv("agent", "stop") }
+        addTeardownBlock { s.expect("agent", "stop") }
         for spelling in [
             ["TOKENVAULT_BACKEND": "auto"], ["TOKENVAULT_BACKEND": "auto", "TOKENVAULT_DBUS_TIMEOUT": "3"],
             ["TOKENVAULT_BACKEND": ""],
@@ -134,7 +124,7 @@ final class AgentPromiseTests: XCTestCase {
         XCTAssertEqual(
             s.tv("set", "api.first.example", stdin: "first-tok", env: ["TOKENVAULT_AGENT": "manual"]).status, 0)
         addTeardownBlock {
-            s.tv("agent", "stop")
+            s.expect("agent", "stop")
             for pid in self.agents(s) { kill(pid, SIGKILL) }
         }
         return s

@@ -22,7 +22,7 @@ final class AgentTests: XCTestCase {
     func startAgent(_ s: Sandbox) throws -> Int32 {
         let r = s.tv("agent")
         XCTAssertEqual(r.status, 0, r.stderr)
-        addTeardownBlock { s.tv("agent", "stop") }
+        addTeardownBlock { s.expect("agent", "stop") }
         return try XCTUnwrap(agentStatus(s)?["pid"] as? Int32)
     }
 
@@ -133,14 +133,14 @@ final class AgentTests: XCTestCase {
         XCTAssertEqual(try requests(s) - before, 1, "only the status itself")
         // Killed: its socket stays behind, and every command works without it.
         kill(pid, SIGKILL)
-        usleep(200_000)
+        XCTAssertTrue(eventually(10) { processGone(pid) })
         XCTAssertTrue(FileManager.default.fileExists(atPath: s.home + "/run/tokenvault/agent.sock"))
         XCTAssertEqual(s.tv("get", "api.only-file.example").out, "tok")
         XCTAssertEqual(s.tv("agent", "status").status, 3)
         // Started again (the stale socket replaced), this time without a passphrase source of its own.
         let restart = s.tv("agent", env: ["TOKENVAULT_PASSPHRASE": ""])
         XCTAssertEqual(restart.status, 0, restart.stderr)
-        addTeardownBlock { s.tv("agent", "stop") }
+        addTeardownBlock { s.expect("agent", "stop") }
         XCTAssertNotEqual(try agentStatus(s)?["pid"] as? Int32, pid)
         XCTAssertEqual(s.tv("get", "api.only-file.example", env: ["TOKENVAULT_PASSPHRASE": ""]).out, "tok")
         // Once the key is forgotten (lock) the agent cannot open the vault either: a
@@ -277,7 +277,7 @@ final class AgentTests: XCTestCase {
             try FileManager.default.createDirectory(atPath: env["XDG_RUNTIME_DIR"]!, withIntermediateDirectories: true)
             chmod(env["XDG_RUNTIME_DIR"]!, 0o700)
             XCTAssertEqual(s.tv("agent", env: env).status, 0)
-            addTeardownBlock { s.tv("agent", "stop", env: env) }
+            addTeardownBlock { s.expect("agent", "stop", env: env) }
         }
         // All three asked at once: all three find it due at once.
         let statuses = Locked<[Int32]>([])
@@ -362,7 +362,7 @@ final class AgentTests: XCTestCase {
         let other = s.tv("doctor", env: ["TOKENVAULT_BACKEND": "secret-service"])
         XCTAssertTrue(other.stdout.contains("but for another setup"), other.stdout)
         kill(pid, SIGKILL)
-        usleep(200_000)
+        XCTAssertTrue(eventually(10) { processGone(pid) })
         let gone = s.tv("doctor")
         XCTAssertEqual(gone.status, 2)
         XCTAssertTrue(gone.stdout.contains("is left by an agent that is gone"), gone.stdout)

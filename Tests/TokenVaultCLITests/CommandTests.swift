@@ -30,7 +30,7 @@ final class CommandTests: XCTestCase {
 
     func testEnvFormatIsSafeToEval() {
         let s = Sandbox()
-        s.tv("set", "api.example.com", stdin: #"{"access_token":"t0k","who":"it's $(touch pwned) `x`"}"#)
+        s.expect("set", "api.example.com", stdin: #"{"access_token":"t0k","who":"it's $(touch pwned) `x`"}"#)
         let r = s.shell(
             #"cd "$HOME" && eval "$("$TV" get api.example.com --format env --field who)" && printf %s "$TOKENVAULT_WHO"; ls pwned 2>/dev/null"#
         )
@@ -39,8 +39,8 @@ final class CommandTests: XCTestCase {
 
     func testAccountsAreSeparate() {
         let s = Sandbox()
-        s.tv("set", "api.github.com", stdin: "work-token\n")
-        s.tv("set", "api.github.com", "--account", "home", stdin: "home-token\n")
+        s.expect("set", "api.github.com", stdin: "work-token\n")
+        s.expect("set", "api.github.com", "--account", "home", stdin: "home-token\n")
         XCTAssertEqual(s.tv("get", "api.github.com").out, "work-token")
         XCTAssertEqual(s.tv("get", "github", "--account", "home").out, "home-token")
         XCTAssertEqual(s.tv("get", "github", "--account", "none").status, 3)
@@ -49,7 +49,7 @@ final class CommandTests: XCTestCase {
 
     func testExpiredWithoutRefreshTokenExits4WithHint() {
         let s = Sandbox()
-        s.tv(
+        s.expect(
             "set", "api.weibo.com", "--provider", "weibo",
             stdin: #"{"access_token":"old","expires_at":"2001-01-01T00:00:00Z"}"#)
         let r = s.tv("get", "api.weibo.com")
@@ -63,7 +63,7 @@ final class CommandTests: XCTestCase {
 
     func testHostileServiceNamesExit64AndTouchNothing() {
         let s = Sandbox()
-        s.tv("set", "api.weibo.com", stdin: "keep\n")
+        s.expect("set", "api.weibo.com", stdin: "keep\n")
         let before = FileManager.default.contents(atPath: s.vault)
         for bad in [
             "../../etc", "", "a b", "api.x.com/../y", String(repeating: "a", count: 300), "a\u{01}b", "..", "x..y",
@@ -82,7 +82,7 @@ final class CommandTests: XCTestCase {
 
     func testMalformedStdinExits65AndKeepsWhatWasStored() {
         let s = Sandbox()
-        s.tv("set", "api.weibo.com", stdin: "keep\n")
+        s.expect("set", "api.weibo.com", stdin: "keep\n")
         for bad in [
             "", "{", "[1]", #"{"refresh_token":"x"}"#, #"{"access_token":""}"#,
             #"{"access_token":"a","expires_in":"soon"}"#,
@@ -97,7 +97,7 @@ final class CommandTests: XCTestCase {
 
     func testNumbersAsStringsAndExtraFields() {
         let s = Sandbox()
-        s.tv(
+        s.expect(
             "set", "weibo",
             stdin: #"{"access_token":"a","expires_in":"157679999","remind_in":"157679999","uid":"1404376560"}"#)
         XCTAssertEqual(s.tv("get", "weibo", "--field", "remind_in").out, "157679999")
@@ -107,7 +107,7 @@ final class CommandTests: XCTestCase {
 
     func testUnknownFieldAndUsageErrors() {
         let s = Sandbox()
-        s.tv("set", "api.x.com", stdin: "tok\n")
+        s.expect("set", "api.x.com", stdin: "tok\n")
         let r = s.tv("get", "api.x.com", "--field", "nope")
         XCTAssertEqual(r.status, 64)
         XCTAssertTrue(r.stderr.contains("hint: fields:"), r.stderr)
@@ -119,7 +119,7 @@ final class CommandTests: XCTestCase {
 
     func testExecPassesTokenAndExitStatus() {
         let s = Sandbox()
-        s.tv("set", "api.x.com", stdin: "tok123\n")
+        s.expect("set", "api.x.com", stdin: "tok123\n")
         let r = s.tv("exec", "api.x.com", "--", "/bin/sh", "-c", #"printf %s "$TOKENVAULT_ACCESS_TOKEN"; exit 7"#)
         XCTAssertEqual(r.status, 7)
         XCTAssertEqual(r.stdout, "tok123")
@@ -128,7 +128,7 @@ final class CommandTests: XCTestCase {
 
     func testListAndStatusJSONCarryNoSecrets() {
         let s = Sandbox()
-        s.tv("set", "api.weibo.com", stdin: weibo)
+        s.expect("set", "api.weibo.com", stdin: weibo)
         for args in [["list", "--json"], ["status", "--json"], ["status", "weibo", "--json"]] {
             let r = s.run(args)
             XCTAssertEqual(r.status, 0, r.stderr)
@@ -164,12 +164,12 @@ final class CommandTests: XCTestCase {
             token_url = "https://auth.broken.example/token"
             header = "no placeholder"
             """)
-        s.tv("set", "custom", "--provider", "custom", stdin: "tok123\n")
+        s.expect("set", "custom", "--provider", "custom", stdin: "tok123\n")
         XCTAssertEqual(s.tv("header", "custom").out, "x-auth-token: tok123")
         XCTAssertEqual(s.tv("get", "custom", "--format", "header").out, "x-auth-token: tok123")
-        s.tv("set", "api.plain.example", stdin: "plain\n")
+        s.expect("set", "api.plain.example", stdin: "plain\n")
         XCTAssertEqual(s.tv("header", "api.plain.example").out, "Authorization: Bearer plain")
-        s.tv("set", "auth.broken.example", "--provider", "broken", stdin: "t\n")
+        s.expect("set", "auth.broken.example", "--provider", "broken", stdin: "t\n")
         XCTAssertEqual(s.tv("header", "auth.broken.example").status, 78)
     }
 

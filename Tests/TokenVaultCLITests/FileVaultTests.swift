@@ -21,7 +21,7 @@ final class FileVaultTests: XCTestCase {
 
     func testUnsafePermissionsSymlinksAreRefused() {
         let s = Sandbox()
-        s.tv("set", "api.x.com", stdin: "tok\n")
+        s.expect("set", "api.x.com", stdin: "tok\n")
         let dir = (s.vault as NSString).deletingLastPathComponent
         chmod(s.vault, 0o644)
         var r = s.tv("get", "api.x.com")
@@ -42,7 +42,7 @@ final class FileVaultTests: XCTestCase {
 
     func testAnotherOwnersVaultOrDirectoryIsRefused() throws {
         let s = Sandbox()
-        s.tv("set", "api.x.com", stdin: "tok\n")
+        s.expect("set", "api.x.com", stdin: "tok\n")
         let dir = (s.vault as NSString).deletingLastPathComponent
         let me = getuid(), nobody: uid_t = 65534
         guard me != nobody else { return XCTFail("the tests need to run as someone other than nobody") }
@@ -63,14 +63,14 @@ final class FileVaultTests: XCTestCase {
 
     func testNoHostOrTokenVisibleInTheFile() {
         let s = Sandbox()
-        s.tv("set", "api.secret-host.example", stdin: #"{"access_token":"VISIBLETOKEN","uid":"USERID"}"#)
+        s.expect("set", "api.secret-host.example", stdin: #"{"access_token":"VISIBLETOKEN","uid":"USERID"}"#)
         let bytes = FileManager.default.contents(atPath: s.vault)!
         let text = String(decoding: bytes, as: UTF8.self)
         for needle in ["secret-host", "VISIBLETOKEN", "USERID", "access_token"] {
             XCTAssertFalse(text.contains(needle), needle)
         }
         // A fresh nonce per write: the same content never encrypts the same way twice.
-        s.tv("set", "api.secret-host.example", stdin: #"{"access_token":"VISIBLETOKEN","uid":"USERID"}"#)
+        s.expect("set", "api.secret-host.example", stdin: #"{"access_token":"VISIBLETOKEN","uid":"USERID"}"#)
         let again = FileManager.default.contents(atPath: s.vault)!
         XCTAssertEqual(bytes.count, again.count)
         XCTAssertNotEqual(bytes.subdata(in: 40..<64), again.subdata(in: 40..<64))
@@ -78,7 +78,7 @@ final class FileVaultTests: XCTestCase {
 
     func testWrongPassphraseAndNoSource() {
         let s = Sandbox()
-        s.tv("set", "api.x.com", stdin: "tok\n")
+        s.expect("set", "api.x.com", stdin: "tok\n")
         let wrong = s.tv("get", "api.x.com", env: ["TOKENVAULT_PASSPHRASE": "wrong"])
         XCTAssertEqual(wrong.status, 77)
         XCTAssertTrue(wrong.stderr.contains("wrong passphrase"), wrong.stderr)
@@ -93,7 +93,7 @@ final class FileVaultTests: XCTestCase {
 
     func testPassphraseSourcesInOrder() throws {
         let s = Sandbox()
-        s.tv("set", "api.x.com", stdin: "tok\n")
+        s.expect("set", "api.x.com", stdin: "tok\n")
         let file = s.home + "/pass"
         try "correct horse\n".write(toFile: file, atomically: true, encoding: .utf8)
         // The file wins over a wrong variable; the command wins over a wrong variable.
@@ -116,7 +116,7 @@ final class FileVaultTests: XCTestCase {
 
     func testDefaultKDFIsAtLeastModerate() {
         let s = Sandbox()
-        s.tv("set", "api.x.com", stdin: "tok\n", env: ["TOKENVAULT_KDF_PROFILE": ""])
+        s.expect("set", "api.x.com", stdin: "tok\n", env: ["TOKENVAULT_KDF_PROFILE": ""])
         let b = [UInt8](FileManager.default.contents(atPath: s.vault)!)
         let ops = b[12..<16].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         let mem = b[16..<24].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
@@ -127,7 +127,7 @@ final class FileVaultTests: XCTestCase {
 
     func testEveryByteFlipAndTruncationIsRefusedWith74() throws {
         let s = Sandbox()
-        s.tv("set", "api.x.com", stdin: "tok\n")
+        s.expect("set", "api.x.com", stdin: "tok\n")
         let good = [UInt8](FileManager.default.contents(atPath: s.vault)!)
         // Every header byte, and a sample through the ciphertext (the unit tests flip every byte).
         var positions = Array(0..<96) + Array(stride(from: 96, to: good.count, by: 37)) + [good.count - 1]
@@ -152,7 +152,7 @@ final class FileVaultTests: XCTestCase {
 
     func testConcurrentWritersLoseNothing() {
         let s = Sandbox()
-        s.tv("set", "seed.example.com", stdin: "seed\n")
+        s.expect("set", "seed.example.com", stdin: "seed\n")
         let results = Locked<[Int32]>([])
         DispatchQueue.concurrentPerform(iterations: 20) { i in
             let r = s.tv("set", "api\(i).example.com", stdin: "token-\(i)\n")
@@ -167,7 +167,7 @@ final class FileVaultTests: XCTestCase {
 
     func testSIGKILLDuringWritesNeverLeavesAnUnreadableVault() throws {
         let s = Sandbox()
-        s.tv("set", "keep.example.com", stdin: "keep\n")
+        s.expect("set", "keep.example.com", stdin: "keep\n")
         for round in 0..<12 {
             // A writer loop killed at an arbitrary moment.
             let script =
@@ -191,7 +191,7 @@ final class FileVaultTests: XCTestCase {
             XCTAssertEqual(r.out, "keep")
         }
         // The next write clears leftovers of killed writers.
-        s.tv("set", "last.example.com", stdin: "x\n")
+        s.expect("set", "last.example.com", stdin: "x\n")
         let dir = (s.vault as NSString).deletingLastPathComponent
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.contains(".tmp.") }
         XCTAssertEqual(leftovers, [])
@@ -215,7 +215,7 @@ final class FileVaultTests: XCTestCase {
         let locked = s.tv("get", "api.x.com", env: env.merging(["TOKENVAULT_PASSPHRASE": ""]) { $1 })
         XCTAssertEqual(locked.status, 77, locked.stderr)
         // TTL 0 caches nothing.
-        s.tv("get", "api.x.com", env: ["TOKENVAULT_VAULT": vault, "TOKENVAULT_KEY_TTL": "0"])
+        s.expect("get", "api.x.com", env: ["TOKENVAULT_VAULT": vault, "TOKENVAULT_KEY_TTL": "0"])
         XCTAssertEqual(
             s.tv(
                 "get", "api.x.com",
@@ -263,8 +263,8 @@ final class FileVaultTests: XCTestCase {
 
     func testAnotherLibsodiumBindingDecryptsTheVault() throws {
         let s = Sandbox()
-        s.tv("set", "api.weibo.com", stdin: #"{"access_token":"abc","uid":"42"}"#)
-        s.tv("set", "127.0.0.1:9000", "--account", "bot", stdin: "tok\n")
+        s.expect("set", "api.weibo.com", stdin: #"{"access_token":"abc","uid":"42"}"#)
+        s.expect("set", "127.0.0.1:9000", "--account", "bot", stdin: "tok\n")
         let script = Paths.fixtures.appendingPathComponent("decrypt_vault.py").path
         let r = runProcess(
             "/usr/bin/python3", [script, s.vault],

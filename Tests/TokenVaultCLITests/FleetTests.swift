@@ -377,7 +377,10 @@ final class FleetTests: XCTestCase {
     /// loses quorum (members 0 and 1 killed, left down) before a can write:
     /// a's `get` and what it printed.
     func renewalSpooledWithoutQuorum(_ sub: String) throws -> (a: Sandbox, b: Sandbox, get: Run) {
-        let (proxy, port) = try startFixtureServer("stall_proxy.py", [String(provider.port), "--delay-first", "2"])
+        let log = NSTemporaryDirectory() + "tv-proxy-" + UUID().uuidString.prefix(8)
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        let (proxy, port) = try startFixtureServer(
+            "stall_proxy.py", [String(provider.port), "--delay-first", "2", "--log", log])
         defer { proxy.terminate() }
         let viaProxy = provider.config.replacingOccurrences(
             of: "\(provider.base)/token\"", with: "http://127.0.0.1:\(port)/token\"")
@@ -389,7 +392,8 @@ final class FleetTests: XCTestCase {
                 of: "lease_ttl", with: "timeout = 2\nlease_ttl") + "\n" + viaProxy)
         try storeExpired(a)
         let got = getInBackground(a)
-        usleep(1_000_000)  // a holds the fleet lock; its request waits in the proxy
+        // a holds the fleet lock once its request reached the proxy (where it waits 2 s).
+        XCTAssertTrue(eventually(30) { FileManager.default.fileExists(atPath: log) }, "a's renewal started")
         XCTAssertEqual(cluster.command("kill 0"), "killed")
         XCTAssertEqual(cluster.command("kill 1"), "killed")
         let r = try XCTUnwrap(got())
@@ -585,7 +589,7 @@ final class FleetTests: XCTestCase {
         for h in hosts {
             let started = h.tv("agent")
             XCTAssertEqual(started.status, 0, started.stderr)
-            addTeardownBlock { h.tv("agent", "stop") }
+            addTeardownBlock { h.expect("agent", "stop") }
         }
         let viaAgent = hosts[1].tv("get", "local", "--format", "json", "--no-refresh")
         XCTAssertEqual(viaAgent.stdout, direct.stdout, "the agent answers as the host would")

@@ -80,6 +80,23 @@ func startAndReadFirstLine(_ process: Process) throws -> String {
     return String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
 }
 
+/// Waits up to `seconds` for `condition`, looking every tenth of a second;
+/// true when it held. What a test waits on, instead of a sleep that stands for it.
+func eventually(_ seconds: Double, _ condition: () -> Bool) -> Bool {
+    let end = Date().addingTimeInterval(seconds)
+    while Date() < end {
+        if condition() { return true }
+        usleep(100_000)
+    }
+    return condition()
+}
+
+/// True once process `pid` has ended (gone, or a zombie nobody reaped yet).
+func processGone(_ pid: Int32) -> Bool {
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return true }
+    return stat.split(separator: ")").last?.trimmingCharacters(in: .whitespaces).hasPrefix("Z") ?? true
+}
+
 /// The counters a fixture server publishes at `url` (its /stats).
 func fixtureStats(_ url: String) throws -> [String: Int] {
     let r = runProcess("/usr/bin/curl", ["-s", url], env: [:])
@@ -141,9 +158,31 @@ final class Sandbox: @unchecked Sendable {
 
     var vault: String { env["XDG_DATA_HOME"]! + "/tokenvault/vault" }
 
-    /// Runs `tokenvault ARGS` with this sandbox's environment plus `extra`
-    /// (an empty value unsets a variable), killed after `limit` seconds.
+    /// Runs `tokenvault ARGS` and fails the test, at the caller's line,
+    /// unless it exits with `status` and its stdout and stderr hold every
+    /// piece given (in the spirit of argument-parser's `AssertExecuteCommand`).
+    /// For a step whose result the test does not look at otherwise.
     @discardableResult
+    func expect(
+        _ args: String..., status: Int32 = 0, stdin: String? = nil, env extra: [String: String] = [:],
+        stdout: [String] = [], stderr: [String] = [], limit: Double = 120, file: StaticString = #filePath,
+        line: UInt = #line
+    ) -> Run {
+        let r = run(args, stdin: stdin, env: extra, limit: limit)
+        let shown = "tokenvault \(args.joined(separator: " "))"
+        XCTAssertEqual(r.status, status, "\(shown): \(r.stderr)", file: file, line: line)
+        for piece in stdout where !r.stdout.contains(piece) {
+            XCTFail("\(shown): stdout lacks \(piece): \(r.stdout)", file: file, line: line)
+        }
+        for piece in stderr where !r.stderr.contains(piece) {
+            XCTFail("\(shown): stderr lacks \(piece): \(r.stderr)", file: file, line: line)
+        }
+        return r
+    }
+
+    /// Runs `tokenvault ARGS` with this sandbox's environment plus `extra`
+    /// (an empty value unsets a variable), killed after `limit` seconds. Its
+    /// result is for the test to check; a step checked only for its status is `expect`.
     func tv(_ args: String..., stdin: String? = nil, env extra: [String: String] = [:], limit: Double = 120) -> Run {
         run(args, stdin: stdin, env: extra, limit: limit)
     }

@@ -16,7 +16,7 @@ final class HostileLocalTests: QuirkProviderTestCase {
     func startAgent(_ s: Sandbox, env: [String: String] = [:]) throws -> Int32 {
         let r = s.tv("agent", env: env)
         XCTAssertEqual(r.status, 0, r.stderr)
-        addTeardownBlock { s.tv("agent", "stop") }
+        addTeardownBlock { s.expect("agent", "stop") }
         let status = s.tv("agent", "status", "--json")
         let o = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
         return try XCTUnwrap(o["pid"] as? Int32)

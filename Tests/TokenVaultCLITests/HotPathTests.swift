@@ -69,7 +69,7 @@ final class HotPathTests: XCTestCase {
         s.env.merge(keyring.env) { $1 }
         XCTAssertEqual(s.tv("set", "api.example.com", stdin: #"{"access_token":"tok","expires_in":3600}"#).status, 0)
         XCTAssertEqual(s.tv("agent").status, 0)
-        defer { s.tv("agent", "stop") }
+        defer { s.expect("agent", "stop") }
         for args in [
             ["get", "api.example.com"], ["header", "api.example.com"], ["get", "api.example.com", "--format", "json"],
         ] {

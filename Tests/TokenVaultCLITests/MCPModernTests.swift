@@ -157,12 +157,11 @@ final class MCPModernTests: XCTestCase {
         let exited = steps.first { $0["step"] as? String == "exit" }
         XCTAssertLessThan(exited?["after_stdin"] as? Double ?? 99, 4, "nothing was under way when stdin ended")
         // The server saw the cancelled call's request go away.
-        var cancelled = 0
-        for _ in 0..<50 where cancelled == 0 {
-            cancelled = (try fixtureStats(base + "/stats")["waits_cancelled"] ?? 0) - (before["waits_cancelled"] ?? 0)
-            if cancelled == 0 { Thread.sleep(forTimeInterval: 0.1) }
+        func cancelled() -> Int {
+            ((try? fixtureStats(base + "/stats"))?["waits_cancelled"] ?? 0) - (before["waits_cancelled"] ?? 0)
         }
-        XCTAssertEqual(cancelled, 1)
+        XCTAssertTrue(eventually(5) { cancelled() > 0 })
+        XCTAssertEqual(cancelled(), 1)
         let exit = steps.first { $0["step"] as? String == "exit" }
         XCTAssertEqual(exit?["stderr"] as? String, "", "nothing on stderr")
     }
@@ -185,5 +184,17 @@ final class MCPModernTests: XCTestCase {
         let legacy = "http://127.0.0.1:\(Self.legacyPort)/l/mcp"
         XCTAssertEqual(s.tv("login", legacy, limit: 60).status, 0)
         XCTAssertEqual(s.tv("get", legacy, "--field", "scope").out, "files:read")
+    }
+
+    func testASubscriptionStreamIsCarriedAndItsEventsArrive() throws {
+        let s = sandbox()
+        XCTAssertEqual(s.tv("login", url, limit: 60).status, 0)
+        let (steps, run) = MCPBridgeTests.client(
+            s, url, ["--mode", "2026-07-28", "--calls", "0", "--listen", base + "/tools-changed", "--quiet", "2"])
+        XCTAssertEqual(run.status, 0, run.stdout + run.stderr)
+        XCTAssertNotNil(step(steps, "listening"), run.stdout)
+        XCTAssertEqual(step(steps, "event")?["kind"] as? String, "ToolsListChanged", run.stdout + run.stderr)
+        XCTAssertEqual(try routing(base)["mcp-method"], "subscriptions/listen")
+        XCTAssertEqual(run.stderr, "")
     }
 }

@@ -88,7 +88,7 @@ final class MCPSessionTests: XCTestCase {
         XCTAssertEqual(calls, ["hello 0"], run.stdout + run.stderr)
         // And through the agent's socket in that runtime directory.
         XCTAssertEqual(s.tv("agent").status, 0)
-        addTeardownBlock { s.tv("agent", "stop") }
+        addTeardownBlock { s.expect("agent", "stop") }
         XCTAssertTrue(FileManager.default.fileExists(atPath: Self.runtime + "/tokenvault/agent.sock"))
         let before = try XCTUnwrap(
             JSONSerialization.jsonObject(with: Data(s.tv("agent", "status", "--json").stdout.utf8)) as? [String: Any])

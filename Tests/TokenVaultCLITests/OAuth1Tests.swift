@@ -73,7 +73,7 @@ final class OAuth1Tests: XCTestCase {
 
         // A tampered token secret is refused by the provider.
         let token = s.tv("get", "localtw").out
-        s.tv(
+        s.expect(
             "set", "localtw", "--provider", "localtw",
             stdin: #"{"oauth_token":"\#(token)","oauth_token_secret":"wrong"}"#)
         XCTAssertEqual(curl(["-H", s.tv("header", "localtw", "--url", url).out, url]), "401")
@@ -105,7 +105,7 @@ final class OAuth1Tests: XCTestCase {
 
     func testExecGetsTheTokenSecretAndHeaderNeedsAURL() throws {
         let s = try sandbox()
-        s.tv("set", "localtw", "--provider", "localtw", stdin: #"{"oauth_token":"tok","oauth_token_secret":"sec"}"#)
+        s.expect("set", "localtw", "--provider", "localtw", stdin: #"{"oauth_token":"tok","oauth_token_secret":"sec"}"#)
         let r = s.tv(
             "exec", "localtw", "--", "/bin/sh", "-c",
             #"printf '%s %s' "$TOKENVAULT_ACCESS_TOKEN" "$TOKENVAULT_TOKEN_SECRET""#)

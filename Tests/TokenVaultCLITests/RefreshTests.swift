@@ -181,7 +181,11 @@ final class RefreshTests: XCTestCase {
         // --no-fork: the process that holds the lock is the one killed.
         holder.arguments = ["--exclusive", "--no-fork", lockDir + "/" + lock, "sleep", "60"]
         try holder.run()
-        usleep(300_000)
+        XCTAssertTrue(
+            eventually(10) {
+                runProcess("/usr/bin/flock", ["--nonblock", "--exclusive", lockDir + "/" + lock, "true"], env: [:])
+                    .status != 0
+            }, "the holder has the lock")
         kill(holder.processIdentifier, SIGKILL)
         holder.waitUntilExit()
         try storeExpired(s, provider)
@@ -216,7 +220,7 @@ final class RefreshTests: XCTestCase {
         let provider = try LocalProvider()
         let s = try sandbox(provider, backend: "file")
         let token = try provider.obtainToken()
-        s.tv(
+        s.expect(
             "set", "local", "--provider", "local",
             stdin: String(decoding: try JSONSerialization.data(withJSONObject: token), as: UTF8.self))
         let access = token["access_token"] as? String ?? ""
@@ -232,7 +236,7 @@ final class RefreshTests: XCTestCase {
         let provider = try LocalProvider()
         let s = try sandbox(provider, backend: "file")
         let token = try provider.obtainToken()
-        s.tv(
+        s.expect(
             "set", "local", "--provider", "local",
             stdin: String(decoding: try JSONSerialization.data(withJSONObject: token), as: UTF8.self))
         provider.stop()
@@ -241,7 +245,7 @@ final class RefreshTests: XCTestCase {
         XCTAssertTrue(r.stderr.contains("cannot reach"), r.stderr)
         XCTAssertEqual(s.tv("get", "local").out, token["access_token"] as? String, "the local copy is kept")
         // Not tied to a provider: revoke says to use delete.
-        s.tv("set", "api.plain.example", stdin: "t\n")
+        s.expect("set", "api.plain.example", stdin: "t\n")
         XCTAssertEqual(s.tv("revoke", "api.plain.example").status, 64)
     }
 
@@ -250,7 +254,7 @@ final class RefreshTests: XCTestCase {
         let s = try sandbox(provider, backend: "file")
         var token = try provider.obtainToken()
         token["expires_in"] = 30  // valid, but under min_valid (60)
-        s.tv(
+        s.expect(
             "set", "local", "--provider", "local",
             stdin: String(decoding: try JSONSerialization.data(withJSONObject: token), as: UTF8.self))
         provider.stop()
@@ -261,7 +265,7 @@ final class RefreshTests: XCTestCase {
         XCTAssertEqual(s.tv("get", "local", "--min-valid", "0").stderr, "", "no refresh wanted: no warning")
         // Expired and unreachable: 75, nothing printed.
         token["expires_in"] = 0
-        s.tv(
+        s.expect(
             "set", "local", "--provider", "local",
             stdin: String(decoding: try JSONSerialization.data(withJSONObject: token), as: UTF8.self))
         let gone = s.tv("get", "local")

@@ -71,7 +71,7 @@ final class SecretServiceTests: XCTestCase {
             ).status, 0)
         XCTAssertEqual(s.tv("get", "api.example.com").out, "handmade")
         XCTAssertTrue(s.tv("list").stdout.contains("api.example.com"))
-        s.tv("set", "api.github.com", stdin: "gho_token\n")
+        s.expect("set", "api.github.com", stdin: "gho_token\n")
         let lookup = secretTool(["lookup", "service", "api.github.com", "account", "default"])
         let record = try? JSONSerialization.jsonObject(with: Data(lookup.stdout.utf8)) as? [String: Any]
         XCTAssertEqual(record?["access_token"] as? String, "gho_token", lookup.stdout)
@@ -79,8 +79,8 @@ final class SecretServiceTests: XCTestCase {
 
     func testChangingTypeLeavesOneItem() {
         let s = sandbox("secret-service")
-        s.tv("set", "api.x.com", stdin: "plain\n")
-        s.tv("set", "api.x.com", stdin: #"{"oauth_token":"t","oauth_token_secret":"s"}"#)
+        s.expect("set", "api.x.com", stdin: "plain\n")
+        s.expect("set", "api.x.com", stdin: #"{"oauth_token":"t","oauth_token_secret":"s"}"#)
         let found = secretTool(["search", "--all", "service", "api.x.com"])
         XCTAssertEqual(found.stdout.components(separatedBy: "label = ").count - 1, 1, found.stdout)
         XCTAssertEqual(s.tv("get", "api.x.com", "--field", "token_secret").out, "s")
@@ -88,8 +88,8 @@ final class SecretServiceTests: XCTestCase {
 
     func testMigrateBothWaysLosesNothing() {
         let s = sandbox("secret-service")
-        s.tv("set", "api.a.com", stdin: "a\n")
-        s.tv("set", "api.b.com", "--account", "two", stdin: #"{"access_token":"b","refresh_token":"rb"}"#)
+        s.expect("set", "api.a.com", stdin: "a\n")
+        s.expect("set", "api.b.com", "--account", "two", stdin: #"{"access_token":"b","refresh_token":"rb"}"#)
         XCTAssertEqual(s.tv("migrate", "--to", "file").status, 0)
         XCTAssertEqual(s.tv("get", "api.a.com").status, 3, "moved out of the Secret Service")
         XCTAssertEqual(
@@ -111,13 +111,13 @@ final class SecretServiceTests: XCTestCase {
         // ...and is found when it is back.
         XCTAssertEqual(s.tv("get", "api.away.com").out, "from-file")
         // Stored in the Secret Service, then looked up without it: the message says what was not checked.
-        s.tv("set", "api.here.com", stdin: "in-keyring\n")
+        s.expect("set", "api.here.com", stdin: "in-keyring\n")
         let r = s.tv("get", "api.here.com", env: noBus)
         XCTAssertEqual(r.status, 3)
         XCTAssertTrue(r.stderr.contains("Secret Service was not checked"), r.stderr)
-        // Where both hold a copy, the newer wins.
+        // Where both hold a copy, the newer wins (a second later: records count whole seconds).
         sleep(1)
-        s.tv("set", "api.here.com", stdin: "newer-in-file\n", env: noBus)
+        s.expect("set", "api.here.com", stdin: "newer-in-file\n", env: noBus)
         XCTAssertEqual(s.tv("get", "api.here.com").out, "newer-in-file")
         // delete removes every copy it can reach.
         XCTAssertEqual(s.tv("delete", "api.here.com").status, 0)

@@ -30,7 +30,7 @@ final class ShellCompletionTests: XCTestCase {
         s.env["PATH"] = (Paths.binary as NSString).deletingLastPathComponent + ":/usr/bin:/bin"
     }
 
-    override func tearDown() { s.tv("lock") }
+    override func tearDown() { s.expect("lock") }
 
     /// What TAB offers in `shell` for `words` (the last one being completed).
     static func complete(_ shell: Shell, _ words: [String], env: [String: String], in directory: String? = nil) -> Run {
@@ -146,7 +146,7 @@ final class ShellCompletionTests: XCTestCase {
     }
 
     func testLockedVaultOffersNothingAndNeverPrompts() {
-        s.tv("lock")
+        s.expect("lock")
         for shell in Shell.allCases {
             XCTAssertEqual(complete(shell, "tokenvault", "get", ""), [], "\(shell)")
             XCTAssertEqual(complete(shell, "tokenvault", "login", "w"), ["weibo"], "\(shell): providers need no vault")
