@@ -742,3 +742,31 @@ _tokenvault_help() {
 }
 
 complete -o filenames -F _tokenvault tokenvault
+# tokenvault: a service is host:port, which bash splits at ':'.
+_tokenvault_words() {
+    local line="${COMP_LINE}" w
+    local -a words=()
+    local -i i cword=0
+    for ((i = 0; i < ${#COMP_WORDS[@]}; i++)); do
+        w="${COMP_WORDS[i]}"
+        if ((i > 0)) && [[ "${line}" != [[:blank:]]* ]] && [[ "${w}" == :* || "${words[-1]}" == *: ]]; then
+            words[-1]+="${w}"
+        else
+            words+=("${w}")
+        fi
+        ((i == COMP_CWORD)) && cword=$((${#words[@]} - 1))
+        line="${line#"${line%%[![:blank:]]*}"}"
+        line="${line#"${w}"}"
+    done
+    COMP_WORDS=("${words[@]}")
+    COMP_CWORD=${cword}
+    local cur="${words[cword]}"
+    [[ "${COMP_WORDBREAKS}" == *:* ]] && cur="${cur##*:}"
+    _tokenvault "${1}" "${cur}" "${words[cword - 1]}"
+    local reply
+    for reply in "${COMPREPLY[@]}"; do [[ -e "${reply}" ]] && return; done
+    compopt +o filenames 2>/dev/null
+    return 0
+}
+
+complete -o filenames -F _tokenvault_words tokenvault

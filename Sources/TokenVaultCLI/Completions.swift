@@ -130,3 +130,48 @@ enum Completions {
         return ((try? store.listIDs()) ?? []).filter { !$0.isRegistration }
     }
 }
+
+extension Completions {
+    /// Appended to the bash script swift-argument-parser generates (docs/config.md, "Shell completion"):
+    /// bash splits a word at `:` (COMP_WORDBREAKS), so the generated script
+    /// would count `127.0.0.1`, `:` and `18765` as three arguments. The words
+    /// are put back together first (as bash-completion's
+    /// `_get_comp_words_by_ref -n :` does), and what is completed is the part
+    /// after the last colon, which is what bash replaces. A service or
+    /// resource key is not a file: `-o filenames` (which would show
+    /// `host/a/mcp` as `mcp`) stays only when a candidate is one.
+    static let bashWords = #"""
+
+        # tokenvault: a service is host:port, which bash splits at ':'.
+        _tokenvault_words() {
+            local line="${COMP_LINE}" w
+            local -a words=()
+            local -i i cword=0
+            for ((i = 0; i < ${#COMP_WORDS[@]}; i++)); do
+                w="${COMP_WORDS[i]}"
+                if ((i > 0)) && [[ "${line}" != [[:blank:]]* ]] && [[ "${w}" == :* || "${words[-1]}" == *: ]]; then
+                    words[-1]+="${w}"
+                else
+                    words+=("${w}")
+                fi
+                ((i == COMP_CWORD)) && cword=$((${#words[@]} - 1))
+                line="${line#"${line%%[![:blank:]]*}"}"
+                line="${line#"${w}"}"
+            done
+            COMP_WORDS=("${words[@]}")
+            COMP_CWORD=${cword}
+            local cur="${words[cword]}"
+            [[ "${COMP_WORDBREAKS}" == *:* ]] && cur="${cur##*:}"
+            _tokenvault "${1}" "${cur}" "${words[cword - 1]}"
+            local reply
+            for reply in "${COMPREPLY[@]}"; do [[ -e "${reply}" ]] && return; done
+            compopt +o filenames 2>/dev/null
+            return 0
+        }
+
+        complete -o filenames -F _tokenvault_words tokenvault
+        """#
+
+    /// The bash script: the generated one, then `bashWords`.
+    static var bashScript: String { TokenVault.completionScript(for: .bash) + bashWords }
+}

@@ -23,6 +23,11 @@ public enum TokenVaultMain {
     /// picks the failures its client must meet itself (help text, a vault
     /// only the client can open): then nothing is printed and nil returned.
     static func execute(_ args: [String], decline: ((Error) -> Bool)? = nil) -> Int32? {
+        // bash's script is the generated one with the words put back together at `:`.
+        if args == ["--generate-completion-script", "bash"] || args == ["--generate-completion-script=bash"] {
+            Output.value(Completions.bashScript)
+            return 0
+        }
         do {
             // The hot path (docs/reference.md, `get` in every line of a script): the
             // Secret Service is readied -- or, when it will not be asked, the

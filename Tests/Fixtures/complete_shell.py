@@ -1,7 +1,8 @@
 #!/usr/bin/python3
-"""Asks a real interactive fish or zsh what TAB offers for a command line.
+"""Asks a real interactive fish or zsh what TAB offers for a command line,
+or a real interactive bash what its TAB shows.
 
-Usage: complete_shell.py fish|zsh COMPLETION_SCRIPT WORD... (the last word is
+Usage: complete_shell.py fish|zsh|bash COMPLETION_SCRIPT WORD... (the last word is
 the one being completed; give "" for an empty one). Prints one candidate per
 line. The shell runs on a pseudo-terminal of its own (pexpect), since neither
 completes outside interactive mode, and is killed if it outlives 20 s.
@@ -9,6 +10,9 @@ completes outside interactive mode, and is killed if it outlives 20 s.
 fish: `complete -C LINE`, the documented way to ask for completions. With
 COMPLETION_SCRIPT "-", fish finds the script itself, as for an installed
 command (XDG_DATA_DIRS/fish/vendor_completions.d), reading its own config.
+bash: the script sourced, the line typed and TAB pressed with
+show-all-if-ambiguous on; prints each word readline listed on the terminal
+(as a user sees them: with `-o filenames`, a name's last path segment).
 zsh: compinit with the script's directory on fpath, then the line is typed and
 completed by a widget; a compadd wrapper records every match zsh would offer
 (the technique of zsh-capture-completion).
@@ -66,6 +70,8 @@ def run(shell, script, words):
             with open(out) as f:
                 # "candidate<TAB>description"
                 return [l.split("\t")[0] for l in f.read().splitlines()]
+        if shell == "bash":
+            return bash_listing(script, line, env)
         env["ZDOTDIR"] = tmp
         with open(os.path.join(tmp, ".zshrc"), "w") as f:
             f.write(ZSHRC % {"dir": shlex.quote(os.path.dirname(os.path.abspath(script)))})
@@ -91,8 +97,24 @@ def run(shell, script, words):
         return seen
 
 
+def bash_listing(script, line, env):
+    env = dict(env, PS1="tv-ready> ")
+    child = pexpect.spawn("bash", ["--norc", "--noprofile", "-i"], env=env, timeout=LIMIT, dimensions=(40, 200))
+    try:
+        child.expect_exact("tv-ready> ")
+        child.sendline("source %s; bind 'set show-all-if-ambiguous on'" % shlex.quote(script))
+        child.expect_exact("tv-ready> ")
+        child.send(line + "\t")
+        # The listing, then the prompt and the line again.
+        child.expect_exact("tv-ready> ")
+        shown = child.before.decode()
+    finally:
+        child.close(force=True)
+    return shown.split()
+
+
 if __name__ == "__main__":
-    if len(sys.argv) < 4 or sys.argv[1] not in ("fish", "zsh"):
+    if len(sys.argv) < 4 or sys.argv[1] not in ("fish", "zsh", "bash"):
         raise SystemExit(__doc__)
     for candidate in run(sys.argv[1], sys.argv[2], sys.argv[3:]):
         print(candidate)

@@ -92,13 +92,33 @@ final class ShellCompletionTests: XCTestCase {
     }
 
     /// bash splits words at `:` (COMP_WORDBREAKS): a service with a port
-    /// arrives in three words. An option after it is completed for the whole
-    /// service. (Completing the port itself needs the generated script to
-    /// count the three words as one positional; it counts three.)
-    func testBashCompletesAfterAServiceWithAPort() {
-        XCTAssertEqual(complete(.bash, "tokenvault", "get", "127.0"), ["127.0.0.1:9000"])
+    /// arrives in three words. The port itself, a resource key after it, and
+    /// an option after the service are completed all the same; what is
+    /// offered is what goes after the last colon (what bash replaces).
+    func testBashCompletesAServiceWithAPort() throws {
+        XCTAssertEqual(s.tv("set", "127.0.0.1:9000/a/mcp", stdin: "t\n").status, 0)
         XCTAssertEqual(
-            complete(.bash, "tokenvault", "status", "127.0.0.1", ":", "9000", "--account", ""), ["default"])
+            complete(.bash, "tokenvault", "get", "127.0").sorted(), ["127.0.0.1:9000", "127.0.0.1:9000/a/mcp"])
+        XCTAssertEqual(complete(.bash, "tokenvault", "get", "127.0.0.1:").sorted(), ["9000", "9000/a/mcp"])
+        XCTAssertEqual(complete(.bash, "tokenvault", "get", "127.0.0.1:90").sorted(), ["9000", "9000/a/mcp"])
+        XCTAssertEqual(complete(.bash, "tokenvault", "get", "127.0.0.1:9000/"), ["9000/a/mcp"])
+        XCTAssertEqual(
+            complete(.bash, "tokenvault", "get", "--account", "default", "127.0.0.1:9").sorted(),
+            ["9000", "9000/a/mcp"])
+        XCTAssertEqual(complete(.bash, "tokenvault", "status", "127.0.0.1:9000", "--account", ""), ["default"])
+        let options = complete(.bash, "tokenvault", "status", "127.0.0.1:9000", "--")
+        XCTAssertTrue(options.contains("--json"), "the service counts as one argument: \(options)")
+        // What a user sees in a real bash: the keys whole, not their last path segment.
+        XCTAssertEqual(s.tv("set", "127.0.0.1:9000/b/mcp", stdin: "t\n").status, 0)
+        let shown = runProcess(
+            "/usr/bin/python3",
+            [
+                Paths.fixtures.appendingPathComponent("complete_shell.py").path, "bash",
+                Paths.root.appendingPathComponent("completions/tokenvault.bash").path, "tokenvault", "get",
+                "127.0.0.1:9000/",
+            ], env: s.env, limit: 60)
+        XCTAssertTrue(
+            shown.stdout.contains("9000/a/mcp") && shown.stdout.contains("9000/b/mcp"), shown.stdout + shown.stderr)
     }
 
     /// After `exec SERVICE --`: commands first (files when the word has a
