@@ -102,6 +102,8 @@ async def high_level(params):
         say(step="initialize", server=getattr(client.server_info, "name", None), protocol=client.protocol_version)
         tools = await client.list_tools()
         say(step="list", tools=sorted(t.name for t in tools.tools), seconds=time.monotonic() - started)
+        if args.forget_access:
+            urllib.request.urlopen(urllib.request.Request(args.forget_access, data=b"", method="POST")).read()
         for i in range(args.calls):
             result = await client.call_tool("echo", {"text": f"hello {i}"})
             text = "".join(c.text for c in result.content if getattr(c, "text", None))

@@ -126,4 +126,18 @@ final class CIMDLoginTests: XCTestCase {
         XCTAssertNotEqual(login.status, 0)
         XCTAssertEqual(try count(Self.onlyPort, "refused"), before + 1)
     }
+
+    func testDoctorFetchesTheConfiguredDocument() throws {
+        let s = try sandbox()
+        let r = s.tv("doctor", "--network")
+        // This machine does not trust the test's certificate: the fetch fails, and doctor says so with the fix.
+        let line = r.stdout.split(separator: "\n").first { $0.contains("client_metadata_url") }.map(String.init) ?? ""
+        XCTAssertTrue(line.hasPrefix("✗ client_metadata_url: "), r.stdout)
+        XCTAssertEqual(r.status, 2)
+        XCTAssertTrue(r.stdout.contains("tokenvault setup client-metadata \(documentURL)"), r.stdout)
+        // An http URL is named for what it is before anything is fetched.
+        try s.writeConfig("client_metadata_url = \"http://127.0.0.1:\(Self.docPort)/tv/client.json\"\n")
+        let http = s.tv("doctor", "--network")
+        XCTAssertTrue(http.stdout.contains("client_metadata_url must be an https URL"), http.stdout)
+    }
 }

@@ -16,7 +16,8 @@ final class MCPModernTests: XCTestCase {
 
     override class func setUp() {
         (server, port) = try! startFixtureServer(
-            "mcp_server.py", ["--path", "/m/mcp", "--offline-access"], python: MCPBridgeTests.python)
+            "mcp_server.py", ["--path", "/m/mcp", "--also", "/n/mcp", "--offline-access"],
+            python: MCPBridgeTests.python)
         (legacy, legacyPort) = try! startFixtureServer(
             "mcp_server.py", ["--path", "/l/mcp", "--legacy-only"], python: MCPBridgeTests.python)
     }
@@ -196,5 +197,23 @@ final class MCPModernTests: XCTestCase {
         XCTAssertEqual(step(steps, "event")?["kind"] as? String, "ToolsListChanged", run.stdout + run.stderr)
         XCTAssertEqual(try routing(base)["mcp-method"], "subscriptions/listen")
         XCTAssertEqual(run.stderr, "")
+    }
+
+    func testA401RenewsOnceAndA403StepsUpAt20260728() throws {
+        let s = sandbox()
+        XCTAssertEqual(s.tv("login", url, limit: 60).status, 0)
+        let before = try fixtureStats(base + "/stats")
+        let (steps, run) = MCPBridgeTests.client(
+            s, url, ["--mode", "2026-07-28", "--calls", "2", "--forget-access", base + "/forget-access"])
+        XCTAssertEqual(MCPBridgeTests.calls(steps), ["hello 0", "hello 1"], run.stdout + run.stderr)
+        XCTAssertEqual(try fixtureStats(base + "/stats")["refreshes"], (before["refreshes"] ?? 0) + 1)
+        // A resource that wants more scopes: one login for them (a browser opens here), then the call.
+        let more = base + "/n/mcp"
+        XCTAssertEqual(s.tv("login", more, "--scope", "files:read", limit: 60).status, 0)
+        let (stepped, again) = MCPBridgeTests.client(s, more, ["--mode", "2026-07-28"])
+        XCTAssertEqual(MCPBridgeTests.calls(stepped), ["hello 0"], again.stdout + again.stderr)
+        XCTAssertEqual(
+            s.tv("get", more, "--field", "scope").out.split(separator: " ").sorted(),
+            ["files:read", "files:write", "offline_access"])
     }
 }
