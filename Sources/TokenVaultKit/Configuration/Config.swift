@@ -102,7 +102,27 @@ public struct Config: Sendable, Equatable {
         }
         config.brokenProviders.merge(discovered.brokenProviders) { own, _ in own }
         config.warnings += discovered.warnings
+        config.expandHome(settings)
         return config
+    }
+
+    /// Every `*_file` setting with `~/` standing for the user's home
+    /// (docs/config.md): expanded once, here, from the caller's settings.
+    mutating func expandHome(_ settings: Settings) {
+        for (name, var t) in providers {
+            for field in [
+                \ProviderConfig.client_secret_file, \.consumer_secret_file, \.private_key_file, \.credentials_file,
+            ] {
+                t[keyPath: field] = t[keyPath: field].map(settings.expandingHome)
+            }
+            providers[name] = t
+        }
+        if var e = etcd {
+            for field in [\EtcdConfig.password_file, \.ca_file, \.cert_file, \.key_file] {
+                e[keyPath: field] = e[keyPath: field].map(settings.expandingHome)
+            }
+            etcd = e
+        }
     }
 
     /// Sets `backend = "VALUE"` in the config file, keeping every other line,

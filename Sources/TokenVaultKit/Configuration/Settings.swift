@@ -223,6 +223,11 @@ public struct Settings: Sendable {
     public var desktop: Bool { self[.display] != nil || self[.waylandDisplay] != nil }
 
     /// `$HOME`, else the password database's home of this user.
+    /// `path` with a leading `~/` standing for `home`.
+    public func expandingHome(_ path: String) -> String {
+        path.hasPrefix("~/") ? home + path.dropFirst() : path
+    }
+
     public var home: String {
         if let home = self[.home] { return home }
         if let pw = getpwuid(geteuid()), let dir = pw.pointee.pw_dir {

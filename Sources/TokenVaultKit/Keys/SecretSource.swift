@@ -2,7 +2,7 @@ import FoundationEssentials
 import Glibc
 
 /// Where a secret comes from: a value, a file of the user's own
-/// (`TrustedFile`; `~/` is `$HOME`), or a command's stdout. Client secrets,
+/// (`TrustedFile`; a `~/` in the config was expanded when it was loaded), or a command's stdout. Client secrets,
 /// the etcd password and the vault passphrase are all read through it.
 enum SecretSource: Sendable {
     case value(String)
@@ -18,8 +18,7 @@ enum SecretSource: Sendable {
         case .value(let v):
             bytes = Array(v.utf8)
         case .file(let path):
-            let expanded = TrustedFile.expandingHome(path)
-            guard let data = try TrustedFile.read(expanded, what: "the file holding \(what)") else {
+            guard let data = try TrustedFile.read(path, what: "the file holding \(what)") else {
                 throw failure("cannot read \(what) from \(path)")
             }
             bytes = data

@@ -138,13 +138,12 @@ public struct SigningKey {
     }
 
     private static func read(_ path: String, what: String) throws -> [UInt8] {
-        let expanded = TrustedFile.expandingHome(path)
         // A key is a small regular file: never a FIFO or a device that would block or never end.
-        guard var bytes = try TrustedFile.read(expanded, what: what, maxBytes: 64 * 1024) else {
+        guard var bytes = try TrustedFile.read(path, what: what, maxBytes: 64 * 1024) else {
             throw TokenVaultError.config("cannot read \(what) from \(path): \(String(cString: strerror(ENOENT)))")
         }
         var st = stat()
-        if stat(expanded, &st) == 0, st.st_mode & 0o044 != 0 {
+        if stat(path, &st) == 0, st.st_mode & 0o044 != 0 {
             Sodium.wipe(&bytes)
             throw TokenVaultError.permission(
                 "\(what) \(path) is readable by others (mode \(String(st.st_mode & 0o777, radix: 8))); refusing to use it",

@@ -11,11 +11,6 @@ import Glibc
 /// descriptor, after the checks were made on it, so it cannot be swapped
 /// between the check and the read (docs/security.md, "Files that decide where secrets go").
 enum TrustedFile {
-    /// A `*_file` setting as written in the config: `~/` stands for `$HOME`.
-    static func expandingHome(_ path: String) -> String {
-        path.hasPrefix("~/") ? Settings.process.home + path.dropFirst() : path
-    }
-
     /// The contents of the trusted file at `path`, checked on the descriptor
     /// they are read from; nil when there is no such file. A symbolic link is
     /// followed (a config kept with the user's dotfiles), and both the

@@ -58,7 +58,7 @@ public struct EtcdSettings: Sendable {
         var tls = CurlTransport.TLSFiles(caFile: table.ca_file, certFile: table.cert_file, keyFile: table.key_file)
         func read(_ key: String, _ path: String?) throws -> [UInt8]? {
             guard let path else { return nil }
-            guard let bytes = try TrustedFile.read(TrustedFile.expandingHome(path), what: "etcd.\(key)") else {
+            guard let bytes = try TrustedFile.read(path, what: "etcd.\(key)") else {
                 throw TokenVaultError.config("cannot read etcd.\(key) \(path): \(String(cString: strerror(ENOENT)))")
             }
             return bytes
