@@ -3,7 +3,7 @@ import XCTest
 
 @testable import TokenVaultKit
 
-/// FileVault and AutoStore with test doubles for the key cache and the Secret Service.
+/// FileStore and AutoStore with test doubles for the key cache and the Secret Service.
 final class FileVaultUnitTests: XCTestCase {
     var dir: String!
 
@@ -30,8 +30,8 @@ final class FileVaultUnitTests: XCTestCase {
         }
     }
 
-    func vault(pass: String?, cache: KeyCache = NoKeyCache(), ttl: Int = 0) -> FileVault {
-        FileVault(
+    func vault(pass: String?, cache: KeyCache = NoKeyCache(), ttl: Int = 0) -> FileStore {
+        FileStore(
             path: dir + "/v/vault",
             passphrase: PassphraseSource(
                 settings: Settings(environment: pass.map { ["TOKENVAULT_PASSPHRASE": $0] } ?? [:]), terminalPath: nil),

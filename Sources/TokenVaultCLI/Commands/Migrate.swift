@@ -61,7 +61,7 @@ extension TokenVault {
 
         /// The store to move from (--from, else the other local backend, or the
         /// fleet's when etcd is in use), the one to move to, and the file vault.
-        func stores(_ context: Context) throws -> (source: CredentialStore, target: CredentialStore, file: FileVault) {
+        func stores(_ context: Context) throws -> (source: CredentialStore, target: CredentialStore, file: FileStore) {
             let backends = context.backends
             let file = try backends.fileVault()
             func open(_ b: MigrationTarget) throws -> CredentialStore {

@@ -9,7 +9,7 @@ public final class AutoStore: CredentialStore {
     public let name = "auto"
     private var secretService: CredentialStore?
     let unavailableReason: String?
-    let file: FileVault
+    let file: FileStore
     /// The file vault's directory: the one store here others may share.
     public var sharedLockDirectory: String? { file.sharedLockDirectory }
     /// Things the user should know that do not stop the command.
@@ -20,7 +20,7 @@ public final class AutoStore: CredentialStore {
     /// backend: no warnings, though a failed lookup still says what it did not check.
     let quiet: Bool
 
-    init(secretService: CredentialStore?, unavailableReason: String?, quiet: Bool, file: FileVault) {
+    init(secretService: CredentialStore?, unavailableReason: String?, quiet: Bool, file: FileStore) {
         self.secretService = secretService
         self.unavailableReason = unavailableReason
         self.quiet = quiet

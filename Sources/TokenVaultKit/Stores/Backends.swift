@@ -32,8 +32,8 @@ public struct Backends {
         self.keyCache = keyCache ?? (((try? settings.keyTTL) ?? 0) > 0 ? KernelKeyring() : NoKeyCache())
     }
 
-    public func fileVault() throws -> FileVault {
-        FileVault(
+    public func fileVault() throws -> FileStore {
+        FileStore(
             path: settings.vaultPath,
             passphrase: PassphraseSource(settings: settings, terminalPath: interactive ? "/dev/tty" : nil),
             keyCache: keyCache, keyTTL: try settings.keyTTL,

@@ -4,7 +4,7 @@ import Glibc
 
 /// The encrypted file backend (docs/config.md): one file, 0600 in a 0700 directory,
 /// sealed with a key derived from the passphrase.
-public final class FileVault: CredentialStore {
+public final class FileStore: CredentialStore {
     public let name = "file"
     public let path: String
     let directory: String
