@@ -1,0 +1,76 @@
+import Dispatch
+import FoundationEssentials
+import Glibc
+
+/// What the bridge sends and what it writes (docs/adapters.md, "MCP servers"):
+/// the requests of both eras, and each message from the server as one line on stdout.
+extension MCPBridge {
+    func headers(token: String) -> [String] {
+        var h = ["Authorization: Bearer \(token)"]
+        state.withLock {
+            if let sessionID { h.append("Mcp-Session-Id: \(sessionID)") }
+            if let protocolVersion { h.append("MCP-Protocol-Version: \(protocolVersion)") }
+        }
+        return h
+    }
+
+    /// A POST of the handshake era (with the session), or with `routing`
+    /// headers one of the per-request era (no session).
+    func post(_ body: [UInt8], token: String, routing: [String]? = nil) -> HTTPRequest {
+        HTTPRequest(
+            url: url,
+            headers: (routing.map { ["Authorization: Bearer \(token)"] + $0 } ?? headers(token: token)) + [
+                "Content-Type: application/json", "Accept: application/json, text/event-stream",
+            ], body: Data(body))
+    }
+
+    func get(token: String) -> HTTPRequest {
+        HTTPRequest(method: "GET", url: url, headers: headers(token: token) + ["Accept: text/event-stream"])
+    }
+
+    /// Writes one message from the server as one line, after checking it is
+    /// strict JSON and a JSON-RPC message or batch (line breaks between its
+    /// tokens dropped: JSON strings hold none). Anything else never reaches
+    /// the client: an event of a stream is dropped with a line on stderr (the
+    /// answer may still come); a whole answer (`whole`) that is none becomes
+    /// the JSON-RPC error of the request it answers.
+    func emit(_ data: [UInt8], request: JSONValue?, answered: inout Bool, whole: Bool) {
+        guard let value = JSONRPC.serverMessage(data) else {
+            if whole, let request, !answered {
+                answered = true
+                fail(request, "\(shown) answered with something that is not a JSON-RPC message")
+            } else {
+                host.say("\(shown) sent a message that is not JSON-RPC; it was dropped")
+            }
+            return
+        }
+        let items: [JSONValue] = if case .array(let a) = value { a } else { [value] }
+        if let request,
+            let answer = items.first(where: { $0["id"] == request && ($0["result"] != nil || $0["error"] != nil) })
+        {
+            answered = true
+            if listings.withLock({ $0.remove(request) != nil }), let result = answer["result"] { absorbTools(result) }
+        }
+        write(String(decoding: data.filter { $0 != 0x0A && $0 != 0x0D }, as: UTF8.self))
+    }
+
+    func write(_ line: String) {
+        output.withLock { Posix.write(1, line + "\n") }
+    }
+
+    func fail(_ request: JSONValue?, _ error: Error, code: ErrorCode) {
+        let text = (error as? TokenVaultError).map { e in e.errorText + (e.hint.map { "; \($0)" } ?? "") }
+        fail(request, text ?? error.errorText, code: code)
+    }
+
+    /// A JSON-RPC error for the client (when the message was a request) and one line on stderr.
+    func fail(_ request: JSONValue?, _ message: String, code: ErrorCode = .server) {
+        host.say(message)
+        guard let request else { return }
+        write(
+            JSONValue.object([
+                "jsonrpc": .string("2.0"), "id": request,
+                "error": .object(["code": .integer(code.rawValue), "message": .string(message)]),
+            ]).text)
+    }
+}
