@@ -31,15 +31,20 @@ times = {f"{era}{way}_{what}": [] for era in ("", "modern_") for way in ("direct
          for what in ("call", "first")}
 
 
-async def session_run(session, kind, started):
-    await session.initialize()
-    await session.call_tool("echo", {"text": "first"})
+async def client_run(client, kind, started):
+    """The calls, timed: a ClientSession after its initialize, or a Client."""
+    await client.call_tool("echo", {"text": "first"})
     times[kind + "_first"].append(time.monotonic() - started)
     for i in range(calls):
         t = time.monotonic()
-        result = await session.call_tool("echo", {"text": f"call {i}"})
+        result = await client.call_tool("echo", {"text": f"call {i}"})
         times[kind + "_call"].append(time.monotonic() - t)
         assert result.content[0].text == f"call {i}"
+
+
+async def session_run(session, kind, started):
+    await session.initialize()
+    await client_run(session, kind, started)
 
 
 async def direct():
@@ -56,16 +61,6 @@ async def bridge():
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             await session_run(session, "bridge", started)
-
-
-async def client_run(client, kind, started):
-    await client.call_tool("echo", {"text": "first"})
-    times[kind + "_first"].append(time.monotonic() - started)
-    for i in range(calls):
-        t = time.monotonic()
-        result = await client.call_tool("echo", {"text": f"call {i}"})
-        times[kind + "_call"].append(time.monotonic() - t)
-        assert result.content[0].text == f"call {i}"
 
 
 async def modern_direct():

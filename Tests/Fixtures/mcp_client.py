@@ -84,14 +84,20 @@ async def main():
             started = time.monotonic()
             init = await session.initialize()
             say(step="initialize", server=init.server_info.name, protocol=init.protocol_version)
-            tools = await session.list_tools()
-            say(step="list", tools=sorted(t.name for t in tools.tools), seconds=time.monotonic() - started)
-            if args.forget_access:
-                urllib.request.urlopen(urllib.request.Request(args.forget_access, data=b"", method="POST")).read()
-            for i in range(args.calls):
-                result = await session.call_tool("echo", {"text": f"hello {i}"})
-                text = "".join(c.text for c in result.content if getattr(c, "text", None))
-                say(step="call", text=text, error=bool(result.is_error))
+            await list_and_call(session, started)
+
+
+async def list_and_call(client, started):
+    """Lists the tools, forgets the access tokens if asked, calls `echo`; the tools listed."""
+    tools = await client.list_tools()
+    say(step="list", tools=sorted(t.name for t in tools.tools), seconds=time.monotonic() - started)
+    if args.forget_access:
+        urllib.request.urlopen(urllib.request.Request(args.forget_access, data=b"", method="POST")).read()
+    for i in range(args.calls):
+        result = await client.call_tool("echo", {"text": f"hello {i}"})
+        text = "".join(c.text for c in result.content if getattr(c, "text", None))
+        say(step="call", text=text, error=bool(result.is_error))
+    return tools
 
 
 async def high_level(params):
@@ -100,14 +106,7 @@ async def high_level(params):
     started = time.monotonic()
     async with Client(params, mode=args.mode) as client:
         say(step="initialize", server=getattr(client.server_info, "name", None), protocol=client.protocol_version)
-        tools = await client.list_tools()
-        say(step="list", tools=sorted(t.name for t in tools.tools), seconds=time.monotonic() - started)
-        if args.forget_access:
-            urllib.request.urlopen(urllib.request.Request(args.forget_access, data=b"", method="POST")).read()
-        for i in range(args.calls):
-            result = await client.call_tool("echo", {"text": f"hello {i}"})
-            text = "".join(c.text for c in result.content if getattr(c, "text", None))
-            say(step="call", text=text, error=bool(result.is_error))
+        tools = await list_and_call(client, started)
         if args.listen:
             async with client.listen(tools_list_changed=True) as subscription:
                 say(step="listening")

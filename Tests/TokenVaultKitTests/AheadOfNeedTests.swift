@@ -14,12 +14,6 @@ final class AheadOfNeedTests: XCTestCase {
     override func setUp() { runtime = NSTemporaryDirectory() + "tv-ahead-" + UUID().uuidString.prefix(8) }
     override func tearDown() { try? FileManager.default.removeItem(atPath: runtime) }
 
-    /// A clock the test moves.
-    final class TestClock: Clock, @unchecked Sendable {
-        var now: Int64
-        init(_ now: Int64) { self.now = now }
-    }
-
     func record(issued: Int64, lifetime: Int64?, refresh: String? = "r1", provider: String? = "local") -> Credential {
         Credential(
             service: id.service, type: .oauth2, provider: provider, accessToken: "at-\(issued)", refreshToken: refresh,

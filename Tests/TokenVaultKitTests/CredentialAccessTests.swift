@@ -15,12 +15,6 @@ final class CredentialAccessTests: XCTestCase {
     override func setUp() { runtime = NSTemporaryDirectory() + "tv-access-" + UUID().uuidString.prefix(8) }
     override func tearDown() { try? FileManager.default.removeItem(atPath: runtime) }
 
-    /// A clock the test moves.
-    final class TestClock: Clock, @unchecked Sendable {
-        var now: Int64
-        init(_ now: Int64) { self.now = now }
-    }
-
     /// What the policy said and asked for.
     final class Seen: @unchecked Sendable {
         var warnings: [String] = []
