@@ -6,6 +6,7 @@ Usage: bridge_driver.py [--at SECONDS LINE]... [--until-ids 1,2] [--limit S] -- 
   --at SECONDS LINE  write LINE to the server's stdin SECONDS after it started
   --until-ids IDS    stop once every one of these JSON-RPC ids has an answer
   --limit S          stop after S seconds at the latest (default 30)
+  --answered FILE    append the id of each answer to FILE as it comes (a test waits on it)
 Then stdin is closed, the server gets 3 s to end, and is killed.
 Prints one JSON object per line the server wrote ({"t": seconds, "line": text}),
 then {"exit": status, "stderr": text, "peak_kib": the server's peak memory}.
@@ -17,13 +18,16 @@ import threading
 import time
 
 args = sys.argv[1:]
-sends, wanted, limit = [], set(), 30.0
+sends, wanted, limit, answered_file = [], set(), 30.0, None
 while args and args[0] != "--":
     if args[0] == "--at":
         sends.append((float(args[1]), args[2]))
         args = args[3:]
     elif args[0] == "--until-ids":
         wanted = {int(i) for i in args[1].split(",") if i}
+        args = args[2:]
+    elif args[0] == "--answered":
+        answered_file = args[1]
         args = args[2:]
     elif args[0] == "--limit":
         limit = float(args[1])
@@ -49,6 +53,9 @@ def read_out():
         for m in message if isinstance(message, list) else [message]:
             if isinstance(m, dict) and isinstance(m.get("id"), int) and ("result" in m or "error" in m):
                 answered.add(m["id"])
+                if answered_file:
+                    with open(answered_file, "a") as f:
+                        f.write(f"{m['id']}\n")
         if wanted and wanted <= answered:
             done.set()
     done.set()

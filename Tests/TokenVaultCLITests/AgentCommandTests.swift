@@ -71,7 +71,7 @@ extension AgentTests {
             supervisor.terminate()
             s.expect("agent", "stop")
         }
-        for _ in 0..<50 where !FileManager.default.fileExists(atPath: socket) { usleep(100_000) }
+        XCTAssertTrue(eventually(5) { FileManager.default.fileExists(atPath: socket) }, "the supervisor listens")
         func started() -> [Int32] {
             ((try? String(contentsOfFile: pids, encoding: .utf8)) ?? "").split(separator: "\n").compactMap { Int32($0) }
         }

@@ -186,18 +186,16 @@ final class AgentTests: XCTestCase {
     /// The environment a hook ran with, once it has run (it runs in the background).
     func hookEnvironment(_ s: Sandbox, _ event: String) -> [String: String]? {
         let path = s.home + "/hook-" + event
-        for _ in 0..<150 {
-            if let text = try? String(contentsOfFile: path, encoding: .utf8), text.hasSuffix("END\n") {
-                var env: [String: String] = [:]
-                for line in text.split(separator: "\n") {
-                    let parts = line.split(separator: "=", maxSplits: 1).map(String.init)
-                    if parts.count == 2 { env[parts[0]] = parts[1] }
-                }
-                return env
-            }
-            usleep(100_000)
+        func written() -> String? {
+            (try? String(contentsOfFile: path, encoding: .utf8)).flatMap { $0.hasSuffix("END\n") ? $0 : nil }
         }
-        return nil
+        guard eventually(15, { written() != nil }), let text = written() else { return nil }
+        var env: [String: String] = [:]
+        for line in text.split(separator: "\n") {
+            let parts = line.split(separator: "=", maxSplits: 1).map(String.init)
+            if parts.count == 2 { env[parts[0]] = parts[1] }
+        }
+        return env
     }
 
     static let hooks = """
@@ -338,7 +336,7 @@ final class AgentTests: XCTestCase {
             activator.terminate()
             activator.waitUntilExit()
         }
-        for _ in 0..<50 where !FileManager.default.fileExists(atPath: socket) { usleep(100_000) }
+        XCTAssertTrue(eventually(5) { FileManager.default.fileExists(atPath: socket) }, "the activator listens")
         XCTAssertEqual(s.tv("get", "api.example.com").out, "tok-activated")
         let status = try XCTUnwrap(agentStatus(s))
         XCTAssertEqual(status["pid"] as? Int32, activator.processIdentifier, "the activator became the agent")

@@ -344,11 +344,9 @@ final class FleetTests: XCTestCase {
         holder.standardError = FileHandle.nullDevice
         try holder.run()
         // Wait until it holds the fleet lock.
-        var locked = false
-        for _ in 0..<100 where !locked {
-            locked = !cluster.etcdctl("get", "--prefix", "--keys-only", Self.prefix + "killed/lock/").stdout
+        let locked = eventually(10) {
+            !self.cluster.etcdctl("get", "--prefix", "--keys-only", Self.prefix + "killed/lock/").stdout
                 .trimmingCharacters(in: .whitespacesAndNewlines).isEmpty
-            if !locked { usleep(100_000) }
         }
         XCTAssertTrue(locked, "the first get holds the fleet lock")
         let started = Date()

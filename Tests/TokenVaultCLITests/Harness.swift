@@ -309,24 +309,33 @@ final class PrivateKeyring {
 /// (org.freedesktop.Notifications): what it saw, once stopped.
 final class NotificationMonitor {
     private let monitor = Process()
-    private let out = Pipe()
+    private let path = NSTemporaryDirectory() + "tv-monitor-" + UUID().uuidString.prefix(8)
 
     init(_ keyring: PrivateKeyring) throws {
+        FileManager.default.createFile(atPath: path, contents: nil)
         monitor.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-monitor")
         monitor.arguments = ["--session", "interface='org.freedesktop.Notifications'"]
         monitor.environment = keyring.env
-        monitor.standardOutput = out
+        monitor.standardOutput = FileHandle(forWritingAtPath: path)
         try monitor.run()
-        usleep(300_000)  // it has subscribed
+        // It has become a monitor once the bus took its name back (it prints each message as it comes).
+        guard eventually(10, { self.seen.contains("member=NameLost") }) else {
+            throw NSError(domain: "dbus-monitor did not become a monitor within 10 s", code: 1)
+        }
     }
+
+    private var seen: String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
 
     /// Half a second for the last message to arrive, then what it saw.
     func stop() -> String {
         usleep(500_000)
         monitor.terminate()
         monitor.waitUntilExit()
-        return String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        return seen
     }
 
-    deinit { if monitor.isRunning { monitor.terminate() } }
+    deinit {
+        if monitor.isRunning { monitor.terminate() }
+        try? FileManager.default.removeItem(atPath: path)
+    }
 }

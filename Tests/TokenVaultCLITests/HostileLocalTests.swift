@@ -210,12 +210,8 @@ final class HostileLocalTests: QuirkProviderTestCase {
         _ = try startAgent(s)
         let hangsBefore = try stats()["/hang"] ?? 0
         XCTAssertEqual(s.tv("get", "q").out, "still-good")
-        var hanging = false
-        for _ in 0..<150 where !hanging {
-            usleep(100_000)
-            hanging = (try stats()["/hang"] ?? 0) > hangsBefore
-        }
-        XCTAssertTrue(hanging, "the agent is renewing q now")
+        XCTAssertTrue(
+            eventually(15) { ((try? stats())?["/hang"] ?? 0) > hangsBefore }, "the agent is renewing q now")
         let before = try agentRequests(s)
         let started = Date()
         let other = s.tv("get", "api.other.example")

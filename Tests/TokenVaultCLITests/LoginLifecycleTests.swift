@@ -47,8 +47,7 @@ final class LoginLifecycleTests: XCTestCase {
             result.mutate { $0 = r }
             XCTAssertEqual(r.status, 0, "the first login: \(r.stderr)")
         }
-        let deadline = Date().addingTimeInterval(20)
-        while openings(s) == 0, Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        _ = eventually(20) { openings(s) > 0 }
         XCTAssertEqual(openings(s), 1, "the first login opened its browser")
         return group
     }

@@ -133,9 +133,12 @@ final class MCPSessionTests: XCTestCase {
     }
 
     /// The bridge under bridge_driver.py with the client's environment, while
-    /// `meanwhile` runs on this thread: the lines it wrote.
-    func drive(_ s: Sandbox, sends: [(Double, String)], ids: [Int], meanwhile: () -> Void) throws -> [[String: Any]] {
-        var args = [Paths.fixtures.appendingPathComponent("bridge_driver.py").path]
+    /// `meanwhile` runs on this thread (told which ids were answered so far): the lines it wrote.
+    func drive(
+        _ s: Sandbox, sends: [(Double, String)], ids: [Int], meanwhile: (_ answered: () -> Set<Int>) -> Void
+    ) throws -> [[String: Any]] {
+        let answers = s.home + "/answered-" + UUID().uuidString.prefix(8)
+        var args = [Paths.fixtures.appendingPathComponent("bridge_driver.py").path, "--answered", answers]
         for (t, line) in sends { args += ["--at", String(t), line] }
         args += [
             "--until-ids", ids.map(String.init).joined(separator: ","), "--limit", "30", "--", Paths.binary, "mcp", url,
@@ -148,7 +151,12 @@ final class MCPSessionTests: XCTestCase {
             result.mutate { $0 = runProcess("/usr/bin/python3", argv, env: env, limit: 60) }
             done.signal()
         }
-        meanwhile()
+        meanwhile {
+            Set(
+                ((try? String(contentsOfFile: answers, encoding: .utf8)) ?? "").split(separator: "\n").compactMap {
+                    Int($0)
+                })
+        }
         done.wait()
         let run = try XCTUnwrap(result.value)
         return run.stdout.split(separator: "\n").compactMap { raw -> [String: Any]? in
@@ -174,8 +182,8 @@ final class MCPSessionTests: XCTestCase {
         XCTAssertEqual(s.tv("login", url, limit: 60).status, 0)
         s.env["TOKENVAULT_PASSPHRASE"] = nil
         XCTAssertEqual(s.tv("lock").status, 0)
-        let lines = try drive(s, sends: [(0, Self.initialize(1)), (4, Self.initialize(2))], ids: [1, 2]) {
-            usleep(1_500_000)
+        let lines = try drive(s, sends: [(0, Self.initialize(1)), (4, Self.initialize(2))], ids: [1, 2]) { answered in
+            XCTAssertTrue(eventually(10) { answered().contains(1) }, "the first request was answered while locked")
             let unlock = s.tv("unlock", env: ["TOKENVAULT_PASSPHRASE": "correct horse"])
             XCTAssertEqual(unlock.status, 0, unlock.stderr)
             XCTAssertTrue(unlock.stderr.contains("the key is cached for"), unlock.stderr)
@@ -192,8 +200,8 @@ final class MCPSessionTests: XCTestCase {
         let s = try user(backend: "file")
         s.env["TOKENVAULT_PASSPHRASE"] = "correct horse"
         XCTAssertEqual(s.tv("set", "other.example", stdin: "x").status, 0)  // the vault exists, its key is cached
-        let lines = try drive(s, sends: [(0, Self.initialize(1)), (6, Self.initialize(2))], ids: [1, 2]) {
-            usleep(1_500_000)
+        let lines = try drive(s, sends: [(0, Self.initialize(1)), (6, Self.initialize(2))], ids: [1, 2]) { answered in
+            XCTAssertTrue(eventually(10) { answered().contains(1) }, "the first request was answered before the login")
             XCTAssertEqual(s.tv("login", url, limit: 30).status, 0)
         }
         let first = try XCTUnwrap(error(lines.first { $0["id"] as? Int == 1 }), "\(lines)")

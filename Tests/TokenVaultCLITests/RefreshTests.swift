@@ -32,11 +32,7 @@ final class LocalProvider {
 
     /// Waits up to 10 s for the provider to count more refreshes than `before`; true when it did.
     func waitForRefresh(after before: Int) throws -> Bool {
-        for _ in 0..<100 {
-            if (try stats()["refreshes"] ?? 0) > before { return true }
-            usleep(100_000)
-        }
-        return false
+        eventually(10) { ((try? stats())?["refreshes"] ?? 0) > before }
     }
 
     /// A fresh token-endpoint answer, by the authorization-code flow with PKCE.
