@@ -314,12 +314,8 @@ final class DoctorChecks {
     /// Each configured client metadata document fetched, and compared with
     /// the one tokenvault's logins need (docs/providers.md, "Client ID Metadata Documents").
     func checkClientMetadata(_ config: Config) {
-        var urls: [(String, String)] = config.clientMetadataURL.map { [("client_metadata_url", $0)] } ?? []
-        for (name, t) in config.providers.sorted(by: { $0.key < $1.key }) {
-            if let url = t.client_metadata_url { urls.append(("providers.\(name).client_metadata_url", url)) }
-        }
         let transport = CurlTransport(timeout: config.httpTimeout)
-        for (setting, url) in urls {
+        for (setting, url) in ResourceClient.metadataURLs(config) {
             let fix = "host what tokenvault setup client-metadata \(ShellWord.word(url)) prints at that URL"
             do {
                 try ClientMetadataDocument.check(url, setting: setting)

@@ -156,7 +156,12 @@ public final class MCPBridge: @unchecked Sendable {
         routing: (message: JSONValue, version: String)? = nil
     ) {
         let cancel = request.flatMap { id in cancels.withLock { $0[id] } }
-        defer { if let request { cancels.withLock { $0[request] = nil } } }
+        defer {
+            if let request {
+                cancels.withLock { $0[request] = nil }
+                listings.withLock { _ = $0.remove(request) }  // a listing left unanswered
+            }
+        }
         var token: String
         do { token = try host.token() } catch { return fail(request, error, code: .authorization) }
         var routed: [String]?

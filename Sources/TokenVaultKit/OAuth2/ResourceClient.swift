@@ -43,15 +43,18 @@ public enum ResourceClient {
         return config.clientMetadataURL.map { ($0, "client_metadata_url") }
     }
 
+    /// Every `client_metadata_url` of the config, with the setting that names it.
+    public static func metadataURLs(_ config: Config) -> [(setting: String, url: String)] {
+        (config.clientMetadataURL.map { [("client_metadata_url", $0)] } ?? [])
+            + config.providers.sorted(by: { $0.key < $1.key }).compactMap { name, t in
+                t.client_metadata_url.map { ("providers.\(name).client_metadata_url", $0) }
+            }
+    }
+
     /// Every `client_metadata_url` of the config checked (78), before a
     /// login sends anything.
     public static func checkMetadataURLs(_ config: Config) throws {
-        if let url = config.clientMetadataURL { try ClientMetadataDocument.check(url, setting: "client_metadata_url") }
-        for (name, t) in config.providers.sorted(by: { $0.key < $1.key }) {
-            if let url = t.client_metadata_url {
-                try ClientMetadataDocument.check(url, setting: "providers.\(name).client_metadata_url")
-            }
-        }
+        for (setting, url) in metadataURLs(config) { try ClientMetadataDocument.check(url, setting: setting) }
     }
 
     /// A resource's table as kept (issuer, resource, the public client id)

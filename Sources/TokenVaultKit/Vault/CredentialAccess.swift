@@ -91,21 +91,21 @@ public struct CredentialAccess {
     }
 
     /// When `c`'s refresh token dies within `warnBefore` seconds of `now`:
-    /// that moment; nil when it does not, or nobody knows.
-    public static func refreshTokenDies(_ c: Credential, within warnBefore: Int64, now: Int64) -> Int64? {
-        guard warnBefore > 0, c.refreshToken != nil, let at = c.refreshExpiresAt, at - now < warnBefore else {
-            return nil
-        }
-        return at
+    /// that moment; nil when it does not, or nobody knows. `warnBefore` (the
+    /// config) is read only for a credential whose refresh token has an end.
+    public static func refreshTokenDies(
+        _ c: Credential, within warnBefore: @autoclosure () -> Int64, now: Int64
+    ) -> Int64? {
+        guard c.refreshToken != nil, let at = c.refreshExpiresAt else { return nil }
+        let window = warnBefore()
+        return window > 0 && at - now < window ? at : nil
     }
 
     /// Warns, once a day per credential (a mark in the runtime directory),
     /// when its refresh token dies within `warn_before` (docs/providers.md).
     public func warnIfRefreshTokenDying(_ c: Credential) {
         let now = clock.now
-        guard c.refreshToken != nil, c.refreshExpiresAt != nil,
-            let at = Self.refreshTokenDies(c, within: warnBefore(), now: now)
-        else { return }
+        guard let at = Self.refreshTokenDies(c, within: warnBefore(), now: now) else { return }
         let mark = vault.lockPath("warned", c.id)
         if OnceMark.seen(mark, within: 86400, now: now) { return }
         let when =
