@@ -223,21 +223,26 @@ final class HostileLocalTests: QuirkProviderTestCase {
         XCTAssertLessThan(seconds, 10, "answered while the provider hangs (it holds on for 60 s, timeout 30 s)")
     }
 
-    // MARK: Notifications
-
-    func testAProvidersMarkupIsNeverShownAsMarkupOnTheDesktop() throws {
+    /// A sandbox holding an expired credential of provider `q`, whose token
+    /// endpoint is the quirk server's `path`.
+    func expiredAtQuirk(_ path: String) throws -> Sandbox {
         let s = sandbox()
-        s.env["DISPLAY"] = ":99"  // a desktop session: notifications are sent
         try s.writeConfig(
             """
             [providers.q]
             service = "api.quirk.example"
-            token_url = "http://127.0.0.1:\(Self.port)/markup-refusal"
+            token_url = "http://127.0.0.1:\(Self.port)/\(path)"
             client_id = "cid"
             """)
-        XCTAssertEqual(
-            s.tv("set", "q", "--provider", "q", stdin: #"{"access_token":"a","refresh_token":"r","expires_at":1}"#)
-                .status, 0)
+        s.expect("set", "q", "--provider", "q", stdin: #"{"access_token":"a","refresh_token":"r","expires_at":1}"#)
+        return s
+    }
+
+    // MARK: Notifications
+
+    func testAProvidersMarkupIsNeverShownAsMarkupOnTheDesktop() throws {
+        let s = try expiredAtQuirk("markup-refusal")
+        s.env["DISPLAY"] = ":99"  // a desktop session: notifications are sent
         let monitor = try NotificationMonitor(Self.keyring)
         XCTAssertEqual(s.tv("get", "q").status, 4)
         let seen = monitor.stop()
@@ -250,17 +255,7 @@ final class HostileLocalTests: QuirkProviderTestCase {
     // MARK: A client the provider does not accept
 
     func testInvalidClientSaysWhereTheClientIsSet() throws {
-        let s = sandbox()
-        try s.writeConfig(
-            """
-            [providers.q]
-            service = "api.quirk.example"
-            token_url = "http://127.0.0.1:\(Self.port)/invalid-client"
-            client_id = "cid"
-            """)
-        XCTAssertEqual(
-            s.tv("set", "q", "--provider", "q", stdin: #"{"access_token":"a","refresh_token":"r","expires_at":1}"#)
-                .status, 0)
+        let s = try expiredAtQuirk("invalid-client")
         let r = s.tv("get", "q")
         XCTAssertEqual(r.status, 76, r.stderr)
         let config = s.env["XDG_CONFIG_HOME"]! + "/tokenvault/config.toml"
