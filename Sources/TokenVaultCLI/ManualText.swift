@@ -284,60 +284,84 @@ public enum ManualText {
         ),
     ]
 
+    /// EXAMPLES: shell-script use.
+    public static let examples: [(title: String, code: String)] = [
+        (
+            "Store what a token endpoint returned, or one bare token line, from stdin:",
+            """
+            curl -s -d @params https://example.com/oauth/token | tokenvault set api.example.com
+            tokenvault set api.weibo.com < token.json
+            """
+        ),
+        (
+            "Use a token in a script; a failure stops the script with tokenvault's exit status:",
+            """
+            TOKEN=$(tokenvault get api.weibo.com) || exit
+            curl -H "Authorization: Bearer $TOKEN" https://api.weibo.com/2/users/show.json
+            """
+        ),
+        (
+            "Pass the header on stdin, so the token never appears in a process listing:",
+            """
+            tokenvault header api.github.com | curl -H @- https://api.github.com/user
+            """
+        ),
+        (
+            "Sign an OAuth 1.0a request for its method and URL:",
+            """
+            URL=https://api.twitter.com/1.1/account/verify_credentials.json
+            tokenvault header api.twitter.com --url "$URL" | curl -H @- "$URL"
+            """
+        ),
+        (
+            "Run a program with the token in its environment:",
+            """
+            tokenvault exec api.weibo.com -- ./upload.sh
+            """
+        ),
+        (
+            "Log in only when needed:",
+            """
+            tokenvault status api.weibo.com >/dev/null || tokenvault login weibo
+            """
+        ),
+        (
+            "Tell the failures apart:",
+            """
+            token=$(tokenvault get api.weibo.com)
+            case $? in
+              0) ;;
+              3|4) tokenvault login weibo ;;       # nothing stored, or login required
+              75) sleep 60 ;;                      # provider unreachable; nothing lost
+              *) exit 1 ;;
+            esac
+            """
+        ),
+        (
+            "Let git push to GitHub with the vault's token, renewed before it expires:",
+            """
+            git config --global credential.https://github.com.helper ''
+            git config --global --add credential.https://github.com.helper '!tokenvault git-credential'
+            """
+        ),
+        (
+            "Log in to a remote MCP server knowing only its URL, and let an MCP client use it:",
+            """
+            tokenvault login https://mcp.example.com/mcp
+            tokenvault mcp https://mcp.example.com/mcp --print-config
+            """
+        ),
+        (
+            "Read the vault passphrase from a password manager, and keep the key cached for an hour:",
+            """
+            export TOKENVAULT_PASSPHRASE_COMMAND='pass show tokenvault'
+            export TOKENVAULT_KEY_TTL=3600
+            """
+        ),
+    ]
+
     /// The man page's SEE ALSO.
     public static let seeAlso: [(page: String, section: Int)] = [
         ("secret-tool", 1), ("gnome-keyring-daemon", 1), ("keyctl", 1), ("curl", 1),
     ]
-
-    /// The root command's discussion: `tokenvault --help`. The tables are
-    /// wrapped here, with a hanging indent, as the parser keeps short lines.
-    /// `tokenvault --help`: for people, in a screen (the commands follow it);
-    /// the reference is in the man page and the help topics.
-    static let helpDiscussion = """
-        A SERVICE is a host (api.weibo.com), a URL (https://api.weibo.com/2/) or a provider \
-        name (weibo); --account keeps several logins per service.
-
-        More: man tokenvault; tokenvault help environment; tokenvault help exit-codes; \
-        the docs/ of the source.
-        """
-
-    /// `tokenvault help exit-codes`: the table the man page's EXIT STATUS has.
-    static var exitCodesText: String {
-        table(TokenVaultError.exitCodes.map { (String($0.code), $0.meaning) })
-    }
-
-    /// `tokenvault help environment`: the table the man page's ENVIRONMENT has.
-    static var environmentText: String { table(environment.map { ($0.name, $0.meaning) }) }
-
-    /// Two columns, the second wrapped to `width` under itself. This runs at
-    /// every start (the root command's configuration is built for every
-    /// parse), so it works on bytes: Character counting here cost ~0.8 ms.
-    static func table(_ rows: [(String, String)], width: Int = 79) -> String {
-        let space: UInt8 = 0x20, newline: UInt8 = 0x0A
-        let indent = 2 + min(rows.map(\.0.utf8.count).max() ?? 0, 30) + 2
-        var out: [UInt8] = []
-        out.reserveCapacity(rows.count * 2 * width)
-        for (key, text) in rows {
-            if !out.isEmpty { out.append(newline) }
-            out += [space, space]
-            out += key.utf8
-            var column = 2 + key.utf8.count
-            for word in Array(text.utf8).split(separator: space) {
-                if column < indent {
-                    out += repeatElement(space, count: indent - column)
-                    column = indent
-                } else if column + 1 + word.count > width {
-                    out.append(newline)
-                    out += repeatElement(space, count: indent)
-                    column = indent
-                } else {
-                    out.append(space)
-                    column += 1
-                }
-                out += word
-                column += word.count
-            }
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
 }
