@@ -14,7 +14,8 @@ extension AgentServer {
     /// commands want it. After each renewal the loop looks again, so the next
     /// one is scheduled from the new expiry. A refused renewal is recorded as
     /// by any command, and such a credential is not tried again; a temporary
-    /// failure is tried again a minute later (sooner for a short token).
+    /// failure is tried again a minute later (sooner for a short token), and
+    /// no credential is tried twice within `AheadOfNeed.floor` seconds.
     func renewAhead() {
         while true {
             let pause = renewDue()
@@ -58,12 +59,15 @@ extension AgentServer {
                         k.never = nil
                         // One renewal per credential at a time; it wakes this loop when it ends.
                         if k.renewing { return false }
-                        if let failed = k.failedAt, now < policy.retry(after: failed, for: c) {
-                            k.nextRenewal = policy.retry(after: failed, for: c)
-                            next = min(next, k.nextRenewal!)
-                            return false
+                        if let last = k.attempt {
+                            let earliest = policy.earliest(after: last.at, failed: last.failed, for: c)
+                            if now < earliest {
+                                k.nextRenewal = earliest
+                                next = min(next, earliest)
+                                return false
+                            }
                         }
-                        (k.renewing, k.nextRenewal) = (true, now)
+                        (k.renewing, k.nextRenewal, k.attempt) = (true, now, (now, false))
                         return true
                     }
                 }
@@ -96,7 +100,7 @@ extension AgentServer {
                 if outcome.asked { s.renewals += 1 }
                 guard var k = s.kept[c.id] else { return }
                 k.renewing = false
-                k.failedAt = outcome.failed ? now : nil
+                k.attempt = (now, outcome.failed)
                 k.last = (now, outcome.text)
                 s.kept[c.id] = k
             }

@@ -25,8 +25,9 @@ final class AgentServer: @unchecked Sendable {
         var never: String?
         /// The last renewal's second and outcome.
         var last: (at: Int64, outcome: String)?
-        /// When a renewal last failed for now (tried again soon).
-        var failedAt: Int64?
+        /// When the last renewal started, and whether it failed for now: the
+        /// next one waits (`AheadOfNeed.earliest`), whatever its outcome.
+        var attempt: (at: Int64, failed: Bool)?
         /// A renewal is under way on a thread of its own.
         var renewing = false
     }

@@ -134,4 +134,56 @@ final class AheadOfNeedTests: XCTestCase {
         XCTAssertEqual(policy.retry(after: 1_000, for: record(issued: 990, lifetime: 30)), 1_010)
         XCTAssertEqual(policy.retry(after: 1_000, for: record(issued: 980, lifetime: 22)), 1_005)
     }
+
+    /// A provider down for a minute: each renewal ahead of need fails for now.
+    /// The failure is the renewal's error (never "renewed by another
+    /// process", which the loop would take for success and try again at
+    /// once), and the loop, run as the agent runs it, asks no more often
+    /// than the retry rule says.
+    func testAnOutageIsAFailureAndIsAskedAtMostOncePerRetry() throws {
+        let store = MemoryStore()
+        let clock = TestClock(1_000)
+        try store.save(record(issued: 1_000, lifetime: 20))
+        let config = try Config.parse(
+            """
+            [providers.local]
+            token_url = "http://127.0.0.1:9000/token"
+            client_id = "cid"
+            """)
+        let t = ScriptedTransport(
+            (0..<1_000).map { _ in ScriptedTransport.json(#"{"error":"unavailable"}"#, status: 503) })
+        let refresher = Refresher(
+            vault: CredentialVault(store: store, runtimeDirectory: runtime), transport: t, clock: clock,
+            provider: { try OAuth2Provider.resolve($0, config: config, configPath: "c") }, warn: { _ in })
+        let policy = AheadOfNeed(minValid: 60)
+        var attempt: (at: Int64, failed: Bool)?
+        var failures = 0
+        // Ten calls a second for a minute, as a loop woken by every outcome would make.
+        for tenth in 0..<600 {
+            let now = 1_000 + Int64(tenth / 10)
+            clock.now = now
+            let c = try XCTUnwrap(store.load(id))
+            guard policy.decision(for: c, status: status(c, at: now), now: now) == .renew else { continue }
+            if let last = attempt, now < policy.earliest(after: last.at, failed: last.failed, for: c) { continue }
+            do {
+                _ = try policy.renew(c, with: refresher)
+                attempt = (now, false)
+            } catch TokenVaultError.temporary {
+                attempt = (now, true)
+                failures += 1
+            }
+        }
+        XCTAssertGreaterThan(failures, 0, "the outage is seen as a failure")
+        XCTAssertEqual(failures, t.requests.count, "every request that went out failed and was counted")
+        // Due at 1010; then every 5 s (the floor) while it has less than 10 s left.
+        XCTAssertLessThanOrEqual(t.requests.count, 60 / Int(AheadOfNeed.floor) + 1, "\(t.requests.count) requests")
+        XCTAssertEqual(try store.load(id)?.accessToken, "at-1000", "nothing stored is altered")
+    }
+
+    func testTheNextRenewalWaitsForTheFloorWhateverTheOutcome() {
+        let policy = AheadOfNeed(minValid: 60)
+        let c = record(issued: 990, lifetime: 3_600)
+        XCTAssertEqual(policy.earliest(after: 1_000, failed: false, for: c), 1_000 + AheadOfNeed.floor)
+        XCTAssertEqual(policy.earliest(after: 1_000, failed: true, for: c), 1_060)
+    }
 }

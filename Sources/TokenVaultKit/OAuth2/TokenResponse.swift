@@ -40,6 +40,13 @@ public enum TokenResponse {
     ) throws -> [String: JSONValue] {
         let object = fields(response.body)
         if let object, let code = object["error"]?.text {
+            // A server that is down may still wrap its 5xx in an error of its own
+            // naming: that is the outage, not a refusal (docs/reference.md, exit 75).
+            let refusals = ["invalid_grant", "access_denied", "expired_token", "invalid_client", "unauthorized_client"]
+            if response.status >= 500 || response.status == 429, !refusals.contains(code) {
+                let shown = OutsideText.line(code, redacting: sentSecrets, limit: 80)
+                throw TokenVaultError.temporary("\(host) answered HTTP \(response.status) (\(shown))")
+            }
             throw error(
                 code: code, description: object["error_description"]?.text, provider: provider,
                 sentSecrets: sentSecrets,

@@ -59,6 +59,7 @@ public struct AheadOfNeed: Sendable {
     public func renew(_ c: Credential, with refresher: Refresher) throws -> (Credential?, asked: Bool) {
         var asked = false
         var r = refresher
+        r.handsBackOnTemporaryFailure = false
         let told = r.exchanged
         r.exchanged = { id in
             asked = true
@@ -74,6 +75,17 @@ public struct AheadOfNeed: Sendable {
     /// later, or sooner when the token has less than two minutes left.
     public func retry(after failure: Int64, for c: Credential) -> Int64 {
         let left = (c.expiresAt ?? failure) - failure
-        return failure + min(60, max(left / 2, 5))
+        return failure + min(60, max(left / 2, Self.floor))
+    }
+
+    /// The fewest seconds between two renewals of one credential, whatever
+    /// the last one's outcome: a renewal that finds the record still due
+    /// (another process stored one as short, a clock that jumped) waits too.
+    public static let floor: Int64 = 5
+
+    /// The earliest second of the next renewal of `c` after one at `attempt`:
+    /// the retry rule after a failure, else the floor.
+    public func earliest(after attempt: Int64, failed: Bool, for c: Credential) -> Int64 {
+        failed ? retry(after: attempt, for: c) : attempt + Self.floor
     }
 }
