@@ -742,6 +742,23 @@ _tokenvault_help() {
 }
 
 complete -o filenames -F _tokenvault tokenvault
+# tokenvault: candidates are taken as they are, never expanded.
+__tokenvault_add_completions() {
+    if [[ "${1}" != -W ]]; then
+        local completion
+        while IFS='' read -r completion; do
+            COMPREPLY+=("${completion}")
+        done < <(IFS=$'\n' compgen "${@}" -- "${cur}")
+        return
+    fi
+    local -a lines=()
+    [[ -n "${2}" ]] && mapfile -t lines <<< "${2}"
+    local line
+    for line in "${lines[@]}"; do
+        [[ -n "${line}" && "${line}" == "${cur}"* ]] && COMPREPLY+=("${line}")
+    done
+}
+
 # tokenvault: a service is host:port, which bash splits at ':'.
 _tokenvault_words() {
     local line="${COMP_LINE}" w
@@ -766,6 +783,7 @@ _tokenvault_words() {
     local reply
     for reply in "${COMPREPLY[@]}"; do [[ -e "${reply}" ]] && return; done
     compopt +o filenames 2>/dev/null
+    for i in "${!COMPREPLY[@]}"; do printf -v 'COMPREPLY[i]' '%q' "${COMPREPLY[i]}"; done
     return 0
 }
 

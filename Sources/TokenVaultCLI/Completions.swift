@@ -47,16 +47,16 @@ enum Completions {
     }
 
     /// Candidates as each shell's generated script reads them back, so an
-    /// account like `it's`, `a:b` or `back\slash` is offered as it is:
-    /// bash's script passes them through `compgen -W`, which expands each
-    /// word (quotes and `\` would be removed, `$` expanded); zsh's through
-    /// `_describe`, which reads `value:description` (`\` escapes, `:` splits).
-    /// fish takes them verbatim.
+    /// account like `it's`, `a:b` or `back\slash` is offered as it is: bash's
+    /// (with `bashWords`) takes each line verbatim, never expanding it, and
+    /// quotes what it inserts; zsh's reads `value:description` through
+    /// `_describe` (`\` escapes, `:` splits). fish takes them verbatim. A
+    /// value with a line break cannot be one line of the answer: not offered.
     static func candidates(_ values: [String]) -> [String] {
+        let lines = values.filter { !$0.contains(where: \.isNewline) }
         switch CompletionShell.requesting {
-        case .bash?: return values.map { escaping($0, "\\'\"$`") }
-        case .zsh?: return values.map { escaping($0, "\\:") }
-        default: return values
+        case .zsh?: return lines.map { escaping($0, "\\:") }
+        default: return lines
         }
     }
 
@@ -133,14 +133,38 @@ enum Completions {
 
 extension Completions {
     /// Appended to the bash script swift-argument-parser generates (docs/config.md, "Shell completion"):
-    /// bash splits a word at `:` (COMP_WORDBREAKS), so the generated script
-    /// would count `127.0.0.1`, `:` and `18765` as three arguments. The words
-    /// are put back together first (as bash-completion's
-    /// `_get_comp_words_by_ref -n :` does), and what is completed is the part
-    /// after the last colon, which is what bash replaces. A service or
-    /// resource key is not a file: `-o filenames` (which would show
-    /// `host/a/mcp` as `mcp`) stays only when a candidate is one.
+    /// - The generated script reads a custom completion's lines through
+    ///   `compgen -W`, which expands each (a stored account named `$(cmd)` or
+    ///   `<(cmd)`, written by another fleet host or any program on the session
+    ///   bus, would run on TAB): `__tokenvault_add_completions` is redefined to
+    ///   take `-W`'s lines verbatim, filtered by what is typed.
+    /// - bash splits a word at `:` (COMP_WORDBREAKS), so the generated script
+    ///   would count `127.0.0.1`, `:` and `18765` as three arguments. The words
+    ///   are put back together first (as bash-completion's
+    ///   `_get_comp_words_by_ref -n :` does), and what is completed is the part
+    ///   after the last colon, which is what bash replaces.
+    /// - A service or resource key is not a file: `-o filenames` (which would
+    ///   show `host/a/mcp` as `mcp`) stays only when a candidate is one, and
+    ///   otherwise every candidate is quoted as a shell word (`printf %q`), as
+    ///   readline quotes file names, so `a;touch x` is inserted as one word.
     static let bashWords = #"""
+
+        # tokenvault: candidates are taken as they are, never expanded.
+        __tokenvault_add_completions() {
+            if [[ "${1}" != -W ]]; then
+                local completion
+                while IFS='' read -r completion; do
+                    COMPREPLY+=("${completion}")
+                done < <(IFS=$'\n' compgen "${@}" -- "${cur}")
+                return
+            fi
+            local -a lines=()
+            [[ -n "${2}" ]] && mapfile -t lines <<< "${2}"
+            local line
+            for line in "${lines[@]}"; do
+                [[ -n "${line}" && "${line}" == "${cur}"* ]] && COMPREPLY+=("${line}")
+            done
+        }
 
         # tokenvault: a service is host:port, which bash splits at ':'.
         _tokenvault_words() {
@@ -166,6 +190,7 @@ extension Completions {
             local reply
             for reply in "${COMPREPLY[@]}"; do [[ -e "${reply}" ]] && return; done
             compopt +o filenames 2>/dev/null
+            for i in "${!COMPREPLY[@]}"; do printf -v 'COMPREPLY[i]' '%q' "${COMPREPLY[i]}"; done
             return 0
         }
 

@@ -2,7 +2,7 @@
 """Asks a real interactive fish or zsh what TAB offers for a command line,
 or a real interactive bash what its TAB shows.
 
-Usage: complete_shell.py fish|zsh|bash COMPLETION_SCRIPT WORD... (the last word is
+Usage: complete_shell.py fish|zsh|bash|bash-line COMPLETION_SCRIPT WORD... (the last word is
 the one being completed; give "" for an empty one). Prints one candidate per
 line. The shell runs on a pseudo-terminal of its own (pexpect), since neither
 completes outside interactive mode, and is killed if it outlives 20 s.
@@ -13,6 +13,8 @@ command (XDG_DATA_DIRS/fish/vendor_completions.d), reading its own config.
 bash: the script sourced, the line typed and TAB pressed with
 show-all-if-ambiguous on; prints each word readline listed on the terminal
 (as a user sees them: with `-o filenames`, a name's last path segment).
+bash-line: the same, but prints the command line as TAB left it (what
+readline inserted, quoted or not), then presses Enter on it.
 zsh: compinit with the script's directory on fpath, then the line is typed and
 completed by a widget; a compadd wrapper records every match zsh would offer
 (the technique of zsh-capture-completion).
@@ -72,6 +74,8 @@ def run(shell, script, words):
                 return [l.split("\t")[0] for l in f.read().splitlines()]
         if shell == "bash":
             return bash_listing(script, line, env)
+        if shell == "bash-line":
+            return bash_line(script, line, env, out)
         env["ZDOTDIR"] = tmp
         with open(os.path.join(tmp, ".zshrc"), "w") as f:
             f.write(ZSHRC % {"dir": shlex.quote(os.path.dirname(os.path.abspath(script)))})
@@ -113,8 +117,29 @@ def bash_listing(script, line, env):
     return shown.split()
 
 
+def bash_line(script, line, env, out):
+    env = dict(env, PS1="tv-ready> ")
+    child = pexpect.spawn("bash", ["--norc", "--noprofile", "-i"], env=env, timeout=LIMIT, dimensions=(40, 200))
+    try:
+        child.expect_exact("tv-ready> ")
+        child.sendline("source %s; bind -x '\"\\C-t\": printf \"%%s\\n\" \"$READLINE_LINE\" > \"$TV_OUT\"'"
+                       % shlex.quote(script))
+        child.expect_exact("tv-ready> ")
+        # readline reads keys in order: ^T runs once TAB's completion is done.
+        child.send(line + "\t\x14")
+        deadline = time.time() + LIMIT
+        while time.time() < deadline and not open(out).read():
+            time.sleep(0.05)
+        child.send("\r")
+        child.expect_exact("tv-ready> ")
+    finally:
+        child.close(force=True)
+    with open(out) as f:
+        return f.read().splitlines()
+
+
 if __name__ == "__main__":
-    if len(sys.argv) < 4 or sys.argv[1] not in ("fish", "zsh", "bash"):
+    if len(sys.argv) < 4 or sys.argv[1] not in ("fish", "zsh", "bash", "bash-line"):
         raise SystemExit(__doc__)
     for candidate in run(sys.argv[1], sys.argv[2], sys.argv[3:]):
         print(candidate)

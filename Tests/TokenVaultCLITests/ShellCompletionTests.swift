@@ -146,9 +146,9 @@ final class ShellCompletionTests: XCTestCase {
         }
     }
 
-    /// Each shell's script reads candidates back its own way (bash expands
-    /// them, zsh splits at `:`); accounts with quotes, `$`, `\`, `:` or a
-    /// space still come back as they are.
+    /// Each shell's script reads candidates back its own way (bash takes
+    /// them verbatim and inserts them quoted, zsh splits at `:`); accounts
+    /// with quotes, `$`, `\`, `:` or a space still come back as they are.
     func testAccountsWithShellSpecialCharacters() {
         let accounts = ["a:b", "back\\slash", "it's", "work bot", "x$y", "\"q\""]
         s.env["TOKENVAULT_PASSPHRASE"] = "correct horse"
@@ -157,12 +157,48 @@ final class ShellCompletionTests: XCTestCase {
         }
         s.env["TOKENVAULT_PASSPHRASE"] = nil
         for shell in Shell.allCases {
+            // bash's COMPREPLY holds what readline inserts: each word quoted as printf %q does.
+            let expected = shell == .bash ? accounts.map(Self.bashQuoted) : accounts
             XCTAssertEqual(
-                complete(shell, "tokenvault", "get", "api.odd.example", "--account", "").sorted(), accounts.sorted(),
+                complete(shell, "tokenvault", "get", "api.odd.example", "--account", "").sorted(), expected.sorted(),
                 "\(shell)")
             XCTAssertEqual(
-                complete(shell, "tokenvault", "get", "api.odd.example", "--account", "it"), ["it's"], "\(shell)")
+                complete(shell, "tokenvault", "get", "api.odd.example", "--account", "it"),
+                [shell == .bash ? "it\\'s" : "it's"], "\(shell)")
         }
+    }
+
+    /// A word as bash's `printf %q` quotes it.
+    static func bashQuoted(_ word: String) -> String {
+        runProcess("/bin/bash", ["-c", #"printf '%q' "$1""#, "_", word], env: ["PATH": "/usr/bin:/bin"]).stdout
+    }
+
+    /// Accounts are written by whoever can write the store (another host of
+    /// the fleet, any program on the session bus): TAB never runs what one
+    /// names, and inserts it as one quoted word, so Enter does not run it either.
+    func testBashNeverRunsWhatAStoredAccountNames() throws {
+        let dir = s.home + "/tab"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let hostile = ["$(touch ran-dollar)", "<(touch ran-process)", "`touch ran-backtick`", "s;touch ran-semicolon"]
+        s.env["TOKENVAULT_PASSPHRASE"] = "correct horse"
+        for account in hostile {
+            XCTAssertEqual(s.tv("set", "api.hostile.example", "--account", account, stdin: "t\n").status, 0, account)
+        }
+        s.env["TOKENVAULT_PASSPHRASE"] = nil
+        let offered = complete(.bash, "tokenvault", "get", "api.hostile.example", "--account", "", in: dir)
+        XCTAssertEqual(offered.sorted(), hostile.map(Self.bashQuoted).sorted())
+        // In a real interactive bash: TAB inserts the one candidate quoted, and Enter runs tokenvault with it.
+        let line = runProcess(
+            "/usr/bin/python3",
+            [
+                Paths.fixtures.appendingPathComponent("complete_shell.py").path, "bash-line",
+                Paths.root.appendingPathComponent("completions/tokenvault.bash").path, "tokenvault", "get",
+                "api.hostile.example", "--account", "s",
+            ], env: s.env, limit: 60, in: dir)
+        XCTAssertEqual(
+            line.stdout, "tokenvault get api.hostile.example --account s\\;touch\\ ran-semicolon \n", line.stderr)
+        let left = try FileManager.default.contentsOfDirectory(atPath: dir)
+        XCTAssertEqual(left, [], "nothing a stored account names was run: \(left)")
     }
 
     func testLockedVaultOffersNothingAndNeverPrompts() {
