@@ -16,18 +16,67 @@ final class FileVaultUnitTests: XCTestCase {
     override func tearDown() { try? FileManager.default.removeItem(atPath: dir) }
 
     final class CountingCache: KeyCache, @unchecked Sendable {
-        var stored: [String: [UInt8]] = [:]
+        private let lock = NSLock()
+        private var _stored: [String: [UInt8]] = [:]
+        var stored: [String: [UInt8]] {
+            get { lock.withLock { _stored } }
+            set { lock.withLock { _stored = newValue } }
+        }
         var loads = 0
+        /// What `generation()` answers, call after call (the last one from then on).
+        var generations: [[UInt8]] = [[0]]
         func load(name: String) -> SecureBytes? {
-            loads += 1
-            return stored[name].map { SecureBytes($0) }
+            lock.withLock {
+                loads += 1
+                return _stored[name].map { SecureBytes($0) }
+            }
         }
-        func store(name: String, key: SecureBytes, ttl: Int) { stored[name] = key.bytes }
-        func forget(name: String) -> Bool { stored.removeValue(forKey: name) != nil }
+        func store(name: String, key: SecureBytes, ttl: Int) { lock.withLock { _stored[name] = key.bytes } }
+        func forget(name: String) -> Bool { lock.withLock { _stored.removeValue(forKey: name) != nil } }
         func forgetAll() -> Int {
-            defer { stored = [:] }
-            return stored.count
+            lock.withLock {
+                defer { _stored = [:] }
+                return _stored.count
+            }
         }
+        func generation() -> [UInt8]? {
+            lock.withLock { generations.count > 1 ? generations.removeFirst() : generations[0] }
+        }
+        func advanceGeneration() { lock.withLock { generations = [[(generations.last?.first ?? 0) &+ 1]] } }
+    }
+
+    /// A `lock` while the key was being derived: the derivation opens the
+    /// vault for its own request, but does not cache the key.
+    func testALockDuringADerivationKeepsItsKeyOutOfTheCache() throws {
+        let cache = CountingCache()
+        try vault(pass: "p").save(try cred("a.com", "1"))
+        cache.generations = [[0], [1]]  // read before deriving, then a lock came
+        XCTAssertEqual(try vault(pass: "p", cache: cache, ttl: 60).load(try cred("a.com", "").id)?.accessToken, "1")
+        XCTAssertEqual(cache.stored.count, 0, "not cached after the lock")
+        XCTAssertEqual(try vault(pass: "p", cache: cache, ttl: 60).load(try cred("a.com", "").id)?.accessToken, "1")
+        XCTAssertEqual(cache.stored.count, 1, "cached when no lock came")
+    }
+
+    /// Eight readers at once after the key's time ran out: one runs the
+    /// passphrase command and derives, the others wait and take its key.
+    func testReadersSideBySideDeriveTheKeyOnce() throws {
+        try vault(pass: "p").save(try cred("a.com", "1"))
+        let log = dir + "/asked"
+        let cache = CountingCache()
+        let settings = Settings(environment: ["TOKENVAULT_PASSPHRASE_COMMAND": "echo x >> \(log); echo p"])
+        let path = dir + "/v/vault"
+        let id = try cred("a.com", "").id
+        let tokens = Locked<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 8) { _ in
+            let reader = FileStore(
+                path: path, passphrase: PassphraseSource(settings: settings, terminalPath: nil),
+                keyCache: cache, keyTTL: 60, newVaultParams: .minimum)
+            let token = (try? reader.load(id))??.accessToken ?? "failed"
+            tokens.mutate { $0.append(token) }
+        }
+        XCTAssertEqual(tokens.value, Array(repeating: "1", count: 8))
+        let asked = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n").count
+        XCTAssertEqual(asked, 1, "the passphrase command ran once")
     }
 
     func vault(pass: String?, cache: KeyCache = NoKeyCache(), ttl: Int = 0) -> FileStore {

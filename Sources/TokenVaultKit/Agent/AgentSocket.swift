@@ -130,14 +130,17 @@ public enum AgentSocket {
         return read(fd, n)
     }
 
+    /// Reads `count` bytes, keeping only what has arrived: a frame that
+    /// announces a megabyte and sends nothing costs nothing.
     private static func read(_ fd: Int32, _ count: Int) -> [UInt8]? {
-        var out = [UInt8](repeating: 0, count: count)
-        var done = 0
-        while done < count {
-            let r = out.withUnsafeMutableBytes { recv(fd, $0.baseAddress! + done, count - done, 0) }
+        var out: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: min(count, 1 << 16))
+        while out.count < count {
+            let want = min(chunk.count, count - out.count)
+            let r = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress!, want, 0) }
             if r < 0, errno == EINTR { continue }
             guard r > 0 else { return nil }
-            done += r
+            out += chunk[0..<r]
         }
         return out
     }

@@ -11,6 +11,22 @@ public protocol KeyCache: Sendable {
     @discardableResult func forget(name: String) -> Bool
     /// Forgets every key tokenvault cached; returns how many.
     @discardableResult func forgetAll() -> Int
+    /// A value that `lock` changes (`advanceGeneration`) before it forgets
+    /// keys: a derivation that began before a `lock` and ends after it sees
+    /// another value and does not cache its key (docs/security.md).
+    func generation() -> [UInt8]?
+    func advanceGeneration()
+}
+
+extension KeyCache {
+    /// Caches `key` unless a `lock` came since `generation` was read: checked
+    /// after the store, so that a `lock` between the check and the store (it
+    /// advances, then forgets) cannot leave the key behind.
+    public func store(name: String, key: SecureBytes, ttl: Int, since generation: [UInt8]?) {
+        guard self.generation() == generation else { return }
+        store(name: name, key: key, ttl: ttl)
+        if self.generation() != generation { forget(name: name) }
+    }
 }
 
 /// The kernel's per-user keyring (keyctl(2)): keys live in kernel memory,
@@ -74,6 +90,30 @@ public struct KernelKeyring: KeyCache {
     }
 }
 
+extension KernelKeyring {
+    /// Not a key: 16 random bytes that `lock` replaces; it never expires and
+    /// `forgetAll` (which forgets only `prefix` names) leaves it.
+    static let generationName = "tokenvault-lock:generation"
+
+    public func generation() -> [UInt8]? {
+        let found = keyctl_search(KEY_SPEC_USER_KEYRING, "user", Self.generationName, 0)
+        guard found > 0, let id = key_serial_t(exactly: found) else { return nil }
+        var buffer: UnsafeMutableRawPointer?
+        let n = keyctl_read_alloc(id, &buffer)
+        guard n > 0, let buffer else { return nil }
+        defer { free(buffer) }
+        return Array(UnsafeRawBufferPointer(start: buffer, count: Int(n)))
+    }
+
+    public func advanceGeneration() {
+        let value = Sodium.randomBytes(16)
+        let id = value.withUnsafeBytes {
+            add_key("user", Self.generationName, $0.baseAddress, $0.count, KEY_SPEC_USER_KEYRING)
+        }
+        if id > 0 { _ = keyctl_setperm(id, 0x3f3f_0000) }
+    }
+}
+
 /// A cache that keeps nothing (`TOKENVAULT_KEY_TTL=0`, and tests).
 public struct NoKeyCache: KeyCache {
     public init() {}
@@ -81,4 +121,6 @@ public struct NoKeyCache: KeyCache {
     public func store(name: String, key: SecureBytes, ttl: Int) {}
     public func forget(name: String) -> Bool { false }
     public func forgetAll() -> Int { 0 }
+    public func generation() -> [UInt8]? { nil }
+    public func advanceGeneration() {}
 }

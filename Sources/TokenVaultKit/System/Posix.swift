@@ -199,31 +199,67 @@ public final class Locked<Value>: @unchecked Sendable {
     }
 }
 
-/// The threads of `Posix.onWorker`: each runs a job, then waits idle for the next.
+/// The threads of `Posix.onWorker`: each runs a job, then waits idle for the
+/// next. At most `most` of them: a job beyond that waits in line for the first
+/// free one (a hundred clients that send half a request each hold no hundred
+/// threads). One idle for `idleSeconds` leaves.
 private final class Workers: @unchecked Sendable {
     static let shared = Workers()
-    private let idle = Locked<[Worker]>([])
+    static let most = 32
+    static let idleSeconds = 30.0
 
     final class Worker: @unchecked Sendable {
         let ready = DispatchSemaphore(value: 0)
+        /// Set under `state`'s lock by whoever hands the worker a job.
         var job: (@Sendable () -> Void)?
     }
 
+    private struct State {
+        var idle: [Worker] = []
+        var threads = 0
+        var waiting: [@Sendable () -> Void] = []
+    }
+    private let state = Locked(State())
+
     func run(_ body: @escaping @Sendable () -> Void) {
-        if let worker = idle.withLock({ $0.popLast() }) {
-            worker.job = body
-            worker.ready.signal()
-            return
-        }
-        let worker = Worker()
-        worker.job = body
-        Posix.spawnThread { [self] in
-            while true {
-                worker.job?()
-                worker.job = nil
-                idle.withLock { $0.append(worker) }
-                worker.ready.wait()
+        let (handed, start) = state.withLock { s -> (Worker?, Worker?) in
+            if let worker = s.idle.popLast() {
+                worker.job = body
+                return (worker, nil)
             }
+            guard s.threads < Self.most else {
+                s.waiting.append(body)
+                return (nil, nil)
+            }
+            s.threads += 1
+            let worker = Worker()
+            worker.job = body
+            return (nil, worker)
+        }
+        handed?.ready.signal()
+        if let start { Posix.spawnThread { [self] in loop(start) } }
+    }
+
+    private func loop(_ worker: Worker) {
+        while true {
+            let job = state.withLock { _ in worker.job }
+            job?()
+            let next = state.withLock { s -> Bool in
+                worker.job = s.waiting.isEmpty ? nil : s.waiting.removeFirst()
+                if worker.job == nil { s.idle.append(worker) }
+                return worker.job != nil
+            }
+            if next { continue }
+            if worker.ready.wait(timeout: .now() + Self.idleSeconds) == .success { continue }
+            // Idle long enough: leave, unless a job was handed over meanwhile.
+            let leave = state.withLock { s -> Bool in
+                guard let i = s.idle.firstIndex(where: { $0 === worker }) else { return false }
+                s.idle.remove(at: i)
+                s.threads -= 1
+                return true
+            }
+            if leave { return }
+            worker.ready.wait()
         }
     }
 }

@@ -26,10 +26,10 @@ extension EtcdStore {
         return Unlocked(key: key, names: namingKey(key), kdfValue: Array(bytes[Sodium.keyBytes...]))
     }
 
-    fileprivate func cache(_ u: Unlocked) {
+    fileprivate func cache(_ u: Unlocked, since generation: [UInt8]?) {
         var blob = u.key.bytes + u.kdfValue
         defer { Sodium.wipe(&blob) }
-        keyCache.store(name: cacheName(), key: SecureBytes(blob), ttl: keyTTL)
+        keyCache.store(name: cacheName(), key: SecureBytes(blob), ttl: keyTTL, since: generation)
     }
 
     @discardableResult
@@ -89,6 +89,7 @@ extension EtcdStore {
     @discardableResult
     func unlock(creating: Bool) throws -> SecureBytes? {
         if let u = unlocked { return u.key }
+        let generation = keyCache.generation()
         let kdf = try client.get(kdfKey)
         if let kdf {
             let record = try KDFRecord(kdf.value)
@@ -104,7 +105,7 @@ extension EtcdStore {
             }
             let u = Unlocked(key: key, names: namingKey(key), kdfValue: kdf.value)
             unlocked = u
-            cache(u)
+            cache(u, since: generation)
             return key
         }
         guard creating else { return nil }
@@ -120,7 +121,7 @@ extension EtcdStore {
         }
         let u = Unlocked(key: key, names: namingKey(key), kdfValue: record.value)
         unlocked = u
-        cache(u)
+        cache(u, since: generation)
         return key
     }
 

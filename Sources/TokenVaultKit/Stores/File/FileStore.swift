@@ -179,6 +179,14 @@ public final class FileStore: CredentialStore {
         return keyCache.forget(name: cacheName())
     }
 
+    /// Caches the key this store opened the vault with again, for `ttl`
+    /// seconds from now (`tokenvault unlock`: the lifetime it names is the one
+    /// it set, also when the key was cached already).
+    public func cacheKeyAgain(ttl: Int) {
+        guard let u = unlocked else { return }
+        keyCache.store(name: cacheName(), key: u.key, ttl: ttl, since: keyCache.generation())
+    }
+
     private func cachedKey(for header: VaultFormat.Header) throws -> SecureBytes? {
         if let u = unlocked, u.salt == header.salt, u.params == header.params { return u.key }
         guard keyTTL > 0, let key = keyCache.load(name: cacheName()), key.count == Sodium.keyBytes,
@@ -187,28 +195,51 @@ public final class FileStore: CredentialStore {
         return key
     }
 
+    /// The vault's key: the cached one, else derived from the passphrase and
+    /// cached. One derivation per vault at a time, across processes and
+    /// within the agent (docs/security.md): it runs under `.unlock.lock`
+    /// beside the vault, and whoever waited for it takes the key the other
+    /// one cached. A passphrase from a variable, file or command is read
+    /// under the lock too (a command's source runs once); a prompt never is.
+    /// A `lock` that came meanwhile keeps the key out of the cache.
     private func key(for header: VaultFormat.Header) throws -> SecureBytes {
         if let key = try cachedKey(for: header) {
             unlocked = (key, header.salt, header.params)
             return key
         }
+        let generation = keyCache.generation()
+        let lockPath = directory + "/.unlock.lock"
+        let held = passphrase.isNonInteractive ? try FileLock(path: lockPath) : nil
+        defer { held?.release() }
+        if held != nil, let key = try cachedKey(for: header) {
+            unlocked = (key, header.salt, header.params)
+            return key
+        }
+        var cachedMeanwhile = false
         let key = try passphrase.unlock("the vault \(path)") { secret -> SecureBytes? in
+            let lock = held == nil ? try FileLock(path: lockPath) : nil
+            defer { lock?.release() }
+            if lock != nil, let key = try cachedKey(for: header) {
+                cachedMeanwhile = true
+                return key
+            }
             let key = try Sodium.deriveKey(
                 passphrase: secret, salt: header.salt, ops: header.params.opsLimit, mem: header.params.memLimit)
             return VaultFormat.keyMatches(key, header: header) ? key : nil
         }
-        keyCache.store(name: cacheName(), key: key, ttl: keyTTL)
+        if !cachedMeanwhile { keyCache.store(name: cacheName(), key: key, ttl: keyTTL, since: generation) }
         unlocked = (key, header.salt, header.params)
         return key
     }
 
     private func keyForNewVault() throws -> (SecureBytes, [UInt8], KDFParams) {
         if let u = unlocked { return (u.key, u.salt, u.params) }
+        let generation = keyCache.generation()
         let secret = try passphrase.obtain(creating: true)
         let salt = Sodium.randomBytes(Sodium.saltBytes)
         let key = try Sodium.deriveKey(
             passphrase: secret, salt: salt, ops: newVaultParams.opsLimit, mem: newVaultParams.memLimit)
-        keyCache.store(name: cacheName(), key: key, ttl: keyTTL)
+        keyCache.store(name: cacheName(), key: key, ttl: keyTTL, since: generation)
         unlocked = (key, salt, newVaultParams)
         return (key, salt, newVaultParams)
     }
