@@ -16,6 +16,26 @@ enum AgentClient {
     /// print, and read neither a terminal nor stdin.
     static let commands = ["get", "header", "status", "list"]
 
+    /// What an agent of this version says to a client of another build.
+    static let anotherBuild = "another build"
+
+    /// An agent that declined this client's build or protocol version (an
+    /// upgrade, a removal, another copy of tokenvault) is stopped, so that it
+    /// neither serves on nor puts a key back in the cache (docs/agent.md,
+    /// "Upgrades"); the next command starts one of its own build. Only a
+    /// process of this user, found by the socket's SO_PEERCRED. Its pid.
+    @discardableResult
+    static func stopOther(_ fd: Int32) -> pid_t? {
+        guard AgentSocket.peerUID(fd) == getuid(), let pid = AgentSocket.peerPID(fd), pid != getpid() else {
+            return nil
+        }
+        kill(pid, SIGTERM)
+        return pid
+    }
+
+    /// The declines that mean "another build or version", not another setup.
+    static func isOtherBuild(_ why: String) -> Bool { why == anotherBuild || why == "another version" }
+
     /// Has the agent run `args` when it is one of `commands` and an agent of
     /// this scope answers: its output printed, its exit status returned. Nil:
     /// run it here. No JSON and no argument parsing on this side: a `get`
@@ -46,6 +66,10 @@ enum AgentClient {
             ? AgentSocket.receiveFrame(fd).flatMap(AgentCommandReply.init) : nil
         guard case .ran(let status, let out, let err)? = reply else {
             declined = true  // the command runs here, and does not ask again
+            if case .declined(let why)? = reply, isOtherBuild(why) {
+                stopOther(fd)
+                replaced = true  // and an agent of this build is started
+            }
             // `--verbose` says why (docs/agent.md, "Falling back").
             if args.contains("--verbose") {
                 let why = if case .declined(let why)? = reply { why } else { "it did not answer" }
@@ -64,6 +88,8 @@ enum AgentClient {
     /// No agent listened for this command (no socket, or one left by an agent
     /// that is gone). Set, like `declined`, on the main thread of a command's one process.
     nonisolated(unsafe) private static var unanswered = false
+    /// The agent that answered was of another build, and was stopped (set like `declined`).
+    nonisolated(unsafe) private static var replaced = false
 
     /// After a command the agent could have answered, when none listened:
     /// starts one in the background for the commands after it (docs/agent.md,
@@ -73,15 +99,21 @@ enum AgentClient {
     /// declines); one agent per runtime directory, however many start it
     /// (its lock decides). It stops after `agent_idle` seconds without a request.
     static func startOnFirstUse(_ args: [String]) {
-        guard unanswered, !declined, let first = args.first, commands.contains(first) else { return }
+        guard (unanswered && !declined) || replaced, let first = args.first, commands.contains(first) else { return }
         let settings = Settings.process
-        guard settings.agentStartsOnUse, let config = try? Config.load(settings), config.startsAgent,
-            AgentServer.lockFree(settings), let me = realpath("/proc/self/exe", nil)
-        else { return }
-        defer { free(me) }
+        guard settings.agentStartsOnUse, let config = try? Config.load(settings), config.startsAgent else { return }
+        // The agent stopped for another build leaves once its work is done: a moment.
+        var free = AgentServer.lockFree(settings)
+        for _ in 0..<(replaced ? 40 : 0) where !free {
+            Posix.sleep(0.05)
+            free = AgentServer.lockFree(settings)
+        }
+        guard free, let me = realpath("/proc/self/exe", nil) else { return }
+        defer { Glibc.free(me) }
+        // Started in / (AgentServer.serve) with what reaches the session and its settings alone.
         _ = try? Posix.startDetached(
             ["tokenvault", "agent", "--foreground", "--started-on-use"],
-            env: ChildEnvironment.scrubbed(settings.environment), path: String(cString: me))
+            env: ChildEnvironment.forAgent(settings.environment), path: String(cString: me))
     }
 
     /// An agent's socket is there to try (cheap: one lstat).
@@ -103,9 +135,13 @@ enum AgentClient {
         request["v"] = .integer(AgentSocket.version)
         request["op"] = .string(op)
         request["scope"] = settings.agentScope
-        guard AgentSocket.send(fd, .object(request)), let answer = AgentSocket.receive(fd),
-            answer["v"] == .integer(AgentSocket.version)
-        else { return nil }
+        request["build"] = .string(AgentSocket.build)
+        guard AgentSocket.send(fd, .object(request)), let answer = AgentSocket.receive(fd) else { return nil }
+        guard answer["v"] == .integer(AgentSocket.version), answer["refused"]?.string != anotherBuild else {
+            // Another build or protocol version: stopped, and this command goes direct.
+            stopOther(fd)
+            return nil
+        }
         if let error = answer["error"] {
             guard let failure = TokenVaultError(wire: error) else { return nil }
             // The agent cannot open the vault, but this command has a passphrase source of its own.
@@ -120,6 +156,33 @@ enum AgentClient {
         guard let ok = answer["ok"] else { return nil }
         Output.stderr(answer["stderr"]?.string ?? "")
         return ok
+    }
+
+    /// Tells the agent of this runtime directory, if one runs, that the vault
+    /// is locked (docs/agent.md, "Locked"), whatever TOKENVAULT_AGENT says: it
+    /// confirms, or (another build, no answer) it is stopped and waited for.
+    /// Throws when an agent neither confirmed nor left: `lock` did not hold.
+    static func lock(settings: Settings) throws {
+        let path = AgentSocket.path(settings)
+        guard let fd = AgentSocket.connect(path, seconds: 5) else { return }  // none, or a socket left behind
+        defer { close(fd) }
+        let request: JSONValue = .object([
+            "v": .integer(AgentSocket.version), "op": .string("lock"), "scope": settings.agentScope,
+            "build": .string(AgentSocket.build),
+        ])
+        if AgentSocket.send(fd, request), let answer = AgentSocket.receive(fd),
+            answer["v"] == .integer(AgentSocket.version), answer["ok"] != nil
+        {
+            return
+        }
+        let pid = stopOther(fd)
+        for _ in 0..<100 {
+            if let pid, kill(pid, 0) != 0, errno == ESRCH { return }
+            Posix.sleep(0.05)
+        }
+        throw TokenVaultError.temporary(
+            "the agent (process \(pid.map(String.init) ?? "unknown")) did not confirm the lock and did not stop, so it may cache the key again; stop it (tokenvault agent stop), then run tokenvault lock again"
+        )
     }
 
     /// A credential from the agent for `op` (`usable` or `stored`), or nil to go direct.

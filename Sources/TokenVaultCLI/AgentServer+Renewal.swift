@@ -27,8 +27,8 @@ extension AgentServer {
     /// provider that hangs holds up only its own credential); the seconds
     /// until the next one is due.
     private func renewDue() -> Double {
-        let kept = state.withLock { $0.kept }
-        if kept.isEmpty { return 300 }
+        let (kept, leaving) = state.withLock { ($0.kept, $0.leaving) }
+        if kept.isEmpty || leaving { return 300 }
         let own = self.own
         return serving(own) {
             let context = Context()
@@ -68,6 +68,8 @@ extension AgentServer {
                             }
                         }
                         (k.renewing, k.nextRenewal, k.attempt) = (true, now, (now, false))
+                        // In flight from here: the agent does not leave before it is stored.
+                        s.inFlight += 1
                         return true
                     }
                 }
@@ -97,6 +99,9 @@ extension AgentServer {
                 outcome = (false, "failed: \(error.errorText)", true)
             }
             state.withLock { s in
+                s.inFlight -= 1
+                // A renewal counts as activity (the idle stop waits from its end).
+                s.lastRequest = max(s.lastRequest, Int64(Date().timeIntervalSince1970))
                 if outcome.asked { s.renewals += 1 }
                 guard var k = s.kept[c.id] else { return }
                 k.renewing = false

@@ -44,12 +44,20 @@ final class AgentServer: @unchecked Sendable {
         /// no longer used (docs/agent.md, "Locked"), only a key a command puts
         /// back in the kernel keyring.
         var locked = false
+        /// Requests being answered and renewals under way: the agent leaves
+        /// only once none is (a rotated refresh token is stored first).
+        var inFlight = 0
+        /// It is leaving: no new renewal starts.
+        var leaving = false
     }
     let state = Locked(State())
     let wake = DispatchSemaphore(value: 0)
     private var listener: Int32 = -1
     /// The socket came from systemd, which keeps it: it is not removed on stop.
     private var activated = false
+    /// The socket file as it was when the agent began to serve (device, inode):
+    /// one removed or replaced by another agent's is no longer its own.
+    private var socketIdentity: (dev_t, ino_t)?
 
     /// Started by a command on first use: it stops after `agent_idle` without a request.
     let startedOnUse: Bool
@@ -113,6 +121,8 @@ final class AgentServer: @unchecked Sendable {
     func serve() throws -> Never {
         ProcessHardening.disableCoreDumps()
         SecretServiceStore.keepsItemPaths = true
+        // No mount kept busy by the directory it was started in (docs/agent.md).
+        _ = chdir("/")
         if let passed = activatedSocket() {
             listener = passed
             activated = true
@@ -123,12 +133,32 @@ final class AgentServer: @unchecked Sendable {
             _ = held  // held for the process's life; the kernel drops it when the agent ends
             listener = try AgentSocket.listen(AgentSocket.path(settings))
         }
+        var st = stat()
+        if lstat(AgentSocket.path(settings), &st) == 0, st.st_mode & S_IFMT == S_IFSOCK {
+            socketIdentity = (st.st_dev, st.st_ino)
+        }
         signal(SIGPIPE, SIG_IGN)
+        // SIGTERM, SIGINT and SIGHUP are waited for on a thread of their own,
+        // which leaves as the idle stop does; every other thread blocks them.
+        var stops = sigset_t()
+        sigemptyset(&stops)
+        for signal in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&stops, signal) }
+        pthread_sigmask(SIG_BLOCK, &stops, nil)
+        let waited = stops
+        Posix.spawnThread {
+            var set = waited
+            var caught: Int32 = 0
+            sigwait(&set, &caught)
+            self.leave()
+        }
         Posix.spawnThread { self.renewAhead() }
-        if startedOnUse { Posix.spawnThread { self.stopWhenIdle() } }
+        Posix.spawnThread { self.watch() }
         while true {
             let fd = accept(listener, nil, nil)
-            if fd < 0 { continue }
+            if fd < 0 {
+                if state.withLock({ $0.leaving }) { Posix.sleep(3600) }
+                continue
+            }
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             guard AgentSocket.peerUID(fd) == getuid() else {
                 close(fd)
@@ -138,18 +168,60 @@ final class AgentServer: @unchecked Sendable {
         }
     }
 
-    /// An agent started on first use stops once nobody asked it anything for
-    /// `agent_idle` seconds (docs/agent.md); 0: never.
-    private func stopWhenIdle() {
+    /// Every few seconds (a stat or two, nothing else): the agent leaves when
+    /// its socket was removed or replaced (by another agent, or with its
+    /// runtime directory at logout), and, when started on first use, once
+    /// nobody asked it anything for `agent_idle` seconds (docs/agent.md); a
+    /// renewal's end counts as activity.
+    private func watch() {
+        let every = 3.0
         while true {
+            Posix.sleep(every)
+            if let (dev, ino) = socketIdentity {
+                var st = stat()
+                let path = AgentSocket.path(settings)
+                if lstat(path, &st) != 0 || st.st_dev != dev || st.st_ino != ino {
+                    socketIdentity = nil  // not ours to remove
+                    leave()
+                }
+            }
+            forgetRecordsOnceTheKeyIsGone()
+            guard startedOnUse else { continue }
             let idle = (try? Config.load(settings))?.agentIdleSeconds ?? 3600
             let quiet = Int64(Date().timeIntervalSince1970) - state.withLock { $0.lastRequest }
-            if idle > 0, quiet >= idle {
-                unlink(AgentSocket.path(settings))
-                exit(0)
-            }
-            Posix.sleep(Double(idle > 0 ? min(max(idle - quiet, 1), 30) : 30))
+            if idle > 0, quiet >= idle { leave() }
         }
+    }
+
+    /// No more requests: the listener shut, the socket removed if still its own.
+    private func stopListening() {
+        let first = state.withLock { s -> Bool in
+            defer { s.leaving = true }
+            return !s.leaving
+        }
+        guard first else { return }
+        shutdown(listener, Int32(SHUT_RDWR))
+        if !activated, socketIdentity != nil { unlink(AgentSocket.path(settings)) }
+    }
+
+    /// The records the agent decoded stay no longer than the vault's key
+    /// (docs/security.md): once it has expired from the kernel keyring, they go.
+    private func forgetRecordsOnceTheKeyIsGone() {
+        guard Credential.hasDecodedRecords else { return }
+        let vault = try? Backends(settings: settings, keyCache: KernelKeyring()).fileVault()
+        if let vault, vault.exists, !vault.health().keyCached { Credential.forgetDecodedRecords() }
+    }
+
+    /// Leaves: stops listening (its socket removed, if still its own), then
+    /// exits once no request is being answered and no renewal is under way —
+    /// a refresh the provider already answered is stored first.
+    func leave() -> Never {
+        stopListening()
+        // Bounded by the longest a renewal can take (the HTTP timeout) and some.
+        let limit = Double((try? Config.load(settings))?.timeout ?? 30) + 30
+        let start = Date()
+        while state.withLock({ $0.inFlight }) > 0, Date().timeIntervalSince(start) < limit { Posix.sleep(0.05) }
+        exit(0)
     }
 
     /// The socket systemd passed (LISTEN_FDS, LISTEN_PID: fd 3), if any.
@@ -159,7 +231,11 @@ final class AgentServer: @unchecked Sendable {
     }
 
     private func handle(_ fd: Int32) {
-        defer { close(fd) }
+        state.withLock { $0.inFlight += 1 }
+        defer {
+            close(fd)
+            state.withLock { $0.inFlight -= 1 }
+        }
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         guard let body = AgentSocket.receiveFrame(fd) else { return }
@@ -171,8 +247,13 @@ final class AgentServer: @unchecked Sendable {
         var answer: [String: JSONValue] = ["v": .integer(AgentSocket.version)]
         let op = request["op"]?.string
         guard request["v"] == .integer(AgentSocket.version),
-            differences(request["scope"]).isEmpty || op == "status" || op == "stop" || op == "lock"
+            request["build"]?.string == AgentSocket.build || op == "status" || op == "stop"
         else {
+            answer["refused"] = .string(AgentClient.anotherBuild)
+            _ = AgentSocket.send(fd, .object(answer))
+            return
+        }
+        guard differences(request["scope"]).isEmpty || op == "status" || op == "stop" || op == "lock" else {
             answer["refused"] = .string("another version or scope")
             _ = AgentSocket.send(fd, .object(answer))
             return
@@ -181,6 +262,8 @@ final class AgentServer: @unchecked Sendable {
             $0.requests += 1
             $0.lastRequest = Int64(Date().timeIntervalSince1970)
         }
+        // `stop`: gone from the socket before it answers; it exits once nothing is in flight.
+        if op == "stop" { stopListening() }
         let (result, _, stderr) = Output.capturing { try serving(own) { try self.answer(request) } }
         switch result {
         case .success(let value): answer["ok"] = value
@@ -189,10 +272,7 @@ final class AgentServer: @unchecked Sendable {
         }
         answer["stderr"] = .string(stderr)
         _ = AgentSocket.send(fd, .object(answer))
-        if op == "stop" {
-            if !activated { unlink(AgentSocket.path(settings)) }
-            exit(0)
-        }
+        if op == "stop" { Posix.spawnThread { self.leave() } }
     }
 
     /// Runs a client's command as it would have run itself, with its
@@ -201,6 +281,7 @@ final class AgentServer: @unchecked Sendable {
     /// agent cannot open but the client has a passphrase source for.
     private func run(_ request: AgentCommandRequest?) -> AgentCommandReply {
         guard let request else { return .declined("another version") }
+        guard request.build == AgentSocket.build else { return .declined(AgentClient.anotherBuild) }
         // Only the commands the agent is there for; anything else is the client's own to run.
         guard let command = request.arguments.first, AgentClient.commands.contains(command) else {
             return .declined("not a command the agent runs")
@@ -292,7 +373,9 @@ final class AgentServer: @unchecked Sendable {
         case "lock":
             // Its own passphrase sources are not used again; a key in the kernel
             // keyring (put back by a command the user runs) still opens the vault.
+            // The records it decoded go too (docs/security.md).
             state.withLock { $0.locked = true }
+            Credential.forgetDecodedRecords()
             return .object([:])
         case let op where op == "usable" || op == "stored":
             guard let service = request["service"]?.string, let account = request["account"]?.string else {

@@ -14,6 +14,12 @@ final class AgentCommandTests: XCTestCase {
         XCTAssertEqual(AgentCommandRequest(bytes: request.bytes), request)
         let bare = AgentCommandRequest(arguments: [], environment: [:], hasPassphraseSource: false)
         XCTAssertEqual(AgentCommandRequest(bytes: bare.bytes), bare)
+        // The build travels: an agent of another one declines (docs/agent.md).
+        var other = bare
+        other.build = "0123abcd"
+        XCTAssertEqual(AgentCommandRequest(bytes: other.bytes)?.build, "0123abcd")
+        XCTAssertFalse(AgentSocket.build.isEmpty)
+        XCTAssertNotEqual(AgentSocket.build, "version-\(AgentSocket.version)", "this build has an ELF build ID")
     }
 
     func testWhatIsNotARequestIsRefused() {
@@ -23,11 +29,11 @@ final class AgentCommandTests: XCTestCase {
         .bytes
         let hostile: [[UInt8]] = [
             [], Array(good.dropLast()),  // not NUL-terminated
-            Array("C1\0\0\0002\0get\0x\0".utf8),  // another version
-            Array("C2\0\0\0005\0get\0x\0".utf8),  // more arguments announced than sent
-            Array("C2\0\0\0-1\0".utf8), Array("C2\0\0\0two\0".utf8),
-            Array("C2\0\0-80\0000\0".utf8), Array("C2\0\0wide\0000\0".utf8),  // a terminal width that is none
-            Array("C2\0\0\0001\0get\0NOEQUALS\0".utf8),  // an environment entry without '='
+            Array("C2\0\0\0002\0get\0x\0".utf8),  // another version
+            Array("C3\0b\0\0\0005\0get\0x\0".utf8),  // more arguments announced than sent
+            Array("C3\0b\0\0\0-1\0".utf8), Array("C3\0b\0\0\0two\0".utf8),
+            Array("C3\0b\0\0-80\0000\0".utf8), Array("C3\0b\0\0wide\0000\0".utf8),  // a terminal width that is none
+            Array("C3\0b\0\0\0001\0get\0NOEQUALS\0".utf8),  // an environment entry without '='
             Array(#"{"v":2,"op":"status"}"#.utf8),
         ]
         for bytes in hostile { XCTAssertNil(AgentCommandRequest(bytes: bytes), String(decoding: bytes, as: UTF8.self)) }

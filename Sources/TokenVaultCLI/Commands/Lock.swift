@@ -17,9 +17,11 @@ extension TokenVault {
         var json = false
 
         func run(in context: Context) throws {
-            // An agent stops using a passphrase source of its own first, so that it
-            // does not put the key back (docs/agent.md, "Locked").
-            if !context.isAgent { _ = try? AgentClient.ask("lock", [:], settings: context.settings, seconds: 5) }
+            // A derivation under way (in the agent or any process) will not cache
+            // its key from here on; the agent stops using a passphrase source of
+            // its own, so that it does not put the key back (docs/agent.md, "Locked").
+            KernelKeyring().advanceGeneration()
+            if !context.isAgent { try AgentClient.lock(settings: context.settings) }
             if all {
                 let n = KernelKeyring().forgetAll()
                 context.result(

@@ -45,6 +45,8 @@ extension TokenVault {
                     return
                 }
                 _ = try vault.listIDs()
+                // For the time it names, also when the key was cached already.
+                vault.cacheKeyAgain(ttl: ttl)
                 what = vault.path
             }
             if ttl == 0 {

@@ -15,6 +15,8 @@ public struct AgentCommandRequest: Equatable, Sendable {
     /// The client's stdout is a terminal this many columns wide (0: of
     /// unknown width); nil: a pipe or a file. Colour and tables follow it.
     public var terminal: Int?
+    /// The client's build (`AgentSocket.build`): an agent of another declines.
+    public var build = AgentSocket.build
 
     public init(arguments: [String], environment: [String: String], hasPassphraseSource: Bool, terminal: Int? = nil) {
         self.arguments = arguments
@@ -23,12 +25,12 @@ public struct AgentCommandRequest: Equatable, Sendable {
         self.terminal = terminal
     }
 
-    /// The fields' first: a tag and the protocol's version.
+    /// The fields' first: a tag and the protocol's version; then the build.
     static var tag: String { "C\(AgentSocket.version)" }
 
     public var bytes: [UInt8] {
         var fields =
-            [Self.tag, hasPassphraseSource ? "p" : "", terminal.map(String.init) ?? "", String(arguments.count)]
+            [Self.tag, build, hasPassphraseSource ? "p" : "", terminal.map(String.init) ?? "", String(arguments.count)]
             + arguments
         for (name, value) in environment { fields.append(name + "=" + value) }
         var out: [UInt8] = []
@@ -46,14 +48,15 @@ public struct AgentCommandRequest: Equatable, Sendable {
             String(decoding: $0, as: UTF8.self)
         }
         // Every number in a frame is checked before any arithmetic is done on it.
-        guard fields.count >= 4, fields[0] == Self.tag, let count = Int(fields[3]), count >= 0,
-            count <= fields.count - 4, fields[2].isEmpty || Int(fields[2]).map({ $0 >= 0 }) == true
+        guard fields.count >= 5, fields[0] == Self.tag, let count = Int(fields[4]), count >= 0,
+            count <= fields.count - 5, fields[3].isEmpty || Int(fields[3]).map({ $0 >= 0 }) == true
         else { return nil }
-        hasPassphraseSource = fields[1] == "p"
-        terminal = Int(fields[2])
-        arguments = Array(fields[4..<4 + count])
+        build = fields[1]
+        hasPassphraseSource = fields[2] == "p"
+        terminal = Int(fields[3])
+        arguments = Array(fields[5..<5 + count])
         var environment: [String: String] = [:]
-        for entry in fields[(4 + count)...] {
+        for entry in fields[(5 + count)...] {
             guard let eq = entry.firstIndex(of: "=") else { return nil }
             environment[String(entry[..<eq])] = String(entry[entry.index(after: eq)...])
         }

@@ -1,3 +1,4 @@
+internal import CTokenVault
 import Dispatch
 import FoundationEssentials
 import Glibc
@@ -7,7 +8,14 @@ import Glibc
 /// four bytes of length (big-endian), then that many bytes of JSON.
 public enum AgentSocket {
     /// The protocol's version: an agent of another one is not used.
-    public static let version: Int64 = 2
+    public static let version: Int64 = 3
+    /// This program's build (its ELF build ID): an agent of another build is
+    /// not used, and is stopped (docs/agent.md, "Upgrades").
+    public static let build: String = {
+        var id = [UInt8](repeating: 0, count: 64)
+        let n = tv_build_id(&id, id.count)
+        return n > 0 ? Hex.encode(id[0..<n]) : "version-\(version)"
+    }()
     /// The largest message either side takes.
     public static let maxMessage = 1 << 20
 
@@ -47,6 +55,16 @@ public enum AgentSocket {
             throw TokenVaultError.permission("cannot listen on \(path): \(why)")
         }
         return fd
+    }
+
+    /// The process at the other end (SO_PEERCRED); nil when unknown.
+    public static func peerPID(_ fd: Int32) -> pid_t? {
+        var credentials: (pid: pid_t, uid: uid_t, gid: gid_t) = (0, 0, 0)
+        var length = socklen_t(MemoryLayout<(pid_t, uid_t, gid_t)>.size)
+        guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0, credentials.pid > 0 else {
+            return nil
+        }
+        return credentials.pid
     }
 
     /// The uid of the process at the other end (SO_PEERCRED); nil when unknown.

@@ -241,6 +241,24 @@ extension Credential {
     /// has just returned is looked up here: nothing is answered from memory.
     private static let decodedRecords = Locked<[CredentialID: (data: Data, credential: Credential)]>([:])
 
+    /// True when some decoded record is kept (`decodedRecords`).
+    public static var hasDecodedRecords: Bool { decodedRecords.withLock { !$0.isEmpty } }
+
+    /// Forgets the decoded records (the agent, at `lock` and when the vault's
+    /// key expires): each record's bytes are overwritten with zeros, and the
+    /// decoded values released.
+    public static func forgetDecodedRecords() {
+        var taken = decodedRecords.withLock { records in
+            defer { records = [:] }
+            return records.map(\.value.data)
+        }
+        for i in taken.indices {
+            taken[i].withUnsafeMutableBytes { raw in
+                if let base = raw.baseAddress { memset(base, 0, raw.count) }
+            }
+        }
+    }
+
     private static func checkedRecord(_ data: Data, id: CredentialID) throws -> Credential {
         let c = try decodeRecord(data, id: id)
         do {

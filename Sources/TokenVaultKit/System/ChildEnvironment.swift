@@ -13,6 +13,22 @@ public enum ChildEnvironment {
         environment.filter { !isPrivate($0.key) }
     }
 
+    /// What an agent started on first use is given (docs/agent.md): what it
+    /// needs to reach the session, its settings and the network's, nothing
+    /// else of the command that started it — no token `exec` set, no
+    /// `LISTEN_*` of systemd, no hook's variables, no passphrase source.
+    public static func forAgent(_ environment: [String: String]) -> [String: String] {
+        let settings = Set(EnvironmentVariable.sentToAgent.map(\.name))
+        let session: Set = [
+            "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR", "XAUTHORITY", "XDG_CURRENT_DESKTOP",
+            "XDG_SESSION_TYPE", "XDG_SESSION_ID", "SSL_CERT_FILE", "SSL_CERT_DIR", "CURL_CA_BUNDLE", "http_proxy",
+            "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY",
+        ]
+        return environment.filter {
+            (settings.contains($0.key) || session.contains($0.key) || $0.key.hasPrefix("LC_")) && !isPrivate($0.key)
+        }
+    }
+
     /// Removes them from this process's own environment, before it execs.
     public static func scrubProcess() {
         for name in ProcessInfo.processInfo.environment.keys where isPrivate(name) { unsetenv(name) }

@@ -98,16 +98,15 @@ public enum Posix {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        posix_spawnattr_setflags(&attributes, Int16(0x80))  // POSIX_SPAWN_SETSID (glibc 2.26)
-        return try launch(argv, env: env, actions: &actions, attributes: &attributes, path: path)
+        return try launch(argv, env: env, actions: &actions, newSession: true, path: path)
     }
 
+    /// Every child starts with no signal blocked and SIGPIPE, SIGTERM, SIGINT
+    /// and SIGHUP at their defaults, whatever this process (the agent, which
+    /// ignores SIGPIPE and waits for SIGTERM on a thread of its own) set.
     private static func launch(
         _ argv: [String], env: [String: String], actions: inout posix_spawn_file_actions_t,
-        attributes: UnsafePointer<posix_spawnattr_t>? = nil, path: String? = nil
+        newSession: Bool = false, path: String? = nil
     ) throws -> pid_t {
         let cArgs = argv.map { strdup($0) } + [nil]
         let cEnv = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
@@ -115,8 +114,20 @@ public enum Posix {
             cArgs.forEach { free($0) }
             cEnv.forEach { free($0) }
         }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGPIPE, SIGTERM, SIGINT, SIGHUP] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        // POSIX_SPAWN_SETSIGDEF, POSIX_SPAWN_SETSIGMASK, and POSIX_SPAWN_SETSID (glibc 2.26).
+        posix_spawnattr_setflags(&attributes, Int16(0x04 | 0x08 | (newSession ? 0x80 : 0)))
         var pid: pid_t = 0
-        let rc = posix_spawn(&pid, path ?? argv[0], &actions, attributes, cArgs, cEnv)
+        let rc = posix_spawn(&pid, path ?? argv[0], &actions, &attributes, cArgs, cEnv)
         guard rc == 0 else {
             throw TokenVaultError.internal("cannot start \(path ?? argv[0]): \(String(cString: strerror(rc)))")
         }
