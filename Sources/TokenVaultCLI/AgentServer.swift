@@ -366,7 +366,7 @@ final class AgentServer: @unchecked Sendable {
                 "renewals": .integer(Int64(now.renewals)), "same_scope": .bool(differences(request["scope"]).isEmpty),
                 "differences": .array(differences(request["scope"]).map { .string($0) }),
                 "locked": .bool(now.locked), "credentials": .array(credentials),
-                "started_on_use": .bool(startedOnUse),
+                "started_on_use": .bool(startedOnUse), "build": .string(AgentSocket.build),
             ])
         case "stop":
             return .object([:])

@@ -13,6 +13,7 @@ token endpoint; every answer counts in /stats.
   /markup-refusal  400 invalid_grant whose description is notification markup (a link, bold)
   /huge            a 5 MiB body
   /rotate          a new access and refresh token on every call
+  /slow-rotate     the same, answered after 6 s
   /nan-rotate      a new refresh token, but expires_in "nan"
   /echo-secret     400 invalid_request whose description repeats the request body
   /device-5000, /device-neg   a device authorization with interval 5000 or -1
@@ -100,6 +101,10 @@ class Handler(BaseHTTPRequestHandler):
         elif path == "/rotate":
             self.send(200, json.dumps({"access_token": f"rot-at-{n}", "refresh_token": f"rot-rt-{n}", "expires_in": 3600}),
                       "application/json")
+        elif path == "/slow-rotate":
+            time.sleep(6)
+            self.send(200, json.dumps({"access_token": f"slow-at-{n}", "refresh_token": f"slow-rt-{n}",
+                                       "expires_in": 3600}), "application/json")
         elif path == "/nan-rotate":
             self.send(200, json.dumps({"access_token": f"nan-at-{n}", "refresh_token": f"nan-rt-{n}", "expires_in": "nan"}),
                       "application/json")

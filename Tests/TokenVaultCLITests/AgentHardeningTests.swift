@@ -1,0 +1,249 @@
+import Foundation
+import TokenVaultKit
+import XCTest
+
+/// The agent under failure and hostile input (docs/agent.md, docs/security.md):
+/// a provider outage, a lock in the middle of a derivation, an agent of
+/// another build, the environment it is started from, an idle stop during a
+/// renewal, derivations side by side, half-sent requests, `unlock` again.
+final class AgentHardeningTests: QuirkProviderTestCase {
+    func sandbox(token path: String = "/rotate") throws -> Sandbox {
+        let s = Sandbox()
+        s.env["TOKENVAULT_KEY_TTL"] = "900"
+        try s.writeConfig(
+            """
+            min_valid = 1
+            [providers.q]
+            service = "api.quirk.example"
+            token_url = "http://127.0.0.1:\(Self.port)\(path)"
+            client_id = "cid"
+            client_secret = "csecret"
+            """)
+        return s
+    }
+
+    func agentStatus(_ s: Sandbox) throws -> [String: Any] {
+        let r = s.expect("agent", "status", "--json")
+        return try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
+    }
+
+    func startAgent(_ s: Sandbox) {
+        s.expect("agent")
+        addTeardownBlock { _ = s.tv("agent", "stop") }
+    }
+
+    /// A provider down while a renewal ahead of need falls due: a failure,
+    /// reported, tried again no sooner than the retry rule (5 s for a token
+    /// this short), never a loop.
+    func testAnOutageIsAFailureTriedAgainByTheRetryRule() throws {
+        let s = try sandbox(token: "/html502")
+        startAgent(s)
+        let expires = Int(Date().timeIntervalSince1970) + 6
+        s.expect(
+            "set", "q", "--provider", "q",
+            stdin: #"{"access_token":"old","refresh_token":"r-old","expires_at":\#(expires)}"#)
+        let before = try stats()["/html502"] ?? 0
+        XCTAssertEqual(s.expect("get", "q").stdout, "old\n")
+        // Due 3 s before expiry; then 5 s apart while it lasts and once expired.
+        Thread.sleep(forTimeInterval: 11)
+        let asked = (try stats()["/html502"] ?? 0) - before
+        XCTAssertGreaterThanOrEqual(asked, 1, "the renewal was tried")
+        XCTAssertLessThanOrEqual(asked, 3, "no retry loop: \(asked) requests in 11 s")
+        let kept = try XCTUnwrap((try agentStatus(s)["credentials"] as? [[String: Any]])?.first)
+        let outcome = (kept["last"] as? [String: Any])?["outcome"] as? String ?? ""
+        XCTAssertTrue(outcome.hasPrefix("failed:") && outcome.contains("502"), "reported as a failure: \(outcome)")
+        XCTAssertEqual(try agentStatus(s)["renewals"] as? Int, 0)
+    }
+
+    /// `lock` while the agent derives the key for a request (a slow
+    /// passphrase command): that derivation's key is not cached.
+    func testALockDuringTheAgentsDerivationLeavesNoKeyCached() throws {
+        let s = try sandbox()
+        s.expect("set", "api.lock.example", stdin: "t1\n")
+        s.expect("lock")
+        s.env["TOKENVAULT_PASSPHRASE"] = nil
+        s.env["TOKENVAULT_PASSPHRASE_COMMAND"] = "sleep 2; echo 'correct horse'"
+        startAgent(s)
+        s.env["TOKENVAULT_PASSPHRASE_COMMAND"] = nil
+        let get = DispatchQueue.global()
+        let answered = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var got: Run?
+        get.async {
+            got = s.tv("get", "api.lock.example")
+            answered.signal()
+        }
+        Thread.sleep(forTimeInterval: 0.7)
+        s.expect("lock")
+        answered.wait()
+        XCTAssertEqual(got?.status, 0, got?.stderr ?? "")
+        let after = s.tv("get", "api.lock.example", env: ["TOKENVAULT_AGENT": "off"])
+        XCTAssertEqual(after.status, 77, "the key was not cached after the lock: \(after.stdout) \(after.stderr)")
+    }
+
+    /// A copy of tokenvault whose build ID differs stands for the agent of an
+    /// older install: a command of this build stops it and starts its own.
+    func testAnAgentOfAnotherBuildIsStoppedAndReplaced() throws {
+        let s = try sandbox()
+        let other = s.home + "/old-tokenvault"
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: Paths.binary))
+        let id = runProcess("/usr/bin/readelf", ["-n", Paths.binary], env: ["PATH": "/usr/bin:/bin"]).stdout
+            .components(separatedBy: "Build ID: ").dropFirst().first?.prefix(40)
+        let build = try XCTUnwrap(id.map(String.init))
+        let raw = Data(stride(from: 0, to: build.count, by: 2).map {
+            UInt8(build.dropFirst($0).prefix(2), radix: 16)!
+        })
+        let at = try XCTUnwrap(bytes.range(of: raw), "the build ID is in the file")
+        bytes[at.lowerBound] ^= 0xFF
+        try bytes.write(to: URL(fileURLWithPath: other))
+        chmod(other, 0o755)
+        s.expect("set", "api.build.example", stdin: "t1\n")
+        XCTAssertEqual(runProcess(other, ["agent"], env: s.env).status, 0)
+        let old = try XCTUnwrap(try agentStatus(s)["pid"] as? Int)
+        // A command of this build: the old agent declines it and is stopped; the command runs itself.
+        XCTAssertEqual(s.expect("get", "api.build.example", env: ["TOKENVAULT_AGENT": "auto"]).stdout, "t1\n")
+        XCTAssertTrue(eventually(10) { processGone(Int32(old)) }, "the agent of the other build left")
+        XCTAssertTrue(
+            eventually(10) {
+                let r = s.tv("agent", "status", "--json")
+                return r.status == 0 && !r.stdout.contains("\"pid\":\(old)")
+            }, "an agent of this build was started")
+        addTeardownBlock { _ = s.tv("agent", "stop") }
+        let now = try agentStatus(s)
+        XCTAssertNotEqual(now["pid"] as? Int, old)
+        XCTAssertEqual(now["build"] as? String, build)
+    }
+
+    /// Started on first use from inside `exec` in some directory: the agent
+    /// has none of the token `exec` set, no LISTEN_* and no passphrase, and
+    /// sits in /.
+    func testTheAgentStartedOnUseKeepsNothingOfTheCommandsEnvironment() throws {
+        let s = try sandbox()
+        s.expect("set", "api.first.example", stdin: "secret-first\n")
+        s.expect("set", "api.second.example", stdin: "t2\n")
+        let dir = s.home + "/mounted"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let r = s.shell(
+            #"cd "$1" && LISTEN_FDS=1 LISTEN_PID=1 "$TV" exec api.first.example -- "$TV" get api.second.example"#
+                .replacingOccurrences(of: "$1", with: dir), env: ["TOKENVAULT_AGENT": "auto"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(r.stdout, "t2\n")
+        var pid = 0
+        XCTAssertTrue(
+            eventually(10) {
+                pid = (try? agentStatus(s)["pid"] as? Int) ?? 0
+                return pid > 0
+            })
+        addTeardownBlock { _ = s.tv("agent", "stop") }
+        let environ = try Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/environ"))
+        let names = environ.split(separator: 0).map { String(decoding: $0.prefix { $0 != UInt8(ascii: "=") }, as: UTF8.self) }
+        for name in ["TOKENVAULT_ACCESS_TOKEN", "LISTEN_FDS", "LISTEN_PID", "TOKENVAULT_PASSPHRASE", "TOKENVAULT_SERVICE"] {
+            XCTAssertFalse(names.contains(name), "\(name) reached the agent: \(names)")
+        }
+        XCTAssertFalse(String(decoding: environ, as: UTF8.self).contains("secret-first"))
+        XCTAssertTrue(names.contains("XDG_RUNTIME_DIR") && names.contains("HOME"), "\(names)")
+        let cwd = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/cwd")
+        XCTAssertEqual(cwd, "/")
+    }
+
+    /// The idle stop comes while a renewal waits for a slow provider that
+    /// rotates the refresh token: the agent stores it before it leaves.
+    func testTheIdleStopWaitsForARenewalInFlight() throws {
+        let s = try sandbox(token: "/slow-rotate")
+        try s.writeConfig(
+            """
+            min_valid = 1
+            agent_idle = 3
+            [providers.q]
+            service = "api.quirk.example"
+            token_url = "http://127.0.0.1:\(Self.port)/slow-rotate"
+            client_id = "cid"
+            client_secret = "csecret"
+            """)
+        let expires = Int(Date().timeIntervalSince1970) + 4
+        s.expect(
+            "set", "q", "--provider", "q",
+            stdin: #"{"access_token":"old","refresh_token":"r-old","expires_at":\#(expires)}"#)
+        // The first get starts the agent (on use), the second is answered by it and kept renewed.
+        s.expect("get", "q", env: ["TOKENVAULT_AGENT": "auto"])
+        var pid = 0
+        XCTAssertTrue(
+            eventually(10) {
+                pid = (try? agentStatus(s)["pid"] as? Int) ?? 0
+                return pid > 0
+            })
+        s.expect("get", "q", env: ["TOKENVAULT_AGENT": "auto"])
+        XCTAssertTrue(eventually(30) { processGone(Int32(pid)) }, "the agent left once idle")
+        let stored = s.expect("get", "q", "--field", "refresh_token", "--no-refresh", env: ["TOKENVAULT_AGENT": "off"])
+        XCTAssertTrue(stored.stdout.hasPrefix("slow-rt-"), "the rotated refresh token was stored: \(stored.stdout)")
+    }
+
+    /// Eight gets at once once the key's time has run out: the passphrase
+    /// command runs once, one derivation, the others take its key.
+    func testGetsSideBySideDeriveTheKeyOnce() throws {
+        let s = try sandbox()
+        s.expect("set", "api.kdf.example", stdin: "t1\n")
+        s.expect("lock")
+        let log = s.home + "/asked"
+        s.env["TOKENVAULT_PASSPHRASE"] = nil
+        s.env["TOKENVAULT_PASSPHRASE_COMMAND"] = "echo x >> \(log); echo 'correct horse'"
+        let group = DispatchGroup()
+        let results = Locked<[Int32]>([])
+        for _ in 0..<8 {
+            group.enter()
+            DispatchQueue.global().async {
+                results.mutate { $0.append(s.tv("get", "api.kdf.example", env: ["TOKENVAULT_AGENT": "off"]).status) }
+                group.leave()
+            }
+        }
+        group.wait()
+        XCTAssertEqual(results.value, Array(repeating: 0, count: 8))
+        let asked = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n").count
+        XCTAssertEqual(asked, 1, "one passphrase command, one derivation")
+    }
+
+    /// A hundred clients that announce a megabyte and send nothing more: the
+    /// agent holds neither their megabytes nor a hundred threads, and answers.
+    func testHalfSentRequestsHoldNoMemoryAndNoThreads() throws {
+        let s = try sandbox()
+        s.expect("set", "api.half.example", stdin: "t1\n")
+        startAgent(s)
+        let pid = try XCTUnwrap(try agentStatus(s)["pid"] as? Int)
+        func field(_ name: String) -> Int {
+            let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+            let line = status.split(separator: "\n").first { $0.hasPrefix(name + ":") } ?? ""
+            return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? -1
+        }
+        let rssBefore = field("VmRSS")
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        holder.arguments = [
+            "-c",
+            """
+            import socket, sys, time
+            held = []
+            for _ in range(100):
+                c = socket.socket(socket.AF_UNIX); c.connect(sys.argv[1]); c.sendall((1 << 20).to_bytes(4, 'big')); held.append(c)
+            print('held', flush=True); time.sleep(8)
+            """, s.home + "/run/tokenvault/agent.sock",
+        ]
+        let out = Pipe()
+        holder.standardOutput = out
+        try holder.run()
+        defer { holder.terminate() }
+        XCTAssertEqual(String(decoding: out.fileHandleForReading.availableData, as: UTF8.self), "held\n")
+        Thread.sleep(forTimeInterval: 1)
+        XCTAssertLessThanOrEqual(field("Threads"), 32 + 8, "workers are bounded")
+        XCTAssertLessThan(field("VmRSS") - rssBefore, 20 * 1024, "no megabyte per half-sent request (KiB)")
+    }
+
+    /// `unlock` when the key is cached already sets the lifetime it names.
+    func testUnlockAgainSetsTheLifetimeItNames() throws {
+        let s = try sandbox()
+        s.expect("set", "api.ttl.example", stdin: "t1\n")
+        s.expect("unlock", stderr: ["15m"])
+        s.expect("unlock", env: ["TOKENVAULT_KEY_TTL": "2"], stderr: ["2s"])
+        Thread.sleep(forTimeInterval: 3)
+        let r = s.tv("get", "api.ttl.example", env: ["TOKENVAULT_PASSPHRASE": "", "TOKENVAULT_AGENT": "off"])
+        XCTAssertEqual(r.status, 77, "the key expired after the 2 s unlock said: \(r.stdout)")
+    }
+}
