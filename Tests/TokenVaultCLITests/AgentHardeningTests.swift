@@ -89,9 +89,10 @@ final class AgentHardeningTests: QuirkProviderTestCase {
         let id = runProcess("/usr/bin/readelf", ["-n", Paths.binary], env: ["PATH": "/usr/bin:/bin"]).stdout
             .components(separatedBy: "Build ID: ").dropFirst().first?.prefix(40)
         let build = try XCTUnwrap(id.map(String.init))
-        let raw = Data(stride(from: 0, to: build.count, by: 2).map {
-            UInt8(build.dropFirst($0).prefix(2), radix: 16)!
-        })
+        let raw = Data(
+            stride(from: 0, to: build.count, by: 2).map {
+                UInt8(build.dropFirst($0).prefix(2), radix: 16)!
+            })
         let at = try XCTUnwrap(bytes.range(of: raw), "the build ID is in the file")
         bytes[at.lowerBound] ^= 0xFF
         try bytes.write(to: URL(fileURLWithPath: other))
@@ -135,8 +136,12 @@ final class AgentHardeningTests: QuirkProviderTestCase {
             })
         addTeardownBlock { _ = s.tv("agent", "stop") }
         let environ = try Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/environ"))
-        let names = environ.split(separator: 0).map { String(decoding: $0.prefix { $0 != UInt8(ascii: "=") }, as: UTF8.self) }
-        for name in ["TOKENVAULT_ACCESS_TOKEN", "LISTEN_FDS", "LISTEN_PID", "TOKENVAULT_PASSPHRASE", "TOKENVAULT_SERVICE"] {
+        let names = environ.split(separator: 0).map {
+            String(decoding: $0.prefix { $0 != UInt8(ascii: "=") }, as: UTF8.self)
+        }
+        for name in [
+            "TOKENVAULT_ACCESS_TOKEN", "LISTEN_FDS", "LISTEN_PID", "TOKENVAULT_PASSPHRASE", "TOKENVAULT_SERVICE",
+        ] {
             XCTAssertFalse(names.contains(name), "\(name) reached the agent: \(names)")
         }
         XCTAssertFalse(String(decoding: environ, as: UTF8.self).contains("secret-first"))

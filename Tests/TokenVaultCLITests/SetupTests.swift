@@ -48,6 +48,20 @@ extension AdapterTests {
         XCTAssertTrue(outside.stderr.contains("not in a git repository"), outside.stderr)
     }
 
+    /// A tokenvault installed where the path has an apostrophe: the helper
+    /// setup writes is one shell word, and git runs it.
+    func testSetupGitQuotesABinaryPathWithAnApostrophe() throws {
+        let s = try sandbox()
+        XCTAssertEqual(s.tv("login", "local", limit: 60).status, 0)
+        let dir = s.home + "/it's here"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: Self.realBinary, toPath: dir + "/tokenvault")
+        let setup = runProcess(dir + "/tokenvault", ["setup", "git", "local", "--global"], env: s.env)
+        XCTAssertEqual(setup.status, 0, setup.stderr)
+        let cloned = plainGit(s, ["clone", "-q", gitBase + "/repo.git", s.home + "/clone"])
+        XCTAssertEqual(cloned.status, 0, cloned.stderr)
+    }
+
     /// The build's tokenvault, as setup writes it (its real path).
     static var realBinary: String { URL(fileURLWithPath: Paths.binary).resolvingSymlinksInPath().path }
 

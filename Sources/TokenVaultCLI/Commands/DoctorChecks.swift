@@ -320,7 +320,7 @@ final class DoctorChecks {
             do {
                 try ClientMetadataDocument.check(url, setting: setting)
                 let r = try transport.send(HTTPRequest(method: "GET", url: url, headers: ["Accept: application/json"]))
-                guard r.status == 200, let document = try? JSONDecoder().decode(JSONValue.self, from: r.body) else {
+                guard r.status == 200, let document = JSONValue.parsed(r.body) else {
                     add(setting, .failed, "\(url) answered HTTP \(r.status), not a JSON document", fix: fix)
                     continue
                 }

@@ -86,7 +86,8 @@ extension TokenVault.Setup {
                 }
             }
             let scope = global ? "--global" : "--local"
-            let helper = "!'\(Tool.selfPath)' git-credential"
+            // A shell word, whatever the path holds (git runs '!…' helpers through sh).
+            let helper = "!\(ShellWord.quoted(Tool.selfPath)) git-credential"
             for (url, provider) in urls {
                 let key = "credential.\(url).helper"
                 // Helpers of the user's own this replaces: kept aside, put back by --undo.
@@ -325,12 +326,25 @@ extension TokenVault.Setup {
             let env = TokenVault.MCP.clientEnvironment(context.settings)
             if !env.isEmpty { entry["env"] = .object(env.mapValues { .string($0) }) }
             let key = format == .vscode ? "servers" : "mcpServers"
-            guard let path = write else {
-                Output.value(Self.text(.object([key: .object([entryName: .object(entry)])])))
+            let shown = Self.text(.object([key: .object([entryName: .object(entry)])]))
+            guard let given = write else {
+                Output.value(shown)
                 return
             }
+            // A client config that is a link (dotfiles kept elsewhere) is written where it points.
+            let path = AtomicFile.linkTarget(given)
             var file = try Self.read(path)
-            var servers: [String: JSONValue] = if case .object(let o)? = file[key] { o } else { [:] }
+            var servers: [String: JSONValue] = [:]
+            switch file[key] {
+            case .object(let o)?: servers = o
+            case nil: break
+            case let other?:
+                // Never replace what the client has under that key with a shape it does not read.
+                let kind = if case .array = other { "an array" } else { "not an object" }
+                throw TokenVaultError.config(
+                    "\(path): \(key) is \(kind), which tokenvault cannot merge into; nothing was written",
+                    hint: "add this entry by hand: \(shown.split(separator: "\n").joined(separator: " "))")
+            }
             if undo {
                 guard servers.removeValue(forKey: entryName) != nil else {
                     Output.notice("\(path) has no entry \(Quoted.text(entryName)); nothing to remove")
@@ -348,6 +362,18 @@ extension TokenVault.Setup {
             if dryRun {
                 Output.value(text)
                 return
+            }
+            // The client may never have run yet: its folder is made (0700), as it would.
+            let folder = Posix.dirname(path)
+            if !FileManager.default.fileExists(atPath: folder) {
+                do {
+                    try FileManager.default.createDirectory(
+                        atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                } catch {
+                    throw TokenVaultError.vault(
+                        "cannot create \(folder) for the MCP client's config",
+                        hint: "create it, or give --write a file in a folder that exists")
+                }
             }
             try AtomicFile.replace(path, with: Array((text + "\n").utf8), what: "the MCP client's config")
             Output.notice(
@@ -369,9 +395,17 @@ extension TokenVault.Setup {
                 return [:]
             }
             if data.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) { return [:] }
-            guard JSONSyntax.firstProblem(String(decoding: data, as: UTF8.self)) == nil,
-                case .object(let o)? = try? JSONDecoder().decode(JSONValue.self, from: data)
-            else {
+            var rules = JSONSyntax.Rules()
+            (rules.refuseDuplicateKeys, rules.refuseInexactIntegers) = (true, true)
+            let parsed = Result { try JSONSyntax.parse(data, rules: rules) }
+            if case .failure(let problem as JSONSyntax.Problem) = parsed {
+                throw TokenVaultError.config(
+                    "\(path):\(problem.line):\(problem.column): \(problem.what); nothing was written",
+                    hint:
+                        "add the entry by hand (tokenvault setup mcp URL prints it), or fix the file and run this again"
+                )
+            }
+            guard case .success(.object(let o)) = parsed else {
                 throw TokenVaultError.config(
                     "\(path) is not a plain JSON object (comments or trailing commas?); nothing was written",
                     hint: "add the entry by hand: tokenvault setup mcp URL prints it")

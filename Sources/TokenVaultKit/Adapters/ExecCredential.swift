@@ -19,7 +19,7 @@ public struct ExecCredentialRequest: Sendable, Equatable {
         guard let info = settings[.kubernetesExecInfo] else {
             return ExecCredentialRequest(apiVersion: v1beta1, interactive: true)
         }
-        guard case .object(let object)? = try? JSONDecoder().decode(JSONValue.self, from: Data(info.utf8)) else {
+        guard case .object(let object)? = JSONValue.parsed(Data(info.utf8)) else {
             throw TokenVaultError.badInput("\(variable) is not a JSON object")
         }
         guard let version = object["apiVersion"]?.string else {

@@ -109,7 +109,7 @@ public enum AgentSocket {
 
     /// A frame's body read as a JSON message; nil when it is not one.
     public static func json(_ body: [UInt8]) -> JSONValue? {
-        try? JSONDecoder().decode(JSONValue.self, from: Data(body))
+        JSONValue.parsed(Data(body))
     }
 
     /// `n` as the four bytes (big-endian) that give a length on the socket.

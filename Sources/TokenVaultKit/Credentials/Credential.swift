@@ -286,7 +286,7 @@ extension Credential {
 
     private static func decodeRecord(_ data: Data, id: CredentialID) throws -> Credential {
         let object: [String: JSONValue]
-        if let decoded = try? JSONDecoder().decode(JSONValue.self, from: data), case .object(let o) = decoded {
+        if let decoded = JSONValue.parsed(data), case .object(let o) = decoded {
             object = o
         } else {
             let text = String(decoding: data, as: UTF8.self).trimmedWhitespace()

@@ -41,13 +41,10 @@ public enum TokenInput {
         guard data.count <= maxTokenInputBytes else { throw TokenVaultError.badInput("the input is larger than 1 MiB") }
         let value: JSONValue
         do {
-            value = try JSONDecoder().decode(JSONValue.self, from: data)
-        } catch {
-            let text = String(decoding: data, as: UTF8.self)
-            let where_ =
-                JSONSyntax.firstProblem(text).map { "line \($0.line), column \($0.column): \($0.what)" }
-                ?? "it cannot be read"
-            throw TokenVaultError.badInput("the input is not JSON (\(where_))")
+            value = try JSONSyntax.parse(data)
+        } catch let problem as JSONSyntax.Problem {
+            throw TokenVaultError.badInput(
+                "the input is not JSON (line \(problem.line), column \(problem.column): \(problem.what))")
         }
         guard case .object(let o) = value else {
             throw TokenVaultError.badInput("the input must be a JSON object, not another JSON value")

@@ -348,7 +348,7 @@ public final class MCPBridge: @unchecked Sendable {
         }
         var answered = false
         for data in held {
-            if case .object(let o)? = try? JSONDecoder().decode(JSONValue.self, from: Data(data.utf8)),
+            if case .object(let o)? = JSONValue.parsed(Data(data.utf8)),
                 let version = o["result"]?["protocolVersion"]?.string,
                 version.utf8.count <= 64, version.utf8.allSatisfy({ (0x21...0x7E).contains($0) })
             {

@@ -31,11 +31,8 @@ public enum JSONRPC {
         guard line.count <= maxLineBytes else {
             throw Refusal(code: -32600, message: "the message is larger than \(maxLineBytes >> 20) MiB", id: .null)
         }
-        // Strict JSON: Foundation's decoder takes a trailing comma, and what is
-        // forwarded as sent must be read the same way by every peer.
-        guard JSONSyntax.firstProblem(String(decoding: line, as: UTF8.self)) == nil,
-            let value = try? JSONDecoder().decode(JSONValue.self, from: Data(line))
-        else {
+        // Strict JSON (JSONSyntax): what is forwarded as sent must be read the same way by every peer.
+        guard let value = JSONValue.parsed(line) else {
             throw Refusal(code: -32700, message: "parse error: the line is not JSON", id: .null)
         }
         switch value {

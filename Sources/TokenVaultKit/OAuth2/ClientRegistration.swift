@@ -55,7 +55,7 @@ public struct ClientRegistration: Equatable, Sendable {
             HTTPRequest(
                 url: endpoint, headers: ["Content-Type: application/json", "Accept: application/json"], body: body))
         let answer: [String: JSONValue]? =
-            if case .object(let o)? = try? JSONDecoder().decode(JSONValue.self, from: r.body) { o } else { nil }
+            if case .object(let o)? = JSONValue.parsed(r.body) { o } else { nil }
         if (500..<600).contains(r.status) {
             throw TokenVaultError.temporary("\(host) could not register tokenvault now (HTTP \(r.status)); try again")
         }

@@ -135,7 +135,7 @@ public struct Discovery {
             let r = try transport.send(HTTPRequest(method: "GET", url: url, headers: ["Accept: application/json"]))
             if (500..<600).contains(r.status) { throw TokenVaultError.temporary(unavailable(r.status, url)) }
             if (200..<300).contains(r.status),
-                case .object(let o)? = try? JSONDecoder().decode(JSONValue.self, from: r.body)
+                case .object(let o)? = JSONValue.parsed(r.body)
             {
                 return (o, last)
             }
@@ -168,7 +168,7 @@ public struct Discovery {
             return nil
         }
         guard let data = FileManager.default.contents(atPath: file),
-            case .object(let o)? = try? JSONDecoder().decode(JSONValue.self, from: data),
+            case .object(let o)? = JSONValue.parsed(data),
             o["issuer"]?.string == issuer, let at = o["fetched_at"]?.int64, case .object(let doc)? = o["document"],
             (0...now).contains(at)  // a time to come, or one whose age overflows: not a copy to believe
         else { return nil }

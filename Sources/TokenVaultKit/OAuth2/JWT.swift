@@ -82,7 +82,7 @@ public enum JWT {
     public static func claims(of token: String) -> [String: JSONValue]? {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let data = base64urlDecode(parts[1]),
-            case .object(let o)? = try? JSONDecoder().decode(JSONValue.self, from: data)
+            case .object(let o)? = JSONValue.parsed(data)
         else { return nil }
         return o
     }
@@ -115,7 +115,7 @@ public struct SigningKey {
         if let path = credentialsFile {
             var bytes = try read(path, what: "the credentials file of \(name)")
             defer { Sodium.wipe(&bytes) }
-            guard case .object(let o)? = try? JSONDecoder().decode(JSONValue.self, from: Data(bytes)),
+            guard case .object(let o)? = JSONValue.parsed(Data(bytes)),
                 let pem = o["private_key"]?.string, let email = o["client_email"]?.string
             else {
                 throw TokenVaultError.config(

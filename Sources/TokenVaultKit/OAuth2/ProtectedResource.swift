@@ -30,7 +30,7 @@ public struct ProtectedResourceMetadata: Equatable, Sendable {
     /// http, for tests and local servers).
     public static func parse(_ body: Data, for resource: String) throws -> ProtectedResourceMetadata {
         let shown = OutsideText.line(resource, limit: 200)
-        guard case .object(let o)? = try? JSONDecoder().decode(JSONValue.self, from: body) else {
+        guard case .object(let o)? = JSONValue.parsed(body) else {
             throw TokenVaultError.badInput("the resource metadata of \(shown) is not a JSON object")
         }
         guard let stated = o["resource"]?.string else {

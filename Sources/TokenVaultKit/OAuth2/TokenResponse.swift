@@ -9,7 +9,7 @@ import Glibc
 public enum TokenResponse {
     /// The fields of a body that is a JSON object or form data; nil otherwise.
     public static func fields(_ body: Data) -> [String: JSONValue]? {
-        if let v = try? JSONDecoder().decode(JSONValue.self, from: body), case .object(let o) = v { return o }
+        if let v = JSONValue.parsed(body), case .object(let o) = v { return o }
         guard let text = String(data: body, encoding: .utf8)?.trimmedWhitespace(),
             !text.hasPrefix("<"), !text.contains("\n"), let pairs = FormEncoding.decode(text)
         else { return nil }

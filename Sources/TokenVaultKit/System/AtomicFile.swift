@@ -46,6 +46,22 @@ public enum AtomicFile {
 
     /// A new file beside `path`, created 0600 whatever the umask; its
     /// descriptor and path, or nil (errno says why).
+    /// Where `path` leads: the file a chain of symbolic links ends at (a
+    /// relative target read from its link's directory), so that a rewrite
+    /// replaces that file and leaves the link a link; `path` itself when it is
+    /// no link. The chain is followed 40 links at most, as the kernel does.
+    public static func linkTarget(_ path: String) -> String {
+        var current = path
+        for _ in 0..<40 {
+            var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+            let n = readlink(current, &buffer, buffer.count - 1)
+            guard n > 0 else { return current }
+            let target = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            current = target.hasPrefix("/") ? target : Posix.dirname(current) + "/" + target
+        }
+        return current
+    }
+
     static func createTemporary(for path: String) -> (fd: Int32, path: String)? {
         let temp = path + ".tmp-\(getpid())"
         unlink(temp)  // a leftover of a killed run of this pid

@@ -242,7 +242,7 @@ struct Spool {
 
     func get(_ id: CredentialID) -> Entry? {
         guard let data = FileManager.default.contents(atPath: path(id)),
-            let value = try? JSONDecoder().decode(JSONValue.self, from: data), case .object(let o) = value,
+            let value = JSONValue.parsed(data), case .object(let o) = value,
             let record = o["record"]?.string, let c = try? Credential.fromRecord(Data(record.utf8), id: id)
         else { return nil }
         switch o["computed_from"] {

@@ -77,7 +77,7 @@ extension EtcdClient {
             try Self.unusable(failure, endpoint: endpoint)
             throw failure.error(peer: "etcd at \(endpoint)", what: "etcd")
         }
-        guard let v = try? JSONDecoder().decode(JSONValue.self, from: response.body), case .object(let o) = v else {
+        guard let v = JSONValue.parsed(response.body), case .object(let o) = v else {
             throw TokenVaultError.backendUnavailable("\(endpoint) is not an etcd v3 gateway (HTTP \(response.status))")
         }
         if let t = o["token"]?.string, !t.isEmpty {

@@ -321,7 +321,7 @@ final class EtcdClient: @unchecked Sendable {
             if failure.maybeSent, mode.ambiguityThrows { throw EtcdAmbiguous(detail: why) }
             return .passing(why)
         }
-        guard let v = try? JSONDecoder().decode(JSONValue.self, from: response.body), case .object(let object) = v
+        guard let v = JSONValue.parsed(response.body), case .object(let object) = v
         else {
             throw TokenVaultError.backendUnavailable(
                 "\(endpoint) is not an etcd v3 gateway (HTTP \(response.status) with no JSON)",

@@ -53,7 +53,7 @@ extension EtcdStore {
             let damaged = TokenVaultError.vault(
                 "the fleet's key record in etcd is damaged; refused",
                 hint: "restore it from a backup; without it no credential under the prefix can be read")
-            guard let v = try? JSONDecoder().decode(JSONValue.self, from: Data(value)), case .object(let o) = v,
+            guard let v = JSONValue.parsed(Data(value)), case .object(let o) = v,
                 o["format"]?.string == "tokenvault-etcd-kdf-1", o["alg"]?.string == "argon2id13",
                 let ops = o["opslimit"]?.int64, let mem = o["memlimit"]?.int64, ops > 0, mem > 0,
                 let salt = o["salt"]?.string.flatMap({ Data(base64Encoded: $0) }), salt.count == Sodium.saltBytes,
