@@ -14,7 +14,10 @@ STATIC_CXX = $(CURDIR)/.build/static-cxx
 # RELEASE_SCRATCH: where the release is built; another one than .build lets a
 # release build run while something else holds .build (the tests' make deb).
 RELEASE_SCRATCH ?= .build
-RELEASE_FLAGS = -c release --static-swift-stdlib --product tokenvault -Xlinker -L$(STATIC_CXX) --scratch-path $(RELEASE_SCRATCH)
+# Relocations resolved and made read-only at start (-z now -z relro): no lazy
+# binding table left writable.
+RELEASE_FLAGS = -c release --static-swift-stdlib --product tokenvault -Xlinker -L$(STATIC_CXX) \
+	-Xlinker -z -Xlinker now -Xlinker -z -Xlinker relro --scratch-path $(RELEASE_SCRATCH)
 RELEASE_BIN = $(RELEASE_SCRATCH)/release/tokenvault
 
 .PHONY: deps build release test unit lint format demo bench deb install uninstall docs clean
@@ -40,6 +43,8 @@ release: deps
 	else \
 	  patchelf $(foreach l,$(GLIB_NEEDED),--remove-needed $(l)) $(RELEASE_BIN); \
 	fi
+	@# SwiftPM adds RUNPATH=$$ORIGIN: a copy run from /tmp would load a library planted beside it.
+	patchelf --remove-rpath $(RELEASE_BIN)
 
 # The tests start their own private D-Bus with an unlocked gnome-keyring
 # (one per test class) and their own throwaway homes.

@@ -88,6 +88,43 @@ Description: command-line vault for OAuth credentials
  or paste mode, serves git, kubectl and mail clients, and bridges MCP
  servers for MCP clients.
 EOF
+# Agents of the packaged binary (started on use, by hand or by systemd) leave
+# before it is replaced or removed: an agent of the old build must not serve
+# on, nor cache a key again (docs/agent.md, "Upgrades"). The user's
+# credentials are theirs: removing the package never touches them.
+cat > "$stage/DEBIAN/prerm" <<'EOF'
+#!/bin/sh
+set -e
+case "$1" in
+remove|upgrade|deconfigure)
+    if command -v pgrep >/dev/null 2>&1; then
+        for pid in $(pgrep -f '^(/usr/bin/)?tokenvault agent( |$)' || true); do
+            if [ "$(readlink "/proc/$pid/exe" 2>/dev/null || true)" = /usr/bin/tokenvault ]; then
+                kill -TERM "$pid" 2>/dev/null || true
+            fi
+        done
+    fi
+    ;;
+esac
+exit 0
+EOF
+cat > "$stage/DEBIAN/postrm" <<'EOF'
+#!/bin/sh
+set -e
+case "$1" in
+remove|purge)
+    echo "tokenvault: stored credentials are kept (the Secret Service, or ~/.local/share/tokenvault/vault); delete them with tokenvault delete before removing it, or by hand"
+    ;;
+esac
+if [ "$1" = purge ] && [ -x /usr/bin/deb-systemd-helper ]; then
+    deb-systemd-helper --user purge tokenvault-agent.socket tokenvault-agent.service >/dev/null 2>&1 || true
+fi
+exit 0
+EOF
+chmod 0755 "$stage/DEBIAN/prerm" "$stage/DEBIAN/postrm"
+# What dpkg --verify checks the installed files against.
+(cd "$stage" && find . -type f ! -path './DEBIAN/*' -printf '%P\0' | sort -z | xargs -0 md5sum) > "$stage/DEBIAN/md5sums"
+chmod 0644 "$stage/DEBIAN/md5sums"
 package=$out/tokenvault_${version}-1_${arch}.deb
 dpkg-deb --root-owner-group -Zxz --build "$stage" "$package" >/dev/null
 echo "$package"

@@ -9,6 +9,8 @@ the client certificate) and its answer changed.
                  that carries them too
   --count        nothing changed; GET /proxy-stats counts the sign-ins
                  (/v3/auth/authenticate) and the refused tokens
+  --crlf-token   the sign-in's token carries CR LF and a header line of its own;
+                 /proxy-stats counts the requests that arrived with that header
 
 Usage: etcd_rewrite_proxy.py TARGET CA CERT KEY MODE; prints `port N`."""
 import json
@@ -24,7 +26,7 @@ context = ssl.create_default_context(cafile=ca)
 context.load_cert_chain(cert, key)
 HOSTILE = "\x1b]0;pwned\x07\x1b[2J\u202e\u2028"
 lock = threading.Lock()
-counts = {"signins": 0, "refused_tokens": 0}
+counts = {"signins": 0, "refused_tokens": 0, "injected": 0}
 
 
 def max_versions(value):
@@ -61,6 +63,9 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/v3/auth/authenticate":
             with lock:
                 counts["signins"] += 1
+        if self.headers.get("X-Injected"):
+            with lock:
+                counts["injected"] += 1
         if mode == "--escapes" and self.path.startswith("/v3/kv/"):
             return self.answer(400, {"error": "refused", "code": 3, "message": "no such thing" + HOSTILE})
         headers = {"Content-Type": "application/json"}
@@ -77,6 +82,8 @@ class Handler(BaseHTTPRequestHandler):
                 counts["refused_tokens"] += 1
         if mode == "--max-version":
             max_versions(answer)
+        if mode == "--crlf-token" and self.path == "/v3/auth/authenticate" and "token" in answer:
+            answer["token"] = answer["token"] + "\r\nX-Injected: yes"
         if mode == "--escapes" and self.path == "/v3/maintenance/status":
             answer["version"] = answer.get("version", "3.4") + HOSTILE
         self.answer(status, answer)

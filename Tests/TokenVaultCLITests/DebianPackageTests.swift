@@ -49,14 +49,34 @@ final class DebianPackageTests: XCTestCase {
             runProcess("/usr/bin/man", ["-w", "tokenvault"], env: env).out, "/usr/share/man/man1/tokenvault.1.gz")
         let service = try String(contentsOfFile: "/usr/lib/systemd/user/tokenvault-agent.service", encoding: .utf8)
         XCTAssertTrue(service.contains("ExecStart=\"/usr/bin/tokenvault\""), service)
-        // The installed binary does the main job.
+        // Hardened as built: no RUNPATH (a copy in /tmp loads nothing planted beside it), bound at start.
+        let dynamic = runProcess("/usr/bin/readelf", ["-d", "/usr/bin/tokenvault"], env: env).stdout
+        XCTAssertFalse(dynamic.contains("RUNPATH") || dynamic.contains("RPATH"), dynamic)
+        XCTAssertTrue(dynamic.contains("BIND_NOW") || dynamic.contains("Flags: NOW"), dynamic)
+        let verify = runProcess("/usr/bin/dpkg", ["--verify", "tokenvault"], env: env)
+        XCTAssertEqual(verify.status, 0, "md5sums shipped and matching: \(verify.stdout)")
+        XCTAssertFalse(
+            runProcess("/usr/bin/dpkg-deb", ["-I", package, "md5sums"], env: env).stdout.isEmpty, "md5sums shipped")
+        // The installed binary does the main job, and its agent starts on first use.
         let s = Sandbox()
+        s.env["TOKENVAULT_AGENT"] = "auto"
         XCTAssertEqual(
             runProcess("/usr/bin/tokenvault", ["set", "api.deb.example"], stdin: "deb-token", env: s.env).status, 0)
         XCTAssertEqual(runProcess("/usr/bin/tokenvault", ["get", "api.deb.example"], env: s.env).out, "deb-token")
+        var agent: Int32 = 0
+        XCTAssertTrue(
+            eventually(10) {
+                let status = runProcess("/usr/bin/tokenvault", ["agent", "status", "--json"], env: s.env).stdout
+                let pid = (try? JSONSerialization.jsonObject(with: Data(status.utf8)) as? [String: Any])?["pid"]
+                agent = Int32(pid as? Int ?? 0)
+                return agent > 0
+            }, "an agent of the package")
 
         let remove = runProcess("/usr/bin/apt-get", ["remove", "-y", "-qq", "tokenvault"], env: env, limit: 300)
         XCTAssertEqual(remove.status, 0, remove.stderr)
+        XCTAssertTrue(
+            remove.stdout.contains("stored credentials are kept"), "removal says what it keeps: \(remove.stdout)")
+        XCTAssertTrue(eventually(10) { processGone(agent) }, "no agent of the removed binary serves on")
         for path in ["/usr/bin/tokenvault", "/usr/share/doc/tokenvault", "/usr/share/man/man1/tokenvault.1.gz"] {
             XCTAssertFalse(FileManager.default.fileExists(atPath: path), "\(path) is left")
         }

@@ -712,6 +712,20 @@ final class FleetTests: XCTestCase {
         XCTAssertTrue(t.tv("backend").stdout.contains("etcd 3.4"), "the version, cleaned")
     }
 
+    /// A member that hands out a token with CR LF in it would add header
+    /// lines to every later request: the sign-in is refused, nothing sent with it.
+    func testATokenThatCannotGoInAHeaderIsRefused() throws {
+        let (proxy, port) = try hostileMember("--crlf-token")
+        defer { proxy.terminate() }
+        let s = try proxiedHost("crlf", port: port)
+        let r = s.tv("set", "crlf.example", stdin: "tok-c")
+        XCTAssertEqual(r.status, 69, r.stderr)
+        XCTAssertTrue(r.stderr.contains("cannot go in a header"), r.stderr)
+        XCTAssertEqual(try fixtureStats("http://127.0.0.1:\(port)/proxy-stats")["injected"], 0)
+        XCTAssertEqual(s.tv("get", "crlf.example").status, 69, "and not taken from the keyring either")
+        XCTAssertEqual(try fixtureStats("http://127.0.0.1:\(port)/proxy-stats")["injected"], 0)
+    }
+
     func testTLSFilesOthersCouldSwapAreRefused() throws {
         let s = try host("tlsfiles")
         XCTAssertEqual(s.tv("set", "t.example", stdin: "tok-t").status, 0)

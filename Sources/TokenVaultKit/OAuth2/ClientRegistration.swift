@@ -65,12 +65,14 @@ public struct ClientRegistration: Equatable, Sendable {
                 code: code, description: answer?["error_description"].map { OutsideText.line($0.text) })
         }
         guard let o = answer else { throw TokenVaultError.badInput("\(host) answered the registration without JSON") }
-        return try parse(o, host: host, issuer: issuer, redirectURI: redirectURI, scopes: scopes, now: now)
+        return try parse(
+            o, host: host, issuer: issuer, endpoint: endpoint, redirectURI: redirectURI, scopes: scopes, now: now)
     }
 
     /// Checks what a registration answer says.
     static func parse(
-        _ o: [String: JSONValue], host: String, issuer: String, redirectURI: String, scopes: [String] = [], now: Int64
+        _ o: [String: JSONValue], host: String, issuer: String, endpoint: String? = nil, redirectURI: String,
+        scopes: [String] = [], now: Int64
     ) throws
         -> ClientRegistration
     {
@@ -107,9 +109,15 @@ public struct ClientRegistration: Equatable, Sendable {
             issuer: issuer, clientID: id, clientSecret: secret("client_secret"),
             registrationAccessToken: secret("registration_access_token"), redirectURI: redirectURI, registeredAt: now,
             scopes: o["scope"]?.string.map { $0.split(separator: " ").map(String.init) } ?? scopes)
-        // RFC 7592: kept only with its token, and only where the issuer itself may be reached.
+        // RFC 7592: kept only with its token, only where the issuer itself may be
+        // reached, and only on the registration endpoint's own origin (a GET at
+        // each login and a DELETE on `delete` go there, with the server's token).
+        let sameOrigin = endpoint.map { e in
+            ProviderConfig.origin(of: e) != nil
+                && ProviderConfig.origin(of: e) == o["registration_client_uri"]?.string.flatMap(ProviderConfig.origin)
+        }
         if let uri = o["registration_client_uri"]?.string, r.registrationAccessToken != nil, !uri.contains("#"),
-            uri.utf8.count <= 2048, OAuth2Provider.isSafeEndpoint(uri, reachedFrom: issuer),
+            sameOrigin ?? true, uri.utf8.count <= 2048, OAuth2Provider.isSafeEndpoint(uri, reachedFrom: issuer),
             !uri.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F })
         {
             r.registrationClientURI = uri

@@ -249,19 +249,37 @@ public struct OAuth2Provider: Sendable {
     /// http on loopback only when the resource itself is on loopback, so that
     /// a remote resource cannot send tokenvault to a port on this machine
     /// (docs/security.md).
+    /// The rule holds whatever the scheme: a remote resource cannot lead to
+    /// `https://localhost:PORT` either.
     static func isSafeEndpoint(_ url: String, reachedFrom resource: String) -> Bool {
+        guard let from = try? ServiceKey(parsing: resource).host, let to = try? ServiceKey(parsing: url).host else {
+            return false
+        }
+        if isLoopback(to), !isLoopback(from) { return false }
         if url.lowercased().hasPrefix("https://") { return true }
-        guard let host = try? ServiceKey(parsing: resource).host else { return false }
-        return isLoopback(host) && isSafeEndpoint(url)
+        return isLoopback(from) && isSafeEndpoint(url)
     }
 
+    /// A name or address of this machine: localhost (and `*.localhost`,
+    /// RFC 6761), 127.0.0.0/8 in any form a resolver takes (`127.1`, a
+    /// decimal number), 0.0.0.0, ::1, ::, and IPv4-mapped forms of those.
     static func isLoopback(_ host: String) -> Bool {
-        if host == "localhost" { return true }
+        var name = host.lowercased()
+        if name.hasSuffix(".") { name.removeLast() }
+        if name == "localhost" || name.hasSuffix(".localhost") { return true }
         var v4 = in_addr()
-        if inet_pton(AF_INET, host, &v4) == 1 { return UInt32(bigEndian: v4.s_addr) >> 24 == 127 }
+        if inet_aton(name, &v4) != 0 {
+            let a = UInt32(bigEndian: v4.s_addr)
+            return a >> 24 == 127 || a == 0
+        }
         var v6 = in6_addr()
-        if inet_pton(AF_INET6, host, &v6) == 1 {
-            return withUnsafeBytes(of: &v6) { $0.prefix(15).allSatisfy { $0 == 0 } && $0[15] == 1 }
+        let bare = name.hasPrefix("[") && name.hasSuffix("]") ? String(name.dropFirst().dropLast()) : name
+        if inet_pton(AF_INET6, bare, &v6) == 1 {
+            return withUnsafeBytes(of: &v6) { b in
+                let zeros = b.prefix(15).allSatisfy { $0 == 0 }
+                let mapped = b.prefix(10).allSatisfy { $0 == 0 } && b[10] == 0xFF && b[11] == 0xFF
+                return (zeros && (b[15] == 1 || b[15] == 0)) || (mapped && (b[12] == 127 || b[12...15].allSatisfy { $0 == 0 }))
+            }
         }
         return false
     }

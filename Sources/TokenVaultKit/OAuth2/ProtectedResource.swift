@@ -47,7 +47,7 @@ public struct ProtectedResourceMetadata: Equatable, Sendable {
         let issuers = try servers.map { value -> String in
             guard let issuer = value.string, OAuth2Provider.isSafeEndpoint(issuer, reachedFrom: resource) else {
                 throw TokenVaultError.badInput(
-                    "the resource metadata of \(shown) names an authorization server that is not an https URL: \(OutsideText.line(value.text, limit: 200))"
+                    "the resource metadata of \(shown) names an authorization server that is not an https URL or is on this machine: \(OutsideText.line(value.text, limit: 200))"
                 )
             }
             return issuer

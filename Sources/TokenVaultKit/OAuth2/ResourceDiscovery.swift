@@ -130,7 +130,7 @@ public enum ResourceDiscovery {
             guard let v = o[key] else { return nil }
             guard let s = v.string, OAuth2Provider.isSafeEndpoint(s, reachedFrom: url) else {
                 throw TokenVaultError.badInput(
-                    "\(shownIssuer) sent a \(key) that is not an https URL: \(OutsideText.line(v.text, limit: 200))")
+                    "\(shownIssuer) sent a \(key) that is not an https URL or is on this machine: \(OutsideText.line(v.text, limit: 200))")
             }
             return s
         }

@@ -33,7 +33,15 @@ extension EtcdClient {
     private func keptAuthToken() -> String? {
         settings.authTokenCache.load(name: authTokenName).map { bytes in
             bytes.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
-        }
+        }.flatMap { Self.isUsableToken($0) ? $0 : nil }
+    }
+
+    /// A token goes into a header line of every later request: only visible
+    /// ASCII, 1 to 4096 bytes (etcd's simple tokens are 16 letters, its JWTs
+    /// a few hundred), is taken; anything else (a CR/LF that would add header
+    /// lines) is a member's mistake, signed in from, never sent.
+    static func isUsableToken(_ t: String) -> Bool {
+        (1...4096).contains(t.utf8.count) && t.utf8.allSatisfy { (0x21...0x7E).contains($0) }
     }
 
     /// Signs in when this process has no token: with the token another process
@@ -81,6 +89,11 @@ extension EtcdClient {
             throw TokenVaultError.backendUnavailable("\(endpoint) is not an etcd v3 gateway (HTTP \(response.status))")
         }
         if let t = o["token"]?.string, !t.isEmpty {
+            guard Self.isUsableToken(t) else {
+                throw TokenVaultError.backendUnavailable(
+                    "etcd at \(endpoint) answered the sign-in with a token that cannot go in a header (control characters, spaces or over 4096 bytes); refused"
+                )
+            }
             lock.withLock {
                 token = t
                 authenticated = true
