@@ -116,7 +116,7 @@ remove|purge)
     echo "tokenvault: stored credentials are kept (the Secret Service, or ~/.local/share/tokenvault/vault); delete them with tokenvault delete before removing it, or by hand"
     ;;
 esac
-if [ "$1" = purge ] && [ -x /usr/bin/deb-systemd-helper ]; then
+if [ "$1" = purge ] && command -v deb-systemd-helper >/dev/null 2>&1; then
     deb-systemd-helper --user purge tokenvault-agent.socket tokenvault-agent.service >/dev/null 2>&1 || true
 fi
 exit 0

@@ -19,6 +19,14 @@ server BASE/as-MODE (or BASE/as-ok):
   retry0    initialize answered with session r-1; each GET: "retry: 0" and closed
   junk      answers by id: 2 JSON with a trailing comma, 3 an object that is
             no JSON-RPC message, 4 an array of numbers, 5 a JSON string
+  nested    tools/list answered with JSON nested 400 deep (2 KB), tools/call
+            over SSE with an event nested as deep; its authorization server
+            (as-nested) answers a refresh with a body nested as deep
+  pages     tools/list answered after a second with no tool and a next cursor,
+            page after page (counted in /stats as "pages")
+  routing   GET /last-headers: the headers of the last request; tools/list
+            lists "echo", whose argument "region" is mirrored in
+            Mcp-Param-Region (both eras answered alike)
 A token is any the server issued, or one starting with "t0k3n".
 Authorization servers at /as-MODE: RFC 8414 metadata, /register, /authorize
 (approves at once), /token (authorization_code, refresh_token).
@@ -41,6 +49,8 @@ stats = {"registrations": 0, "authorizations": 0, "gets": 0, "scope_refusals": 0
 clients = {}  # client_id -> its registration access token (RFC 7592)
 seen = []
 issued = set()
+last_headers = {}
+DEEP = "[" * 400 + "]" * 400
 base = ""
 
 
@@ -93,9 +103,12 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/seen":
             with lock:
                 return self.send(200, list(seen))
+        if path == "/last-headers":
+            with lock:
+                return self.send(200, dict(last_headers))
         if path.startswith("/.well-known/oauth-protected-resource/"):
             mode = path.split("/")[3]
-            server = base + ("/as-space" if mode == "space" else "/as-ok")
+            server = base + ("/as-" + mode if mode in ("space", "nested") else "/as-ok")
             return self.send(200, {"resource": f"{base}/{mode}/mcp", "authorization_servers": [server]})
         if path.startswith("/.well-known/oauth-authorization-server/as-"):
             issuer = base + "/" + path.split("/")[3]
@@ -165,6 +178,9 @@ class Handler(BaseHTTPRequestHandler):
                                        registration_client_uri=issuer + "/register/" + client_id))
         if path.endswith("/token"):
             form = urllib.parse.parse_qs(data.decode())
+            if "/as-nested/" in path and form.get("grant_type") == ["refresh_token"]:
+                count("nested_refreshes")
+                return self.send(200, ('{"access_token":"at-deep","expires_in":3600,"deep":' + DEEP + "}").encode())
             access, refresh = "at-" + secrets.token_hex(8), "rt-" + secrets.token_hex(8)
             with lock:
                 issued.add(access)
@@ -172,6 +188,10 @@ class Handler(BaseHTTPRequestHandler):
                                    "expires_in": 3600, "scope": form.get("scope", [""])[0]})
         if path.endswith("/mcp"):
             mode = path.split("/")[1]
+            if mode == "routing":
+                with lock:
+                    last_headers.clear()
+                    last_headers.update({k.lower(): v for k, v in self.headers.items()})
             if not self.authorized(mode):
                 return
             return self.mcp(mode, json.loads(data or b"null"))
@@ -242,6 +262,22 @@ class Handler(BaseHTTPRequestHandler):
         if mode == "silent" and method == "tools/call":
             time.sleep(600)
             return
+        if mode == "nested" and method == "tools/list":
+            count("nested_answers")
+            return self.send(200, ('{"jsonrpc":"2.0","id":%s,"result":{"tools":%s}}' % (json.dumps(rid), DEEP)).encode())
+        if mode == "nested" and method == "tools/call":
+            count("nested_answers")
+            self.start_stream()
+            self.chunk('event: message\ndata: {"jsonrpc":"2.0","id":%s,"result":%s}\n\n' % (json.dumps(rid), DEEP))
+            self.chunk(b"")
+            return
+        if mode == "pages" and method == "tools/list":
+            count("pages")
+            time.sleep(1)
+            return self.send(200, answer({"tools": [], "nextCursor": "c-" + secrets.token_hex(4)}))
+        if mode == "routing" and method == "tools/list":
+            return self.send(200, answer({"tools": [{"name": "echo", "inputSchema": {
+                "type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}}}]}))
         if mode == "junk":
             bodies = {2: b'{"jsonrpc":"2.0","id":2,"result":{"a":1},}', 3: b'{"hello":"world"}',
                       4: b"[1,2,3]", 5: b'"just a string"'}

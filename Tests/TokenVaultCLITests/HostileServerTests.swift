@@ -203,6 +203,105 @@ final class HostileServerTests: XCTestCase {
         XCTAssertEqual(d.lines.count, 5)
     }
 
+    // MARK: What servers send: nested JSON, empty routing values
+
+    static func modern(_ id: Int, _ method: String, _ params: String = "") -> String {
+        #"{"jsonrpc":"2.0","id":\#(id),"method":"\#(method)","params":{\#(params)"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#
+    }
+
+    /// JSON nested 400 deep (2 KB) in a listing or an SSE event: that
+    /// request's error, in either era; the bridge answers the next one.
+    func testNestedJSONIsThatRequestsErrorNotTheBridgesEnd() throws {
+        let s = sandbox(holdingTokenFor: "nested")
+        let handshake = try drive(
+            s, url("nested"),
+            [
+                (0, Self.initialize), (0.3, #"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#), (0.3, Self.call(3)),
+                (1.0, Self.ping(4)),
+            ], until: [1, 2, 3, 4], limit: 15)
+        let modern = try drive(
+            s, url("nested"),
+            [
+                (0, Self.modern(2, "tools/list")), (0, Self.modern(3, "tools/call", #""name":"echo","arguments":{},"#)),
+                (0.5, Self.modern(4, "ping")),
+            ], until: [2, 3, 4], limit: 15)
+        for (era, d) in [("handshake", handshake), ("2026-07-28", modern)] {
+            for id in [2, 3] {
+                let a = try XCTUnwrap(d.answer(id)?.message, "\(era): \(id) answered")
+                XCTAssertEqual((a["error"] as? [String: Any])?["code"] as? Int, -32002, "\(era) \(id): \(a)")
+            }
+            XCTAssertNotNil(d.answer(4)?.message["result"], "\(era): the bridge serves on: \(d.stderr)")
+        }
+        XCTAssertGreaterThanOrEqual(try stats()["nested_answers"] ?? 0, 4)
+    }
+
+    /// A call of a tool never listed makes the bridge list the tools first;
+    /// a server that pages without end is listed no further once the call is cancelled.
+    func testACancelledCallStopsTheBridgesOwnListing() throws {
+        let s = sandbox(holdingTokenFor: "pages")
+        let before = try stats()["pages"] ?? 0
+        let cancel =
+            #"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#
+        _ = try drive(
+            s, url("pages"), [(0, Self.modern(2, "tools/call", #""name":"unknown","arguments":{},"#)), (1.5, cancel)],
+            limit: 6)
+        let pages = (try stats()["pages"] ?? 0) - before
+        XCTAssertLessThanOrEqual(pages, 3, "\(pages) pages asked for a cancelled call")
+    }
+
+    func lastHeaders() -> String {
+        runProcess("/usr/bin/curl", ["-s", base + "/last-headers"], env: ["PATH": "/usr/bin:/bin"]).stdout
+    }
+
+    /// An empty argument value and an empty tool name still travel as
+    /// headers at 2026-07-28 (libcurl would drop `Name: `): the server sees them.
+    func testEmptyRoutingValuesAreSentEmpty() throws {
+        let s = sandbox(holdingTokenFor: "routing")
+        let d = try drive(
+            s, url("routing"),
+            [(0, Self.modern(2, "tools/call", #""name":"echo","arguments":{"region":""},"#))], until: [2], limit: 15)
+        XCTAssertNotNil(d.answer(2)?.message["result"], d.stderr)
+        var headers =
+            try JSONSerialization.jsonObject(with: Data(lastHeaders().utf8))
+            as? [String: String]
+        XCTAssertEqual(headers?["mcp-param-region"], "", "\(headers ?? [:])")
+        XCTAssertEqual(headers?["mcp-name"], "echo")
+        let unnamed = try drive(
+            s, url("routing"), [(0, Self.modern(3, "tools/call", #""name":"","arguments":{},"#))], until: [3],
+            limit: 15)
+        XCTAssertNotNil(unnamed.answer(3)?.message, unnamed.stderr)
+        headers =
+            try JSONSerialization.jsonObject(with: Data(lastHeaders().utf8))
+            as? [String: String]
+        XCTAssertEqual(headers?["mcp-name"], "", "\(headers ?? [:])")
+    }
+
+    /// An authorization server that answers a renewal with JSON nested 400
+    /// deep: that renewal's error (65); the agent, which renews for every
+    /// credential, serves on.
+    func testANestedTokenAnswerDoesNotTakeTheAgentAway() throws {
+        let s = sandbox()
+        s.env["TOKENVAULT_KEY_TTL"] = "900"
+        XCTAssertEqual(s.tv("login", url("nested"), limit: 60).status, 0)
+        XCTAssertEqual(s.tv("set", "api.other.example", stdin: "other-token").status, 0)
+        s.expect("agent")
+        addTeardownBlock { _ = s.tv("agent", "stop") }
+        let pid = try XCTUnwrap(
+            (try JSONSerialization.jsonObject(with: Data(s.expect("agent", "status", "--json").stdout.utf8))
+                as? [String: Any])?["pid"] as? Int)
+        let key = "127.0.0.1:\(Self.port)/nested/mcp"
+        try s.expireStored(key)
+        let before = try stats()["nested_refreshes"] ?? 0
+        let r = s.tv("get", key)
+        XCTAssertEqual(r.status, 65, r.stderr)
+        XCTAssertGreaterThan(try stats()["nested_refreshes"] ?? 0, before, "the renewal was asked")
+        XCTAssertFalse(processGone(Int32(pid)), "the agent lives")
+        XCTAssertEqual(s.expect("get", "api.other.example").stdout, "other-token\n")
+        XCTAssertEqual(
+            (try JSONSerialization.jsonObject(with: Data(s.expect("agent", "status", "--json").stdout.utf8))
+                as? [String: Any])?["pid"] as? Int, pid, "the same agent answered")
+    }
+
     // MARK: A server that always wants more
 
     func testAServerThatAlwaysAsksForMoreScopesGetsOneLoginPerBridge() throws {

@@ -10,6 +10,16 @@ public struct HTTPRequest: Sendable {
     public var headers: [String]
     public var body: Data
 
+    /// A header line as libcurl must be given it: `Name: ` with an empty
+    /// value means "remove this header" to libcurl, so it is `Name;`, which
+    /// libcurl sends as `Name:` with nothing after (an empty tool argument at
+    /// MCP 2026-07-28 is such a header).
+    static func curlLine(_ line: String) -> String {
+        guard let colon = line.firstIndex(of: ":"), line[line.index(after: colon)...].allSatisfy({ $0 == " " })
+        else { return line }
+        return line[..<colon] + ";"
+    }
+
     public init(method: String = "POST", url: String, headers: [String] = [], body: Data = Data()) {
         self.method = method
         self.url = url
@@ -147,7 +157,7 @@ public struct CurlTransport: HTTPTransport {
         cancel: Cancellation? = nil
     ) throws -> HTTPResponse {
         var response = tv_http_response()
-        let headers = request.headers.map { strdup($0) } + [nil]
+        let headers = request.headers.map { strdup(HTTPRequest.curlLine($0)) } + [nil]
         let files = [tls.caFile, tls.certFile, tls.keyFile].map { $0.map { strdup($0) } ?? nil }
         let agent = strdup(CurlTransport.userAgent)
         defer {

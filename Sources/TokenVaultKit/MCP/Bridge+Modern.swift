@@ -19,10 +19,13 @@ extension MCPBridge {
     }
 
     /// Keeps the `x-mcp-header` map of each tool of a listing (a tool whose
-    /// annotations are invalid mirrors nothing).
-    func absorbTools(_ result: JSONValue) {
+    /// annotations are invalid mirrors nothing): those of the current listing
+    /// only, as the SDK's client does, so a first page replaces what was kept
+    /// (a server that renames its tools at every listing grows nothing).
+    func absorbTools(_ result: JSONValue, firstPage: Bool) {
         guard case .array(let tools)? = result["tools"] else { return }
         toolMaps.withLock { maps in
+            if firstPage { maps = [:] }
             for tool in tools {
                 guard let name = tool["name"]?.string else { continue }
                 maps[name] = MCPRouting.headerMap(of: tool["inputSchema"]) ?? [:]
@@ -32,15 +35,19 @@ extension MCPBridge {
 
     /// Before a call of a tool no listing showed: the bridge lists the
     /// tools itself, once while it runs, with the call's `_meta` (at most
-    /// 100 pages), so that the call carries its `Mcp-Param-*` headers.
-    func listToolsOnce(unless name: String, like message: JSONValue, version: String, token: String) {
+    /// 100 pages), so that the call carries its `Mcp-Param-*` headers. The
+    /// listing stops with the call: a cancelled call sends no more pages,
+    /// and the page under way is closed.
+    func listToolsOnce(
+        unless name: String, like message: JSONValue, version: String, token: String, cancel: Cancellation?
+    ) {
         let first = state.withLock { () -> Bool in
             defer { listedTools = true }
             return !listedTools
         }
         guard first, toolMaps.withLock({ $0[name] }) == nil else { return }
         var cursor: String?
-        for page in 0..<100 {
+        for page in 0..<100 where cancel?.isCancelled != true {
             var params: [String: JSONValue] = ["_meta": message["params"]?["_meta"] ?? .object([:])]
             if let cursor { params["cursor"] = .string(cursor) }
             let listing = JSONValue.object([
@@ -48,13 +55,28 @@ extension MCPBridge {
                 "method": .string("tools/list"), "params": .object(params),
             ])
             guard let headers = MCPRouting.headers(for: listing, version: version, tools: { _ in nil }),
-                let response = try? transport.send(post(Array(listing.text.utf8), token: token, routing: headers)),
+                let response = try? whole(
+                    post(Array(listing.text.utf8), token: token, routing: headers), cancel: cancel),
                 (200..<300).contains(response.status), let result = Self.answer(in: response)?["result"]
             else { return }
-            absorbTools(result)
+            absorbTools(result, firstPage: page == 0)
             guard let next = result["nextCursor"]?.string, !next.isEmpty else { return }
             cursor = next
         }
+    }
+
+    /// One exchange read whole (at most `JSONRPC.maxLineBytes`), closed as
+    /// soon as `cancel` is set.
+    private func whole(_ request: HTTPRequest, cancel: Cancellation?) throws -> HTTPResponse {
+        var body: [UInt8] = []
+        var response = try transport.stream(
+            request, idleSeconds: idleSeconds, cancel: cancel, headers: nil,
+            receive: { _, _, bytes in
+                body += bytes
+                return body.count <= JSONRPC.maxLineBytes
+            })
+        response.body = Data(body)
+        return response
     }
 
     /// The JSON-RPC answer in a whole response: its JSON body, or the first

@@ -49,7 +49,9 @@ extension MCPBridge {
             let answer = items.first(where: { $0["id"] == request && ($0["result"] != nil || $0["error"] != nil) })
         {
             answered = true
-            if listings.withLock({ $0.remove(request) != nil }), let result = answer["result"] { absorbTools(result) }
+            if let first = listings.withLock({ $0.removeValue(forKey: request) }), let result = answer["result"] {
+                absorbTools(result, firstPage: first)
+            }
         }
         write(String(decoding: data.filter { $0 != 0x0A && $0 != 0x0D }, as: UTF8.self))
     }

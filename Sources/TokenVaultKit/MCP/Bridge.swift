@@ -50,7 +50,9 @@ public final class MCPBridge: @unchecked Sendable {
     /// listing, the ids of the client's listings on their way, and the
     /// cancellation of each request under way.
     let toolMaps = Locked<[String: MCPRouting.HeaderMap]>([:])
-    let listings = Locked<Set<JSONValue>>([])
+    /// Tool listings under way, by request id: true for a first page (no
+    /// cursor), whose answer replaces the `x-mcp-header` maps kept.
+    let listings = Locked<[JSONValue: Bool]>([:])
     let cancels = Locked<[JSONValue: Cancellation]>([:])
     /// The bridge listed the tools itself (once at most).
     var listedTools = false
@@ -113,7 +115,10 @@ public final class MCPBridge: @unchecked Sendable {
         }
         if modern != nil, let request {
             state.withLock { modernSeen = true }
-            if message["method"]?.string == "tools/list" { listings.withLock { _ = $0.insert(request) } }
+            if message["method"]?.string == "tools/list" {
+                let first = message["params"]?["cursor"] == nil
+                listings.withLock { $0[request] = first }
+            }
             cancels.withLock { $0[request] = Cancellation() }
         }
         let underWay = DispatchSemaphore(value: 0)
@@ -159,7 +164,7 @@ public final class MCPBridge: @unchecked Sendable {
         defer {
             if let request {
                 cancels.withLock { $0[request] = nil }
-                listings.withLock { _ = $0.remove(request) }  // a listing left unanswered
+                listings.withLock { _ = $0.removeValue(forKey: request) }  // a listing left unanswered
             }
         }
         var token: String
@@ -168,7 +173,9 @@ public final class MCPBridge: @unchecked Sendable {
         if let routing {
             if routing.message["method"]?.string == "tools/call", let name = routing.message["params"]?["name"]?.string
             {
-                listToolsOnce(unless: name, like: routing.message, version: routing.version, token: token)
+                listToolsOnce(
+                    unless: name, like: routing.message, version: routing.version, token: token, cancel: cancel)
+                if cancel?.isCancelled == true { return }
             }
             routed = MCPRouting.headers(for: routing.message, version: routing.version) { name in
                 self.toolMaps.withLock { $0[name] }

@@ -278,7 +278,8 @@ public struct OAuth2Provider: Sendable {
             return withUnsafeBytes(of: &v6) { b in
                 let zeros = b.prefix(15).allSatisfy { $0 == 0 }
                 let mapped = b.prefix(10).allSatisfy { $0 == 0 } && b[10] == 0xFF && b[11] == 0xFF
-                return (zeros && (b[15] == 1 || b[15] == 0)) || (mapped && (b[12] == 127 || b[12...15].allSatisfy { $0 == 0 }))
+                return (zeros && (b[15] == 1 || b[15] == 0))
+                    || (mapped && (b[12] == 127 || b[12...15].allSatisfy { $0 == 0 }))
             }
         }
         return false

@@ -53,10 +53,28 @@ public struct ProtectedResourceMetadata: Equatable, Sendable {
             return issuer
         }
         var scopes: [String] = []
-        if case .array(let items)? = o["scopes_supported"] {
-            scopes = items.compactMap(\.string).map { OutsideText.line($0, limit: 200) }
-        }
+        if case .array(let items)? = o["scopes_supported"] { scopes = Self.scopeTokens(items) }
         return ProtectedResourceMetadata(resource: stated, authorizationServers: issuers, scopesSupported: scopes)
+    }
+
+    /// The scope tokens of a `scopes_supported` list (RFC 6749 §3.3): an
+    /// item with spaces is several scopes, what is no scope token (a control
+    /// character, a quote, a backslash) is dropped, each scope once, in order
+    /// — so a server's `"admin openid"` cannot make every login ask for more.
+    public static func scopeTokens(_ items: [JSONValue]) -> [String] {
+        var seen: Set<String> = []
+        var out: [String] = []
+        for item in items {
+            for word in (item.string ?? "").split(separator: " ") {
+                let scope = String(word)
+                guard scope.utf8.count <= 200,
+                    scope.utf8.allSatisfy({ $0 == 0x21 || (0x23...0x5B).contains($0) || (0x5D...0x7E).contains($0) }),
+                    seen.insert(scope).inserted
+                else { continue }
+                out.append(scope)
+            }
+        }
+        return out
     }
 
     /// Whether two resource identifiers are the same: scheme and host compare

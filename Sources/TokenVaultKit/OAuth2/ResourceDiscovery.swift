@@ -130,7 +130,8 @@ public enum ResourceDiscovery {
             guard let v = o[key] else { return nil }
             guard let s = v.string, OAuth2Provider.isSafeEndpoint(s, reachedFrom: url) else {
                 throw TokenVaultError.badInput(
-                    "\(shownIssuer) sent a \(key) that is not an https URL or is on this machine: \(OutsideText.line(v.text, limit: 200))")
+                    "\(shownIssuer) sent a \(key) that is not an https URL or is on this machine: \(OutsideText.line(v.text, limit: 200))"
+                )
             }
             return s
         }
@@ -143,7 +144,7 @@ public enum ResourceDiscovery {
             registrationURL: try endpoint("registration_endpoint"), revokeURL: try endpoint("revocation_endpoint"),
             scopes: [], issParameterRequired: o["authorization_response_iss_parameter_supported"] == .bool(true))
         if case .array(let scopes)? = o["scopes_supported"] {
-            server.offersOfflineAccess = scopes.contains(.string("offline_access"))
+            server.offersOfflineAccess = ProtectedResourceMetadata.scopeTokens(scopes).contains("offline_access")
         }
         server.acceptsClientMetadataDocuments = o["client_id_metadata_document_supported"] == .bool(true)
         return server
