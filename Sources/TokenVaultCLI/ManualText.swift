@@ -119,8 +119,8 @@ public enum ManualText {
             "REFRESH ON READ",
             """
             get, header and exec refresh an OAuth 2.0 access token that has fewer than \
-            min_valid seconds left (default 60) when a refresh token or client credentials \
-            exist. Across processes exactly one refreshes: the others wait for it and use its \
+            min_valid seconds left (default 60; never more than half the lifetime the provider \
+            gave the token) when a refresh token or client credentials exist. Across processes exactly one refreshes: the others wait for it and use its \
             result. A rotated refresh token is stored before anything is printed, and the old \
             one is kept when the answer carries none. When the provider cannot be reached but \
             the old token is still valid, it is printed with a warning. An expired token that \

@@ -151,19 +151,25 @@ final class HostileLocalTests: QuirkProviderTestCase {
         let pid = try startAgent(s)
         // The client's environment, as a real client sends it (never a passphrase).
         let env = s.env.filter { !$0.key.hasPrefix("TOKENVAULT_PASSPHRASE") }.map { "\($0.key)=\($0.value)" }
-        let get = rawFrame(s, ["C2", "", "", "2", "get", "api.keep.example"] + env)
+        // The frame of this protocol, with this build (`agent status` says it).
+        let status = try JSONSerialization.jsonObject(with: Data(s.tv("agent", "status", "--json").stdout.utf8))
+        let build = try XCTUnwrap((status as? [String: Any])?["build"] as? String)
+        let get = rawFrame(s, ["C3", build, "", "", "2", "get", "api.keep.example"] + env)
+        XCTAssertTrue(
+            rawFrame(s, ["C3", "0ther", "", "", "2", "get", "api.keep.example"] + env).hasPrefix("D another build"),
+            "another build is declined")
         XCTAssertTrue(get.hasPrefix("R"), "a get is run: \(get)")
         for command in [
             ["delete", "api.keep.example"], ["exec", "api.keep.example", "--", "/bin/sh", "-c", "echo owned"],
             ["lock"], ["set", "api.keep.example"],
         ] {
-            let answer = rawFrame(s, ["C2", "", "", String(command.count)] + command + env)
+            let answer = rawFrame(s, ["C3", build, "", "", String(command.count)] + command + env)
             XCTAssertTrue(answer.hasPrefix("D"), "\(command): \(answer)")
         }
         XCTAssertEqual(kill(pid, 0), 0, "the agent did not become another program")
         XCTAssertEqual(s.tv("get", "api.keep.example", env: ["TOKENVAULT_AGENT": "off"]).out, "kept")
         for count in ["9223372036854775807", "-1", "18446744073709551616", "3"] {
-            _ = rawFrame(s, ["C2", "", "", count, "get"])
+            _ = rawFrame(s, ["C3", build, "", "", count, "get"])
             XCTAssertEqual(kill(pid, 0), 0, "a count of \(count) is refused, not a crash")
         }
         XCTAssertEqual(s.tv("get", "api.keep.example").out, "kept")

@@ -114,6 +114,10 @@ final class CredentialAccessTests: XCTestCase {
         XCTAssertEqual(try store.load(id)?.refreshToken, "r2", "the rotated refresh token is stored")
     }
 
+    /// A 30 s token under the default 60 s min_valid: handed out as it is
+    /// while half its lifetime is left (docs/reference.md, "The renewal
+    /// margin"), then renewed once, and the renewal handed out though it too
+    /// is shorter than min_valid; the next uses ask nothing.
     func testATokenShorterThanMinValidIsRenewedOnceAndHandedOut() throws {
         let store = MemoryStore()
         try stored(store, lifetime: 30)
@@ -122,10 +126,17 @@ final class CredentialAccessTests: XCTestCase {
             ScriptedTransport.json(#"{"access_token":"short","token_type":"Bearer","expires_in":30}"#)
         ])
         let seen = Seen()
-        let c = try access(store, t, clock, seen).usable(id)
+        let a = access(store, t, clock, seen)
+        XCTAssertEqual(try a.usable(id).accessToken, "old", "15 s or more left of 30: as it is")
+        clock.now = 1_015
+        XCTAssertEqual(try a.usable(id).accessToken, "old")
+        XCTAssertTrue(t.requests.isEmpty)
+        clock.now = 1_016
+        let c = try a.usable(id)
         XCTAssertEqual(c.accessToken, "short", "a renewal shorter than min_valid is still handed out")
-        XCTAssertEqual(c.expiresAt, 1_030)
-        XCTAssertEqual(t.requests.count, 1)
+        XCTAssertEqual(c.expiresAt, 1_046)
+        for _ in 0..<10 { XCTAssertEqual(try a.usable(id).accessToken, "short") }
+        XCTAssertEqual(t.requests.count, 1, "one renewal for eleven uses")
     }
 
     func testWithoutRefreshAStaleTokenIsHandedOutUntilItExpires() throws {

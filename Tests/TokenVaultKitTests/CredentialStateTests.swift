@@ -41,6 +41,33 @@ final class CredentialStateTests: XCTestCase {
         XCTAssertEqual(state(refused), .loginRequired, "a refusal stands even while the token is valid")
     }
 
+    /// The renewal margin is `min_valid` but never more than half the
+    /// token's lifetime (docs/reference.md, "The renewal margin"): with the
+    /// default 60 s, tokens of 20 s, 60 s and 300 s, and one whose lifetime
+    /// is unknown, second by second on a test clock.
+    func testTheMarginIsNeverMoreThanHalfTheLifetime() {
+        let clock = TestClock(10_000)
+        func firstRenewal(lifetime: Int64?) -> Int64? {
+            var c = record(expiresAt: 10_000 + (lifetime ?? 100))
+            c.updatedAt = lifetime == nil ? 0 : 10_000
+            for now: Int64 in 10_000...10_400 {
+                clock.now = now
+                let status = CredentialStatus(of: c, now: clock.now, minValid: 60, grant: { _ in .authorizationCode })
+                if status.state == .refreshable { return (c.expiresAt ?? 0) - now }
+            }
+            return nil
+        }
+        XCTAssertEqual(firstRenewal(lifetime: 20), 9, "a 20 s token: renewed with less than 10 s left")
+        XCTAssertEqual(firstRenewal(lifetime: 60), 29, "60 s: with less than 30 s left")
+        XCTAssertEqual(firstRenewal(lifetime: 300), 59, "300 s: with less than min_valid left")
+        XCTAssertEqual(firstRenewal(lifetime: nil), 59, "unknown: min_valid")
+        // The agent's lead follows the same rule (a minute and the jitter more than min_valid).
+        var short = record(expiresAt: 10_020)
+        short.updatedAt = 10_000
+        XCTAssertEqual(AheadOfNeed(minValid: 60).lead(for: short), CredentialStatus.margin(200, for: short))
+        XCTAssertEqual(CredentialStatus.margin(60, for: short), 10)
+    }
+
     func testTheRecordKeepsGenerationAndRefusal() throws {
         var c = record(expiresAt: 900)
         c.generation = 7

@@ -47,9 +47,10 @@ public struct CredentialStatus: Equatable, Sendable {
         secondsLeft = c.secondsLeft(at: now)
         refusal = c.refusal
         renewal = CredentialStatus.renewal(of: c, grant: grant)
+        let margin = Self.margin(minValid, for: c)
         if refusal != nil {
             state = .loginRequired
-        } else if secondsLeft.map({ $0 > 0 && $0 >= minValid }) ?? true {
+        } else if secondsLeft.map({ $0 > 0 && $0 >= margin }) ?? true {
             state = .valid
         } else if renewal.isPossible {
             state = .refreshable
@@ -58,6 +59,23 @@ public struct CredentialStatus: Equatable, Sendable {
         } else {
             state = .loginRequired
         }
+    }
+
+    /// The renewal margin (docs/reference.md, "The renewal margin"): `wanted` seconds,
+    /// but never more than half the lifetime the provider gave the token
+    /// (from the write that stored it to its expiry), so that a 20 s token is
+    /// not renewed at every use under the default 60 s. The one rule for every
+    /// command, the bridge and the agent's schedule (`AheadOfNeed.lead`).
+    public static func margin(_ wanted: Int64, for c: Credential) -> Int64 {
+        guard let lifetime = lifetime(of: c) else { return wanted }
+        return min(wanted, lifetime / 2)
+    }
+
+    /// The token's lifetime as issued: from the write that stored it to its
+    /// expiry; nil when that is unknown.
+    public static func lifetime(of c: Credential) -> Int64? {
+        guard let expires = c.expiresAt, c.updatedAt > 0, expires > c.updatedAt else { return nil }
+        return expires - c.updatedAt
     }
 
     static func renewal(of c: Credential, grant: (String) -> OAuth2Provider.Grant?) -> Renewal {

@@ -26,11 +26,6 @@ public struct Refresher {
     /// Seconds between two asks when the server says it does not know the
     /// client it registered: one `invalid_client` can be a blip.
     public var invalidClientPause: Double = 2
-    /// A temporary failure (network, 5xx) while the stored token is still
-    /// valid hands that token back with a warning, as `get` wants; a renewal
-    /// ahead of need sets this false so that the failure is its error (and it
-    /// waits before the next try, docs/agent.md), not a renewal.
-    public var handsBackOnTemporaryFailure = true
 
     public init(
         vault: CredentialVault, transport: HTTPTransport, clock: Clock,
@@ -121,7 +116,7 @@ public struct Refresher {
                 throw TokenVaultError.loginRequired(
                     "cannot renew the token for \(id): \(error.errorText); the stored record is kept",
                     hint: error.hint ?? current.loginHint)
-            case .temporary where !current.isExpired(at: clock.now) && !force && handsBackOnTemporaryFailure:
+            case .temporary where !current.isExpired(at: clock.now) && !force:
                 events?(.refreshFailed, id, error.errorText)
                 let left = (current.expiresAt ?? clock.now) - clock.now
                 warn(

@@ -20,9 +20,9 @@ public enum ChildEnvironment {
     public static func forAgent(_ environment: [String: String]) -> [String: String] {
         let settings = Set(EnvironmentVariable.sentToAgent.map(\.name))
         let session: Set = [
-            "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR", "XAUTHORITY", "XDG_CURRENT_DESKTOP",
-            "XDG_SESSION_TYPE", "XDG_SESSION_ID", "SSL_CERT_FILE", "SSL_CERT_DIR", "CURL_CA_BUNDLE", "http_proxy",
-            "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY",
+            "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR", "XAUTHORITY", "SSL_CERT_FILE",
+            "SSL_CERT_DIR", "CURL_CA_BUNDLE", "http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY",
+            "no_proxy", "NO_PROXY",
         ]
         return environment.filter {
             (settings.contains($0.key) || session.contains($0.key) || $0.key.hasPrefix("LC_")) && !isPrivate($0.key)

@@ -28,18 +28,11 @@ public struct AheadOfNeed: Sendable {
         Int64(id.description.utf8.reduce(0) { ($0 &* 31 &+ Int($1)) & 0xFFFF } % 16)
     }
 
-    /// The token's lifetime as issued: from the write that stored it to its
-    /// expiry; nil when that is unknown.
-    public static func lifetime(of c: Credential) -> Int64? {
-        guard let expires = c.expiresAt, c.updatedAt > 0, expires > c.updatedAt else { return nil }
-        return expires - c.updatedAt
-    }
-
-    /// How many seconds before its expiry `c` is renewed.
+    /// How many seconds before its expiry `c` is renewed: by the margin rule
+    /// every command follows (`CredentialStatus.margin`), with a minute and
+    /// the jitter more than `min_valid`, and one second at least.
     public func lead(for c: Credential) -> Int64 {
-        let full = minValid + 60 + Self.jitter(c.id)
-        guard let lifetime = Self.lifetime(of: c) else { return full }
-        return max(min(full, lifetime / 2), 1)
+        max(CredentialStatus.margin(minValid + 60 + Self.jitter(c.id), for: c), 1)
     }
 
     /// The second `c` falls due, or why it never does.
@@ -52,22 +45,21 @@ public struct AheadOfNeed: Sendable {
     }
 
     /// Renews `c` now through `refresher`, whose state may still say it is
-    /// valid for `get` (it is renewed ahead of that): the refresher takes
-    /// the renewal lock, and a renewal another process made meanwhile is
-    /// taken instead of asking the provider again. The credential as stored
-    /// afterwards, and whether the provider was asked and answered.
+    /// valid for `get` (it is renewed ahead of that: forced, so a temporary
+    /// failure is this renewal's error, never the old token handed back):
+    /// the refresher takes the renewal lock, and a renewal another process
+    /// made meanwhile is taken instead of asking the provider again. The
+    /// credential as stored afterwards, and whether the provider was asked
+    /// and answered.
     public func renew(_ c: Credential, with refresher: Refresher) throws -> (Credential?, asked: Bool) {
         var asked = false
         var r = refresher
-        r.handsBackOnTemporaryFailure = false
         let told = r.exchanged
         r.exchanged = { id in
             asked = true
             told?(id)
         }
-        // Renewed when fewer seconds are left than this: every second it has now.
-        let left = (c.expiresAt ?? refresher.clock.now) - refresher.clock.now
-        let renewed = try r.usable(c.id, minValid: max(left, 0) + 1, loaded: c)
+        let renewed = try r.usable(c.id, minValid: minValid, force: true, loaded: c)
         return (renewed, asked)
     }
 
