@@ -263,4 +263,47 @@ final class AgentHardeningTests: QuirkProviderTestCase {
         let r = s.tv("get", "api.ttl.example", env: ["TOKENVAULT_PASSPHRASE": "", "TOKENVAULT_AGENT": "off"])
         XCTAssertEqual(r.status, 77, "the key expired after the 2 s unlock said: \(r.stdout)")
     }
+
+    /// A test suite's throwaway runtime directory, removed after the command
+    /// that started an agent in it: the agent leaves (docs/agent.md).
+    func testAnAgentLeavesWhenItsRuntimeDirectoryIsRemoved() throws {
+        let s = try sandbox()
+        let runtime = s.home + "/throwaway-run"
+        try FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: true)
+        chmod(runtime, 0o700)
+        s.env["XDG_RUNTIME_DIR"] = runtime
+        s.expect("set", "api.gone.example", stdin: "t1\n")
+        s.expect("get", "api.gone.example", env: ["TOKENVAULT_AGENT": "auto"])
+        var pid = 0
+        XCTAssertTrue(
+            eventually(10) {
+                pid = agentPID(s) ?? 0
+                return pid > 0
+            }, "an agent started on use")
+        try FileManager.default.removeItem(atPath: runtime)
+        XCTAssertTrue(eventually(30) { processGone(Int32(pid)) }, "the agent left with its runtime directory")
+    }
+
+    /// Another agent's socket in its place (a second agent started by hand
+    /// after the socket was removed): the first one leaves, the second serves.
+    func testAnAgentLeavesWhenItsSocketIsReplaced() throws {
+        let s = try sandbox()
+        s.expect("set", "api.replaced.example", stdin: "t1\n")
+        startAgent(s)
+        let first = try XCTUnwrap(agentPID(s))
+        let socket = s.home + "/run/tokenvault/agent.sock"
+        try FileManager.default.removeItem(atPath: socket)
+        // The first one holds the agent lock: a second one cannot start; a plain socket stands in.
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        holder.arguments = [
+            "-c",
+            "import socket,sys,time; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(); time.sleep(20)",
+            socket,
+        ]
+        try holder.run()
+        defer { holder.terminate() }
+        XCTAssertTrue(eventually(15) { processGone(Int32(first)) }, "the first agent left")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: socket), "and did not remove the socket now in its place")
+    }
 }

@@ -245,15 +245,30 @@ final class RefreshTests: XCTestCase {
         XCTAssertEqual(s.tv("revoke", "api.plain.example").status, 64)
     }
 
+    /// A provider that issues 20 s tokens, under the default min_valid (60):
+    /// ten gets in a row renew at most once (docs/reference.md, "The renewal margin").
+    func testTenGetsOfATwentySecondTokenRenewAtMostOnce() throws {
+        let provider = try LocalProvider(tokenTTL: 20)
+        let s = try sandbox(provider, backend: "file")
+        let token = try provider.obtainToken()
+        s.expect(
+            "set", "local", "--provider", "local",
+            stdin: String(decoding: try JSONSerialization.data(withJSONObject: token), as: UTF8.self))
+        let before = try provider.stats()["refreshes"] ?? 0
+        for _ in 0..<10 { XCTAssertEqual(s.expect("get", "local").status, 0) }
+        XCTAssertLessThanOrEqual((try provider.stats()["refreshes"] ?? 0) - before, 1)
+    }
+
     func testUnreachableProviderWhileValidWarnsAndPrints() throws {
         let provider = try LocalProvider()
         let s = try sandbox(provider, backend: "file")
         var token = try provider.obtainToken()
-        token["expires_in"] = 30  // valid, but under min_valid (60)
+        token["expires_in"] = 8  // renewed once less than half its lifetime (4 s) is left
         s.expect(
             "set", "local", "--provider", "local",
             stdin: String(decoding: try JSONSerialization.data(withJSONObject: token), as: UTF8.self))
         provider.stop()
+        Thread.sleep(forTimeInterval: 4.5)  // a lifetime passing, nothing to observe
         let r = s.tv("get", "local")
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertEqual(r.out, token["access_token"] as? String)
