@@ -154,12 +154,11 @@ final class AgentServer: @unchecked Sendable {
         Posix.spawnThread { self.renewAhead() }
         Posix.spawnThread { self.watch() }
         while true {
-            let fd = accept(listener, nil, nil)
+            let fd = Descriptors.accept(listener)
             if fd < 0 {
                 if state.withLock({ $0.leaving }) { Posix.sleep(3600) }
                 continue
             }
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             guard AgentSocket.peerUID(fd) == getuid() else {
                 close(fd)
                 continue

@@ -9,14 +9,21 @@
 #                       byte a second, and nobody approves
 # BROWSER_MODE=ignore     the browser opens and nobody does anything
 # BROWSER_MODE=iss        the redirect comes back with iss=$BROWSER_ISS (RFC 9207)
+# BROWSER_MODE=linger     the user approves, and the browser stays open (a child of
+#                         it lives on for 20 s with whatever it inherited)
 # BROWSER_LOG=FILE        a line is added to FILE per opening
+# BROWSER_FDS=FILE        the browser's open descriptors (ls -l /proc/PID/fd) go to FILE
 # BROWSER_DELAY=SECONDS   the user takes that long before answering
 url="$1"
 [ -n "${BROWSER_LOG:-}" ] && echo opened >> "$BROWSER_LOG"
 [ -n "${BROWSER_DELAY:-}" ] && sleep "$BROWSER_DELAY"
+[ -n "${BROWSER_FDS:-}" ] && ls -l "/proc/$$/fd" > "$BROWSER_FDS"
 case "${BROWSER_MODE:-approve}" in
   approve) exec curl -s -L -o /dev/null "$url" ;;
   ignore) ;;
+  linger)
+    sleep 20 </dev/null >/dev/null 2>&1 &
+    exec curl -s -L -o /dev/null "$url" ;;
   iss)
     location=$(curl -s -o /dev/null -w '%{redirect_url}' "$url")
     iss=$(python3 -c 'import sys, urllib.parse as u; print(u.quote(sys.argv[1], safe=""))' "$BROWSER_ISS")

@@ -98,6 +98,35 @@ final class LoginTests: XCTestCase {
         XCTAssertEqual(provider.resourceStatus(s.tv("get", "local").out), 200)
     }
 
+    /// `$BROWSER` inherits no descriptor of tokenvault's: not the redirect
+    /// listener, not the vault or a lock. So a browser that stays open does
+    /// not hold a fixed redirect port, and the next login on it succeeds
+    /// (RFC 8252 §8.3: the port is closed once the response has arrived).
+    func testTheBrowserInheritsNothingAndAFixedPortIsFreeForTheNextLogin() throws {
+        let probe = try LoopbackPortProbe()
+        let port = probe.port
+        probe.close()
+        let s = try sandbox(extraConfig: "redirect_uri = \"http://127.0.0.1:\(port)/callback\"\n")
+        s.env["TOKENVAULT_KEY_TTL"] = "60"
+        s.expect("set", "api.before.example", stdin: "t\n")  // the vault exists and is open during the login
+        let fds = s.home + "/browser-fds"
+        // Started with nothing open but stdin, stdout and stderr, so that what the browser has is tokenvault's.
+        var env = s.env
+        (env["BROWSER_MODE"], env["BROWSER_FDS"]) = ("linger", fds)
+        let first = runProcess(
+            "/usr/bin/python3",
+            ["-c", "import os, sys; os.closerange(3, 65536); os.execv(sys.argv[1], sys.argv[1:])", Paths.binary]
+                + ["login", "local"], env: env, limit: 60)
+        XCTAssertEqual(first.status, 0, first.stderr)
+        let listing = try String(contentsOfFile: fds, encoding: .utf8)
+        XCTAssertFalse(listing.contains("socket:"), "no socket reached the browser: \(listing)")
+        XCTAssertFalse(
+            listing.contains(s.home + "/data") || listing.contains(s.home + "/run"),
+            "no vault or lock file reached the browser: \(listing)")
+        let second = s.tv("login", "local", "--account", "again", limit: 60)
+        XCTAssertEqual(second.status, 0, "the port is free while the first browser lives: \(second.stderr)")
+    }
+
     func testNoRedirectWithinTheTimeoutIs75() throws {
         let s = try sandbox()
         // A browser that never comes back.

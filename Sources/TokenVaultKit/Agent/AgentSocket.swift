@@ -26,7 +26,7 @@ public enum AgentSocket {
     public static func connect(_ path: String, seconds: Int) -> Int32? {
         var st = stat()
         guard lstat(path, &st) == 0, st.st_mode & S_IFMT == S_IFSOCK, st.st_uid == getuid() else { return nil }
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let fd = Descriptors.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue))
         guard fd >= 0 else { return nil }
         var timeout = timeval(tv_sec: seconds, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
@@ -44,7 +44,7 @@ public enum AgentSocket {
     public static func listen(_ path: String) throws -> Int32 {
         try PrivateDirectory.ensure(Posix.dirname(path))
         unlink(path)
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let fd = Descriptors.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue))
         guard fd >= 0 else { throw TokenVaultError.internal("socket: \(String(cString: strerror(errno)))") }
         let old = umask(0o077)
         defer { umask(old) }

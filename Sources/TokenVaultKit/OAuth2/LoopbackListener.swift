@@ -12,7 +12,7 @@ public final class LoopbackListener {
 
     /// Binds 127.0.0.1:`port` (0: an ephemeral port).
     public init(port: Int = 0) throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = Descriptors.socket(AF_INET, Int32(SOCK_STREAM.rawValue))
         guard fd >= 0 else {
             throw TokenVaultError.temporary("cannot open a socket: \(String(cString: strerror(errno)))")
         }
@@ -75,10 +75,9 @@ public final class LoopbackListener {
             let ready = poll(&pfd, 1, Int32(min(left, 3600) * 1000))
             if ready < 0, errno == EINTR { continue }
             guard ready > 0 else { continue }
-            let client = accept(fd, nil, nil)
+            let client = Descriptors.accept(fd)
             guard client >= 0 else { continue }
             _ = fcntl(client, F_SETFL, fcntl(client, F_GETFL) | O_NONBLOCK)
-            _ = fcntl(client, F_SETFD, FD_CLOEXEC)
             defer { close(client) }
             let requestEnd = min(deadline, Date().addingTimeInterval(Self.requestDeadline))
             guard let target = readRequestTarget(client, until: requestEnd) else { continue }

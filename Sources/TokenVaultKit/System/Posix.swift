@@ -149,10 +149,9 @@ public enum Posix {
         defer { posix_spawn_file_actions_destroy(&actions) }
         var pipeFDs: [Int32] = [-1, -1]
         if capture {
-            guard pipe(&pipeFDs) == 0 else {
+            guard Descriptors.pipe(&pipeFDs) else {
                 throw TokenVaultError.internal("cannot create a pipe: \(String(cString: strerror(errno)))")
             }
-            for fd in pipeFDs { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
             posix_spawn_file_actions_adddup2(&actions, pipeFDs[1], 1)
         } else {
             posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)

@@ -252,7 +252,7 @@ public final class FileStore: CredentialStore {
         let sealed = try VaultFormat.seal(contents, key: key, salt: salt, params: params)
         removeStaleTemporaries()
         var template = Array((path + ".tmp.XXXXXX").utf8CString)
-        let fd = mkstemp(&template)
+        let fd = Descriptors.temporaryFile(&template)
         guard fd >= 0 else { throw ioError("cannot create a temporary file next to the vault") }
         let tmp = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
         var ok = false

@@ -1,0 +1,13 @@
+#define _GNU_SOURCE
+#include "tv_fd.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+int tv_accept_cloexec(int listener) { return accept4(listener, NULL, NULL, SOCK_CLOEXEC); }
+
+int tv_pipe_cloexec(int ends[2]) { return pipe2(ends, O_CLOEXEC); }
+
+int tv_mkstemp_cloexec(char *template_) { return mkostemp(template_, O_CLOEXEC); }

@@ -1,0 +1,13 @@
+/* Descriptors made close-on-exec in the same call (glibc's GNU extensions,
+   which Swift's Glibc module does not declare). */
+#ifndef TV_FD_H
+#define TV_FD_H
+
+/* accept4(listener, NULL, NULL, SOCK_CLOEXEC). */
+int tv_accept_cloexec(int listener);
+/* pipe2(ends, O_CLOEXEC); 0 on success. */
+int tv_pipe_cloexec(int ends[2]);
+/* mkostemp(template, O_CLOEXEC). */
+int tv_mkstemp_cloexec(char *template_);
+
+#endif
