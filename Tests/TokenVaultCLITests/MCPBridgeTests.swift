@@ -224,7 +224,10 @@ final class MCPBridgeTests: XCTestCase {
         let r = s.tv("mcp", a, "--print-config")
         XCTAssertEqual(r.status, 0)
         let o = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
-        XCTAssertEqual(o["command"] as? String, "tokenvault")
+        // The absolute path, as setup mcp writes it: a client's PATH may not hold it.
+        XCTAssertEqual(
+            o["command"] as? String, URL(fileURLWithPath: Paths.binary).resolvingSymlinksInPath().path)
+        XCTAssertTrue((o["command"] as? String ?? "").hasPrefix("/"))
         XCTAssertEqual(o["args"] as? [String], ["mcp", a])
         let other = s.tv("mcp", a, "--account", "work", "--print-config")
         XCTAssertTrue(other.stdout.contains(#"["mcp","\#(a)","--account","work"]"#), other.stdout)

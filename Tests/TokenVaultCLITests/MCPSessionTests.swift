@@ -122,7 +122,7 @@ final class MCPSessionTests: XCTestCase {
         XCTAssertEqual(env["TOKENVAULT_BACKEND"], "file")
         XCTAssertNil(env["TOKENVAULT_PASSPHRASE"], "never a passphrase")
         XCTAssertFalse(config.stdout.contains("correct horse"))
-        // The client starts exactly that entry: `tokenvault` from its PATH, the env over its defaults.
+        // The client starts exactly that entry: the binary by its absolute path, the env over its defaults.
         let bin = s.home + "/bin"
         try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
         try FileManager.default.createSymbolicLink(atPath: bin + "/tokenvault", withDestinationPath: Paths.binary)

@@ -24,10 +24,11 @@ extension TokenVault {
                 the runtime directory (/run/user/UID) and the session bus in it as a login does. \
                 Where your session keeps them elsewhere, or TOKENVAULT_* settings or XDG \
                 directories differ from their defaults, --print-config adds the env entry the \
-                client must pass.
+                client must pass. The command is this binary's absolute path, as setup mcp \
+                writes it.
 
                   tokenvault mcp https://mcp.example.com/mcp --print-config
-                  {"command": "tokenvault", "args": ["mcp", "https://mcp.example.com/mcp"]}
+                  {"command": "/usr/bin/tokenvault", "args": ["mcp", "https://mcp.example.com/mcp"]}
                 """)
 
         @Argument(help: ArgumentHelp("The remote MCP server's URL.", valueName: "url"))
@@ -50,7 +51,9 @@ extension TokenVault {
             if printConfig {
                 var args: [JSONValue] = [.string("mcp"), .string(url)]
                 if account.reason == "--account" { args += [.string("--account"), .string(account.name)] }
-                var entry: [String: JSONValue] = ["command": .string("tokenvault"), "args": .array(args)]
+                // The binary's absolute path, as `setup mcp` writes it: clients start servers
+                // with a PATH of their own, which may not hold where tokenvault is.
+                var entry: [String: JSONValue] = ["command": .string(Tool.selfPath), "args": .array(args)]
                 let env = Self.clientEnvironment(context.settings)
                 if !env.isEmpty { entry["env"] = .object(env.mapValues { .string($0) }) }
                 Output.value(JSONValue.object(entry).text)
