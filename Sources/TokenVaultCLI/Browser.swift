@@ -6,12 +6,13 @@ import TokenVaultKit
 /// Opens a URL for the user: `$BROWSER` (the URL as its last argument), else xdg-open.
 enum Browser {
     /// Why no browser can open here, or nil when one can: over SSH without a
-    /// forwarded display, or with neither `$BROWSER` nor a display.
+    /// forwarded display, or with neither `$BROWSER` nor a display, nor a
+    /// graphical session reached through the session bus (`DesktopSession`).
     static func unavailable(_ settings: Settings) -> String? {
         if settings[.sshConnection] != nil, !settings.desktop { return "an SSH session without a display" }
-        if settings[.browser] == nil, !settings.desktop {
+        if settings[.browser] == nil, !settings.desktop, DesktopSession.way(settings) == nil {
             return
-                "no $\(EnvironmentVariable.browser.name), \(EnvironmentVariable.display.name) or \(EnvironmentVariable.waylandDisplay.name)"
+                "no $\(EnvironmentVariable.browser.name), \(EnvironmentVariable.display.name) or \(EnvironmentVariable.waylandDisplay.name), and no desktop portal or graphical session on the session bus"
         }
         return nil
     }
@@ -20,6 +21,18 @@ enum Browser {
     /// within its first half second, is reported at once (the URL is on the
     /// terminal already), so nobody waits out the login's timeout for nothing.
     static func open(_ url: String, settings: Settings) {
+        var environment = ChildEnvironment.scrubbed(settings.environment)
+        // No browser or display of its own (an MCP client's bridge): the session's.
+        if settings[.browser] == nil, !settings.desktop, settings[.sshConnection] == nil {
+            switch DesktopSession.way(settings) {
+            case .portal?:
+                if DesktopSession.openThroughPortal(url) { return }
+            case .display(let graphical)?:
+                environment.merge(graphical) { $1 }
+            case nil:
+                break
+            }
+        }
         let command: String
         if let browser = settings[.browser] {
             command = browser
@@ -40,7 +53,7 @@ enum Browser {
             #"$1 "$2" & b=$!; for i in 1 2 3 4 5; do kill -0 "$b" 2>/dev/null || { wait "$b"; exit $?; }; sleep 0.1; done; exit 0"#
         do {
             let (status, _) = try Posix.spawn(
-                ["/bin/sh", "-c", watch, "sh", command, url], env: ChildEnvironment.scrubbed(settings.environment),
+                ["/bin/sh", "-c", watch, "sh", command, url], env: environment,
                 capture: false, wait: true)
             if status != 0 {
                 Output.warning(

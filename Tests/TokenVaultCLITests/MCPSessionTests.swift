@@ -18,7 +18,8 @@ final class MCPSessionTests: XCTestCase {
     static var python: String { Paths.root.appendingPathComponent(".build/mcp-venv/bin/python").path }
 
     override class func setUp() {
-        (server, port) = try! startFixtureServer("mcp_server.py", ["--path", "/s/mcp"], python: python)
+        (server, port) = try! startFixtureServer(
+            "mcp_server.py", ["--path", "/s/mcp", "--also", "/t/mcp"], python: python)
         // The runtime directory a systemd login makes: the user's, 0700.
         if !FileManager.default.fileExists(atPath: runtime) {
             try! FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: true)
@@ -101,6 +102,29 @@ final class MCPSessionTests: XCTestCase {
         // The entry --print-config prints works as printed: nothing more is needed here.
         let config = s.tv("mcp", url, "--print-config")
         XCTAssertFalse(config.stdout.contains("\"env\""), config.stdout)
+    }
+
+    /// A server that asks for more scopes, behind a bridge started with the
+    /// SDK's default environment (no $BROWSER, no display): the login opens
+    /// through the session bus's desktop portal, and the call goes through.
+    func testAStepUpOpensTheLoginThroughTheSessionsPortal() throws {
+        let s = try user()
+        let t = "http://127.0.0.1:\(Self.port)/t/mcp"
+        XCTAssertEqual(s.tv("login", t, "--scope", "files:read", limit: 60).status, 0)
+        let log = s.home + "/portal.log"
+        let (portal, _) = try startFixtureServer("fake_portal.py", ["unix:path=\(Self.runtime)/bus", log])
+        defer { portal.terminate() }
+        let run = runProcess(
+            Self.python,
+            [
+                Paths.fixtures.appendingPathComponent("mcp_client.py").path, "--default-env", "--", Paths.binary, "mcp",
+                t,
+            ],
+            env: clientEnvironment(s), limit: 90)
+        XCTAssertEqual(MCPBridgeTests.calls(MCPBridgeTests.steps(run)), ["hello 0"], run.stdout + run.stderr)
+        let asked = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        XCTAssertTrue(asked.contains("/authorize?") && asked.contains("files%3Awrite"), "the portal opened: \(asked)")
+        XCTAssertEqual(s.tv("get", t, "--field", "scope").out, "files:read files:write")
     }
 
     func testThePrintedEntryWorksAsPrintedWhereTheSessionIsElsewhere() throws {
