@@ -100,6 +100,21 @@ final class MCPBridgeTests: XCTestCase {
         XCTAssertEqual(after["replays"], before["replays"], "no rotated refresh token sent twice")
     }
 
+    /// A server that issues 20 s tokens, under the default min_valid (60):
+    /// a 50-call session renews at most once (docs/reference.md, "The renewal margin").
+    func testAFiftyCallSessionWithTwentySecondTokensRenewsAtMostOnce() throws {
+        let (short, shortPort) = try startFixtureServer(
+            "mcp_server.py", ["--path", "/a/mcp", "--token-ttl", "20"], python: Self.python)
+        defer { short.terminate() }
+        let url = "http://127.0.0.1:\(shortPort)/a/mcp"
+        let s = sandbox()
+        XCTAssertEqual(s.tv("login", url, limit: 60).status, 0)
+        let (steps, run) = client(s, url, ["--calls", "50"])
+        XCTAssertEqual(calls(steps).count, 50, run.stdout + run.stderr)
+        let stats = try fixtureStats("http://127.0.0.1:\(shortPort)/stats")
+        XCTAssertLessThanOrEqual(stats["refreshes"] ?? 0, 1, "\(stats)")
+    }
+
     func testATokenRefusedMidSessionIsRenewedOnceAndTheCallSentAgain() throws {
         let s = sandbox()
         XCTAssertEqual(s.tv("login", a, limit: 60).status, 0)
