@@ -164,7 +164,7 @@ enum AgentClient {
     /// Throws when an agent neither confirmed nor left: `lock` did not hold.
     static func lock(settings: Settings) throws {
         let path = AgentSocket.path(settings)
-        guard let fd = AgentSocket.connect(path, seconds: 5) else { return }  // none, or a socket left behind
+        guard let fd = AgentSocket.connect(path, seconds: 2) else { return }  // none, or a socket left behind
         defer { close(fd) }
         let request: JSONValue = .object([
             "v": .integer(AgentSocket.version), "op": .string("lock"), "scope": settings.agentScope,
@@ -176,7 +176,7 @@ enum AgentClient {
             return
         }
         let pid = stopOther(fd)
-        for _ in 0..<100 {
+        for _ in 0..<60 {
             if let pid, kill(pid, 0) != 0, errno == ESRCH { return }
             Posix.sleep(0.05)
         }

@@ -306,4 +306,34 @@ final class AgentHardeningTests: QuirkProviderTestCase {
         XCTAssertTrue(eventually(15) { processGone(Int32(first)) }, "the first agent left")
         XCTAssertTrue(FileManager.default.fileExists(atPath: socket), "and did not remove the socket now in its place")
     }
+
+    /// Something at the agent's socket that neither confirms a lock nor
+    /// leaves when told to: `lock` does not claim to hold (75).
+    func testALockNobodyConfirmedIsAFailure() throws {
+        let s = try sandbox()
+        s.expect("set", "api.unconfirmed.example", stdin: "t1\n")
+        let socket = s.home + "/run/tokenvault/agent.sock"
+        let mute = Process()
+        mute.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        mute.arguments = [
+            "-c",
+            """
+            import signal, socket, sys, time
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen()
+            print('listening', flush=True)
+            held = []
+            while True:
+                c, _ = s.accept(); held.append(c)
+            """, socket,
+        ]
+        let out = Pipe()
+        mute.standardOutput = out
+        try mute.run()
+        defer { kill(mute.processIdentifier, SIGKILL) }
+        _ = out.fileHandleForReading.availableData
+        let r = s.tv("lock", limit: 60)
+        XCTAssertEqual(r.status, 75, r.stderr)
+        XCTAssertTrue(r.stderr.contains("did not confirm the lock"), r.stderr)
+    }
 }

@@ -257,4 +257,16 @@ final class HardeningUnitTests: XCTestCase {
             "did you mean json? one of: raw, json")
         XCTAssertEqual(Suggestion.text(for: "yaml", in: ["raw", "json"], listName: "one of"), "one of: raw, json")
     }
+
+    /// The records a process decoded are kept to decode each once; the agent
+    /// drops them at `lock` and when the key expires (docs/security.md).
+    func testDecodedRecordsAreForgottenOnDemand() throws {
+        let id = CredentialID(service: try ServiceKey(parsing: "api.decoded.example"))
+        let record = Data(#"{"access_token":"a1","refresh_token":"r-decoded"}"#.utf8)
+        XCTAssertEqual(try Credential.fromRecord(record, id: id).refreshToken, "r-decoded")
+        XCTAssertTrue(Credential.hasDecodedRecords)
+        Credential.forgetDecodedRecords()
+        XCTAssertFalse(Credential.hasDecodedRecords)
+        XCTAssertEqual(try Credential.fromRecord(record, id: id).refreshToken, "r-decoded", "decoded again")
+    }
 }
