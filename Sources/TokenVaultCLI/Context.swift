@@ -199,7 +199,16 @@ final class Context {
             try self.discovery().endpoints(issuer: issuer, provider: provider)
         }
         p.registeredClient = registered
-        if c.discoveredProviders.contains(name) { p.configPath = settings.discoveredProvidersPath }
+        if c.discoveredProviders.contains(name) {
+            // Its client from a provider of config.toml: that table is where a refused client is fixed.
+            if !registered, let issuer = c.providers[name]?.issuer,
+                let (own, _) = ResourceClient.configured(issuer: issuer, config: c)
+            {
+                p.clientTable = own
+            } else {
+                p.configPath = settings.discoveredProvidersPath
+            }
+        }
         return p
     }
 

@@ -29,6 +29,7 @@ extension TokenVault.Login {
         }
         var table = ProviderConfig()
         table.client_id = try ensureClient(server, scopes: wanted, context: context, transport: transport)
+        table.client_auth = try clientAuth(server, clientID: table.client_id, context: context)
         table.issuer = server.issuer
         table.resource = server.resource
         table.service = key.description
@@ -45,6 +46,27 @@ extension TokenVault.Login {
                 "removed \(dropped) registration\(dropped == 1 ? "" : "s") \(OutsideText.line(server.issuer)) no longer knew"
             )
         }
+    }
+
+    /// How that client authenticates at the token endpoint (ClientAuthChoice):
+    /// what the configured provider says, else the registration's answer,
+    /// else the server's metadata.
+    func clientAuth(_ server: ResourceServer, clientID: String?, context: Context) throws -> String? {
+        let config = try context.config
+        var configured: String?
+        var registered: String?
+        var hasSecret = false
+        if let (_, own) = ResourceClient.configured(issuer: server.issuer, config: config), own.client_id == clientID {
+            configured = own.client_auth
+            hasSecret = own.client_secret != nil || own.client_secret_file != nil || own.client_secret_command != nil
+        } else if let id = clientID, let r = try context.vault().registration(for: server.issuer, clientID: id) {
+            registered = r.tokenEndpointAuthMethod
+            hasSecret = r.clientSecret != nil
+        }
+        let chosen = ClientAuthChoice.decide(
+            configured: configured, registered: registered, serverLists: server.tokenEndpointAuthMethods,
+            hasSecret: hasSecret)
+        return chosen
     }
 
     /// The provider name a resource is kept under: `--name`, else the name

@@ -147,7 +147,7 @@ extension DiscoveredProviders {
             var lines = [header]
             for (key, value) in [
                 ("issuer", table.issuer), ("resource", table.resource), ("service", table.service),
-                ("client_id", table.client_id),
+                ("client_id", table.client_id), ("client_auth", table.client_auth),
             ] {
                 if let value { lines.append("\(key) = \(try quoted(value))") }
             }

@@ -24,6 +24,9 @@ public struct ClientRegistration: Equatable, Sendable {
     /// twice): `login URL` registers again instead, and removes this one once
     /// that login has succeeded.
     public var forgottenAt: Int64? = nil
+    /// How the registration answer says the client authenticates at the
+    /// token endpoint (RFC 7591 §3.2.1 `token_endpoint_auth_method`).
+    public var tokenEndpointAuthMethod: String? = nil
 
     /// True when a login for `wanted` can use this registration.
     public func covers(_ wanted: [String]) -> Bool { wanted.allSatisfy(scopes.contains) }
@@ -109,6 +112,9 @@ public struct ClientRegistration: Equatable, Sendable {
             issuer: issuer, clientID: id, clientSecret: secret("client_secret"),
             registrationAccessToken: secret("registration_access_token"), redirectURI: redirectURI, registeredAt: now,
             scopes: o["scope"]?.string.map { $0.split(separator: " ").map(String.init) } ?? scopes)
+        r.tokenEndpointAuthMethod = o["token_endpoint_auth_method"]?.string.flatMap {
+            ClientAuthChoice.methods.contains($0) ? $0 : nil
+        }
         // RFC 7592: kept only with its token, only where the issuer itself may be
         // reached, and only on the registration endpoint's own origin (a GET at
         // each login and a DELETE on `delete` go there, with the server's token).
@@ -148,6 +154,7 @@ extension ClientRegistration {
         if let registrationAccessToken { extra["registration_access_token"] = .string(registrationAccessToken) }
         if let forgottenAt { extra["forgotten_at"] = .integer(forgottenAt) }
         if let registrationClientURI { extra["registration_client_uri"] = .string(registrationClientURI) }
+        if let tokenEndpointAuthMethod { extra["token_endpoint_auth_method"] = .string(tokenEndpointAuthMethod) }
         let id = try Self.id(issuer: issuer, clientID: clientID)
         var c = Credential(service: id.service, account: id.account, type: .token, accessToken: clientID, extra: extra)
         c.issuer = issuer
@@ -166,6 +173,7 @@ extension ClientRegistration {
             scopes: (c.extra["scope"]?.string ?? "").split(separator: " ").map(String.init))
         forgottenAt = c.extra["forgotten_at"]?.int64
         registrationClientURI = c.extra["registration_client_uri"]?.string
+        tokenEndpointAuthMethod = c.extra["token_endpoint_auth_method"]?.string
     }
 
     /// What the server says of it now (RFC 7592): `true` when it still knows

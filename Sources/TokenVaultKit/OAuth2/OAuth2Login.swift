@@ -127,7 +127,8 @@ public struct OAuth2Login {
         let start = try TokenResponse.successFields(
             try transport.send(.form(url, fields, headers: client.headers)),
             host: host, provider: provider.name, sentSecrets: client.secret.map { [$0] } ?? [],
-            configPath: provider.configPath)
+            configPath: provider.configPath,
+            clientTable: provider.clientTable)
         guard let deviceCode = start["device_code"]?.string, let userCode = start["user_code"]?.string,
             let verification = (start["verification_uri"] ?? start["verification_url"])?.string
         else {
@@ -189,7 +190,8 @@ public struct OAuth2Login {
                         throw TokenResponse.error(
                             code: code, description: fields["error_description"]?.text, provider: provider.name,
                             sentSecrets: [deviceCode] + (client.secret.map { [$0] } ?? []),
-                            configPath: provider.configPath)
+                            configPath: provider.configPath,
+                            clientTable: provider.clientTable)
                     }
                 }
                 let c = try TokenResponse.credential(
@@ -265,7 +267,8 @@ public struct OAuth2Login {
         let host = (try? ServiceKey(parsing: provider.tokenURL).description) ?? provider.tokenURL
         let c = try TokenResponse.credential(
             from: response, id: id, provider: provider.name, host: host, now: clock.now,
-            sentSecrets: sent + (client.secret.map { [$0] } ?? []), configPath: provider.configPath)
+            sentSecrets: sent + (client.secret.map { [$0] } ?? []), configPath: provider.configPath,
+            clientTable: provider.clientTable)
         return provider.issued(c, previous: nil, now: clock.now)
     }
 

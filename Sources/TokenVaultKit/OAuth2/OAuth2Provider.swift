@@ -62,6 +62,10 @@ public struct OAuth2Provider: Sendable {
     public var registeredClient = false
     /// The config file its table came from, for hints.
     public var configPath: String? = nil
+    /// The table of `configPath` that holds this provider's client, when it is
+    /// not its own (a resource logged in to by URL, whose client is the
+    /// provider configured for its issuer): where a refused client is fixed.
+    public var clientTable: String? = nil
 
     /// `resource=…` for a request, when the provider names one.
     var resourceFields: [(String, String)] { resource.map { [("resource", $0)] } ?? [] }

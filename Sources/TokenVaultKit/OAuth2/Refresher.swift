@@ -202,7 +202,8 @@ public struct Refresher {
         let response = try transport.send(.form(p.tokenURL, fields + client.fields, headers: client.headers))
         let host = (try? ServiceKey(parsing: p.tokenURL).description) ?? p.tokenURL
         let object = try TokenResponse.successFields(
-            response, host: host, provider: p.name, sentSecrets: sent, configPath: p.configPath)
+            response, host: host, provider: p.name, sentSecrets: sent, configPath: p.configPath,
+            clientTable: p.clientTable, refusesWithoutWords: current.refreshToken != nil)
         var fresh: Credential
         do {
             fresh = try TokenInput.credential(from: object, id: current.id, now: clock.now)

@@ -75,14 +75,21 @@ public enum ResourceClient {
         if let own, table.client_id == nil || table.client_id == own.client_id {
             for field in [
                 \ProviderConfig.client_id, \.client_secret, \.client_secret_file, \.client_secret_command,
-                \.client_auth, \.redirect_uri,
+                \.redirect_uri,
             ] {
                 t[keyPath: field] = own[keyPath: field]
             }
+            // The method decided at login (ClientAuthChoice), unless the configured provider names one.
+            t.client_auth = own.client_auth ?? table.client_auth
         } else if let r = try registration(issuer, table.client_id) {
             t.client_id = r.clientID
             t.client_secret = r.clientSecret
             t.redirect_uri = r.redirectURI
+            t.client_auth =
+                table.client_auth
+                ?? ClientAuthChoice.decide(
+                    configured: nil, registered: r.tokenEndpointAuthMethod, serverLists: [],
+                    hasSecret: r.clientSecret != nil)
         } else {
             throw TokenVaultError.loginRequired(
                 "tokenvault's registration at \(OutsideText.line(issuer, limit: 200)) is gone from the backend",

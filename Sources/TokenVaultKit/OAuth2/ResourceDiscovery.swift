@@ -25,6 +25,8 @@ public struct ResourceServer: Equatable, Sendable {
     /// The authorization server fetches a client's metadata document from the
     /// https URL that is its client id (`client_id_metadata_document_supported`).
     public var acceptsClientMetadataDocuments = false
+    /// `token_endpoint_auth_methods_supported` (RFC 8414), as listed.
+    public var tokenEndpointAuthMethods: [String] = []
 
     /// The scopes a login asks for: `asked`, with `offline_access` added
     /// where the authorization server lists it (and never elsewhere).
@@ -147,6 +149,9 @@ public enum ResourceDiscovery {
             server.offersOfflineAccess = ProtectedResourceMetadata.scopeTokens(scopes).contains("offline_access")
         }
         server.acceptsClientMetadataDocuments = o["client_id_metadata_document_supported"] == .bool(true)
+        if case .array(let methods)? = o["token_endpoint_auth_methods_supported"] {
+            server.tokenEndpointAuthMethods = methods.compactMap(\.string)
+        }
         return server
     }
 }

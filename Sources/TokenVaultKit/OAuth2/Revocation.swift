@@ -48,10 +48,18 @@ public enum Revocation {
         let host = (try? ServiceKey(parsing: request.url).description) ?? request.url
         if let fields = TokenResponse.fields(response.body), let code = fields["error"]?.string {
             throw TokenResponse.error(
-                code: code, description: fields["error_description"]?.text, provider: provider.name, sentSecrets: sent)
+                code: code, description: fields["error_description"]?.text, provider: provider.name, sentSecrets: sent,
+                configPath: provider.configPath, clientTable: provider.clientTable)
         }
         if response.status >= 500 || response.status == 429 {
             throw TokenVaultError.temporary("\(host) answered HTTP \(response.status) to the revocation")
+        }
+        // 401 and 403 without an OAuth error: the provider refused this client (76), as invalid_client would be.
+        if response.status == 401 || response.status == 403 {
+            throw TokenResponse.error(
+                code: "invalid_client", description: "HTTP \(response.status) to the revocation",
+                provider: provider.name,
+                sentSecrets: sent, configPath: provider.configPath, clientTable: provider.clientTable)
         }
         throw TokenVaultError.badInput(
             "\(host) answered HTTP \(response.status) to the revocation, with no OAuth error")

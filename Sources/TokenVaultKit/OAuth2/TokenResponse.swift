@@ -21,10 +21,11 @@ public enum TokenResponse {
     /// The credential in a successful answer, received at `now`; or the error it carries.
     public static func credential(
         from response: HTTPResponse, id: CredentialID, provider: String,
-        host: String, now: Int64, sentSecrets: [String] = [], configPath: String? = nil
+        host: String, now: Int64, sentSecrets: [String] = [], configPath: String? = nil, clientTable: String? = nil
     ) throws -> Credential {
         let object = try successFields(
-            response, host: host, provider: provider, sentSecrets: sentSecrets, configPath: configPath)
+            response, host: host, provider: provider, sentSecrets: sentSecrets, configPath: configPath,
+            clientTable: clientTable)
         var c = try TokenInput.credential(from: object, id: id, now: now)
         c.provider = provider
         return c
@@ -36,7 +37,8 @@ public enum TokenResponse {
     /// onto the terminal.
     public static func successFields(
         _ response: HTTPResponse, host: String, provider: String,
-        sentSecrets: [String] = [], configPath: String? = nil
+        sentSecrets: [String] = [], configPath: String? = nil, clientTable: String? = nil,
+        refusesWithoutWords: Bool = false
     ) throws -> [String: JSONValue] {
         let object = fields(response.body)
         if let object, let code = object["error"]?.text {
@@ -50,12 +52,20 @@ public enum TokenResponse {
             throw error(
                 code: code, description: object["error_description"]?.text, provider: provider,
                 sentSecrets: sentSecrets,
-                configPath: configPath)
+                configPath: configPath, clientTable: clientTable)
         }
         guard (200..<300).contains(response.status) else {
             let what = looksLikeHTML(response) ? "an HTML page" : "no OAuth error"
             if response.status >= 500 || response.status == 429 {
                 throw TokenVaultError.temporary("\(host) answered HTTP \(response.status) (\(what))")
+            }
+            // RFC 6749 §5.2: a token endpoint answers a bad grant with 400. One that
+            // says no more (a server breaking a reused rotating chain this way) is
+            // refusing all the same: recorded as invalid_grant would be (exit 4).
+            if response.status == 400, refusesWithoutWords {
+                throw error(
+                    code: "invalid_grant", description: "HTTP 400 with \(what)", provider: provider,
+                    sentSecrets: sentSecrets, configPath: configPath, clientTable: clientTable)
             }
             throw TokenVaultError.badInput("\(host) answered HTTP \(response.status) with \(what)")
         }
@@ -69,7 +79,8 @@ public enum TokenResponse {
 
     /// RFC 6749 §5.2 (and RFC 8628 §3.5) error codes to exit codes.
     public static func error(
-        code: String, description: String?, provider: String, sentSecrets: [String] = [], configPath: String? = nil
+        code: String, description: String?, provider: String, sentSecrets: [String] = [], configPath: String? = nil,
+        clientTable: String? = nil
     ) -> TokenVaultError {
         let desc = description.map { OutsideText.line($0, redacting: sentSecrets) }
         let shown = OutsideText.line(code, redacting: sentSecrets)
@@ -85,7 +96,7 @@ public enum TokenResponse {
             return .providerRefused(
                 code: shown, description: desc,
                 hint:
-                    "check client_id and client_secret (or its _file or _command) of [providers.\(Config.tableKey(provider))]\(configPath.map { " in \($0)" } ?? " in the config")"
+                    "check client_id and client_secret (or its _file or _command) of [providers.\(Config.tableKey(clientTable ?? provider))]\(configPath.map { " in \($0)" } ?? " in the config")"
             )
         default:
             return .providerRefused(code: shown, description: desc)
