@@ -106,11 +106,13 @@ final class ResourceDiscoveryTests: XCTestCase {
 
     func testLoginByURLFindsEverythingFromTheURLAlone() throws {
         let server = try ResourceDiscovery.discover(resource, transport: CurlTransport(timeout: 10))
-        XCTAssertEqual(
-            server,
-            ResourceServer(
-                resource: resource, issuer: base, authorizeURL: base + "/authorize", tokenURL: base + "/token",
-                registrationURL: base + "/register", revokeURL: base + "/revoke", scopes: ["files:read"],
-                scopesSupported: ["files:read"]))
+        var expected = ResourceServer(
+            resource: resource, issuer: base, authorizeURL: base + "/authorize", tokenURL: base + "/token",
+            registrationURL: base + "/register", revokeURL: base + "/revoke", scopes: ["files:read"],
+            scopesSupported: ["files:read"])
+        // The SDK's server lists how its clients may authenticate (RFC 8414).
+        XCTAssertTrue(server.tokenEndpointAuthMethods.contains("client_secret_post"), "\(server)")
+        expected.tokenEndpointAuthMethods = server.tokenEndpointAuthMethods
+        XCTAssertEqual(server, expected)
     }
 }
