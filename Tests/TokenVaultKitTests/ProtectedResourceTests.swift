@@ -40,6 +40,10 @@ final class ProtectedResourceTests: XCTestCase {
         for (doc, why) in [
             (document("https://mcp.example.com/b/mcp"), "describes another resource"),
             (document("https://evil.example/a/mcp"), "describes another resource"),
+            (document("https://evil.example"), "describes another resource"),
+            (document("http://mcp.example.com"), "describes another resource"),
+            (document("https://mcp.example.com/a/m"), "describes another resource"),
+            (document("https://mcp.example.com:8443"), "describes another resource"),
             (document("https://mcp.example.com/a/mcp", servers: "[]"), "names no authorization server"),
             (document("https://mcp.example.com/a/mcp", servers: #"["http://auth.example.com"]"#), "not an https URL"),
             (Data("[]".utf8), "not a JSON object"),
@@ -55,5 +59,15 @@ final class ProtectedResourceTests: XCTestCase {
             try ProtectedResourceMetadata.parse(
                 document("http://127.0.0.1:8000/mcp", servers: #"["http://127.0.0.1:8000"]"#),
                 for: "http://127.0.0.1:8000/mcp"))
+    }
+
+    /// A server that publishes its metadata at the root for all it serves
+    /// (MCP conformance `auth/metadata-var2`): the origin, or a path prefix
+    /// on whole segments, covers the URL, and is what is kept as the resource.
+    func testARootOrParentResourceOfTheSameOriginIsTaken() throws {
+        for stated in ["https://mcp.example.com", "https://mcp.example.com/", "https://MCP.example.com/a"] {
+            let m = try ProtectedResourceMetadata.parse(document(stated), for: "https://mcp.example.com/a/mcp")
+            XCTAssertEqual(m.resource, stated)
+        }
     }
 }

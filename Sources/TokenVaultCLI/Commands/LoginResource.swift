@@ -12,7 +12,9 @@ extension TokenVault.Login {
         let transport = CurlTransport(timeout: try context.httpTimeout)
         try ResourceClient.checkMetadataURLs(try context.config)
         let server = try ResourceDiscovery.discover(url, issuer: issuer, transport: transport)
-        let key = try ServiceKey(resource: server.resource)
+        // Kept under the URL the user gave; the metadata's resource (the same, or a
+        // parent of it on the same origin) is what the requests name (RFC 8707).
+        let key = try ServiceKey(resource: url)
         let id = CredentialID(service: key, account: account)
         let config = try context.config
         let providerName = try resourceProviderName(server, config: config)

@@ -24,8 +24,11 @@ public struct ProtectedResourceMetadata: Equatable, Sendable {
     }
 
     /// Reads the document fetched for `resource` and checks it (RFC 9728
-    /// §3.3): its `resource` must be exactly the one asked about, or a server
-    /// could send this client's tokens for another resource (78); it must
+    /// §3.3): its `resource` must be the one asked about or a same-origin
+    /// path prefix of it (a server that publishes its metadata at the root
+    /// for all it serves, as MCP's authorization spec allows and the SDKs
+    /// accept), or a server could send this client's tokens for another
+    /// resource (78); the stated value is what RFC 8707's `resource` names. It must
     /// name an authorization server; every URL must be https (or loopback
     /// http, for tests and local servers).
     public static func parse(_ body: Data, for resource: String) throws -> ProtectedResourceMetadata {
@@ -36,7 +39,7 @@ public struct ProtectedResourceMetadata: Equatable, Sendable {
         guard let stated = o["resource"]?.string else {
             throw TokenVaultError.badInput("the resource metadata of \(shown) names no resource")
         }
-        guard sameResource(stated, resource) else {
+        guard covers(stated, resource) else {
             throw TokenVaultError.config(
                 "the resource metadata of \(shown) describes another resource (\(OutsideText.line(stated, limit: 200))); nothing was sent to it",
                 hint: "check the URL: it must be the resource itself, as its server publishes it")
@@ -75,6 +78,23 @@ public struct ProtectedResourceMetadata: Equatable, Sendable {
             }
         }
         return out
+    }
+
+    /// Whether the resource identifier `stated` covers `resource`: the same
+    /// scheme and authority (without case), and a path that is `resource`'s
+    /// or a whole-segment prefix of it (`/a` covers `/a/mcp`, not `/ab`).
+    static func covers(_ stated: String, _ resource: String) -> Bool {
+        if sameResource(stated, resource) { return true }
+        func parts(_ s: String) -> (origin: String, path: String)? {
+            guard let scheme = s.firstRange(of: "://"), !s.contains("?"), !s.contains("#") else { return nil }
+            let rest = s[scheme.upperBound...]
+            let slash = rest.firstIndex(of: "/") ?? rest.endIndex
+            var path = String(rest[slash...])
+            if !path.hasSuffix("/") { path += "/" }
+            return (s[..<scheme.upperBound].lowercased() + rest[..<slash].lowercased(), path)
+        }
+        guard let a = parts(stated), let b = parts(resource), a.origin == b.origin else { return false }
+        return b.path.hasPrefix(a.path)
     }
 
     /// Whether two resource identifiers are the same: scheme and host compare
