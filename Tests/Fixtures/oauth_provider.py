@@ -14,6 +14,10 @@
 - /admin/revoke-access (POST token=) revokes one access token and leaves its
   refresh token alone, as a server-side session ending does;
 - /stats counts what the token endpoint was asked (JSON).
+- /authorize refuses scope openid without a nonce (invalid_request "nonce
+  required", as Debian's packaged OpenID providers do); ID tokens carry the
+  nonce the authorization request sent, or another one after
+  POST /admin/replay-nonce (an ID token of another login).
 
 - RFC 7523 (--keys DIR, public keys DIR/NAME.pub.pem, RS256 or ES256):
   the jwt-bearer grant for an assertion issued by NAME (authlib's
@@ -36,6 +40,7 @@ import secrets
 import sys
 import threading
 import time
+import urllib.parse
 from collections import Counter
 
 # Plain http is fine here: the server listens on 127.0.0.1 only.
@@ -50,7 +55,7 @@ from authlib.oauth2.rfc7662 import IntrospectionEndpoint
 from authlib.oauth2.rfc7523 import JWTBearerGrant, JWTBearerClientAssertion
 from authlib.jose import JsonWebKey, jwt as jose_jwt
 from authlib.oauth2.rfc8628 import DeviceAuthorizationEndpoint, DeviceCodeGrant, DeviceCredentialDict, SlowDownError
-from flask import Flask, jsonify, request
+from flask import Flask, jsonify, redirect, request
 from werkzeug.serving import make_server
 
 lock = threading.RLock()
@@ -61,6 +66,7 @@ codes = {}           # code -> AuthorizationCode
 devices = {}         # device_code -> DeviceCredentialDict
 device_grants = {}   # user_code -> (user, approved)
 slow_down_first = {"on": False, "done": set()}
+replayed_nonce = {"on": False}  # /admin/replay-nonce: ID tokens carry another nonce
 
 
 class Client(ClientMixin):
@@ -114,15 +120,16 @@ class Token:
 
 
 class AuthorizationCode:
-    def __init__(self, code, client_id, redirect_uri, scope, challenge, method):
+    def __init__(self, code, client_id, redirect_uri, scope, challenge, method, nonce=None):
         self.code, self.client_id, self.redirect_uri, self.scope = code, client_id, redirect_uri, scope
         self.code_challenge, self.code_challenge_method = challenge, method
+        self.nonce = nonce
         self.auth_time = time.time()
 
     def get_redirect_uri(self): return self.redirect_uri
     def get_scope(self): return self.scope
     def get_auth_time(self): return self.auth_time
-    def get_nonce(self): return None
+    def get_nonce(self): return self.nonce
     def is_expired(self): return time.time() > self.auth_time + 300
 
 
@@ -132,7 +139,8 @@ class CodeGrant(grants.AuthorizationCodeGrant):
     def save_authorization_code(self, code, req):
         with lock:
             codes[code] = AuthorizationCode(code, req.client.get_client_id(), req.redirect_uri, req.scope,
-                                            req.data.get("code_challenge"), req.data.get("code_challenge_method"))
+                                            req.data.get("code_challenge"), req.data.get("code_challenge_method"),
+                                            req.data.get("nonce"))
 
     def query_authorization_code(self, code, client):
         with lock:
@@ -352,6 +360,10 @@ def make_app(token_ttl):
                 now = int(time.time())
                 claims = {"iss": f"http://127.0.0.1:{port_holder['port']}/good", "sub": "alice-0001", "aud": req.client.get_client_id(),
                           "email": "alice@example.test", "name": "Alice Example", "iat": now, "exp": now + 3600}
+                code = getattr(req, "credential", None)
+                nonce = code.get_nonce() if isinstance(code, AuthorizationCode) else None
+                if nonce:
+                    claims["nonce"] = "other-" + nonce if replayed_nonce["on"] else nonce
                 data["id_token"] = jose_jwt.encode({"alg": "HS256"}, claims, b"id-token-key").decode()
             grant = req.grant_type or "authorization_code"
             family = getattr(req, "credential", None)
@@ -381,6 +393,13 @@ def make_app(token_ttl):
 
     @app.route("/authorize")
     def authorize():
+        # As Debian's packaged OpenID providers do: openid without a nonce is refused.
+        if "openid" in request.args.get("scope", "").split() and not request.args.get("nonce"):
+            with lock:
+                stats["nonce_missing"] += 1
+            target = request.args.get("redirect_uri", "") + "?" + urllib.parse.urlencode(
+                {"error": "invalid_request", "error_description": "nonce required", "state": request.args.get("state", "")})
+            return redirect(target)
         if request.args.get("deny"):
             return server.create_authorization_response(grant_user=None)
         return server.create_authorization_response(grant_user="alice")
@@ -465,6 +484,11 @@ def make_app(token_ttl):
     @protect()
     def userinfo():
         return jsonify(sub="alice-0001", name="Alice Example", email="alice@example.test")
+
+    @app.route("/admin/replay-nonce", methods=["POST"])
+    def replay_nonce():
+        replayed_nonce["on"] = True
+        return jsonify(ok=True)
 
     @app.route("/stats")
     def show_stats():

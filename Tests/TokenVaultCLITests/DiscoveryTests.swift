@@ -401,6 +401,26 @@ final class DiscoveryTests: XCTestCase {
         XCTAssertFalse(s.tv("providers").stdout.contains("liar"))
     }
 
+    /// OpenID providers as they are: a login asking for openid sends a fresh
+    /// nonce (the provider refuses without one) and checks it in the ID
+    /// token: an ID token with another nonce stores nothing (65).
+    func testAnOpenIDLoginSendsANonceAndChecksIt() throws {
+        let own = try LocalProvider()
+        defer { own.stop() }
+        let s = Sandbox()
+        s.env["BROWSER"] = Paths.fixtures.appendingPathComponent("browser.sh").path
+        let r = s.tv("login", "--issuer", "\(own.base)/good", "--client-id", "tv-public", limit: 60)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(try own.stats()["nonce_missing"] ?? 0, 0, "the nonce was sent")
+        let replay = runProcess("/usr/bin/curl", ["-s", "-X", "POST", own.base + "/admin/replay-nonce"], env: [:])
+        XCTAssertEqual(replay.status, 0)
+        let other = s.tv(
+            "login", "--issuer", "\(own.base)/good", "--client-id", "tv-public", "--account", "replayed", limit: 60)
+        XCTAssertEqual(other.status, 65, other.stderr)
+        XCTAssertTrue(other.stderr.contains("nonce"), other.stderr)
+        XCTAssertEqual(s.tv("get", "127.0.0.1:\(own.port)", "--account", "replayed").status, 3, "nothing stored")
+    }
+
     /// Two issuers on one host: a name stays with its issuer, and a refresh
     /// token goes to no other, whatever the config says later.
     func testANameIsNeverPointedAtAnotherIssuerAndARefreshTokenGoesOnlyToItsOwn() throws {

@@ -154,8 +154,12 @@ final class LoginTests: XCTestCase {
                 scopes = ["read"]
                 client_id = "tv-bot"
                 client_secret_command = "printf bot-secret"
+                userinfo_url = "\(provider.base)/userinfo"
                 """)
-        XCTAssertEqual(s.tv("login", "bot").status, 0)
+        // No user behind a client's own grant: the userinfo endpoint is not asked, nothing is warned.
+        let login = s.tv("login", "bot")
+        XCTAssertEqual(login.status, 0, login.stderr)
+        XCTAssertFalse(login.stderr.contains("who logged in") || login.stderr.contains("Alice"), login.stderr)
         XCTAssertEqual(provider.resourceStatus(s.tv("get", "bot").out), 200)
         XCTAssertEqual(s.tv("refresh", "bot").status, 0)
         XCTAssertEqual(try provider.stats()["issued_client_credentials"], 2)

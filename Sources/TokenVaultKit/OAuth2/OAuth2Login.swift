@@ -19,7 +19,9 @@ public struct OAuth2Login {
     }
 
     /// The URL the user opens to approve.
-    public func authorizationURL(redirectURI: String, state: String, pkce: PKCE?, scopes: [String]) throws -> String {
+    public func authorizationURL(
+        redirectURI: String, state: String, pkce: PKCE?, scopes: [String], nonce: String? = nil
+    ) throws -> String {
         guard let base = provider.authorizeURL else {
             throw TokenVaultError.config(
                 "provider \(provider.name) has no authorize_url",
@@ -33,6 +35,7 @@ public struct OAuth2Login {
         ]
         if !scopes.isEmpty { fields.append(("scope", scopes.joined(separator: " "))) }
         if let pkce { fields += [("code_challenge", pkce.challenge), ("code_challenge_method", "S256")] }
+        if let nonce { fields.append(("nonce", nonce)) }
         fields += provider.resourceFields
         fields += provider.authParams.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
         return base + (base.contains("?") ? "&" : "?") + FormEncoding.encode(fields)
@@ -57,7 +60,8 @@ public struct OAuth2Login {
         let redirectURI = "http://127.0.0.1:\(listener.port)\(path)"
         let state = PKCE.state()
         let pkce = provider.pkce ? PKCE() : nil
-        let url = try authorizationURL(redirectURI: redirectURI, state: state, pkce: pkce, scopes: scopes)
+        let nonce = Self.nonce(for: scopes)
+        let url = try authorizationURL(redirectURI: redirectURI, state: state, pkce: pkce, scopes: scopes, nonce: nonce)
         notify("open this URL to log in to \(provider.name):\n\n    \(url)\n")
         openBrowser(url)
         notify("waiting for the browser to come back to \(redirectURI) (up to \(Int(timeout)) s; Ctrl-C to stop)…")
@@ -73,8 +77,12 @@ public struct OAuth2Login {
             }
         }
         let code = try checkedCode(params, state: state)
-        return try exchange(code: code, redirectURI: redirectURI, pkce: pkce, id: id)
+        return try exchange(code: code, redirectURI: redirectURI, pkce: pkce, id: id, nonce: nonce)
     }
+
+    /// A fresh nonce for a login that asks for `openid` (OpenID Connect Core
+    /// 3.1.2.1: some providers refuse without one), checked in the ID token.
+    static func nonce(for scopes: [String]) -> String? { scopes.contains("openid") ? PKCE.state() : nil }
 
     /// Paste mode (`--no-browser`): the user opens the URL anywhere and pastes
     /// back the URL the browser was sent to (or the bare code).
@@ -82,7 +90,8 @@ public struct OAuth2Login {
         let redirectURI = provider.redirectURI ?? "http://127.0.0.1:\(Self.pastePort)/callback"
         let state = PKCE.state()
         let pkce = provider.pkce ? PKCE() : nil
-        let url = try authorizationURL(redirectURI: redirectURI, state: state, pkce: pkce, scopes: scopes)
+        let nonce = Self.nonce(for: scopes)
+        let url = try authorizationURL(redirectURI: redirectURI, state: state, pkce: pkce, scopes: scopes, nonce: nonce)
         notify("open this URL in a browser on any machine and log in to \(provider.name):\n\n    \(url)\n")
         notify("the browser then fails to load \(redirectURI)…; paste that whole URL (or just the code) here:")
         guard let line = readLine()?.trimmedWhitespace(), !line.isEmpty else {
@@ -94,12 +103,12 @@ public struct OAuth2Login {
                 FormEncoding.decode(query.split(separator: "#").first.map(String.init) ?? "") ?? [],
                 uniquingKeysWith: { first, _ in first })
             let code = try checkedCode(params, state: state)
-            return try exchange(code: code, redirectURI: redirectURI, pkce: pkce, id: id)
+            return try exchange(code: code, redirectURI: redirectURI, pkce: pkce, id: id, nonce: nonce)
         }
         guard !line.contains(where: { $0.isWhitespace || $0.isNewline }) else {
             throw TokenVaultError.badInput("that is neither the redirected URL nor a code")
         }
-        return try exchange(code: line, redirectURI: redirectURI, pkce: pkce, id: id)
+        return try exchange(code: line, redirectURI: redirectURI, pkce: pkce, id: id, nonce: nonce)
     }
 
     /// The device flow (RFC 8628): shows where to go and the code to type, then
@@ -244,11 +253,21 @@ public struct OAuth2Login {
     }
 
     /// Exchanges an authorization code (RFC 6749 §4.1.3, RFC 7636 §4.5).
-    public func exchange(code: String, redirectURI: String, pkce: PKCE?, id: CredentialID) throws -> Credential {
+    public func exchange(
+        code: String, redirectURI: String, pkce: PKCE?, id: CredentialID, nonce: String? = nil
+    ) throws -> Credential {
         var fields = [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI)]
         if let pkce { fields.append(("code_verifier", pkce.verifier)) }
         fields += provider.resourceFields
-        return try tokenRequest(fields, id: id, sent: [code] + (pkce.map { [$0.verifier] } ?? []))
+        let c = try tokenRequest(fields, id: id, sent: [code] + (pkce.map { [$0.verifier] } ?? []))
+        // OpenID Connect Core 3.1.3.7: the ID token carries the nonce this login sent,
+        // else it was issued for another authentication (replayed, injected).
+        if let nonce, let idToken = c.extra["id_token"]?.string, JWT.claims(of: idToken)?["nonce"]?.string != nonce {
+            throw TokenVaultError.badInput(
+                "the ID token \(OutsideText.line(provider.name, limit: 80)) sent does not carry the nonce this login sent (an ID token of another login); nothing was stored"
+            )
+        }
+        return c
     }
 
     /// `grant = "client_credentials"` (RFC 6749 §4.4), or `"jwt_bearer"`
@@ -279,7 +298,8 @@ public struct OAuth2Login {
     /// Adds who logged in (screen_name, name, login, email) from `userinfo_url`;
     /// best effort: a failure only says so.
     public func withUserInfo(_ c: Credential) -> Credential {
-        guard let base = provider.userinfoURL else { return c }
+        // A client's own grant has no user to ask about.
+        guard let base = provider.userinfoURL, !provider.grant.fetchesAgain else { return c }
         var url = base
         var headers = ["Authorization: Bearer \(c.accessToken)", "Accept: application/json"]
         if base.contains("api.weibo.com/2/users/show.json") {
