@@ -223,7 +223,9 @@ final class LoginLifecycleTests: XCTestCase {
             env: s.env, limit: 60)
         XCTAssertEqual(r.out, "0", r.stderr)
         XCTAssertTrue(
-            r.stderr.contains("no browser can open here (no $BROWSER, DISPLAY or WAYLAND_DISPLAY): paste mode"),
+            r.stderr.contains(
+                "no browser can open here (no $BROWSER, DISPLAY or WAYLAND_DISPLAY, and no desktop portal or graphical session on the session bus): paste mode"
+            ),
             r.stderr)
         XCTAssertEqual(provider.resourceStatus(s.tv("get", "local").out), 200)
     }

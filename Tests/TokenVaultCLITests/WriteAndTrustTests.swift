@@ -133,13 +133,14 @@ extension HardeningTests {
     // MARK: 4, 11. Text and URLs from outside
 
     func testTextFromOutsideIsCleanedWhereItEnters() throws {
+        // A login with a user (a pasted code): a client's own grant asks no userinfo.
         let s = try sandbox(
             "/escape-token",
             extra: """
-                grant = "client_credentials"
+                authorize_url = "\(base)/authorize"
                 userinfo_url = "\(base)/escape-userinfo"
                 """)
-        let login = s.tv("login", "q")
+        let login = s.tv("login", "q", "--no-browser", stdin: "code-1\n")
         XCTAssertEqual(login.status, 0, login.stderr)
         XCTAssertTrue(login.stderr.contains("as Mallory"), login.stderr)
         noTerminalControl(login.stderr, "the login notice")

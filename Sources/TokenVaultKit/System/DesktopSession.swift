@@ -3,7 +3,8 @@ import FoundationEssentials
 import Glibc
 
 /// A page shown in the user's graphical session by a process that has no
-/// display of its own (docs/adapters.md, "A login for more scopes"): MCP
+/// display of its own (docs/adapters.md, "MCP servers", where a login for
+/// more scopes opens): MCP
 /// clients start the bridge with HOME, PATH, SHELL and TERM alone, but the
 /// session bus (found as a login finds it) offers the XDG desktop portal's
 /// OpenURI, and the systemd user manager knows the session's DISPLAY or
