@@ -14,6 +14,10 @@ public final class ScriptedTransport: HTTPTransport, @unchecked Sendable {
     public func send(_ request: HTTPRequest) throws -> HTTPResponse {
         requests.append(request)
         try meanwhile()
+        // More requests than the script holds: an error of the test's, not a crash of the run.
+        guard !answers.isEmpty else {
+            throw TokenVaultError.internal("ScriptedTransport: no answer scripted for \(request.method) \(request.url)")
+        }
         return try answers.removeFirst().get()
     }
 

@@ -33,6 +33,14 @@ final class ClientAuthenticationTests: XCTestCase {
             "body")
         XCTAssertEqual(
             ClientAuthChoice.decide(configured: nil, registered: nil, serverLists: [], hasSecret: true), "basic")
+        // A client with a key signs an assertion where the server takes one; else as before.
+        XCTAssertEqual(
+            ClientAuthChoice.decide(
+                configured: nil, registered: nil, serverLists: ["private_key_jwt"], hasSecret: false, hasKey: true),
+            "private_key_jwt")
+        XCTAssertNil(
+            ClientAuthChoice.decide(
+                configured: nil, registered: nil, serverLists: ["client_secret_basic"], hasSecret: false, hasKey: true))
         // No secret: no authentication, whatever is listed.
         XCTAssertNil(
             ClientAuthChoice.decide(
@@ -105,6 +113,44 @@ final class ClientAuthenticationTests: XCTestCase {
         ])
         XCTAssertThrowsError(try Revocation.revoke(c, provider: p, transport: t)) {
             XCTAssertEqual(($0 as? TokenVaultError)?.exitCode, 76, $0.errorText)
+        }
+    }
+
+    /// A client assertion's audience: the issuer identifier where the provider
+    /// has one (the update to RFC 7523), else the token endpoint; `audience` sets another.
+    func testAClientAssertionIsAudiencedToTheIssuer() throws {
+        let config = try Config.parse(
+            """
+            [providers.byissuer]
+            issuer = "https://as.example/tenant"
+            token_url = "https://as.example/tenant/oauth/token"
+            authorize_url = "https://as.example/tenant/oauth/authorize"
+            client_id = "c"
+            client_auth = "client_secret_jwt"
+            client_secret = "s-0123456789abcdef0123456789abcdef"
+            [providers.bytoken]
+            token_url = "https://as.example/token"
+            client_id = "c"
+            client_auth = "client_secret_jwt"
+            client_secret = "s-0123456789abcdef0123456789abcdef"
+            [providers.chosen]
+            issuer = "https://as.example"
+            token_url = "https://as.example/token"
+            authorize_url = "https://as.example/authorize"
+            audience = "https://gateway.example"
+            client_id = "c"
+            client_auth = "client_secret_jwt"
+            client_secret = "s-0123456789abcdef0123456789abcdef"
+            """)
+        for (name, aud) in [
+            ("byissuer", "https://as.example/tenant"), ("bytoken", "https://as.example/token"),
+            ("chosen", "https://gateway.example"),
+        ] {
+            let p = try OAuth2Provider.resolve(name, config: config, configPath: "c")
+            let fields = try p.clientCredentials(now: 1000).fields
+            let assertion = try XCTUnwrap(fields.first { $0.0 == "client_assertion" }?.1)
+            XCTAssertEqual(JWT.claims(of: assertion)?["aud"], .string(aud), name)
+            XCTAssertEqual(JWT.claims(of: assertion)?["iss"], .string("c"), name)
         }
     }
 }

@@ -45,6 +45,7 @@ extension TokenVault {
             doctor.checkAgent()
             // The stored credentials: only where they can be read without a prompt.
             if let choice { doctor.checkCredentials(choice, backends: backends, config: config ?? Config()) }
+            if let config { doctor.checkResourceClients(config) }
             if network, let config {
                 doctor.checkProviders(config)
                 doctor.checkClientMetadata(config)

@@ -278,6 +278,22 @@ final class DoctorChecks {
     }
 
     /// Each configured provider's token endpoint (or issuer) reached, and its clock compared.
+    /// Each resource logged in to by its URL: its client, and how that client
+    /// authenticates at the token endpoint (ClientAuthChoice, decided at login;
+    /// a configured provider's `client_auth` wins).
+    func checkResourceClients(_ config: Config) {
+        for name in config.discoveredProviders.sorted() {
+            guard let table = config.providers[name], table.resource != nil, let issuer = table.issuer else { continue }
+            let own = ResourceClient.configured(issuer: issuer, config: config)
+            let client = own?.table.client_id ?? table.client_id ?? "the newest registration kept for it"
+            let how = ClientAuthChoice.described(own?.table.client_auth ?? table.client_auth)
+            add(
+                "login URL \(name)", .ok,
+                "client \(OutsideText.line(client, limit: 80))\(own.map { " ([providers.\(Config.tableKey($0.name))] of \(settings.configPath))" } ?? "") at \(OutsideText.line(issuer, limit: 200)), authenticating with \(how)"
+            )
+        }
+    }
+
     func checkProviders(_ config: Config) {
         let transport = CurlTransport(timeout: config.httpTimeout)
         for (name, table) in config.providers.sorted(by: { $0.key < $1.key }) {

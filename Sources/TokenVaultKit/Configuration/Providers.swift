@@ -123,7 +123,14 @@ public struct ProviderDirectory: Sendable {
     /// A provider's grant from its table alone, without discovery or secrets:
     /// all a credential's state needs (the hot path of `get`).
     public func grant(of name: String) -> OAuth2Provider.Grant? {
-        table(name).flatMap { OAuth2Provider.Grant(rawValue: $0.grant ?? "authorization_code") }
+        guard var t = table(name) else { return nil }
+        // A resource logged in to by URL: the grant of the client it uses (a provider configured for its issuer).
+        if config.discoveredProviders.contains(name),
+            let filled = try? ResourceClient.filled(t, config: config, registration: { _, _ in nil })
+        {
+            t = filled
+        }
+        return OAuth2Provider.Grant(rawValue: t.grant ?? "authorization_code")
     }
 
     /// The preset overlaid by its `[providers.NAME]` table; nil for an unknown name.

@@ -102,7 +102,9 @@ public struct OAuth2Provider: Sendable {
         let service = try p.serviceKey(provider: name)
         if let issuer = try url("issuer", p.issuer) {
             let endpoints = ProviderConfig.endpoints
-            if let discover, endpoints.contains(where: { p[keyPath: $0.field] == nil }) {
+            // A resource whose server publishes no metadata (MCP 2025-03-26) keeps its endpoints instead.
+            let kept = p.resource != nil && p.authorize_url != nil && p.token_url != nil
+            if let discover, !kept, endpoints.contains(where: { p[keyPath: $0.field] == nil }) {
                 let found = try discover(issuer, name)
                 for (key, field) in endpoints where p[keyPath: field] == nil {
                     // Explicit keys win; what the document says is checked like them.
@@ -290,8 +292,8 @@ public struct OAuth2Provider: Sendable {
     }
 
     /// Client authentication for a token-endpoint request: body fields, a
-    /// Basic header, or a signed client assertion (RFC 7523 §2.2) audienced to
-    /// the token endpoint. `secret` is whatever must never appear in a message.
+    /// Basic header, or a signed client assertion (RFC 7523 §2.2) whose `aud`
+    /// is `clientAssertionAudience`. `secret` is whatever must never appear in a message.
     func clientCredentials(now: Int64 = Int64(Date().timeIntervalSince1970)) throws -> ClientAuthentication {
         switch clientAuth {
         case .body:
@@ -318,7 +320,8 @@ public struct OAuth2Provider: Sendable {
                 }
                 key = .secret(SecureBytes(Array(secret.utf8)))
             }
-            let claims = JWT.assertionClaims(issuer: clientID, subject: clientID, audience: tokenURL, now: now)
+            let claims = JWT.assertionClaims(
+                issuer: clientID, subject: clientID, audience: clientAssertionAudience, now: now)
             let assertion = try JWT.sign(claims: claims, key: key)
             return (
                 [
@@ -329,6 +332,13 @@ public struct OAuth2Provider: Sendable {
             )
         }
     }
+
+    /// The `aud` of a client assertion (private_key_jwt, client_secret_jwt):
+    /// the configured `audience`, else the authorization server's issuer
+    /// identifier, else the token endpoint (docs/providers.md, "Discovery and
+    /// machine identities"). The issuer, not an endpoint, since the update to
+    /// RFC 7523: an audience a server cannot mistake for another's.
+    var clientAssertionAudience: String { audience ?? issuer ?? tokenURL }
 
     /// Client authentication for a token-endpoint request (see `clientCredentials`).
     typealias ClientAuthentication = (fields: [(String, String)], headers: [String], secret: String?)

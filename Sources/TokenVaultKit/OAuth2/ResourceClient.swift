@@ -73,9 +73,11 @@ public enum ResourceClient {
         if let id = table.client_id, ClientMetadataDocument.isClientID(id) { return t }
         let own = configured(issuer: issuer, config: config)?.table
         if let own, table.client_id == nil || table.client_id == own.client_id {
+            // The whole client: its secret or key, and the grant it uses (a client of its own, client
+            // credentials or a JWT bearer, logs in to the resource without a user).
             for field in [
                 \ProviderConfig.client_id, \.client_secret, \.client_secret_file, \.client_secret_command,
-                \.redirect_uri,
+                \.redirect_uri, \.grant, \.private_key_file, \.credentials_file, \.audience, \.subject,
             ] {
                 t[keyPath: field] = own[keyPath: field]
             }
