@@ -186,7 +186,7 @@ _tokenvault() {
 
 _tokenvault_login() {
     repeating_flags=()
-    non_repeating_flags=(--browser --no-browser --device --no-qr --force --register-again --json --version -h --help)
+    non_repeating_flags=(--browser --no-browser --device --no-qr --force --register-again --json --verbose --version -h --help)
     repeating_options=(--scope)
     non_repeating_options=(--issuer --client-id --name --account --port --timeout)
     __tokenvault_offer_flags_options 1

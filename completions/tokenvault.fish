@@ -23,7 +23,7 @@ function __tokenvault_parse_tokens -S
         __tokenvault_parse_subcommand 0 'version' 'h/help'
         switch $unparsed_tokens[1]
         case 'login'
-            __tokenvault_parse_subcommand 1 'issuer=' 'client-id=' 'name=' 'account=' 'scope=+' 'browser' 'no-browser' 'device' 'no-qr' 'force' 'register-again' 'json' 'port=' 'timeout=' 'version' 'h/help'
+            __tokenvault_parse_subcommand 1 'issuer=' 'client-id=' 'name=' 'account=' 'scope=+' 'browser' 'no-browser' 'device' 'no-qr' 'force' 'register-again' 'json' 'verbose' 'port=' 'timeout=' 'version' 'h/help'
         case 'set'
             __tokenvault_parse_subcommand 1 'account=' 'verbose' 'provider=' 'force' 'json' 'version' 'h/help'
         case 'get'
@@ -174,6 +174,7 @@ complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_
 complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault login" force' -l 'force' -d 'Replace a credential another provider stored under the same service and account.'
 complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault login" register-again' -l 'register-again' -d 'With a URL: register tokenvault at the authorization server anew, as when it forgot the client.'
 complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault login" json' -l 'json' -d 'Print the result as JSON: service, account, provider, user, expires_at.'
+complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault login" verbose' -l 'verbose' -d 'With a URL: say on stderr each step of finding its authorization server.'
 complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault login" port' -l 'port' -d 'Listen for the redirect on this port of 127.0.0.1.' -rfka ''
 complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault login" timeout' -l 'timeout' -d 'Seconds to wait for the browser (default 300).' -rfka ''
 complete -c 'tokenvault' -n '__tokenvault_should_offer_completions_for_flags_or_options "tokenvault login" version' -l 'version' -d 'Show the version.'

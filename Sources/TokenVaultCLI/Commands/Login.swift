@@ -108,6 +108,9 @@ extension TokenVault {
         @Flag(help: "Print the result as JSON: service, account, provider, user, expires_at.")
         var json = false
 
+        @Flag(help: "With a URL: say on stderr each step of finding its authorization server.")
+        var verbose = false
+
         @Option(help: ArgumentHelp("Listen for the redirect on this port of 127.0.0.1.", valueName: "port"))
         var port: Int?
 

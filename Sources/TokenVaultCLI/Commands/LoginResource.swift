@@ -10,13 +10,21 @@ extension TokenVault.Login {
     /// backend or the config, is found again at each use.
     func loginResource(_ url: String, account: String, context: Context) throws {
         let transport = CurlTransport(timeout: try context.httpTimeout)
-        try ResourceClient.checkMetadataURLs(try context.config)
-        let server = try ResourceDiscovery.discover(url, issuer: issuer, transport: transport)
+        let config = try context.config
+        try ResourceClient.checkMetadataURLs(config)
+        let server = try ResourceDiscovery.discover(
+            url, issuer: issuer, transport: transport,
+            ownGrant: { issuer in
+                let grant = ResourceClient.configured(issuer: issuer, config: config)?.table.grant
+                return grant.flatMap(OAuth2Provider.Grant.init(rawValue:))?.fetchesAgain == true
+            }
+        ) { step in
+            if verbose { Output.notice(step) }
+        }
         // Kept under the URL the user gave; the metadata's resource (the same, or a
         // parent of it on the same origin) is what the requests name (RFC 8707).
         let key = try ServiceKey(resource: url)
         let id = CredentialID(service: key, account: account)
-        let config = try context.config
         let providerName = try resourceProviderName(server, config: config)
         if let was = config.providers[providerName]?.issuer, was != server.issuer {
             Output.notice(
@@ -36,6 +44,10 @@ extension TokenVault.Login {
         table.resource = server.resource
         table.service = key.description
         table.scopes = wanted
+        if !server.publishesMetadata {
+            table.authorize_url = server.authorizeURL
+            table.token_url = server.tokenURL
+        }
         try context.addProvider(providerName, table, kept: true)
         var p = try context.oauth2Provider(providerName)
         p.issParameterRequired = server.issParameterRequired
@@ -58,16 +70,18 @@ extension TokenVault.Login {
         var configured: String?
         var registered: String?
         var hasSecret = false
+        var hasKey = false
         if let (_, own) = ResourceClient.configured(issuer: server.issuer, config: config), own.client_id == clientID {
             configured = own.client_auth
             hasSecret = own.client_secret != nil || own.client_secret_file != nil || own.client_secret_command != nil
+            hasKey = own.private_key_file != nil || own.credentials_file != nil
         } else if let id = clientID, let r = try context.vault().registration(for: server.issuer, clientID: id) {
             registered = r.tokenEndpointAuthMethod
             hasSecret = r.clientSecret != nil
         }
         let chosen = ClientAuthChoice.decide(
             configured: configured, registered: registered, serverLists: server.tokenEndpointAuthMethods,
-            hasSecret: hasSecret)
+            hasSecret: hasSecret, hasKey: hasKey)
         return chosen
     }
 

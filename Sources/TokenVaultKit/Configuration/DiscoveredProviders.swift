@@ -128,8 +128,9 @@ public enum DiscoveredProviders {
 
 extension DiscoveredProviders {
     /// Keeps the table of a resource logged in to by its URL in
-    /// providers.toml (issuer, resource, service, the public client id,
-    /// scopes; the client's secret stays in the backend). A table of the same name for the same
+    /// providers.toml (issuer, resource, service, the public client id, its
+    /// authentication, scopes, and the endpoints of a server that publishes no
+    /// metadata; the client's secret stays in the backend). A table of the same name for the same
     /// resource is replaced (its authorization server or scopes changed); one
     /// for anything else keeps its name.
     public static func keepResource(name: String, table: ProviderConfig, settings: Settings) throws {
@@ -148,6 +149,7 @@ extension DiscoveredProviders {
             for (key, value) in [
                 ("issuer", table.issuer), ("resource", table.resource), ("service", table.service),
                 ("client_id", table.client_id), ("client_auth", table.client_auth),
+                ("authorize_url", table.authorize_url), ("token_url", table.token_url),
             ] {
                 if let value { lines.append("\(key) = \(try quoted(value))") }
             }

@@ -127,12 +127,15 @@ public struct Discovery {
     /// The first of `urls` that answers 2xx with a JSON object. A 5xx stops
     /// the search (75, in `unavailable`'s words): the server is there but
     /// cannot answer now. Nil, with what the last URL said, when none has one.
+    /// `trace` hears each URL asked and its answer (`--verbose`).
     static func firstDocument(
-        _ urls: [String], transport: HTTPTransport, unavailable: (_ status: Int, _ url: String) -> String
+        _ urls: [String], transport: HTTPTransport, trace: (String) -> Void = { _ in },
+        unavailable: (_ status: Int, _ url: String) -> String
     ) throws -> (document: [String: JSONValue]?, last: String) {
         var last = "no answer"
         for url in urls {
             let r = try transport.send(HTTPRequest(method: "GET", url: url, headers: ["Accept: application/json"]))
+            trace("GET \(OutsideText.line(url, limit: 200)): HTTP \(r.status)")
             if (500..<600).contains(r.status) { throw TokenVaultError.temporary(unavailable(r.status, url)) }
             if (200..<300).contains(r.status),
                 case .object(let o)? = JSONValue.parsed(r.body)

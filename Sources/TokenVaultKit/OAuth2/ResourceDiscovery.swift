@@ -27,6 +27,9 @@ public struct ResourceServer: Equatable, Sendable {
     public var acceptsClientMetadataDocuments = false
     /// `token_endpoint_auth_methods_supported` (RFC 8414), as listed.
     public var tokenEndpointAuthMethods: [String] = []
+    /// False for a server of MCP 2025-03-26 that publishes no metadata: its
+    /// endpoints are the fallbacks, kept with the provider (nothing to discover).
+    public var publishesMetadata = true
 
     /// The scopes a login asks for: `asked`, with `offline_access` added
     /// where the authorization server lists it (and never elsewhere).
@@ -41,9 +44,15 @@ public enum ResourceDiscovery {
     /// well-known URLs), that document checked to describe `url`, then the
     /// server's metadata checked to be the issuer's own and to require S256.
     /// `issuer` picks one of the authorization servers the resource names
-    /// (default: its first).
+    /// (default: its first). A resource with no metadata anywhere, whose 401
+    /// names none, is an MCP server of the 2025-03-26 revision: its origin is
+    /// its authorization server (docs/providers.md, "Login by URL"). `trace`
+    /// hears each step (`--verbose`). `ownGrant` says whether the client
+    /// configured for an issuer fetches its tokens on its own (client
+    /// credentials, a JWT bearer): no authorization request, so no PKCE needed.
     public static func discover(
-        _ url: String, issuer chosen: String? = nil, transport: HTTPTransport
+        _ url: String, issuer chosen: String? = nil, transport: HTTPTransport,
+        ownGrant: (String) -> Bool = { _ in false }, trace: (String) -> Void = { _ in }
     ) throws
         -> ResourceServer
     {
@@ -53,12 +62,20 @@ public enum ResourceDiscovery {
                 "\(Quoted.text(url)) is not an https URL (http only for loopback) without a fragment")
         }
         let challenge = try probe(url, transport: transport)
+        if let named = challenge?.parameters["resource_metadata"] {
+            trace("\(shown) answered 401, naming its resource metadata \(OutsideText.line(named, limit: 200))")
+        } else {
+            trace(
+                "\(shown) answered \(challenge == nil ? "without asking for a token" : "401, naming no resource metadata")"
+            )
+        }
         let candidates =
             challenge?.parameters["resource_metadata"].map { [$0] } ?? ProtectedResourceMetadata.wellKnownURLs(for: url)
         var metadata: ProtectedResourceMetadata?
         for candidate in candidates where OAuth2Provider.isSafeEndpoint(candidate, reachedFrom: url) {
             let r = try transport.send(
                 HTTPRequest(method: "GET", url: candidate, headers: ["Accept: application/json"]))
+            trace("GET \(OutsideText.line(candidate, limit: 200)): HTTP \(r.status)")
             if (500..<600).contains(r.status) {
                 throw TokenVaultError.temporary(
                     "the resource metadata of \(shown) is unavailable (HTTP \(r.status)); try again")
@@ -68,8 +85,19 @@ public enum ResourceDiscovery {
             break
         }
         guard let metadata else {
-            throw TokenVaultError.badInput(
-                "\(shown) does not say which authorization server protects it (no resource metadata)")
+            guard let challenge, challenge.parameters["resource_metadata"] == nil, chosen == nil,
+                let origin = ProviderConfig.origin(of: url)
+            else {
+                throw TokenVaultError.badInput(
+                    "\(shown) does not say which authorization server protects it (no resource metadata)")
+            }
+            trace("no resource metadata: the 2025-03-26 way, the authorization server is \(OutsideText.line(origin))")
+            var server = try authorizationServer(
+                origin, transport: transport, resource: shown, url: url, legacy: true, ownGrant: ownGrant(origin),
+                trace: trace)
+            server.resource = url
+            server.scopes = challenge.parameters["scope"].map { $0.split(separator: " ").map(String.init) } ?? []
+            return server
         }
         var issuer = metadata.authorizationServers[0]
         if let chosen {
@@ -82,7 +110,9 @@ public enum ResourceDiscovery {
             }
             issuer = chosen
         }
-        var server = try authorizationServer(issuer, transport: transport, resource: shown, url: url)
+        trace("the authorization server is \(OutsideText.line(issuer, limit: 200))")
+        var server = try authorizationServer(
+            issuer, transport: transport, resource: shown, url: url, ownGrant: ownGrant(issuer), trace: trace)
         server.resource = metadata.resource
         let asked = challenge?.parameters["scope"].map { $0.split(separator: " ").map(String.init) }
         server.scopes = (asked ?? metadata.scopesSupported).map { OutsideText.line($0, limit: 200) }
@@ -99,21 +129,36 @@ public enum ResourceDiscovery {
                 url: url, headers: ["Content-Type: application/json", "Accept: application/json, text/event-stream"],
                 body: ping))
         guard r.status == 401 else { return nil }
-        return r.header("WWW-Authenticate").flatMap(AuthChallenge.bearer)
+        // A 401 without a Bearer challenge it can read still says a token is needed.
+        return r.header("WWW-Authenticate").flatMap(AuthChallenge.bearer) ?? AuthChallenge(scheme: "bearer")
     }
 
     /// The authorization server's metadata (RFC 8414, then OpenID Connect's
     /// name): its `issuer` must be exactly the one the resource named, its
     /// endpoints https, and PKCE with S256 supported, or nothing is sent (65).
+    /// `legacy`: the MCP 2025-03-26 fallbacks, for a server with no resource
+    /// metadata: its origin is the authorization server, and without
+    /// metadata there its endpoints are /authorize, /token and /register.
     static func authorizationServer(
-        _ issuer: String, transport: HTTPTransport, resource: String, url: String
+        _ issuer: String, transport: HTTPTransport, resource: String, url: String, legacy: Bool = false,
+        ownGrant: Bool = false, trace: (String) -> Void = { _ in }
     ) throws -> ResourceServer {
         let shownIssuer = OutsideText.line(issuer, limit: 200)
         // RFC 8414's name first, then OpenID Connect's.
-        let (document, _) = try Discovery.firstDocument(Discovery.urls(issuer).reversed(), transport: transport) {
-            status, _ in "the authorization server \(shownIssuer) is unavailable (HTTP \(status)); try again"
-        }
+        let (document, _) = try Discovery.firstDocument(
+            Discovery.urls(issuer).reversed(), transport: transport, trace: trace
+        ) { status, _ in "the authorization server \(shownIssuer) is unavailable (HTTP \(status)); try again" }
         guard let o = document else {
+            if legacy {
+                trace(
+                    "no authorization server metadata: the 2025-03-26 endpoints \(shownIssuer)/authorize, /token and /register"
+                )
+                var server = ResourceServer(
+                    resource: url, issuer: issuer, authorizeURL: issuer + "/authorize", tokenURL: issuer + "/token",
+                    registrationURL: issuer + "/register", revokeURL: nil, scopes: [])
+                server.publishesMetadata = false
+                return server
+            }
             throw TokenVaultError.badInput(
                 "the authorization server \(shownIssuer) of \(resource) publishes no metadata")
         }
@@ -122,8 +167,11 @@ public enum ResourceDiscovery {
                 "the metadata of \(shownIssuer) is for issuer \(OutsideText.line(o["issuer"]?.text ?? "none", limit: 200)); nothing was sent"
             )
         }
-        guard case .array(let methods)? = o["code_challenge_methods_supported"], methods.contains(.string("S256"))
-        else {
+        var s256 = false
+        if case .array(let methods)? = o["code_challenge_methods_supported"] {
+            s256 = methods.contains(.string("S256"))
+        }
+        guard s256 || ownGrant else {
             throw TokenVaultError.config(
                 "the authorization server \(shownIssuer) does not support PKCE with S256; tokenvault does not log in without it",
                 hint: "ask its operator to enable PKCE (S256)")
@@ -141,6 +189,9 @@ public enum ResourceDiscovery {
             throw TokenVaultError.badInput(
                 "the metadata of \(shownIssuer) has no authorization_endpoint or token_endpoint")
         }
+        trace(
+            "authorization endpoint \(OutsideText.line(authorize, limit: 200)), token endpoint \(OutsideText.line(token, limit: 200))"
+        )
         var server = ResourceServer(
             resource: resource, issuer: issuer, authorizeURL: authorize, tokenURL: token,
             registrationURL: try endpoint("registration_endpoint"), revokeURL: try endpoint("revocation_endpoint"),
