@@ -197,6 +197,8 @@ final class BridgeHost: MCPBridgeHost, @unchecked Sendable {
         // Named scopes go with the ones held; none named: the login takes the resource's own list with the ones held.
         let stored = lock.withLock { resolved }.flatMap { try? Context().vault().load($0) }
         let held = stored?.scope?.split(separator: " ").map(String.init) ?? []
+        // The grant holds every scope named already: another login would get the same refusal.
+        if !scopes.isEmpty, scopes.allSatisfy(held.contains) { return false }
         let all = scopes.isEmpty ? [] : held + scopes.filter { !held.contains($0) }
         let (status, _) = try Posix.spawn(
             loginArguments(scopes: all), env: context.settings.environment, capture: false, showErrors: true,

@@ -9,8 +9,10 @@ public protocol MCPBridgeHost: AnyObject, Sendable {
     func token() throws -> String
     /// After the server refused `rejected` (401): a renewed token.
     func renewed(after rejected: String) throws -> String
-    /// The server asked for `scopes` (403 insufficient_scope): true once a
-    /// login with them finished; false when nobody can answer a login here.
+    /// The server asked for `scopes` (403 insufficient_scope), or refused a
+    /// renewed token (401; no scopes: the login asks for what it held): true
+    /// once a login finished; false when nobody can answer a login here, or
+    /// when a login could give nothing the grant does not hold already.
     func stepUp(_ scopes: [String]) throws -> Bool
     /// One line on stderr.
     func say(_ line: String)
@@ -43,6 +45,8 @@ public final class MCPBridge: @unchecked Sendable {
     /// Logins for more scopes this bridge ran: at most one while it runs
     /// (a server can always name another scope).
     private var stepUps = 0
+    /// Logins after a renewed token was refused: at most one while it runs.
+    private var loginsAgain = 0
     /// A request of the per-request era (2026-07-28 and later) came: a
     /// notification after it is that era's too (docs/adapters.md).
     var modernSeen = false
@@ -185,7 +189,7 @@ public final class MCPBridge: @unchecked Sendable {
             }
         }
         let method = routing?.message["method"]?.string
-        var renewed = false, steppedUp = false
+        var renewed = false, steppedUp = false, loggedIn = false
         while true {
             var x = Exchange()
             x.holding = initialize
@@ -224,6 +228,10 @@ public final class MCPBridge: @unchecked Sendable {
                 do { token = try host.renewed(after: token) } catch {
                     return fail(request, error, code: .authorization)
                 }
+            case 401 where !loggedIn:
+                loggedIn = true
+                guard let fresh = logInAgain(request) else { return }
+                token = fresh
             case 403 where steppedUp:
                 return fail(
                     request, "\(shown) still refuses the request (HTTP 403) after a login for more scopes", code: .scope
@@ -248,6 +256,30 @@ public final class MCPBridge: @unchecked Sendable {
                 let why = OutsideText.line(String(decoding: x.errorBody.prefix(300), as: UTF8.self), limit: 200)
                 return fail(request, "\(shown) answered HTTP \(response.status)\(why.isEmpty ? "" : ": \(why)")")
             }
+        }
+    }
+
+    /// A renewed token refused too (401): the grant no longer works here —
+    /// the resource may name another authorization server now. A login where
+    /// one can run, at most one per bridge, and the token to send again; else
+    /// the error (nil).
+    private func logInAgain(_ request: JSONValue?) -> String? {
+        let first = state.withLock { () -> Bool in
+            defer { loginsAgain += 1 }
+            return loginsAgain == 0
+        }
+        do {
+            guard first, try host.stepUp([]) else {
+                fail(
+                    request,
+                    "\(shown) refuses the renewed token (HTTP 401); log in again: tokenvault login \(ShellWord.word(url))",
+                    code: .authorization)
+                return nil
+            }
+            return try host.token()
+        } catch {
+            fail(request, error, code: .authorization)
+            return nil
         }
     }
 
