@@ -3,37 +3,38 @@
 (github modelcontextprotocol/conformance, src/scenarios/client/auth/), ported
 to one small server per scenario: an MCP resource at /mcp and its
 authorization server on the same port (the suite runs two; one origin serves
-here, with the suite's paths). What the client does is recorded as the
-suite's checks, under the suite's check ids, at GET /checks (a list of
-{"id", "status", "description"}); a FAILURE names what the suite would fail.
+here, the authorization server at a path of its own where the suite's has
+one). What the client does is recorded as the suite's checks, under the
+suite's check ids, at GET /checks (a list of {"id", "status", "description"});
+FAILURE and WARNING name what the suite would fail or warn about.
 
-Scenarios (--scenario NAME; what the suite checks):
-  metadata-default  PRM at /.well-known/oauth-protected-resource/mcp, named in
-                    WWW-Authenticate; AS metadata at the root RFC 8414 path; a
-                    request for the root PRM is prm-priority-order FAILURE
-  metadata-var1     PRM path-based, not in WWW-Authenticate; AS metadata only
-                    at /.well-known/openid-configuration
-  metadata-var2     PRM only at the root, resource = the origin; the AS is
-                    ORIGIN/tenant1, its metadata at
-                    /.well-known/oauth-authorization-server/tenant1; a request
-                    for the root AS metadata is
-                    authorization-server-metadata-wrong-path FAILURE
-  metadata-var3     PRM at /custom/metadata/location.json (in WWW-Authenticate);
-                    AS ORIGIN/tenant1, metadata at /tenant1/.well-known/openid-configuration
-  token-endpoint-auth-basic|post|none
-                    the AS lists only that method and registers clients with
-                    it (a secret for basic and post): token-endpoint-auth-method
-  pre-registration  no registration endpoint; the AS lists client_secret_basic
-                    only; the client is pre-registered as
-                    conformance-client / conformance-secret
-  resource-mismatch the PRM names another origin's resource: the client must
-                    not go on to authorize (resource-mismatch-authorization)
-Every scenario: the MCP endpoint takes any JSON-RPC request with a token the
-AS issued (either era: with or without a session) and answers it; the
-authorization request and the token request are checked for PKCE (S256),
-the resource parameter (RFC 8707) and the redirect.
+Each scenario is a row of SCENARIOS: the options the suite's createServer and
+createAuthServer take (where the resource metadata is, what the 401 says,
+what the authorization server lists and how it answers), plus a gate for the
+scenarios whose MCP endpoint does more than check the token (step-up, retry
+limit, migration). The rows:
 
-Usage: conformance_server.py --scenario NAME; prints "port N" once listening.
+  metadata-default|var1|var2|var3   where the PRM and the AS metadata are
+  basic-cimd                        client_id_metadata_document_supported
+  scope-from-www-authenticate|scope-from-scopes-supported|
+  scope-omitted-when-undefined|scope-step-up|scope-retry-limit
+  token-endpoint-auth-basic|post|none, pre-registration
+  resource-mismatch                 the PRM names another origin's resource
+  offline-access-scope|offline-access-not-supported
+  authorization-server-migration    the PRM moves to a second issuer
+  iss-supported|iss-not-advertised|iss-supported-missing|iss-wrong-issuer|
+  iss-unexpected|iss-normalized, metadata-issuer-mismatch
+  2025-03-26-oauth-metadata-backcompat|2025-03-26-oauth-endpoint-fallback
+  client-credentials-basic|client-credentials-jwt (--key-out PATH: where the
+                                    client's ES256 private key is written)
+
+Every scenario checks the authorization request and the token request for
+PKCE (S256), the resource parameter (RFC 8707) and the client's
+authentication; the MCP endpoint takes any JSON-RPC request with a token the
+AS issued (either era: with or without a session) and answers it.
+
+Usage: conformance_server.py --scenario NAME [--key-out PATH]; prints "port N"
+once listening.
 """
 import argparse
 import base64
@@ -44,69 +45,170 @@ import threading
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+PRM = "/.well-known/oauth-protected-resource/mcp"
+CIMD_URL = "https://conformance-test.local/client-metadata.json"
+AS1_CLIENT = "as1-client-id-LEAKED-IF-SEEN-AT-AS2"
+
+# The suite's options, by scenario. Defaults: PRM at PRM, named in the 401;
+# the AS at the origin, its metadata at the RFC 8414 root path; dynamic
+# registration with client_secret_post; the code and refresh grants.
+SCENARIOS = {
+    "metadata-default": {"root_prm_is_wrong": True},
+    "metadata-var1": {"prm_in_challenge": False, "as_metadata": "/.well-known/openid-configuration"},
+    "metadata-var2": {"prm": "/.well-known/oauth-protected-resource", "prm_in_challenge": False,
+                      "as_path": "/tenant1", "as_metadata": "/.well-known/oauth-authorization-server/tenant1"},
+    "metadata-var3": {"prm": "/custom/metadata/location.json", "as_path": "/tenant1",
+                      "as_metadata": "/tenant1/.well-known/openid-configuration"},
+    "basic-cimd": {"cimd": True},
+    "scope-from-www-authenticate": {"challenge_scope": "mcp:basic"},
+    "scope-from-scopes-supported": {"prm_scopes": ["mcp:basic", "mcp:read", "mcp:write"]},
+    "scope-omitted-when-undefined": {},
+    "scope-step-up": {"challenge_scope": "mcp:basic", "prm_scopes": ["mcp:profile"], "gate": "step-up"},
+    "scope-retry-limit": {"challenge_scope": "mcp:admin", "prm_scopes": ["mcp:admin"], "gate": "retry-limit"},
+    "token-endpoint-auth-basic": {"methods": ["client_secret_basic"]},
+    "token-endpoint-auth-post": {"methods": ["client_secret_post"]},
+    "token-endpoint-auth-none": {"methods": ["none"]},
+    "pre-registration": {"methods": ["client_secret_basic"], "registration": False,
+                         "pre": ("conformance-client", "conformance-secret", "client_secret_basic")},
+    "resource-mismatch": {"prm_resource": "https://other.example.com/mcp"},
+    "offline-access-scope": {"as_scopes": ["mcp:basic", "offline_access"], "prm_scopes": ["mcp:basic"]},
+    "offline-access-not-supported": {"as_scopes": ["mcp:basic", "mcp:read"], "prm_scopes": ["mcp:basic", "mcp:read"]},
+    "authorization-server-migration": {"challenge_scope": "mcp:basic", "gate": "migration", "as_path": "/as1"},
+    "iss-supported": {"iss_supported": True, "iss": "correct"},
+    "iss-not-advertised": {},
+    "iss-supported-missing": {"iss_supported": True},
+    "iss-wrong-issuer": {"iss_supported": True, "iss": "wrong"},
+    "iss-unexpected": {"iss": "wrong"},
+    "iss-normalized": {"iss_supported": True, "iss": "normalized"},
+    "metadata-issuer-mismatch": {"metadata_issuer": "https://attacker.example.com"},
+    "2025-03-26-oauth-metadata-backcompat": {"prm": None, "endpoints": "/oauth"},
+    "2025-03-26-oauth-endpoint-fallback": {"prm": None, "as_metadata": None},
+    "client-credentials-basic": {"grants": ["client_credentials"], "methods": ["client_secret_basic"],
+                                 "registration": False,
+                                 "pre": ("conformance-test-client", "conformance-test-secret", "client_secret_basic")},
+    "client-credentials-jwt": {"grants": ["client_credentials"], "methods": ["private_key_jwt"],
+                               "registration": False, "pre": ("conformance-test-client", None, "private_key_jwt")},
+}
+
 lock = threading.Lock()
 checks = []
-clients = {}  # client_id -> (secret or None, auth method)
-codes = {}  # code -> (client_id, challenge, redirect_uri, resource)
-tokens = set()
-state = {"base": "", "scenario": "", "authorized": 0}
+clients = {}  # client_id -> (secret or None, auth method, issuer)
+codes = {}  # code -> (client_id, challenge, redirect_uri, resource, scope, issuer)
+tokens = {}  # access or refresh token -> (scopes, issuer, kind)
+state = {"base": "", "scenario": "", "authorized": [], "token_requests": [], "metadata_requested": False,
+         "migrated": False, "calls_with_token": 0, "public_key": None}
 
-PRE_REGISTERED = ("conformance-client", "conformance-secret")
+
+def opt(name, default=None):
+    return SCENARIOS[state["scenario"]].get(name, default)
 
 
-def check(check_id, ok, description, **details):
+def check(check_id, status, description, **details):
+    if status is True or status is False:
+        status = "SUCCESS" if status else "FAILURE"
     with lock:
-        checks.append({"id": check_id, "status": "SUCCESS" if ok else "FAILURE", "description": description,
-                       "details": details})
+        checks.append({"id": check_id, "status": status, "description": description, "details": details})
 
 
-def scenario():
-    return state["scenario"]
+def issuers():
+    """The authorization servers, as the PRM names them: one, or two for the migration."""
+    base = state["base"]
+    if opt("gate") == "migration":
+        return [base + "/as1", base + "/as2"]
+    return [base + opt("as_path", "")]
 
 
-def issuer():
-    s = scenario()
-    return state["base"] + ("/tenant1" if s in ("metadata-var2", "metadata-var3") else "")
+def current_issuer():
+    return issuers()[1 if state["migrated"] else 0]
+
+
+def issuer_of(path):
+    """The issuer whose endpoints `path` is under, and the endpoint's name."""
+    for i in issuers():
+        prefix = urllib.parse.urlsplit(i).path + opt("endpoints", "")
+        for name in ("authorize", "token", "register"):
+            if path == prefix + "/" + name:
+                return i, name
+    return None, None
 
 
 def resource_url():
-    if scenario() == "metadata-var2":
+    if opt("prm_resource"):
+        return opt("prm_resource")
+    if opt("prm", PRM) == "/.well-known/oauth-protected-resource":
         return state["base"]
-    if scenario() == "resource-mismatch":
-        return "https://other.example.com/mcp"
     return state["base"] + "/mcp"
 
 
-def prm_path():
-    return {"metadata-var2": "/.well-known/oauth-protected-resource",
-            "metadata-var3": "/custom/metadata/location.json"}.get(scenario(),
-                                                                  "/.well-known/oauth-protected-resource/mcp")
+def as_metadata_path(issuer):
+    path = opt("as_metadata", "/.well-known/oauth-authorization-server")
+    if path is None or opt("gate") != "migration":
+        return path
+    return "/.well-known/oauth-authorization-server" + urllib.parse.urlsplit(issuer).path
 
 
-def as_metadata_path():
-    return {"metadata-var1": "/.well-known/openid-configuration",
-            "metadata-var2": "/.well-known/oauth-authorization-server/tenant1",
-            "metadata-var3": "/tenant1/.well-known/openid-configuration"}.get(
-        scenario(), "/.well-known/oauth-authorization-server")
-
-
-def auth_methods():
-    s = scenario()
-    if s.startswith("token-endpoint-auth-"):
-        return [{"basic": "client_secret_basic", "post": "client_secret_post", "none": "none"}[s.rsplit("-", 1)[1]]]
-    if s == "pre-registration":
-        return ["client_secret_basic"]
-    return ["client_secret_post", "none"]
-
-
-def as_metadata():
-    i = issuer()
-    doc = {"issuer": i, "authorization_endpoint": i + "/authorize", "token_endpoint": i + "/token",
-           "response_types_supported": ["code"], "grant_types_supported": ["authorization_code", "refresh_token"],
-           "code_challenge_methods_supported": ["S256"], "token_endpoint_auth_methods_supported": auth_methods()}
-    if scenario() != "pre-registration":
-        doc["registration_endpoint"] = i + "/register"
+def as_metadata(i):
+    e = i + opt("endpoints", "")
+    doc = {"issuer": opt("metadata_issuer", i), "authorization_endpoint": e + "/authorize",
+           "token_endpoint": e + "/token", "response_types_supported": ["code"],
+           "grant_types_supported": opt("grants", ["authorization_code", "refresh_token"]),
+           "code_challenge_methods_supported": ["S256"],
+           "token_endpoint_auth_methods_supported": opt("methods", ["client_secret_post", "none"])}
+    if opt("registration", True):
+        doc["registration_endpoint"] = e + "/register"
+    if opt("as_scopes"):
+        doc["scopes_supported"] = opt("as_scopes")
+    if opt("cimd"):
+        doc["client_id_metadata_document_supported"] = True
+    if opt("iss_supported"):
+        doc["authorization_response_iss_parameter_supported"] = True
+    if "private_key_jwt" in doc["token_endpoint_auth_methods_supported"]:
+        doc["token_endpoint_auth_signing_alg_values_supported"] = ["ES256"]
     return doc
+
+
+def verdicts():
+    """The checks the suite computes once the client is done."""
+    s = state["scenario"]
+    authorized, token_requests = state["authorized"], state["token_requests"]
+    out = []
+
+    def add(check_id, ok, description, **details):
+        out.append({"id": check_id, "status": "SUCCESS" if ok else "FAILURE", "description": description,
+                    "details": details})
+
+    code_tokens = [t for t in token_requests if t["grant"] == "authorization_code"]
+    if s == "iss-supported":
+        add("sep-2468-client-compare-iss-supported", bool(code_tokens), "the correct iss was taken")
+    if s == "iss-not-advertised":
+        add("sep-2468-client-proceed-no-iss", bool(code_tokens), "no iss, none promised: the client went on")
+    if s == "iss-supported-missing":
+        add("sep-2468-client-reject-missing-iss", bool(authorized) and not code_tokens,
+            "iss promised and absent: the client must not exchange the code")
+    if s == "iss-wrong-issuer":
+        add("sep-2468-client-compare-iss-supported", bool(authorized) and not code_tokens,
+            "another issuer's iss: the client must not exchange the code")
+    if s == "iss-unexpected":
+        add("sep-2468-client-compare-iss-unadvertised", bool(authorized) and not code_tokens,
+            "an iss that differs, though none was promised: the client must not exchange the code")
+    if s == "iss-normalized":
+        add("sep-2468-client-no-normalization", bool(authorized) and not code_tokens,
+            "an iss equal to the issuer only after normalisation: the client must not exchange the code")
+    if s == "metadata-issuer-mismatch":
+        add("sep-2468-client-validate-metadata-issuer", state["metadata_requested"] and not authorized
+            and not token_requests, "the metadata names another issuer: its endpoints must not be used")
+    if s == "scope-retry-limit":
+        add("scope-retry-limit", 0 < len(authorized) <= 3,
+            f"{len(authorized)} authorization attempts (3 or fewer)", attempts=len(authorized))
+    if s == "authorization-server-migration":
+        as2 = issuers()[1]
+        registered = any(c[2] == as2 for c in clients.values())
+        reused = any(a["issuer"] == as2 and a["client_id"] == AS1_CLIENT for a in authorized) or any(
+            t["issuer"] == as2 and t["client_id"] == AS1_CLIENT for t in token_requests)
+        add("sep-2352-reregister-on-as-change", registered, "the client registered at the new authorization server")
+        add("sep-2352-no-reuse-on-as-change", not reused, "the old server's client id was not used at the new one")
+        add("sep-2352-no-cross-as-credential-reuse", not reused, "credentials are bound to their server")
+    return out
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -134,64 +236,127 @@ class Handler(BaseHTTPRequestHandler):
         path = url.path
         if path == "/checks":
             with lock:
-                return self.send(200, list(checks))
-        if path == "/.well-known/oauth-protected-resource" and scenario() == "metadata-default":
+                return self.send(200, list(checks) + verdicts())
+        prm = opt("prm", PRM)
+        if path == "/.well-known/oauth-protected-resource" and opt("root_prm_is_wrong"):
             check("prm-priority-order", False, "Client requested PRM metadata at root location on a server with "
                                                "path-based PRM")
             return self.send(404, {"error": "not_found"})
-        if path == prm_path():
-            return self.send(200, {"resource": resource_url(), "authorization_servers": [issuer()]})
-        if path == as_metadata_path():
-            return self.send(200, as_metadata())
-        if path == "/.well-known/oauth-authorization-server" and scenario() in ("metadata-var2", "metadata-var3"):
+        if prm and path == prm:
+            doc = {"resource": resource_url(), "authorization_servers": [current_issuer()]}
+            if opt("prm_scopes"):
+                doc["scopes_supported"] = opt("prm_scopes")
+            return self.send(200, doc)
+        for i in issuers():
+            if as_metadata_path(i) and path == as_metadata_path(i):
+                with lock:
+                    state["metadata_requested"] = True
+                check("authorization-server-metadata", True, "Client requested the authorization server metadata")
+                return self.send(200, as_metadata(i))
+        if path == "/.well-known/oauth-authorization-server" and opt("as_path") == "/tenant1":
             check("authorization-server-metadata-wrong-path", False,
                   "Client requested authorization server at the root path when the AS URL has a path-based location")
             return self.send(404, {"error": "not_found"})
-        if path == urllib.parse.urlsplit(issuer()).path + "/authorize":
-            return self.authorize(urllib.parse.parse_qs(url.query))
+        i, name = issuer_of(path)
+        if name == "authorize":
+            return self.authorize(i, urllib.parse.parse_qs(url.query))
         self.send(404, {"error": "not_found"})
 
-    def authorize(self, q):
+    def authorize(self, issuer, q):
         one = {k: v[0] for k, v in q.items()}
+        scope = one.get("scope")
+        asked = scope.split(" ") if scope else []
+        client = one.get("client_id", "")
         with lock:
-            state["authorized"] += 1
-        if scenario() == "resource-mismatch":
+            state["authorized"].append({"issuer": issuer, "client_id": client, "scope": scope})
+            attempt = len(state["authorized"])
+        check("authorization-request", True, "Client made the authorization request at the endpoint it was given")
+        self.scope_checks(attempt, asked, scope)
+        if opt("prm_resource"):
             check("resource-mismatch-authorization", False, "Client went on to authorize for a resource whose "
                                                             "metadata names another resource")
+        if opt("cimd"):
+            check("cimd-client-id-used", "SUCCESS" if client == CIMD_URL else "WARNING",
+                  "Client used its metadata document's URL as client id", actualClientId=client)
         check("authorization-pkce", one.get("code_challenge_method") == "S256" and bool(one.get("code_challenge")),
               "PKCE with S256 on the authorization request")
         check("authorization-resource", one.get("resource") == resource_url(),
               "RFC 8707 resource on the authorization request", resource=one.get("resource"))
-        client = one.get("client_id", "")
-        if client not in clients and client != PRE_REGISTERED[0]:
+        known = clients.get(client)
+        pre = opt("pre")
+        if not ((known and known[2] == issuer) or (pre and client == pre[0]) or (opt("cimd") and client == CIMD_URL)):
             return self.send(400, {"error": "invalid_client"})
         code = "code-" + secrets.token_hex(8)
         with lock:
-            codes[code] = (client, one.get("code_challenge"), one.get("redirect_uri"), one.get("resource"))
-        target = one["redirect_uri"] + "?" + urllib.parse.urlencode({"code": code, "state": one.get("state", "")})
-        self.send(302, b"", [("Location", target)])
+            codes[code] = (client, one.get("code_challenge"), one.get("redirect_uri"), one.get("resource"), scope,
+                           issuer)
+        answer = {"code": code, "state": one.get("state", "")}
+        iss = {"correct": issuer, "wrong": "https://evil.example.com", "normalized": issuer + "/"}.get(opt("iss"))
+        if iss:
+            answer["iss"] = iss
+        self.send(302, b"", [("Location", one["redirect_uri"] + "?" + urllib.parse.urlencode(answer))])
+
+    def scope_checks(self, attempt, asked, scope):
+        s = state["scenario"]
+        shown = scope or "none"
+        if s == "scope-from-www-authenticate":
+            check(s, "SUCCESS" if "mcp:basic" in asked else "WARNING", "the challenge's scope was asked for",
+                  requestedScope=shown)
+        if s == "scope-from-scopes-supported":
+            every = all(x in asked for x in opt("prm_scopes"))
+            check(s, "SUCCESS" if every else "WARNING", "every scope of scopes_supported was asked for",
+                  requestedScope=shown)
+        if s == "scope-omitted-when-undefined":
+            check(s, "SUCCESS" if scope is None else "WARNING", "no scope parameter where none is defined",
+                  requestedScope=shown)
+        if s == "scope-step-up" and attempt == 1:
+            check("scope-step-up-initial", "SUCCESS" if "mcp:basic" in asked else "WARNING",
+                  "the first authorization asked for the 401's scope", requestedScope=shown)
+        if s == "scope-step-up" and attempt > 1:
+            check("scope-step-up-escalation", "SUCCESS" if "mcp:write" in asked else "WARNING",
+                  "the second authorization asked for the 403's scope", requestedScope=shown)
+            check("sep-2350-scope-union-on-reauth", "SUCCESS" if "mcp:basic" in asked else "WARNING",
+                  "the second authorization kept the scope granted before", requestedScope=shown)
+        if s == "scope-retry-limit":
+            check("scope-retry-auth-attempt", "INFO", f"authorization attempt {attempt}", requestedScope=shown)
+        if s == "offline-access-scope":
+            check("sep-2207-offline-access-requested", "SUCCESS" if "offline_access" in asked else "INFO",
+                  "offline_access asked for where the AS lists it", requestedScope=shown)
+        if s == "offline-access-not-supported":
+            check("sep-2207-offline-access-not-requested", "offline_access" not in asked,
+                  "offline_access not asked for where the AS does not list it", requestedScope=shown)
 
     def do_POST(self):
         path = urllib.parse.urlsplit(self.path).path
         data = self.body()
-        as_path = urllib.parse.urlsplit(issuer()).path
-        if path == as_path + "/register" and scenario() != "pre-registration":
-            method = auth_methods()[0] if scenario().startswith("token-endpoint-auth-") else "client_secret_post"
-            client_id = "client-" + secrets.token_hex(4)
-            secret = None if method == "none" else "secret-" + secrets.token_hex(8)
-            with lock:
-                clients[client_id] = (secret, method)
-            answer = dict(json.loads(data or b"{}"), client_id=client_id, token_endpoint_auth_method=method)
-            if secret:
-                answer["client_secret"] = secret
-            return self.send(201, answer)
-        if path == as_path + "/token":
-            return self.token(urllib.parse.parse_qs(data.decode()))
         if path == "/mcp":
             return self.mcp(data)
+        i, name = issuer_of(path)
+        if name == "register" and opt("registration", True):
+            return self.register(i, json.loads(data or b"{}"))
+        if name == "token":
+            return self.token(i, {k: v[0] for k, v in urllib.parse.parse_qs(data.decode()).items()})
         self.send(404, {"error": "not_found"})
 
+    def register(self, issuer, asked):
+        check("client-registration", True, "Client registered at the registration endpoint it was given")
+        if state["scenario"] == "offline-access-scope":
+            check("sep-2207-client-metadata-grant-types",
+                  "SUCCESS" if "refresh_token" in asked.get("grant_types", []) else "WARNING",
+                  "the registration asks for the refresh_token grant", grantTypes=asked.get("grant_types"))
+        methods = opt("methods")
+        method = methods[0] if methods else "client_secret_post"
+        client_id = AS1_CLIENT if issuer.endswith("/as1") else "client-" + secrets.token_hex(4)
+        secret = None if method == "none" else "secret-" + secrets.token_hex(8)
+        with lock:
+            clients[client_id] = (secret, method, issuer)
+        answer = dict(asked, client_id=client_id, token_endpoint_auth_method=method)
+        if secret:
+            answer["client_secret"] = secret
+        self.send(201, answer)
+
     def client_auth(self, form):
+        """Who the client says it is, its secret or assertion, the method it used, and what was malformed."""
         header = self.headers.get("Authorization", "")
         if header.startswith("Basic "):
             try:
@@ -202,57 +367,137 @@ class Handler(BaseHTTPRequestHandler):
                 return None, None, "client_secret_basic", "missing colon separator"
             cid, secret = decoded.split(":", 1)
             return urllib.parse.unquote_plus(cid), urllib.parse.unquote_plus(secret), "client_secret_basic", None
+        if form.get("client_assertion"):
+            malformed = None
+            if form.get("client_assertion_type") != "urn:ietf:params:oauth:client-assertion-type:jwt-bearer":
+                malformed = "client_assertion_type"
+            return form.get("client_id"), form["client_assertion"], "private_key_jwt", malformed
         if form.get("client_secret"):
             return form.get("client_id"), form.get("client_secret"), "client_secret_post", None
         return form.get("client_id"), None, "none", None
 
-    def token(self, q):
-        form = {k: v[0] for k, v in q.items()}
+    def assertion_ok(self, assertion, issuer):
+        """RFC 7523 §3 as the suite reads it: signed by the client's key, iss and sub the client, aud the issuer."""
+        from authlib.jose import jwt
+        try:
+            claims = jwt.decode(assertion, state["public_key"])
+            claims.validate(leeway=30)
+        except Exception as e:
+            check("client-credentials-jwt-verified", False, f"JWT verification failed: {e}")
+            return False
+        pre = opt("pre")[0]
+        aud = claims.get("aud")
+        auds = aud if isinstance(aud, list) else [aud]
+        if claims.get("iss") != pre or claims.get("sub") != pre:
+            check("client-credentials-jwt-iss", False, "iss and sub must be the client id", iss=claims.get("iss"),
+                  sub=claims.get("sub"))
+            return False
+        if not any(a in (issuer, issuer + "/") for a in auds):
+            check("client-credentials-jwt-verified", False, "the audience must be the issuer identifier", aud=aud)
+            return False
+        check("client-credentials-jwt-verified", True, "Client authenticated with a signed JWT assertion", aud=aud)
+        return True
+
+    def token(self, issuer, form):
+        grant = form.get("grant_type")
         cid, secret, used, malformed = self.client_auth(form)
-        if scenario().startswith("token-endpoint-auth-") or scenario() == "pre-registration":
-            expected = auth_methods()[0]
+        with lock:
+            state["token_requests"].append({"issuer": issuer, "client_id": cid, "grant": grant})
+        check("token-request", True, "Client requested a token at the token endpoint it was given", grantType=grant)
+        s = state["scenario"]
+        if s.startswith("token-endpoint-auth-") or s == "pre-registration":
+            expected = opt("methods")[0]
             check("token-endpoint-auth-method", used == expected and malformed is None,
                   f"Client used {used} where the server supports only {expected}", formatError=malformed)
-        with lock:
-            known = clients.get(cid)
-        if cid == PRE_REGISTERED[0]:
-            ok = secret == PRE_REGISTERED[1] and used == "client_secret_basic"
+        if grant not in opt("grants", ["authorization_code", "refresh_token"]):
+            if s.startswith("client-credentials-"):
+                check("client-credentials-grant-type", False, f"Expected grant_type=client_credentials, got {grant}")
+            return self.send(400, {"error": "unsupported_grant_type"})
+        known = clients.get(cid)
+        pre = opt("pre")
+        if pre and cid == pre[0]:
+            if pre[2] == "private_key_jwt":
+                ok = used == "private_key_jwt" and malformed is None and self.assertion_ok(secret, issuer)
+            else:
+                ok = secret == pre[1] and used == pre[2]
+                if s == "client-credentials-basic":
+                    check("client-credentials-basic-auth", ok, "Client authenticated with client_secret_basic")
+        elif opt("cimd") and cid == CIMD_URL:
+            ok = used == "none"
         else:
-            ok = known is not None and (known[0] is None or secret == known[0])
+            ok = known is not None and known[2] == issuer and (known[0] is None or secret == known[0])
         if not ok:
             return self.send(401, {"error": "invalid_client", "error_description": "client authentication failed"})
         check("token-resource", form.get("resource") == resource_url(), "RFC 8707 resource on the token request",
               resource=form.get("resource"))
-        grant = form.get("grant_type")
+        scope = form.get("scope")
         if grant == "authorization_code":
             with lock:
                 entry = codes.pop(form.get("code", ""), None)
-            if entry is None:
+            if entry is None or entry[5] != issuer:
                 return self.send(400, {"error": "invalid_grant"})
             verifier = form.get("code_verifier", "")
             digest = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
             check("token-pkce-verifier", digest == entry[1], "The code verifier matches the challenge")
-        elif grant != "refresh_token":
-            return self.send(400, {"error": "unsupported_grant_type"})
+            scope = entry[4]
+        elif grant == "refresh_token":
+            with lock:
+                held = tokens.get(form.get("refresh_token", ""))
+            if held is None or held[1] != issuer or held[2] != "refresh":
+                return self.send(400, {"error": "invalid_grant"})
+            scope = scope or " ".join(held[0])
+        scopes = scope.split(" ") if scope else []
         access = "at-" + secrets.token_hex(8)
+        answer = {"access_token": access, "token_type": "Bearer", "expires_in": 3600}
         with lock:
-            tokens.add(access)
-        self.send(200, {"access_token": access, "refresh_token": "rt-" + secrets.token_hex(8), "token_type": "Bearer",
-                        "expires_in": 3600})
+            tokens[access] = (scopes, issuer, "access")
+            if grant != "client_credentials" and s != "2025-03-26-oauth-endpoint-fallback":
+                answer["refresh_token"] = "rt-" + secrets.token_hex(8)
+                tokens[answer["refresh_token"]] = (scopes, issuer, "refresh")
+        if scope:
+            answer["scope"] = scope
+        self.send(200, answer)
+
+    def refuse(self, code, error, scope=None):
+        challenge = f'Bearer error="{error}"'
+        if scope:
+            challenge += f', scope="{scope}"'
+        prm = opt("prm", PRM)
+        if prm and opt("prm_in_challenge", True):
+            challenge += f', resource_metadata="{state["base"] + prm}"'
+        self.send(code, {"error": error}, [("WWW-Authenticate", challenge)])
 
     def mcp(self, data):
+        message = json.loads(data or b"null")
+        method = message.get("method") if isinstance(message, dict) else None
+        gate = opt("gate")
+        open_method = method == "initialize" or (method or "").startswith("notifications/")
         header = self.headers.get("Authorization", "")
         with lock:
-            known = header.startswith("Bearer ") and header[7:] in tokens
-        if not known:
-            meta = state["base"] + prm_path()
-            challenge = 'Bearer error="invalid_token"'
-            if scenario() in ("metadata-default", "metadata-var3", "token-endpoint-auth-basic",
-                              "token-endpoint-auth-post", "token-endpoint-auth-none", "pre-registration",
-                              "resource-mismatch"):
-                challenge += f', resource_metadata="{meta}"'
-            return self.send(401, {"error": "invalid_token"}, [("WWW-Authenticate", challenge)])
-        message = json.loads(data or b"null")
+            held = tokens.get(header[7:]) if header.startswith("Bearer ") else None
+        if held is None or held[2] != "access":
+            if gate and open_method:
+                return self.answer(message)
+            return self.refuse(401, "invalid_token", opt("challenge_scope"))
+        if gate == "step-up" and not open_method:
+            needed = "mcp:write" if method == "tools/call" else "mcp:basic"
+            if needed not in held[0]:
+                return self.refuse(403, "insufficient_scope", needed)
+        if gate == "retry-limit" and not open_method:
+            with lock:
+                state["calls_with_token"] += 1
+                over = state["calls_with_token"] > 3
+            if over:
+                return self.send(410, {"error": "test_complete"})
+            return self.refuse(403, "insufficient_scope", "mcp:admin")
+        if gate == "migration" and not open_method:
+            with lock:
+                first, state["migrated"] = not state["migrated"], True
+            if not first and held[1] != issuers()[1]:
+                return self.refuse(401, "invalid_token", opt("challenge_scope"))
+        return self.answer(message)
+
+    def answer(self, message):
         if not isinstance(message, dict) or message.get("id") is None:
             return self.send(202, b"", content_type="text/plain")
         method = message.get("method")
@@ -265,14 +510,29 @@ class Handler(BaseHTTPRequestHandler):
         self.send(200, {"jsonrpc": "2.0", "id": message["id"], "result": result})
 
 
+def make_key(path):
+    """The client's ES256 key pair: the private half written for the client, the public half kept."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    key = ec.generate_private_key(ec.SECP256R1())
+    with open(path, "wb") as f:
+        f.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                  serialization.NoEncryption()))
+    state["public_key"] = key.public_key().public_bytes(serialization.Encoding.PEM,
+                                                        serialization.PublicFormat.SubjectPublicKeyInfo)
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--scenario", required=True)
+    ap.add_argument("--scenario", required=True, choices=sorted(SCENARIOS))
+    ap.add_argument("--key-out")
     args = ap.parse_args()
+    state["scenario"] = args.scenario
+    if args.key_out:
+        make_key(args.key_out)
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     state["base"] = f"http://127.0.0.1:{server.server_address[1]}"
-    state["scenario"] = args.scenario
     print(f"port {server.server_address[1]}", flush=True)
     server.serve_forever()
 

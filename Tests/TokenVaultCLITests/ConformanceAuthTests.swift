@@ -1,148 +1,64 @@
 import Foundation
 import XCTest
 
-/// The MCP conformance suite's client authorization scenarios
-/// (Tests/Fixtures/conformance_server.py, ported from the suite's
-/// src/scenarios/client/auth/), run as a host runs tokenvault: `login URL`,
-/// then `tokenvault mcp URL` carrying a call at each revision's wire
-/// (2025-11-25, the handshake era; 2026-07-28, the per-request era). Each
-/// test is named after the scenario, and a failure names the suite's check id.
-final class ConformanceAuthTests: XCTestCase {
-    struct Scenario {
-        let process: Process
-        let port: Int
-        var url: String { "http://127.0.0.1:\(port)/mcp" }
-    }
-
-    func start(_ name: String) throws -> Scenario {
-        let (process, port) = try startFixtureServer("conformance_server.py", ["--scenario", name])
-        addTeardownBlock {
-            process.terminate()
-            process.waitUntilExit()
-        }
-        return Scenario(process: process, port: port)
-    }
-
-    func sandbox() -> Sandbox {
-        let s = Sandbox()
-        s.env["BROWSER"] = Paths.fixtures.appendingPathComponent("browser.sh").path
-        return s
-    }
-
-    /// The suite's checks the server recorded.
-    func checks(_ scenario: Scenario) throws -> [[String: Any]] {
-        let r = runProcess("/usr/bin/curl", ["-s", "http://127.0.0.1:\(scenario.port)/checks"], env: [:])
-        return try XCTUnwrap(JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [[String: Any]], r.stdout)
-    }
-
-    /// Fails at the caller for every FAILURE check, and for each of `required` never recorded as SUCCESS.
-    func assertPassed(
-        _ scenario: Scenario, _ required: [String], file: StaticString = #filePath, line: UInt = #line
-    ) throws {
-        let all = try checks(scenario)
-        for c in all where c["status"] as? String == "FAILURE" {
-            XCTFail(
-                "check \(c["id"] ?? "?") failed: \(c["description"] ?? "") \(c["details"] ?? "")", file: file,
-                line: line)
-        }
-        for id in required
-        where !all.contains(where: { $0["id"] as? String == id && $0["status"] as? String == "SUCCESS" }) {
-            XCTFail("check \(id) never passed: \(all)", file: file, line: line)
-        }
-    }
-
-    static let handshake = [
-        #"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
-        #"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-        #"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{}}}"#,
-    ]
-    static let perRequest = [
-        #"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#
-    ]
-
-    /// The bridge carries a call at both revisions' wires; the call's answer is a result.
-    func assertCallsGoThrough(_ s: Sandbox, _ url: String, file: StaticString = #filePath, line: UInt = #line) {
-        for (era, lines) in [("2025-11-25", Self.handshake), ("2026-07-28", Self.perRequest)] {
-            var args = [Paths.fixtures.appendingPathComponent("bridge_driver.py").path]
-            for (i, l) in lines.enumerated() { args += ["--at", String(Double(i) * 0.2), l] }
-            args += ["--until-ids", "2", "--limit", "15", "--", Paths.binary, "mcp", url]
-            let run = runProcess("/usr/bin/python3", args, env: s.env, limit: 45)
-            let answered = run.stdout.split(separator: "\n").contains { raw in
-                guard let o = try? JSONSerialization.jsonObject(with: Data(raw.utf8)) as? [String: Any],
-                    let text = o["line"] as? String,
-                    let m = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
-                else { return false }
-                return m["id"] as? Int == 2 && m["result"] != nil
-            }
-            XCTAssertTrue(
-                answered, "\(era): the call went through: \(run.stdout) \(run.stderr)", file: file, line: line)
-        }
-    }
-
-    func login(_ s: Sandbox, _ scenario: Scenario, file: StaticString = #filePath, line: UInt = #line) {
-        let r = s.tv("login", scenario.url, limit: 60)
-        XCTAssertEqual(r.status, 0, r.stderr, file: file, line: line)
-    }
-
+/// The conformance suite's discovery and client scenarios (auth/metadata-*,
+/// auth/basic-cimd, auth/token-endpoint-auth-*, auth/pre-registration,
+/// auth/resource-mismatch) and the optional 2025-03-26 back-compat ones.
+final class ConformanceAuthTests: ConformanceTestCase {
     // MARK: Discovery (auth/metadata-*)
 
     func testMetadataDefault() throws {
-        let c = try start("metadata-default")
-        let s = sandbox()
-        login(s, c)
-        assertCallsGoThrough(s, c.url)
-        try assertPassed(c, ["authorization-pkce", "authorization-resource", "token-resource", "token-pkce-verifier"])
+        try assertScenario(
+            "metadata-default",
+            ["authorization-pkce", "authorization-resource", "token-resource", "token-pkce-verifier"])
     }
 
     func testMetadataVar1() throws {
-        let c = try start("metadata-var1")
-        let s = sandbox()
-        login(s, c)
-        assertCallsGoThrough(s, c.url)
-        try assertPassed(c, ["authorization-pkce", "token-resource"])
+        try assertScenario("metadata-var1", ["authorization-pkce", "token-resource"])
     }
 
     /// PRM at the root only, naming the origin as the resource; the AS at a path.
     func testMetadataVar2() throws {
-        let c = try start("metadata-var2")
-        let s = sandbox()
-        login(s, c)
-        assertCallsGoThrough(s, c.url)
-        try assertPassed(c, ["authorization-resource", "token-resource"])
+        try assertScenario("metadata-var2", ["authorization-resource", "token-resource"])
     }
 
     func testMetadataVar3() throws {
-        let c = try start("metadata-var3")
+        try assertScenario("metadata-var3", ["authorization-pkce", "token-resource"])
+    }
+
+    // MARK: auth/basic-cimd
+
+    /// The server takes client metadata documents: the configured document's URL is the client id.
+    func testBasicCIMD() throws {
+        let c = try start("basic-cimd")
         let s = sandbox()
+        try s.writeConfig(#"client_metadata_url = "https://conformance-test.local/client-metadata.json""#)
         login(s, c)
         assertCallsGoThrough(s, c.url)
-        try assertPassed(c, ["authorization-pkce", "token-resource"])
+        try assertPassed(c, ["cimd-client-id-used", "token-pkce-verifier"])
+        XCTAssertEqual(try count(c, "client-registration"), 0, "no registration where the document serves")
     }
 
     // MARK: Token endpoint authentication (auth/token-endpoint-auth-*, auth/pre-registration)
 
+    /// The registration answer says client_secret_basic: Basic it is, and doctor says so.
     func testTokenEndpointAuthBasic() throws {
         let c = try start("token-endpoint-auth-basic")
         let s = sandbox()
         login(s, c)
         assertCallsGoThrough(s, c.url)
         try assertPassed(c, ["token-endpoint-auth-method"])
+        let doctor = s.tv("doctor")
+        let line = doctor.stdout.split(separator: "\n").first { $0.contains("login URL ") }
+        XCTAssertTrue(line?.contains("authenticating with HTTP Basic (client_secret_basic)") == true, doctor.stdout)
     }
 
     func testTokenEndpointAuthPost() throws {
-        let c = try start("token-endpoint-auth-post")
-        let s = sandbox()
-        login(s, c)
-        assertCallsGoThrough(s, c.url)
-        try assertPassed(c, ["token-endpoint-auth-method"])
+        try assertScenario("token-endpoint-auth-post", ["token-endpoint-auth-method"])
     }
 
     func testTokenEndpointAuthNone() throws {
-        let c = try start("token-endpoint-auth-none")
-        let s = sandbox()
-        login(s, c)
-        assertCallsGoThrough(s, c.url)
-        try assertPassed(c, ["token-endpoint-auth-method"])
+        try assertScenario("token-endpoint-auth-none", ["token-endpoint-auth-method"])
     }
 
     /// A client configured for the issuer, a server that lists only
@@ -153,7 +69,7 @@ final class ConformanceAuthTests: XCTestCase {
         let s = sandbox()
         let table = """
             [providers.conformance]
-            issuer = "http://127.0.0.1:\(c.port)"
+            issuer = "\(c.origin)"
             client_id = "conformance-client"
             client_secret = "%@"
             """
@@ -180,5 +96,28 @@ final class ConformanceAuthTests: XCTestCase {
         XCTAssertEqual(r.status, 78, r.stderr)
         XCTAssertTrue(r.stderr.contains("describes another resource"), r.stderr)
         try assertPassed(c, [])
+        XCTAssertEqual(try count(c, "authorization-request"), 0)
+    }
+
+    // MARK: 2025-03-26 back-compat (auth/2025-03-26-oauth-*)
+
+    /// No resource metadata at all: the MCP server's origin is its authorization
+    /// server, whose RFC 8414 metadata names endpoints elsewhere than the fallbacks.
+    func testBackcompatOAuthMetadata() throws {
+        try assertScenario(
+            "2025-03-26-oauth-metadata-backcompat",
+            ["authorization-server-metadata", "client-registration", "authorization-request", "token-request"])
+    }
+
+    /// No metadata of either kind: /authorize, /token and /register at the origin.
+    func testBackcompatEndpointFallback() throws {
+        let c = try start("2025-03-26-oauth-endpoint-fallback")
+        let s = sandbox()
+        let r = s.tv("login", c.url, "--verbose", limit: 60)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.stderr.contains("no resource metadata"), r.stderr)
+        XCTAssertTrue(r.stderr.contains("\(c.origin)/authorize"), r.stderr)
+        assertCallsGoThrough(s, c.url)
+        try assertPassed(c, ["client-registration", "authorization-request", "token-request", "authorization-pkce"])
     }
 }
