@@ -25,6 +25,7 @@ limit, migration). The rows:
   iss-supported|iss-not-advertised|iss-supported-missing|iss-wrong-issuer|
   iss-unexpected|iss-normalized, metadata-issuer-mismatch
   2025-03-26-oauth-metadata-backcompat|2025-03-26-oauth-endpoint-fallback
+  no-oauth-at-all (ours)            a 401 and nothing else: no metadata, no /register
   client-credentials-basic|client-credentials-jwt (--key-out PATH: where the
                                     client's ES256 private key is written)
 
@@ -83,6 +84,8 @@ SCENARIOS = {
     "metadata-issuer-mismatch": {"metadata_issuer": "https://attacker.example.com"},
     "2025-03-26-oauth-metadata-backcompat": {"prm": None, "endpoints": "/oauth"},
     "2025-03-26-oauth-endpoint-fallback": {"prm": None, "as_metadata": None},
+    # Not the suite's: a resource that answers 401 and offers nothing of OAuth, not even the fallbacks.
+    "no-oauth-at-all": {"prm": None, "as_metadata": None, "registration": False},
     "client-credentials-basic": {"grants": ["client_credentials"], "methods": ["client_secret_basic"],
                                  "registration": False,
                                  "pre": ("conformance-test-client", "conformance-test-secret", "client_secret_basic")},

@@ -120,4 +120,17 @@ final class ConformanceAuthTests: ConformanceTestCase {
         assertCallsGoThrough(s, c.url)
         try assertPassed(c, ["client-registration", "authorization-request", "token-request", "authorization-pkce"])
     }
+
+    /// A 401 and nothing else: the fallbacks find no server, and the error says so (78), naming what to configure.
+    func testAResourceWithNoOAuthAtAllSaysSo() throws {
+        let c = try start("no-oauth-at-all")
+        let s = sandbox()
+        let r = s.tv("login", c.url, limit: 60)
+        XCTAssertEqual(r.status, 78, r.stderr)
+        XCTAssertTrue(
+            r.stderr.contains("publishes no resource metadata and its origin no authorization server metadata"),
+            r.stderr)
+        XCTAssertTrue(r.stderr.contains("hint: where it has an authorization server, add [providers.NAME]"), r.stderr)
+        XCTAssertEqual(try count(c, "authorization-request"), 0)
+    }
 }

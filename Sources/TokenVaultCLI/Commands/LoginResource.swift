@@ -38,7 +38,16 @@ extension TokenVault.Login {
             wanted = heldScopes + wanted.filter { !heldScopes.contains($0) }
         }
         var table = ProviderConfig()
-        table.client_id = try ensureClient(server, scopes: wanted, context: context, transport: transport)
+        do {
+            table.client_id = try ensureClient(server, scopes: wanted, context: context, transport: transport)
+        } catch let error as TokenVaultError where !server.publishesMetadata {
+            // Nothing but the fallbacks said this is an OAuth server: most likely it is none.
+            throw TokenVaultError.config(
+                "\(OutsideText.line(url, limit: 200)) publishes no resource metadata and its origin no authorization server metadata; the 2025-03-26 fallback \(OutsideText.line(server.registrationURL ?? "", limit: 200)) did not register tokenvault (\(error.errorText))",
+                hint:
+                    "where it has an authorization server, add [providers.NAME] with its issuer and client_id to \(context.settings.configPath)"
+            )
+        }
         table.client_auth = try clientAuth(server, clientID: table.client_id, context: context)
         table.issuer = server.issuer
         table.resource = server.resource
