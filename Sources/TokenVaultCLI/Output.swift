@@ -51,8 +51,9 @@ enum Output {
         if let captured = capture.value { add(&captured.pending) } else { pending.withLock(add) }
     }
 
-    /// Prints the pending warnings, but not one that says what `error` says.
-    static func flushLater(except error: String? = nil) {
+    /// Prints the pending warnings, but not one that says what the error says
+    /// (its message or a line shown beneath it).
+    static func flushLater(except error: [String] = []) {
         let lines: [String]
         if let captured = capture.value {
             lines = captured.pending
@@ -63,7 +64,7 @@ enum Output {
                 return p
             }
         }
-        for l in lines where error.map({ !l.hasPrefix($0) }) ?? true { warning(l) }
+        for l in lines where !error.contains(where: { !$0.isEmpty && l.hasPrefix($0) }) { warning(l) }
     }
 
     static func error(_ message: String, hint: String?, excerpt: [String] = []) {

@@ -78,7 +78,7 @@ public enum TokenVaultMain {
     /// Says what went wrong, on one line, and gives its exit status.
     private static func failed(_ error: Error, _ args: [String]) -> Int32 {
         if let error = error as? TokenVaultError {
-            Output.flushLater(except: error.errorText)
+            Output.flushLater(except: [error.errorText] + error.excerpt)
             Output.error(error.errorText, hint: error.hint, excerpt: error.excerpt)
             return error.exitCode
         }

@@ -25,8 +25,9 @@ public enum TokenVaultError: Error, Equatable, LocalizedError, Sendable {
     case permission(String, hint: String? = nil)
     /// Unknown provider, missing client id, invalid config file (78).
     case config(String, hint: String? = nil)
-    /// A config file TOML cannot read (78): the message, the line and a caret under the column.
-    case configSyntax(String, excerpt: [String], hint: String?)
+    /// A config file TOML cannot read, or several mistakes in it (78): the message, then the
+    /// lines shown beneath it (the line and a caret under the column; or the other mistakes).
+    case configDetail(String, excerpt: [String], hint: String?)
     /// A bug (1).
     case `internal`(String)
 
@@ -70,7 +71,7 @@ public enum TokenVaultError: Error, Equatable, LocalizedError, Sendable {
         case .temporary: 75
         case .providerRefused: 76
         case .permission: 77
-        case .config, .configSyntax: 78
+        case .config, .configDetail: 78
         case .internal: 1
         }
     }
@@ -79,7 +80,7 @@ public enum TokenVaultError: Error, Equatable, LocalizedError, Sendable {
         switch self {
         case .usage(let m, _), .loginRequired(let m, _), .badInput(let m),
             .backendUnavailable(let m, _), .vault(let m, _), .temporary(let m),
-            .permission(let m, _), .config(let m, _), .configSyntax(let m, _, _):
+            .permission(let m, _), .config(let m, _), .configDetail(let m, _, _):
             return m
         case .notFound(let service, let account, let unchecked, _):
             var m = "no credential stored for \(service) (account \(account))"
@@ -99,7 +100,7 @@ public enum TokenVaultError: Error, Equatable, LocalizedError, Sendable {
     public var hint: String? {
         switch self {
         case .usage(_, let h), .loginRequired(_, let h), .backendUnavailable(_, let h),
-            .vault(_, let h), .permission(_, let h), .config(_, let h), .configSyntax(_, _, let h),
+            .vault(_, let h), .permission(_, let h), .config(_, let h), .configDetail(_, _, let h),
             .providerRefused(_, _, let h):
             return h
         case .notFound(let service, let account, _, let hint):
@@ -114,9 +115,9 @@ public enum TokenVaultError: Error, Equatable, LocalizedError, Sendable {
     }
 
     /// Lines to show between the error and the hint: a config line and a
-    /// caret under the column where TOML could not read it.
+    /// caret under the column where TOML could not read it, or the config's other mistakes.
     public var excerpt: [String] {
-        if case .configSyntax(_, let excerpt, _) = self { return excerpt }
+        if case .configDetail(_, let excerpt, _) = self { return excerpt }
         return []
     }
 }

@@ -9,7 +9,7 @@ final class ExitCodeTests: XCTestCase {
         let errors: [TokenVaultError] = [
             .usage("u"), .notFound(service: "s", account: "a"), .loginRequired("l"), .badInput("b"),
             .backendUnavailable("b"), .vault("v"), .temporary("t"), .providerRefused(code: "c", description: nil),
-            .permission("p"), .config("c"), .configSyntax("c", excerpt: [], hint: nil), .internal("i"),
+            .permission("p"), .config("c"), .configDetail("c", excerpt: [], hint: nil), .internal("i"),
         ]
         let documented = TokenVaultError.exitCodes.map(\.code)
         XCTAssertEqual(Set(documented).count, documented.count, "a code listed twice")

@@ -43,7 +43,7 @@ extension TokenVaultError {
             return o("providerRefused", ["code": c, "description": d, "hint": h])
         case .permission(let m, let h): return o("permission", ["message": m, "hint": h])
         case .config(let m, let h): return o("config", ["message": m, "hint": h])
-        case .configSyntax(let m, _, let h): return o("config", ["message": m, "hint": h])
+        case .configDetail(let m, _, let h): return o("config", ["message": m, "hint": h])
         case .internal(let m): return o("internal", ["message": m])
         }
     }

@@ -20,104 +20,160 @@ extension Config {
                 line: e.source.begin.line, column: e.source.begin.column, description: e.description)
         }
         var c = Config()
-        try c.readTopLevel(root, located: located)
+        var fatal = c.readTopLevel(root, located: located)
         if let v = root["providers"] {
-            guard let providers = v.table else {
-                throw TokenVaultError.config(
-                    "\(located.location(table: [], key: "providers")): providers must be a table of providers, e.g. [providers.NAME]"
-                )
+            if let providers = v.table {
+                for (name, value) in providers { c.readProvider(name, value, located: located) }
+            } else {
+                fatal.append(
+                    (
+                        located.line(table: [], key: "providers") ?? 0,
+                        .config(
+                            "\(located.location(table: [], key: "providers")): providers must be a table of providers, e.g. [providers.NAME]"
+                        )
+                    ))
             }
-            for (name, value) in providers { c.readProvider(name, value, located: located) }
         }
         if let v = root["etcd"] { c.readEtcd(v, located: located) }
         if let v = root["hooks"] { c.readHooks(v, located: located) }
+        // The mistakes that stop every command are the error; those of the tables are said beneath them.
+        if !fatal.isEmpty {
+            let top = ConfigMistakes(fatal).all
+            let all = top + c.warnings.map { TokenVaultError.config($0) }
+            throw ConfigMistakes(all.enumerated().map { ($0.offset, $0.element) }).error(
+                hint: "fix \(all.count == 1 ? "it" : "them") in \(located.path)")
+        }
         return c
     }
 
-    /// `backend`, `min_valid`, `timeout`, `warn_before`: a key the top level
-    /// does not know (a misspelt `backend` would send tokens elsewhere), or a
-    /// wrong value, stops every command.
-    private mutating func readTopLevel(_ root: TOMLTable, located: ConfigText) throws {
+    /// `backend`, `min_valid`, `timeout`, `warn_before`, …: a key the top
+    /// level does not know (a misspelt `backend` would send tokens elsewhere),
+    /// or a wrong value, stops every command. Every such mistake is returned,
+    /// in the order of its line.
+    private mutating func readTopLevel(_ root: TOMLTable, located: ConfigText) -> [(line: Int, error: TokenVaultError)]
+    {
         let settings = Config.settings
+        var found: [(line: Int, error: TokenVaultError)] = []
+        func add(_ key: String, _ error: TokenVaultError) {
+            found.append((located.line(table: [], key: key) ?? 0, error))
+        }
         for (key, _) in root where !settings.contains(key) {
             let close =
                 Suggestion.closest(to: key, in: settings).map { "did you mean \($0)?" } ?? "settings: "
                 + settings.joined(separator: ", ")
-            throw TokenVaultError.config("\(located.location(table: [], key: key)): unknown setting \(key) (\(close))")
+            add(key, .config("\(located.location(table: [], key: key)): unknown setting \(key) (\(close))"))
         }
-        func wrong(_ key: String, _ expected: String) -> TokenVaultError {
-            .config("\(located.location(table: [], key: key)): \(key) must be \(expected)")
+        func wrong(_ key: String, _ expected: String) {
+            add(key, .config("\(located.location(table: [], key: key)): \(key) must be \(expected)"))
         }
-        func integer(_ key: String, _ valid: (Int) -> Bool, _ expected: String) throws -> Int? {
+        func integer(_ key: String, _ valid: (Int) -> Bool, _ expected: String) -> Int? {
             guard let v = root[key] else { return nil }
             guard v.type == .int, let i = v.int, valid(i) else {
-                throw wrong(key, expected + (v.type == .int ? "" : ", not " + Config.kind(v.type)))
+                wrong(key, expected + (v.type == .int ? "" : ", not " + Config.kind(v.type)))
+                return nil
             }
             return i
         }
         if let v = root["backend"] {
-            guard let b = v.string else {
-                throw wrong(
-                    "backend", ConfigType.describe(String.self, key: "backend") + ", not " + Config.kind(v.type))
-            }
-            guard BackendChoice(rawValue: b) != nil else {
+            if let b = v.string, BackendChoice(rawValue: b) != nil {
+                backend = b
+            } else if let b = v.string {
                 let close =
-                    Suggestion.closest(to: b, in: BackendChoice.allCases.map(\.rawValue)).map { "did you mean \($0)? " }
+                    Suggestion.closest(to: b, in: BackendChoice.allCases.map(\.rawValue)).map {
+                        " (did you mean \($0)?)"
+                    }
                     ?? ""
-                throw TokenVaultError.config(
-                    "\(located.location(table: [], key: "backend")): backend must be \(BackendChoice.spelled), not \(Quoted.text(b))",
-                    hint: close.isEmpty ? nil : close + "fix backend in \(located.path)")
+                wrong("backend", "\(BackendChoice.spelled), not \(Quoted.text(b))\(close)")
+            } else {
+                wrong("backend", ConfigType.describe(String.self, key: "backend") + ", not " + Config.kind(v.type))
             }
-            backend = b
         }
-        minValid = try integer("min_valid", { $0 >= 0 }, "a whole number of seconds, 0 or more, e.g. min_valid = 60")
-        timeout = try integer("timeout", { $0 > 0 }, "a positive whole number of seconds, e.g. timeout = 30")
-        warnBefore = try integer(
+        minValid = integer("min_valid", { $0 >= 0 }, "a whole number of seconds, 0 or more, e.g. min_valid = 60")
+        timeout = integer("timeout", { $0 > 0 }, "a positive whole number of seconds, e.g. timeout = 30")
+        warnBefore = integer(
             "warn_before", { $0 >= 0 }, "a whole number of seconds, 0 or more, e.g. warn_before = 604800")
-        agentKeep = try integer(
+        agentKeep = integer(
             "agent_keep", { (0...8760).contains($0) }, "a whole number of hours from 0 to 8760, e.g. agent_keep = 24")
-        agentIdle = try integer(
+        agentIdle = integer(
             "agent_idle", { $0 >= 0 }, "a whole number of seconds, 0 (never) or more, e.g. agent_idle = 3600")
         if let v = root["client_metadata_url"] {
-            guard let s = v.string else {
-                throw wrong("client_metadata_url", "an https URL, not " + Config.kind(v.type))
+            if let s = v.string {
+                clientMetadataURL = s
+            } else {
+                wrong("client_metadata_url", "an https URL, not " + Config.kind(v.type))
             }
-            clientMetadataURL = s
         }
         if let v = root["agent"] {
-            guard v.type == .bool, let b = v.bool else {
-                throw wrong("agent", "true or false, not " + Config.kind(v.type))
+            if v.type == .bool, let b = v.bool {
+                agent = b
+            } else {
+                wrong("agent", "true or false, not " + Config.kind(v.type))
             }
-            agent = b
+        }
+        return found
+    }
+
+    /// One `[providers.NAME]` table; a mistake in it breaks only that
+    /// provider. Every mistake of the table is a warning line of its own; using
+    /// the provider is the first one's error, with the others beneath it.
+    private mutating func readProvider(_ name: String, _ value: TOMLValueConvertible, located: ConfigText) {
+        let table = ["providers", name]
+        var found: [(line: Int, error: TokenVaultError)] = []
+        func at(_ key: String) -> Int { located.line(table: table, key: key) ?? 0 }
+        guard let t = value.table else {
+            let error = TokenVaultError.config(
+                "\(located.location(table: ["providers"], key: name)): providers.\(name) must be a table ([providers.\(Config.tableKey(name))])"
+            )
+            brokenProviders[name] = error
+            warnings.append("\(error.errorText); provider \(name) cannot be used until it is fixed")
+            return
+        }
+        var decoded: ProviderConfig?
+        do {
+            decoded = try Config.decodeTable(ProviderConfig.self, t, table: table, located: located)
+        } catch let error as ConfigMistakes {
+            found = error.found
+        } catch {
+            found = [(0, .config("\(located.path): providers.\(name): \(error.errorText)"))]
+        }
+        // Values, read from the table as written: said with the type mistakes above, each at its line.
+        for key in ["refresh_token_lifetime", "refresh_token_idle"] {
+            if let v = t[key]?.int, v <= 0 {
+                found.append(
+                    (
+                        at(key),
+                        .config(
+                            "\(located.location(table: table, key: key)): providers.\(name).\(key) must be a positive number of seconds"
+                        )
+                    ))
+            }
+        }
+        for (key, valid) in [
+            ("type", ["oauth2", "oauth1"]), ("grant", OAuth2Provider.Grant.allCases.map(\.rawValue)),
+            ("client_auth", OAuth2Provider.ClientAuth.allCases.map(\.rawValue)),
+        ] {
+            guard let v = t[key]?.string, !valid.contains(v) else { continue }
+            let close = Suggestion.closest(to: v, in: valid).map { " (did you mean \($0)?)" } ?? ""
+            found.append(
+                (
+                    at(key),
+                    .config(
+                        "\(located.location(table: table, key: key)): providers.\(name).\(key) must be \(Config.spelled(valid)), not \(Quoted.text(v))\(close)"
+                    )
+                ))
+        }
+        if found.isEmpty { providers[name] = decoded }
+        guard !found.isEmpty else { return }
+        let mistakes = ConfigMistakes(found)
+        brokenProviders[name] = mistakes.error(hint: "fix [providers.\(Config.tableKey(name))] in \(located.path)")
+        for mistake in mistakes.all {
+            warnings.append("\(mistake.errorText); provider \(name) cannot be used until it is fixed")
         }
     }
 
-    /// One `[providers.NAME]` table; a mistake in it breaks only that provider.
-    private mutating func readProvider(_ name: String, _ value: TOMLValueConvertible, located: ConfigText) {
-        let table = ["providers", name]
-        do {
-            guard let t = value.table else {
-                throw TokenVaultError.config(
-                    "\(located.location(table: ["providers"], key: name)): providers.\(name) must be a table ([providers.\(Config.tableKey(name))])"
-                )
-            }
-            let p = try Config.decodeTable(ProviderConfig.self, t, table: table, located: located)
-            for (key, v) in [
-                ("refresh_token_lifetime", p.refresh_token_lifetime), ("refresh_token_idle", p.refresh_token_idle),
-            ] {
-                if let v, v <= 0 {
-                    throw TokenVaultError.config(
-                        "\(located.location(table: table, key: key)): providers.\(name).\(key) must be a positive number of seconds"
-                    )
-                }
-            }
-            providers[name] = p
-        } catch let error as TokenVaultError {
-            brokenProviders[name] = error
-            warnings.append("\(error.errorText); provider \(name) cannot be used until it is fixed")
-        } catch {
-            brokenProviders[name] = .config("\(located.path): providers.\(name): \(error)")
-        }
+    /// `a, b or c`.
+    static func spelled(_ values: [String]) -> String {
+        values.count < 2 ? values.joined() : values.dropLast().joined(separator: ", ") + " or " + values.last!
     }
 
     /// The `[hooks]` table; a mistake in it turns the hooks off, with a warning.
@@ -128,6 +184,8 @@ extension Config {
                     "\(located.location(table: [], key: "hooks")): hooks must be a table, e.g. [hooks]")
             }
             hooks = try Config.decodeTable(HooksConfig.self, t, table: ["hooks"], located: located)
+        } catch let error as ConfigMistakes {
+            warnings += error.all.map { "\($0.errorText); no hook runs until it is fixed" }
         } catch {
             warnings.append("\(error.errorText); no hook runs until it is fixed")
         }
@@ -143,6 +201,9 @@ extension Config {
             let e = try Config.decodeTable(EtcdConfig.self, t, table: ["etcd"], located: located)
             try e.check(path: located.location(table: ["etcd"], key: nil))
             etcd = e
+        } catch let error as ConfigMistakes {
+            etcdProblem = error.error(hint: nil)
+            warnings += error.all.map { "\($0.errorText); the etcd backend cannot be used until it is fixed" }
         } catch let error as TokenVaultError {
             etcdProblem = error
             warnings.append("\(error.errorText); the etcd backend cannot be used until it is fixed")
@@ -164,9 +225,55 @@ extension Config {
         }
     }
 
-    /// One table decoded strictly; its mistake named with `file:line`, the
-    /// key, did-you-mean for an unknown key, and the type a value must have.
+    /// One table decoded strictly. Every mistake is named at its own line
+    /// (`file:line`, the key): each unknown key with did-you-mean, each value
+    /// of the wrong type with the type it must have (ConfigMistakes).
     static func decodeTable<T: Decodable>(
+        _ type: T.Type, _ table: TOMLTable, table path: [String], located: ConfigText
+    ) throws -> T {
+        let found = mistakes(in: table, as: T.self, table: path, located: located)
+        if !found.isEmpty { throw ConfigMistakes(found) }
+        do {
+            return try decodeChecked(T.self, table, table: path, located: located)
+        } catch let error as TokenVaultError {
+            throw ConfigMistakes([(located.line(table: path, key: nil) ?? 0, error)])
+        }
+    }
+
+    /// Each key of `table` that `T` does not know, and each value whose TOML
+    /// type is not the one `T` declares for its key, in the order of their lines.
+    static func mistakes<T>(
+        in table: TOMLTable, as type: T.Type, table path: [String], located: ConfigText
+    ) -> [(line: Int, error: TokenVaultError)] {
+        let known = fields(of: T.self)
+        guard !known.isEmpty else { return [] }
+        let dotted = path.joined(separator: ".")
+        var out: [(line: Int, error: TokenVaultError)] = []
+        for (key, value) in table {
+            let at = located.location(table: path, key: key)
+            let line = located.line(table: path, key: key) ?? 0
+            guard let declared = known.first(where: { $0.key == key })?.type else {
+                let keys = known.map(\.key).sorted()
+                let close =
+                    Suggestion.closest(to: key, in: keys).map { "did you mean \($0)?" } ?? "settings here: "
+                    + keys.joined(separator: ", ")
+                out.append((line, .config("\(at): unknown setting \(dotted).\(key) (\(close))")))
+                continue
+            }
+            guard !ConfigType.holds(value, as: declared) else { continue }
+            out.append(
+                (
+                    line,
+                    .config(
+                        "\(at): \(dotted).\(key) must be \(ConfigType.describe(declared, key: key)), not \(kind(value.type))"
+                    )
+                ))
+        }
+        return out
+    }
+
+    /// The decoder's own errors, in words (what the checks above let through).
+    private static func decodeChecked<T: Decodable>(
         _ type: T.Type, _ table: TOMLTable, table path: [String], located: ConfigText
     ) throws -> T {
         let dotted = path.joined(separator: ".")
@@ -203,6 +310,7 @@ extension Config {
         switch type {
         case is ProviderConfig.Type: mirror = Mirror(reflecting: ProviderConfig())
         case is EtcdConfig.Type: mirror = Mirror(reflecting: EtcdConfig())
+        case is HooksConfig.Type: mirror = Mirror(reflecting: HooksConfig())
         default: return []
         }
         return mirror.children.compactMap { child in child.label.map { ($0, Swift.type(of: child.value)) } }
@@ -214,5 +322,24 @@ extension Config {
     /// The type `key` is declared with (`Optional<Array<String>>`), for the message.
     static func declaredType<T>(of key: String, in type: T.Type) -> Any.Type? {
         fields(of: type).first { $0.key == key }?.type
+    }
+}
+
+/// Every mistake of one config table, each named at its own line (78).
+struct ConfigMistakes: Error {
+    /// Each mistake with the line it is on (0: the file as a whole).
+    var found: [(line: Int, error: TokenVaultError)]
+
+    init(_ found: [(line: Int, error: TokenVaultError)]) { self.found = found.sorted { $0.line < $1.line } }
+
+    var all: [TokenVaultError] { found.map(\.error) }
+
+    /// The first mistake as the error, the others shown beneath it.
+    func error(hint: String?) -> TokenVaultError {
+        guard all.count > 1 else {
+            if let hint, case .config(let m, nil) = all[0] { return .config(m, hint: hint) }
+            return all[0]
+        }
+        return .configDetail(all[0].errorText, excerpt: all.dropFirst().map(\.errorText), hint: hint)
     }
 }

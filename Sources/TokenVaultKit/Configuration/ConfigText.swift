@@ -1,6 +1,7 @@
 import Dispatch
 import FoundationEssentials
 import Glibc
+internal import TOMLKit
 
 /// Where things are in a config file's text, for messages that name
 /// `file:line`: TOMLKit reports positions only for syntax errors, so a
@@ -83,7 +84,7 @@ struct ConfigText {
         }
         let shown = OutsideText.line(source, limit: 120)
         let caret = String(repeating: " ", count: max(0, min(column - 1, shown.count))) + "^"
-        return .configSyntax(
+        return .configDetail(
             "\(path):\(line):\(column): \(what)", excerpt: [shown, caret],
             hint: "fix line \(line) of \(path); every command that reads the config stops until it is fixed")
     }
@@ -91,6 +92,23 @@ struct ConfigText {
 
 /// Words for a setting's type in messages, with an example of a right value.
 enum ConfigType {
+    /// True when a TOML value can be decoded as `type` (an optional of a
+    /// string, whole number, bool, array of strings or table of strings).
+    static func holds(_ value: TOMLValueConvertible, as type: Any.Type) -> Bool {
+        switch type {
+        case is [String]?.Type, is [String].Type:
+            guard let a = value.array else { return false }
+            return a.allSatisfy { $0.type == .string }
+        case is [String: String]?.Type, is [String: String].Type:
+            guard let t = value.table else { return false }
+            return t.allSatisfy { $0.1.type == .string }
+        case is Int?.Type, is Int.Type: return value.type == .int
+        case is Bool?.Type, is Bool.Type: return value.type == .bool
+        case is String?.Type, is String.Type: return value.type == .string
+        default: return true  // the decoder decides
+        }
+    }
+
     static func describe(_ type: Any.Type, key: String) -> String {
         switch type {
         case is [String].Type, is [String]?.Type: "an array of strings, e.g. \(key) = [\"a\", \"b\"]"

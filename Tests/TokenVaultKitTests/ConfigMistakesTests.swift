@@ -1,0 +1,81 @@
+import XCTest
+
+@testable import TokenVaultKit
+
+/// Every mistake of a config file named at its own line, in words, with
+/// did-you-mean where a value or key is close to a right one (docs/config.md).
+final class ConfigMistakesTests: XCTestCase {
+    static let threeInOneTable = """
+        [providers.dot]
+        token_url = "https://a.example/token"
+        pkce = "yes"
+        client_id = 12345
+        grant = "authorisation_code"
+
+        [providers.ok]
+        token_url = "https://b.example/token"
+        client_id = "x"
+        """
+
+    /// A wrong type is the key's own line (not the table's header) and says
+    /// what the value must be; a misspelt grant gets did-you-mean; all three
+    /// are warnings of their own, and the provider's error lists them all.
+    func testThreeMistakesInATableAreEachAtTheirLine() throws {
+        let c = try Config.parse(Self.threeInOneTable, path: "config.toml")
+        XCTAssertEqual(
+            c.warnings,
+            [
+                "config.toml:3: providers.dot.pkce must be true or false, e.g. pkce = true, not a string; provider dot cannot be used until it is fixed",
+                #"config.toml:4: providers.dot.client_id must be a string, e.g. client_id = "value", not a whole number; provider dot cannot be used until it is fixed"#,
+                "config.toml:5: providers.dot.grant must be authorization_code, client_credentials or jwt_bearer, not 'authorisation_code' (did you mean authorization_code?); provider dot cannot be used until it is fixed",
+            ])
+        XCTAssertNil(c.providers["dot"])
+        XCTAssertNotNil(c.providers["ok"], "a mistake stays in its table")
+        let broken = try XCTUnwrap(c.brokenProviders["dot"])
+        XCTAssertTrue(broken.errorText.hasPrefix("config.toml:3: providers.dot.pkce"), broken.errorText)
+        XCTAssertEqual(broken.excerpt.count, 2)
+        XCTAssertTrue(broken.excerpt[1].hasPrefix("config.toml:5: providers.dot.grant"), "\(broken.excerpt)")
+        XCTAssertEqual(broken.hint, "fix [providers.dot] in config.toml")
+        XCTAssertEqual(broken.exitCode, 78)
+    }
+
+    /// Mistakes that stop every command are the error, all of them, with the tables' beneath.
+    func testTopLevelMistakesAreAllSaid() {
+        let text = """
+            timeout = "30"
+            backend = "fil"
+            min_valid = -1
+            [providers.dot]
+            scops = ["a"]
+            """
+        XCTAssertThrowsError(try Config.parse(text, path: "config.toml")) { error in
+            let e = error as? TokenVaultError
+            XCTAssertEqual(
+                e?.errorText,
+                "config.toml:1: timeout must be a positive whole number of seconds, e.g. timeout = 30, not a string")
+            XCTAssertEqual(
+                e?.excerpt,
+                [
+                    "config.toml:2: backend must be auto, secret-service, file or etcd, not 'fil' (did you mean file?)",
+                    "config.toml:3: min_valid must be a whole number of seconds, 0 or more, e.g. min_valid = 60",
+                    "config.toml:5: unknown setting providers.dot.scops (did you mean scopes?); provider dot cannot be used until it is fixed",
+                ])
+            XCTAssertEqual(e?.hint, "fix them in config.toml")
+        }
+    }
+
+    /// Arrays and tables of strings are checked element by element.
+    func testAnArrayOfTheWrongThingIsAMistake() throws {
+        let c = try Config.parse(
+            """
+            [providers.x]
+            token_url = "https://a.example/token"
+            client_id = "c"
+            scopes = ["read", 2]
+            auth_params = { prompt = true }
+            """)
+        XCTAssertEqual(c.warnings.count, 2, "\(c.warnings)")
+        XCTAssertTrue(c.warnings[0].contains("config.toml:4: providers.x.scopes must be an array of strings"))
+        XCTAssertTrue(c.warnings[1].contains("config.toml:5: providers.x.auth_params must be a table of strings"))
+    }
+}
