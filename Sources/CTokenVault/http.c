@@ -169,8 +169,8 @@ int tv_http_request(const char *method, const char *url, const char *const *head
     if (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE || rc == CURLE_SSL_CERTPROBLEM ||
         rc == CURLE_SSL_ISSUER_ERROR)
         return TV_HTTP_TLS;
-    if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST || rc == CURLE_COULDNT_RESOLVE_PROXY)
-        return TV_HTTP_UNREACHABLE;
+    if (rc == CURLE_COULDNT_CONNECT) return TV_HTTP_REFUSED;
+    if (rc == CURLE_COULDNT_RESOLVE_HOST || rc == CURLE_COULDNT_RESOLVE_PROXY) return TV_HTTP_UNREACHABLE;
     return TV_HTTP_FAILED;
 }
 

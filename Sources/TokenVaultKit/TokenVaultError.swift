@@ -17,8 +17,8 @@ public enum TokenVaultError: Error, Equatable, LocalizedError, Sendable {
     case backendUnavailable(String, hint: String? = nil)
     /// Vault unreadable, unwritable, corrupted or tampered with (74).
     case vault(String, hint: String? = nil)
-    /// Network error, timeout, provider 5xx: retry later (75).
-    case temporary(String)
+    /// Network error, timeout, provider 5xx: retry later (75); a hint where more than "later" helps.
+    case temporary(String, hint: String? = nil)
     /// The provider refused the request (76).
     case providerRefused(code: String, description: String?, hint: String? = nil)
     /// Locked without a passphrase source, wrong passphrase, unsafe permissions (77).
@@ -79,7 +79,7 @@ public enum TokenVaultError: Error, Equatable, LocalizedError, Sendable {
     public var errorDescription: String? {
         switch self {
         case .usage(let m, _), .loginRequired(let m, _), .badInput(let m),
-            .backendUnavailable(let m, _), .vault(let m, _), .temporary(let m),
+            .backendUnavailable(let m, _), .vault(let m, _), .temporary(let m, _),
             .permission(let m, _), .config(let m, _), .configDetail(let m, _, _):
             return m
         case .notFound(let service, let account, let unchecked, _):
@@ -107,8 +107,8 @@ public enum TokenVaultError: Error, Equatable, LocalizedError, Sendable {
             if let hint { return hint }
             let acct = account == Credential.defaultAccount ? "" : " --account \(ShellWord.word(account))"
             return "store one with: tokenvault set \(ShellWord.word(service))\(acct) < token.json"
-        case .temporary:
-            return "nothing was changed; try again later"
+        case .temporary(_, let h):
+            return h ?? "nothing was changed; try again later"
         case .badInput, .internal:
             return nil
         }

@@ -21,12 +21,13 @@ typedef struct {
 enum {
     TV_HTTP_OK = 0,            /* a response arrived (any status) */
     TV_HTTP_TIMEOUT = 1,
-    TV_HTTP_UNREACHABLE = 2,   /* resolve or connect failed */
+    TV_HTTP_UNREACHABLE = 2,   /* the name did not resolve */
     TV_HTTP_TOO_LARGE = 3,
     TV_HTTP_FAILED = 4,        /* TLS and the rest: see error */
     TV_HTTP_NO_LIBRARY = 5,
     TV_HTTP_TLS = 6,           /* the peer's certificate, or ours, was refused */
     TV_HTTP_STOPPED = 7,       /* the sink asked to stop the transfer */
+    TV_HTTP_REFUSED = 8,       /* the host resolved, but no connection could be made (refused, no route) */
 };
 
 /* Takes the body as it arrives, with the response's status, content type

@@ -40,7 +40,8 @@ extension TokenVault {
                 let vault = try backends.fileVault()
                 guard vault.exists else {
                     context.result(
-                        "no file vault at \(vault.path): nothing to unlock", json: json,
+                        "no file vault at \(vault.path) yet: nothing to unlock; the first command that stores a credential creates it, asking for a new passphrase on a terminal (or taking it from \(EnvironmentVariable.passphraseFile.name))",
+                        json: json,
                         ["vault": .string(vault.path), "cached_for": .integer(0)])
                     return
                 }

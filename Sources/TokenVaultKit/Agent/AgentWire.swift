@@ -38,12 +38,14 @@ extension TokenVaultError {
         case .badInput(let m): return o("badInput", ["message": m])
         case .backendUnavailable(let m, let h): return o("backendUnavailable", ["message": m, "hint": h])
         case .vault(let m, let h): return o("vault", ["message": m, "hint": h])
-        case .temporary(let m): return o("temporary", ["message": m])
+        case .temporary(let m, let h): return o("temporary", ["message": m, "hint": h])
         case .providerRefused(let c, let d, let h):
             return o("providerRefused", ["code": c, "description": d, "hint": h])
         case .permission(let m, let h): return o("permission", ["message": m, "hint": h])
         case .config(let m, let h): return o("config", ["message": m, "hint": h])
-        case .configDetail(let m, _, let h): return o("config", ["message": m, "hint": h])
+        case .configDetail(let m, let lines, let h):
+            // Lines hold no newline (Output prints each on one line): joined, they split back.
+            return o("config", ["message": m, "hint": h, "excerpt": lines.joined(separator: "\n")])
         case .internal(let m): return o("internal", ["message": m])
         }
     }
@@ -60,11 +62,13 @@ extension TokenVaultError {
         case "badInput": self = .badInput(m)
         case "backendUnavailable": self = .backendUnavailable(m, hint: s("hint"))
         case "vault": self = .vault(m, hint: s("hint"))
-        case "temporary": self = .temporary(m)
+        case "temporary": self = .temporary(m, hint: s("hint"))
         case "providerRefused":
             self = .providerRefused(code: s("code") ?? "", description: s("description"), hint: s("hint"))
         case "permission": self = .permission(m, hint: s("hint"))
-        case "config": self = .config(m, hint: s("hint"))
+        case "config":
+            let lines = s("excerpt").map { $0.split(separator: "\n").map(String.init) } ?? []
+            self = lines.isEmpty ? .config(m, hint: s("hint")) : .configDetail(m, excerpt: lines, hint: s("hint"))
         case "internal": self = .internal(m)
         default: return nil
         }

@@ -204,6 +204,7 @@ public struct CurlTransport: HTTPTransport {
             return r
         case TV_HTTP_TIMEOUT: kind = .timedOut(milliseconds: timeoutMilliseconds)
         case TV_HTTP_UNREACHABLE: kind = .unreachable
+        case TV_HTTP_REFUSED: kind = .refused
         case TV_HTTP_TOO_LARGE: kind = .tooLarge(limit: maxBody)
         case TV_HTTP_NO_LIBRARY: kind = .noLibrary
         case TV_HTTP_TLS: kind = .tls
@@ -220,6 +221,8 @@ public struct HTTPFailure: Error, Sendable {
     public enum Kind: Sendable, Equatable {
         /// Refused, unresolvable: nothing was sent.
         case unreachable
+        /// The host's name resolved, but nothing took the connection.
+        case refused
         /// No answer in time: the request may have been applied.
         case timedOut(milliseconds: Int)
         /// A certificate was refused: nothing was sent.
@@ -241,7 +244,7 @@ public struct HTTPFailure: Error, Sendable {
     /// False when the server cannot have seen the request.
     public var maybeSent: Bool {
         switch kind {
-        case .unreachable, .tls, .noLibrary: false
+        case .unreachable, .refused, .tls, .noLibrary: false
         case .timedOut, .tooLarge, .failed, .stopped: true
         }
     }
@@ -256,6 +259,13 @@ public struct HTTPFailure: Error, Sendable {
             return .temporary("\(peer) did not answer within \(seconds)")
         case .unreachable:
             return .temporary("cannot reach \(peer): \(detail)")
+        case .refused:
+            // Most often a wrong port or host in a config: say where to look, not only "later".
+            return .temporary(
+                "cannot reach \(peer): \(detail)",
+                hint:
+                    "nothing was changed; if \(peer) comes from your config, check its host and port (tokenvault doctor --network checks every provider's), else try again later"
+            )
         case .tooLarge(let limit):
             return .badInput("\(peer) sent a response larger than \(limit >> 20) MiB; refused")
         case .noLibrary:

@@ -48,8 +48,17 @@ public struct PassphraseSource: Sendable {
         return try nonEmpty(bytes[...], source: what)
     }
 
-    private func terminal() throws -> TerminalInput {
+    /// A vault to be created: where its first passphrase can come from.
+    static let noVaultHint =
+        "create it on a terminal (run the same command there: it asks for a new passphrase twice), or put a passphrase in a file only you can read and set \(EnvironmentVariable.passphraseFile.name) to its path"
+
+    private func terminal(creating: Bool = false) throws -> TerminalInput {
         guard let terminalPath, let tty = TerminalInput(path: terminalPath) else {
+            if creating {
+                throw TokenVaultError.permission(
+                    "there is no file vault yet, and no passphrase to create it with (no passphrase source and no terminal)",
+                    hint: PassphraseSource.noVaultHint)
+            }
             throw TokenVaultError.permission(
                 "the vault is locked and there is no passphrase source and no terminal",
                 hint: PassphraseSource.noSourceHint)
@@ -64,7 +73,7 @@ public struct PassphraseSource: Sendable {
     /// is taken as it is, never judged.
     public func obtain(creating: Bool) throws -> SecureBytes {
         if let given = try fromEnvironment() { return given }
-        let tty = try terminal()
+        let tty = try terminal(creating: creating)
         guard creating else {
             return try nonEmpty(tty.readSecret(prompt: "Vault passphrase: ")[...], source: "the passphrase")
         }

@@ -65,9 +65,14 @@ public struct OAuth2Login {
         notify("open this URL to log in to \(provider.name):\n\n    \(url)\n")
         openBrowser(url)
         notify("waiting for the browser to come back to \(redirectURI) (up to \(Int(timeout)) s; Ctrl-C to stop)…")
-        let params = try WaitLine.during({
-            "waiting for the browser login: \(WaitLine.left(timeout, $0)) (Ctrl-C to stop)"
-        }) {
+        // A provider that does not know the client shows its own error page and never comes
+        // back: after a while the line says what to check (docs/providers.md, "Login lifecycle").
+        let check =
+            "nothing came back yet: if the page shows an error, check client_id (and redirect_uri) of \(clientPlace)"
+        let params = try WaitLine.during(
+            { "waiting for the browser login: \(WaitLine.left(timeout, $0)) (Ctrl-C to stop)" },
+            note: (min(Self.quietSeconds, max(1, Int(timeout) / 3)), check)
+        ) {
             try listener.waitForRedirect(path: path, timeout: timeout, belongs: { $0["state"] == state }) { params in
                 let ok = params["error"] == nil && params["state"] == state
                 return """
@@ -78,6 +83,16 @@ public struct OAuth2Login {
         }
         let code = try checkedCode(params, state: state)
         return try exchange(code: code, redirectURI: redirectURI, pkce: pkce, id: id, nonce: nonce)
+    }
+
+    /// Seconds of waiting for the browser before a line says what to check
+    /// (a third of a shorter wait).
+    static let quietSeconds = 20
+
+    /// Where this provider's client is set, for hints: its table and file.
+    var clientPlace: String {
+        let table = "[providers.\(Config.tableKey(provider.clientTable ?? provider.name))]"
+        return provider.configPath.map { "\(table) in \($0)" } ?? "\(table) in the config"
     }
 
     /// A fresh nonce for a login that asks for `openid` (OpenID Connect Core

@@ -11,18 +11,25 @@ public final class WaitLine: @unchecked Sendable {
     public static let enabled = isatty(2) == 1
 
     private let describe: @Sendable (_ elapsed: Int) -> String
+    private let note: (after: Int, text: String)?
     private let done = DispatchSemaphore(value: 0)
     private let cleared = DispatchSemaphore(value: 0)
 
-    private init(_ describe: @escaping @Sendable (Int) -> String) { self.describe = describe }
+    private init(_ describe: @escaping @Sendable (Int) -> String, note: (after: Int, text: String)?) {
+        self.describe = describe
+        self.note = note
+    }
 
     /// Runs `body`; when it takes longer than a second, `describe(seconds
-    /// waited)` is shown until it returns.
+    /// waited)` is shown until it returns. `note`: a line of its own, printed
+    /// above the wait's line once the wait has lasted `after` seconds (what to
+    /// check when nothing comes).
     public static func during<T>(
-        _ describe: @escaping @Sendable (_ elapsed: Int) -> String, _ body: () throws -> T
+        _ describe: @escaping @Sendable (_ elapsed: Int) -> String, note: (after: Int, text: String)? = nil,
+        _ body: () throws -> T
     ) rethrows -> T {
         guard enabled else { return try body() }
-        let line = WaitLine(describe)
+        let line = WaitLine(describe, note: note)
         Posix.spawnThread { [line] in line.show() }
         defer {
             line.done.signal()
@@ -35,6 +42,9 @@ public final class WaitLine: @unchecked Sendable {
         var elapsed = 0
         while done.wait(timeout: .now() + 1) == .timedOut {
             elapsed += 1
+            if let note, elapsed == note.after {
+                Posix.write(2, "\r\u{1B}[K" + OutsideText.line("tokenvault: " + note.text, limit: 1000) + "\n")
+            }
             Self.draw(describe(elapsed))
         }
         if elapsed > 0 { Self.clear() }

@@ -10,7 +10,7 @@ extension EtcdClient {
         do {
             try authenticateIfNeeded(endpoint, seconds: seconds)
             return nil
-        } catch TokenVaultError.temporary(let why) {
+        } catch TokenVaultError.temporary(let why, _) {
             return why
         }
     }
