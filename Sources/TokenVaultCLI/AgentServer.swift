@@ -291,7 +291,9 @@ final class AgentServer: @unchecked Sendable {
         for v in EnvironmentVariable.passphraseSources { environment[v.name] = own[v] }
         let client = Settings(environment: environment)
         let differ = differences(client.agentScope)
-        guard differ.isEmpty else { return .declined("another setup: \(differ.joined(separator: ", ")) differ") }
+        guard differ.isEmpty else {
+            return .declined("another setup: \(Format.list(differ)) \(differ.count == 1 ? "differs" : "differ")")
+        }
         state.withLock {
             $0.requests += 1
             $0.lastRequest = Int64(Date().timeIntervalSince1970)

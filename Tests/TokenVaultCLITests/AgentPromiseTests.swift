@@ -95,11 +95,11 @@ final class AgentPromiseTests: XCTestCase {
         let other = s.tv("get", "api.spelt.example", "--verbose", env: ["TOKENVAULT_DBUS_TIMEOUT": "7"])
         XCTAssertEqual(other.out, "spelt-tok")
         XCTAssertTrue(
-            other.stderr.contains("the agent did not run this command (another setup: TOKENVAULT_DBUS_TIMEOUT differ)"),
+            other.stderr.contains("the agent did not run this command (another setup: TOKENVAULT_DBUS_TIMEOUT differs)"),
             other.stderr)
         XCTAssertEqual(requests(s) - before, 1, "declined: not counted as answered (one status)")
         let doctor = s.tv("doctor", env: ["TOKENVAULT_DBUS_TIMEOUT": "7"])
-        XCTAssertTrue(doctor.stdout.contains("for another setup (TOKENVAULT_DBUS_TIMEOUT differ)"), doctor.stdout)
+        XCTAssertTrue(doctor.stdout.contains("for another setup (TOKENVAULT_DBUS_TIMEOUT differs)"), doctor.stdout)
     }
 
     // MARK: Started on first use

@@ -51,6 +51,12 @@ final class ConformanceAuthTests: ConformanceTestCase {
         let doctor = s.tv("doctor")
         let line = doctor.stdout.split(separator: "\n").first { $0.contains("login URL ") }
         XCTAssertTrue(line?.contains("authenticating with HTTP Basic (client_secret_basic)") == true, doctor.stdout)
+        // The table a login keeps is providers.toml's, not config.toml's.
+        let config = s.env["XDG_CONFIG_HOME"]! + "/tokenvault"
+        XCTAssertTrue(
+            doctor.stdout.contains(
+                "config: \(config)/config.toml does not exist: the defaults apply; 1 provider kept in \(config)/providers.toml"
+            ), doctor.stdout)
     }
 
     func testTokenEndpointAuthPost() throws {

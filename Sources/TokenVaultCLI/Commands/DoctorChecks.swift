@@ -30,22 +30,35 @@ final class DoctorChecks {
         do {
             let c = try Config.load(settings)
             let exists = FileManager.default.fileExists(atPath: configPath)
+            // config.toml's own tables; those kept by logins live in providers.toml beside it.
+            let own = c.providers.keys.filter { !c.discoveredProviders.contains($0) }.count
+            let kept = c.discoveredProviders.count
+            let keptText =
+                kept == 0 ? "" : "; \(Format.count(kept, "provider")) kept in \(settings.discoveredProvidersPath)"
             add(
                 "config", .ok,
-                exists
-                    ? "\(configPath), \(c.providers.count) provider table\(c.providers.count == 1 ? "" : "s")"
-                    : "\(configPath) does not exist: the defaults apply")
+                (exists
+                    ? "\(configPath), \(Format.count(own, "provider table"))"
+                    : "\(configPath) does not exist: the defaults apply") + keptText)
+            // Every mistake of a table on a line of its own.
             for (name, error) in c.brokenProviders.sorted(by: { $0.key < $1.key }) {
-                add(
-                    "provider \(name)", .failed, error.errorText,
-                    fix: "fix that line; until then only provider \(name) cannot be used")
+                for mistake in [error.errorText] + error.excerpt {
+                    add(
+                        "provider \(name)", .failed, mistake,
+                        fix: "fix that line; until then only provider \(name) cannot be used")
+                }
             }
             if let problem = c.etcdProblem {
-                add("[etcd]", .failed, problem.errorText, fix: "fix that line of the [etcd] table")
+                for mistake in [problem.errorText] + problem.excerpt {
+                    add("[etcd]", .failed, mistake, fix: "fix that line of the [etcd] table")
+                }
             }
             return c
         } catch {
-            add("config", .failed, error.errorText, fix: (error as? TokenVaultError)?.hint ?? "edit \(configPath)")
+            let hint = (error as? TokenVaultError)?.hint ?? "edit \(configPath)"
+            for mistake in [error.errorText] + ((error as? TokenVaultError)?.excerpt ?? []) {
+                add("config", .failed, mistake, fix: hint)
+            }
             return nil
         }
     }
@@ -211,7 +224,7 @@ final class DoctorChecks {
             return
         }
         let running =
-            "running (process \(status["pid"]?.text ?? "?")\(status["started_on_use"] == .bool(true) ? ", started on first use" : "")), keeping \(status["kept"]?.text ?? "0") credentials renewed, \(status["renewals"]?.text ?? "0") renewals"
+            "running (process \(status["pid"]?.text ?? "?")\(status["started_on_use"] == .bool(true) ? ", started on first use" : "")), keeping \(Format.count(Int(status["kept"]?.text ?? "") ?? 0, "credential")) renewed, \(Format.count(Int(status["renewals"]?.text ?? "") ?? 0, "renewal"))"
         if status["same_scope"] == .bool(false) {
             add(
                 "agent", .failed,
@@ -233,7 +246,8 @@ final class DoctorChecks {
         guard case .array(let keys)? = status["differences"], !keys.isEmpty else {
             return "backend, files or session bus"
         }
-        return keys.compactMap(\.string).map { names[$0] ?? $0 }.joined(separator: ", ") + " differ"
+        let differing = keys.compactMap(\.string).map { names[$0] ?? $0 }
+        return Format.list(differing) + (differing.count == 1 ? " differs" : " differ")
     }
 
     /// Credentials that need a login now or soon.

@@ -244,7 +244,7 @@ extension TokenVault {
             if credential.refreshToken == nil, let expires = credential.expiresAt, !p.grant.fetchesAgain {
                 let offline = (credential.scope ?? "").split(separator: " ").contains("offline_access")
                 Output.warning(
-                    "\(p.name) gave no refresh token: the token expires \(Format.until(expires, now: context.clock.now)) and cannot be renewed; log in again then"
+                    "\(p.name) gave no refresh token: the token \(Format.expires(expires, now: context.clock.now)) and cannot be renewed; log in again then"
                         + (offline ? "" : " (some servers give one only for --scope offline_access)"))
             }
         }

@@ -72,7 +72,7 @@ extension TokenVault {
                 let state = context.status(of: r.credential).state
                 let painted = Terminal.paint(state.rawValue, Terminal.paint(for: state), on: colour.enabled)
                 Output.value(
-                    "  \(r.credential.id): \(r.credential.type.rawValue), \(painted), expires \(Format.expiry(r.credential, now: context.clock.now)), in \(r.backend)"
+                    "  \(r.credential.id): \(r.credential.type.rawValue), \(painted), \(Format.expires(r.credential.expiresAt, now: context.clock.now)), in \(r.backend)"
                 )
             }
         }

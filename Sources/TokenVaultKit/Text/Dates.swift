@@ -26,6 +26,21 @@ public enum Format {
         return "\(s / 86400)d \(s % 86400 / 3600)h"
     }
 
+    /// "expires in 2h 5m", "expired 3m ago" or "never expires": a token's
+    /// expiry as the verb of a sentence.
+    public static func expires(_ at: Int64?, now: Int64) -> String {
+        guard let at else { return "never expires" }
+        return at > now ? "expires in \(ago(at - now))" : "expired \(ago(now - at)) ago"
+    }
+
+    /// "1 credential", "2 credentials".
+    public static func count(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
+
+    /// "a", "a and b", "a, b and c".
+    public static func list(_ items: [String]) -> String {
+        items.count < 2 ? items.joined() : items.dropLast().joined(separator: ", ") + " and " + items.last!
+    }
+
     /// "in 2h 5m" or "expired 3m ago": a moment (unix seconds) seen from `now`.
     public static func until(_ at: Int64, now: Int64) -> String {
         at > now ? "in \(ago(at - now))" : "expired \(ago(now - at)) ago"
