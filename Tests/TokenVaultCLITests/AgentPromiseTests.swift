@@ -95,7 +95,8 @@ final class AgentPromiseTests: XCTestCase {
         let other = s.tv("get", "api.spelt.example", "--verbose", env: ["TOKENVAULT_DBUS_TIMEOUT": "7"])
         XCTAssertEqual(other.out, "spelt-tok")
         XCTAssertTrue(
-            other.stderr.contains("the agent did not run this command (another setup: TOKENVAULT_DBUS_TIMEOUT differs)"),
+            other.stderr.contains(
+                "the agent did not run this command (another setup: TOKENVAULT_DBUS_TIMEOUT differs)"),
             other.stderr)
         XCTAssertEqual(requests(s) - before, 1, "declined: not counted as answered (one status)")
         let doctor = s.tv("doctor", env: ["TOKENVAULT_DBUS_TIMEOUT": "7"])
