@@ -97,8 +97,24 @@ public enum TokenVaultMain {
         // The parser's message, whole, on one line (a list of valid values is never cut).
         let lines = TokenVault.message(for: error).split(separator: "\n").map { $0.trimmingSpacesAndDashes() }
             .filter { !$0.isEmpty }
-        Output.error(lines.isEmpty ? "\(error)" : lines.joined(separator: " "), hint: "see: tokenvault help")
+        Output.error(lines.isEmpty ? "\(error)" : lines.joined(separator: " "), hint: helpHint(for: args))
         return code.rawValue
+    }
+
+    /// `see: tokenvault help get` (or `help setup git`): the help of the command the arguments name.
+    static func helpHint(for args: [String]) -> String {
+        var path: [String] = []
+        var command: ParsableCommand.Type = TokenVault.self
+        for word in args {
+            guard
+                let sub = command.configuration.subcommands.first(where: {
+                    $0.configuration.commandName == word || $0.configuration.aliases.contains(word)
+                }), let name = sub.configuration.commandName
+            else { break }
+            path.append(name)
+            command = sub
+        }
+        return "see: tokenvault help" + path.map { " " + $0 }.joined()
     }
 }
 

@@ -105,4 +105,20 @@ final class FirstRunHintsTests: XCTestCase {
                 "nothing came back yet: if the page shows an error, check client_id (and redirect_uri) of [providers.local] in \(config)"
             ), r.stdout)
     }
+
+    /// A usage error names the help of the command it is about; that help,
+    /// asked for, shows the option meant. `get --json` is `--format json`.
+    func testAUsageErrorNamesItsCommandsHelp() throws {
+        let s = Sandbox()
+        s.expect("set", "api.x.example", stdin: #"{"access_token":"a1"}"#)
+        let typo = s.expect("get", "api.x.example", "--jsn", status: 64, stderr: ["Did you mean '--json'?"])
+        XCTAssertTrue(typo.stderr.hasSuffix("hint: see: tokenvault help get\n"), typo.stderr)
+        s.expect("help", "get", stdout: ["--json"])
+        let json = s.expect("get", "api.x.example", "--json")
+        XCTAssertEqual(json.stdout, s.expect("get", "api.x.example", "--format", "json").stdout)
+        XCTAssertTrue(json.stdout.contains(#""access_token":"a1""#), json.stdout)
+        s.expect("get", "api.x.example", "--json", "--format", "env", status: 64)
+        let nested = s.expect("setup", "git", "--bogus", status: 64)
+        XCTAssertTrue(nested.stderr.hasSuffix("hint: see: tokenvault help setup git\n"), nested.stderr)
+    }
 }

@@ -82,9 +82,13 @@ extension TokenVault {
         @Flag(name: .customLong("no-refresh"), help: "Never refresh; print what is stored.")
         var noRefresh = false
 
+        @Flag(help: "The same as --format json, as for list and status: the whole record.")
+        var json = false
+
         func validate() throws {
+            if json, format != .raw, format != .json { throw ValidationError("--json is --format json; give one") }
             if let minValid, minValid < 0 { throw ValidationError("--min-valid must not be negative") }
-            if field != nil, !format.takesField {
+            if field != nil, !format.takesField || json {
                 throw ValidationError("--field goes with --format raw or env")
             }
             if format.isSASL, user == nil { throw ValidationError("--format sasl needs --user EMAIL") }
@@ -94,6 +98,7 @@ extension TokenVault {
         }
 
         func run(in context: Context) throws {
+            let format = json ? GetFormat.json : self.format
             let exec = format == .kubectl ? try ExecCredentialRequest.from(context.settings) : nil
             if let exec { context.interactive = exec.interactive }
             let id = try credential.id(in: context)
