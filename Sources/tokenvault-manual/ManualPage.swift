@@ -146,8 +146,10 @@ struct ManualPage {
         return MDoc.word(String(name.typed.dropFirst()))
     }
 
-    private func commandItem(_ command: CommandInfo, into m: inout MDoc) {
-        var head = ["Cm", MDoc.word(command.commandName)]
+    /// One command: its abstract, discussion and options; a command with
+    /// subcommands (setup, agent) lists each of them beneath it, the same way.
+    private func commandItem(_ command: CommandInfo, parents: [String] = [], into m: inout MDoc) {
+        var head = ["Cm", (parents + [command.commandName]).map(MDoc.word).joined(separator: " ")]
         for argument in (command.arguments ?? []) where argument.kind == .positional && argument.shouldDisplay {
             head += synopsisWords(argument)
         }
@@ -162,6 +164,11 @@ struct ManualPage {
             m.discussion(discussion)
         }
         argumentList(command.arguments ?? [], standard: false, into: &m)
+        let subcommands = command.visibleSubcommands.filter { $0.commandName != "help" }
+        guard !subcommands.isEmpty else { return }
+        m.macro("Bl", "-tag", "-width", "Ds")
+        for sub in subcommands { commandItem(sub, parents: parents + [command.commandName], into: &m) }
+        m.macro("El")
     }
 
     /// A tag list of arguments: only `--help`/`--version` with `standard`,

@@ -124,6 +124,20 @@ final class ManualPageTests: XCTestCase {
                     XCTAssertTrue(item.contains(squeezed(abstract)), "\(name): \(abstract)")
                 }
             }
+            // Subcommands (setup git, agent stop, …) are listed beneath theirs, with their options.
+            for sub in command["subcommands"] as? [[String: Any]] ?? [] where sub["shouldDisplay"] as? Bool != false {
+                let subName = try XCTUnwrap(sub["commandName"] as? String)
+                if subName == "help" { continue }
+                XCTAssertTrue(item.contains("\(name) \(subName)"), "\(name) \(subName) not in COMMANDS")
+                for argument in sub["arguments"] as? [[String: Any]] ?? []
+                where argument["shouldDisplay"] as? Bool != false {
+                    for option in (argument["names"] as? [[String: String]] ?? []).map({
+                        ($0["kind"] == "long" ? "--" : "-") + $0["name"]!
+                    }) where !["--help", "-h", "--version"].contains(option) {
+                        XCTAssertTrue(item.contains(option), "\(name) \(subName) \(option) undocumented")
+                    }
+                }
+            }
         }
     }
 
