@@ -6,6 +6,7 @@ BASHDIR ?= $(PREFIX)/share/bash-completion/completions
 ZSHDIR ?= $(PREFIX)/share/zsh/site-functions
 FISHDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 SYSTEMDUSERDIR ?= $(PREFIX)/lib/systemd/user
+DOCDIR ?= $(PREFIX)/share/doc/tokenvault
 # libstdc++ (the Swift runtime's and TOMLKit's C++) is linked statically too:
 # loading the shared one cost every run ~0.4 ms before main. Every -lstdc++ on
 # the link line finds libstdc++.a first in STATIC_CXX; nothing tokenvault
@@ -22,10 +23,14 @@ RELEASE_BIN = $(RELEASE_SCRATCH)/release/tokenvault
 
 .PHONY: deps build release test unit lint format demo bench deb install uninstall docs clean
 
+# What each target installs (scripts/deps.sh): build and release only what
+# compiling needs; deb adds the packaging tools; demo the local provider;
+# test everything the tests drive.
 deps:
-	@scripts/deps.sh
+	@scripts/deps.sh test
 
-build: deps
+build:
+	@scripts/deps.sh build
 	swift build
 
 # libsecret and GLib are opened with dlopen when the Secret Service is first
@@ -34,7 +39,8 @@ build: deps
 # lets us add), which would cost every `get` ~3 ms of loading. Drop them.
 GLIB_NEEDED = libsecret-1.so.0 libgio-2.0.so.0 libgobject-2.0.so.0 libglib-2.0.so.0 libcurl.so.4
 
-release: deps
+release:
+	@scripts/deps.sh build
 	@mkdir -p $(STATIC_CXX) && ln -sf "$$(gcc -print-file-name=libstdc++.a)" $(STATIC_CXX)/libstdc++.a
 	swift build $(RELEASE_FLAGS)
 	@if readelf -d $(RELEASE_BIN) | grep -q 'libstdc++'; then echo "release: libstdc++ is linked dynamically" >&2; exit 1; fi
@@ -68,6 +74,7 @@ format:
 	swift format format --in-place --recursive --parallel Sources Tests Package.swift
 
 demo: release
+	@scripts/deps.sh demo
 	scripts/demo.sh $(RELEASE_BIN)
 
 bench: release
@@ -76,6 +83,7 @@ bench: release
 
 # A Debian package in .build/deb/ (scripts/deb.sh): apt install ./.build/deb/tokenvault_*.deb
 deb: release
+	@scripts/deps.sh deb
 	@scripts/deb.sh $(RELEASE_BIN)
 
 install: release
@@ -85,6 +93,8 @@ install: release
 	install -m 0644 completions/tokenvault.bash "$(DESTDIR)$(BASHDIR)/tokenvault"
 	install -m 0644 completions/_tokenvault "$(DESTDIR)$(ZSHDIR)/_tokenvault"
 	install -m 0644 completions/tokenvault.fish "$(DESTDIR)$(FISHDIR)/tokenvault.fish"
+	install -d "$(DESTDIR)$(DOCDIR)"
+	install -m 0644 README.md docs/*.md "$(DESTDIR)$(DOCDIR)/"
 	install -d "$(DESTDIR)$(SYSTEMDUSERDIR)"
 	install -m 0644 contrib/systemd/tokenvault-agent.socket "$(DESTDIR)$(SYSTEMDUSERDIR)/tokenvault-agent.socket"
 	sed 's|@BINDIR@|$(BINDIR)|' contrib/systemd/tokenvault-agent.service > "$(DESTDIR)$(SYSTEMDUSERDIR)/tokenvault-agent.service"
@@ -94,6 +104,7 @@ uninstall:
 	rm -f "$(DESTDIR)$(BINDIR)/tokenvault" "$(DESTDIR)$(MANDIR)/tokenvault.1" "$(DESTDIR)$(BASHDIR)/tokenvault" \
 	      "$(DESTDIR)$(ZSHDIR)/_tokenvault" "$(DESTDIR)$(FISHDIR)/tokenvault.fish" \
 	      "$(DESTDIR)$(SYSTEMDUSERDIR)/tokenvault-agent.socket" "$(DESTDIR)$(SYSTEMDUSERDIR)/tokenvault-agent.service"
+	rm -rf "$(DESTDIR)$(DOCDIR)"
 
 # Regenerates the completions and the man page from the argument parser
 # (Sources/tokenvault-manual renders its description of every command, plus

@@ -50,6 +50,16 @@ tokenvault (${version}-1) unstable; urgency=medium
  -- tokenvault developers <tokenvault@users.noreply.github.com>  $(date -R -d @"${SOURCE_DATE_EPOCH:-$(git -C "$root" log -1 --format=%ct 2>/dev/null || date +%s)}")
 EOF
 gzip -9n < "$out/changelog" > "$doc/changelog.Debian.gz"
+# The guides --help points to: the README and docs/, compressed above 4 KiB as
+# Debian's policy asks (zless reads them).
+for f in "$root/README.md" "$root"/docs/*.md; do
+  if [ "$(stat -c %s "$f")" -gt 4096 ]; then
+    gzip -9n < "$f" > "$doc/$(basename "$f").gz"
+    chmod 0644 "$doc/$(basename "$f").gz"
+  else
+    install -m 0644 "$f" "$doc/"
+  fi
+done
 # Built from the tree, never uploaded to Debian: no bug for the upload to close.
 install -d "$stage/usr/share/lintian/overrides"
 echo "tokenvault: initial-upload-closes-no-bugs" > "$stage/usr/share/lintian/overrides/tokenvault"

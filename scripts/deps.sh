@@ -1,15 +1,32 @@
 #!/usr/bin/env bash
-# Installs the Debian packages tokenvault builds, tests and benchmarks with,
-# when they are missing. Usage: scripts/deps.sh [bench]
+# Installs the Debian packages a make target needs, when they are missing,
+# and nothing more. Usage: scripts/deps.sh [build|deb|demo|test|bench]
+#   build  what compiling and linking tokenvault needs (make build, make release, make install)
+#   deb    build, and the packaging tools (make deb)
+#   demo   build, and the local test provider the demo logs in to (make demo)
+#   test   everything the tests drive: keyring, etcd, dovecot, git, kubectl,
+#          shells, man tools, the MCP Python SDK (make test; the default)
+#   bench  test, and the benchmark tools (make bench)
 set -euo pipefail
-pkgs=(pkg-config libsecret-1-dev libsodium-dev libkeyutils-dev keyutils libcurl4-openssl-dev gnome-keyring libsecret-tools
-      dbus dbus-daemon python3 python3-nacl python3-pexpect util-linux procps patchelf binutils curl openssl fish zsh python3-flask python3-authlib
-      man-db groff-base mandoc bash-completion etcd-server etcd-client git dovecot-imapd
-      libqrencode-dev zbar-tools python3-dbus libssl-dev gcc libstdc++-12-dev libpwquality-dev python3-venv systemd
-      dpkg-dev lintian fakeroot)
-# The adapter tests drive a real kubectl: the machine's, else Debian's.
-command -v kubectl >/dev/null || pkgs+=(kubernetes-client)
-[ "${1:-}" = bench ] && pkgs+=(hyperfine time)
+mode=${1:-test}
+build=(pkg-config gcc libstdc++-12-dev binutils patchelf libsecret-1-dev libsodium-dev libkeyutils-dev
+       libcurl4-openssl-dev libqrencode-dev libssl-dev libpwquality-dev)
+demo=(python3 python3-authlib python3-flask curl)
+deb=(dpkg-dev)
+test=(keyutils gnome-keyring libsecret-tools dbus dbus-daemon python3 python3-nacl python3-pexpect util-linux
+      procps curl openssl fish zsh python3-flask python3-authlib man-db groff-base mandoc bash-completion
+      etcd-server etcd-client git dovecot-imapd zbar-tools python3-dbus python3-venv systemd lintian)
+case $mode in
+  build) pkgs=("${build[@]}") ;;
+  deb) pkgs=("${build[@]}" "${deb[@]}") ;;
+  demo) pkgs=("${build[@]}" "${demo[@]}") ;;
+  test | bench)
+    pkgs=("${build[@]}" "${deb[@]}" "${test[@]}")
+    # The adapter tests drive a real kubectl: the machine's, else Debian's.
+    command -v kubectl >/dev/null || pkgs+=(kubernetes-client)
+    [ "$mode" = bench ] && pkgs+=(hyperfine time) ;;
+  *) echo "usage: scripts/deps.sh [build|deb|demo|test|bench]" >&2; exit 64 ;;
+esac
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -17,6 +34,7 @@ done
 # The official MCP Python SDK (PyPI, pinned), for the MCP tests: a venv of
 # Debian's python3 under .build, made once.
 mcp_venv() {
+  case $mode in test | bench) ;; *) return 0 ;; esac
   local root venv
   root=$(cd "$(dirname "$0")/.." && pwd)
   venv="$root/.build/mcp-venv"

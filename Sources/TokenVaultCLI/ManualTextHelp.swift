@@ -14,7 +14,7 @@ extension ManualText {
         name (weibo); --account keeps several logins per service.
 
         More: man tokenvault; tokenvault help environment; tokenvault help exit-codes; \
-        the docs/ of the source.
+        the guides in share/doc/tokenvault of the install prefix (/usr, /usr/local), docs/ in the source.
         """
 
     /// `tokenvault help exit-codes`: the table the man page's EXIT STATUS has.

@@ -42,6 +42,8 @@ final class DebianPackageTests: XCTestCase {
             "/usr/share/man/man1/tokenvault.1.gz", "/usr/share/bash-completion/completions/tokenvault",
             "/usr/share/zsh/vendor-completions/_tokenvault", "/usr/share/fish/vendor_completions.d/tokenvault.fish",
             "/usr/lib/systemd/user/tokenvault-agent.socket", "/usr/share/doc/tokenvault/copyright",
+            // The guides --help points to.
+            "/usr/share/doc/tokenvault/README.md.gz", "/usr/share/doc/tokenvault/providers.md.gz",
         ] {
             XCTAssertTrue(FileManager.default.fileExists(atPath: path), path)
         }

@@ -27,6 +27,7 @@ final class InstallTests: XCTestCase {
             ("share/bash-completion/completions/tokenvault", 0o644), ("share/zsh/site-functions/_tokenvault", 0o644),
             ("share/fish/vendor_completions.d/tokenvault.fish", 0o644),
             ("lib/systemd/user/tokenvault-agent.socket", 0o644), ("lib/systemd/user/tokenvault-agent.service", 0o644),
+            ("share/doc/tokenvault/README.md", 0o644), ("share/doc/tokenvault/config.md", 0o644),
         ]
         for (path, mode) in files {
             let attributes = try FileManager.default.attributesOfItem(atPath: prefix + "/" + path)
