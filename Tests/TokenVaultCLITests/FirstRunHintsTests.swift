@@ -104,6 +104,22 @@ final class FirstRunHintsTests: XCTestCase {
             r.stdout.contains(
                 "nothing came back yet: if the page shows an error, check client_id (and redirect_uri) of [providers.local] in \(config)"
             ), r.stdout)
+        // doctor --network asks the authorization endpoint what it makes of the client id.
+        let doctor = s.expect("doctor", "--network", status: 2)
+        XCTAssertTrue(
+            doctor.stdout.contains(
+                "✗ login local: the authorization endpoint refuses client_id not-registered: invalid_client — fix: check client_id (and redirect_uri) in [providers.local] of \(config)"
+            ), doctor.stdout)
+        try s.writeConfig(
+            """
+            [providers.local]
+            authorize_url = "\(base)/authorize"
+            token_url = "\(base)/token"
+            client_id = "tv-client"
+            """)
+        let fixed = s.tv("doctor", "--network")
+        XCTAssertTrue(
+            fixed.stdout.contains("✓ login local: the authorization endpoint takes client_id tv-client"), fixed.stdout)
     }
 
     /// A usage error names the help of the command it is about; that help,
