@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages a make target needs, when they are missing,
-# and nothing more. Usage: scripts/deps.sh [build|deb|demo|test|bench]
+# and nothing more. Usage: scripts/deps.sh [build|deb|demo|test|bench] [--list]
+# (--list: print the packages, one a line, and install nothing)
 #   build  what compiling and linking tokenvault needs (make build, make release, make install)
 #   deb    build, and the packaging tools (make deb)
 #   demo   build, and the local test provider the demo logs in to (make demo)
@@ -27,6 +28,7 @@ case $mode in
     [ "$mode" = bench ] && pkgs+=(hyperfine time) ;;
   *) echo "usage: scripts/deps.sh [build|deb|demo|test|bench]" >&2; exit 64 ;;
 esac
+if [ "${2:-}" = --list ]; then printf '%s\n' "${pkgs[@]}"; exit 0; fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -94,4 +94,28 @@ final class InstallTests: XCTestCase {
             }
         XCTAssertEqual(left, [])
     }
+
+    /// A release, an install or a package pulls in what building needs, not
+    /// the test toolchain; the tests' list has it all.
+    func testEachTargetInstallsOnlyWhatItNeeds() throws {
+        func list(_ mode: String) -> Set<String> {
+            let r = runProcess(
+                "/bin/bash", [Paths.root.appendingPathComponent("scripts/deps.sh").path, mode, "--list"],
+                env: ["PATH": "/usr/bin:/bin"])
+            XCTAssertEqual(r.status, 0, r.stderr)
+            return Set(r.stdout.split(separator: "\n").map(String.init))
+        }
+        let testOnly: Set = ["etcd-server", "dovecot-imapd", "gnome-keyring", "lintian", "zsh", "fish", "mandoc"]
+        for mode in ["build", "deb", "demo"] {
+            XCTAssertTrue(list(mode).isDisjoint(with: testOnly), "\(mode): \(list(mode).intersection(testOnly))")
+            XCTAssertTrue(list(mode).contains("libsodium-dev"), mode)
+        }
+        XCTAssertTrue(list("deb").contains("dpkg-dev"))
+        XCTAssertTrue(testOnly.isSubset(of: list("test")))
+        let dry = runProcess(
+            "/usr/bin/make", ["-n", "-C", Paths.root.path, "release", "deb"], env: ["PATH": "/usr/bin:/bin"])
+        XCTAssertTrue(dry.stdout.contains("scripts/deps.sh build"), dry.stdout)
+        XCTAssertTrue(dry.stdout.contains("scripts/deps.sh deb"), dry.stdout)
+        XCTAssertFalse(dry.stdout.contains("scripts/deps.sh test"), dry.stdout)
+    }
 }
