@@ -10,8 +10,6 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
-        // For the tests only: an independent HMAC to check the signatures against.
-        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
         .systemLibrary(
@@ -67,9 +65,7 @@ let package = Package(
         .target(name: "TokenVaultTestSupport", dependencies: ["TokenVaultKit"]),
         .testTarget(
             name: "TokenVaultKitTests",
-            dependencies: [
-                "TokenVaultKit", "TokenVaultTestSupport", .product(name: "Crypto", package: "swift-crypto"),
-            ]),
+            dependencies: ["TokenVaultKit", "TokenVaultTestSupport"]),
         .testTarget(
             name: "TokenVaultCLITests",
             dependencies: ["tokenvault", "tokenvault-manual", "TokenVaultTestSupport"]
