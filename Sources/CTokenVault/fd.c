@@ -2,6 +2,7 @@
 #include "tv_fd.h"
 
 #include <fcntl.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -11,3 +12,7 @@ int tv_accept_cloexec(int listener) { return accept4(listener, NULL, NULL, SOCK_
 int tv_pipe_cloexec(int ends[2]) { return pipe2(ends, O_CLOEXEC); }
 
 int tv_mkstemp_cloexec(char *template_) { return mkostemp(template_, O_CLOEXEC); }
+
+int tv_spawn_close_from(void *actions, int lowest) {
+    return posix_spawn_file_actions_addclosefrom_np((posix_spawn_file_actions_t *)actions, lowest);
+}

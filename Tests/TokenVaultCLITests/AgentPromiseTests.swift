@@ -157,6 +157,30 @@ final class AgentPromiseTests: XCTestCase {
         XCTAssertTrue(eventually(5) { (agentStatus(s)?["pid"] as? Int32).map { $0 != pid } == true }, "replaced")
     }
 
+    /// A descriptor the first command got from its parent (a shell's pipe, an
+    /// open file) does not reach the agent it starts: an agent holding a
+    /// caller's pipe would keep that caller waiting for its end for an hour.
+    func testTheAgentStartedOnUseInheritsNoDescriptorOfItsCaller() throws {
+        let s = try onFirstUse()
+        let held = s.home + "/held-by-the-caller"
+        let first = runProcess(
+            "/usr/bin/python3",
+            [
+                "-c",
+                "import os, sys; fd = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY); os.set_inheritable(fd, True); "
+                    + "os.execv(sys.argv[2], sys.argv[2:])", held, Paths.binary, "get", "api.first.example",
+            ], env: s.env, limit: 60)
+        XCTAssertEqual(first.out, "first-tok", first.stderr)
+        XCTAssertTrue(eventually(5) { agentStatus(s) != nil }, "an agent was started")
+        let pid = try XCTUnwrap(agentStatus(s)?["pid"] as? Int32)
+        let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
+        let targets = fds.compactMap {
+            try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)")
+        }
+        XCTAssertFalse(targets.isEmpty)
+        XCTAssertFalse(targets.contains(held), "the caller's file reached the agent: \(targets)")
+    }
+
     func testManyFirstGetsAtOnceStartOneAgent() throws {
         let s = try onFirstUse()
         let outs = Locked<[String]>([])

@@ -110,16 +110,21 @@ final class LoginTests: XCTestCase {
         s.env["TOKENVAULT_KEY_TTL"] = "60"
         s.expect("set", "api.before.example", stdin: "t\n")  // the vault exists and is open during the login
         let fds = s.home + "/browser-fds"
-        // Started with nothing open but stdin, stdout and stderr, so that what the browser has is tokenvault's.
+        // Started with one descriptor of its parent's open (not close-on-exec), which the browser must not get either.
         var env = s.env
         (env["BROWSER_MODE"], env["BROWSER_FDS"]) = ("linger", fds)
+        let held = s.home + "/held-by-the-caller"
         let first = runProcess(
             "/usr/bin/python3",
-            ["-c", "import os, sys; os.closerange(3, 65536); os.execv(sys.argv[1], sys.argv[1:])", Paths.binary]
-                + ["login", "local"], env: env, limit: 60)
+            [
+                "-c",
+                "import os, sys; os.closerange(3, 65536); fd = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY); "
+                    + "os.set_inheritable(fd, True); os.execv(sys.argv[2], sys.argv[2:])", held, Paths.binary,
+            ] + ["login", "local"], env: env, limit: 60)
         XCTAssertEqual(first.status, 0, first.stderr)
         let listing = try String(contentsOfFile: fds, encoding: .utf8)
         XCTAssertFalse(listing.contains("socket:"), "no socket reached the browser: \(listing)")
+        XCTAssertFalse(listing.contains(held), "nothing of tokenvault's parent reached the browser: \(listing)")
         XCTAssertFalse(
             listing.contains(s.home + "/data") || listing.contains(s.home + "/run"),
             "no vault or lock file reached the browser: \(listing)")

@@ -9,5 +9,10 @@ int tv_accept_cloexec(int listener);
 int tv_pipe_cloexec(int ends[2]);
 /* mkostemp(template, O_CLOEXEC). */
 int tv_mkstemp_cloexec(char *template_);
+/* posix_spawn_file_actions_addclosefrom_np(actions, lowest) (glibc 2.34): the
+   child closes every descriptor from `lowest` up, inherited ones included.
+   `actions` is a posix_spawn_file_actions_t * (void here: spawn.h stays out of
+   the header Swift reads, so its types keep coming from Glibc). */
+int tv_spawn_close_from(void *actions, int lowest);
 
 #endif

@@ -2,6 +2,7 @@ import CDispatch
 import Dispatch
 import FoundationEssentials
 import Glibc
+internal import CTokenVault
 
 /// The few things tokenvault took from the whole of Foundation, on the C
 /// library instead: the binary links only FoundationEssentials, which keeps
@@ -103,7 +104,10 @@ public enum Posix {
 
     /// Every child starts with no signal blocked and SIGPIPE, SIGTERM, SIGINT
     /// and SIGHUP at their defaults, whatever this process (the agent, which
-    /// ignores SIGPIPE and waits for SIGTERM on a thread of its own) set.
+    /// ignores SIGPIPE and waits for SIGTERM on a thread of its own) set; and
+    /// with stdin, stdout and stderr alone: no descriptor this process got from
+    /// its own parent reaches it (an agent started on use would keep a pipe of
+    /// the shell that ran the first command open for an hour).
     private static func launch(
         _ argv: [String], env: [String: String], actions: inout posix_spawn_file_actions_t,
         newSession: Bool = false, path: String? = nil
@@ -114,6 +118,7 @@ public enum Posix {
             cArgs.forEach { free($0) }
             cEnv.forEach { free($0) }
         }
+        tv_spawn_close_from(&actions, 3)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
