@@ -1,17 +1,19 @@
 import Foundation
 import XCTest
 
-/// The adapters (docs/adapters.md) driven by the real clients: git (with git
-/// http-backend behind a server that introspects each token at the authlib
-/// provider), kubectl (an exec user against a small HTTPS API endpoint that
-/// does the same) and dovecot's IMAP (its oauth2 passdb, same check). The
-/// provider and the three servers start once for the class.
-final class AdapterTests: XCTestCase {
+/// What AdapterTests and SetupTests share: a git server, a Kubernetes API
+/// endpoint, dovecot and the local provider, started once per class.
+class AdapterTestCase: XCTestCase {
     nonisolated(unsafe) static var provider: LocalProvider!
+
     nonisolated(unsafe) static var servers: [Process] = []
+
     nonisolated(unsafe) static var gitPort = 0
+
     nonisolated(unsafe) static var kubePort = 0
+
     nonisolated(unsafe) static var imapPort = 0
+
     nonisolated(unsafe) static var work = ""
 
     override class func setUp() {
@@ -82,6 +84,82 @@ final class AdapterTests: XCTestCase {
         return record?["access_token"] as? String ?? ""
     }
 
+    // MARK: kubectl
+
+    func kubeconfig(
+
+        _ s: Sandbox, apiVersion: String, interactive: String = "Never", service: String = "local"
+    ) throws -> String {
+        try kubeconfig(
+            s, file: "kubeconfig-" + apiVersion.split(separator: "/").last!, user: "vault",
+            users: """
+                users:
+                - name: vault
+                  user:
+                    exec:
+                      apiVersion: \(apiVersion)
+                      command: \(Paths.binary)
+                      args: [get, \(service), --format, kubectl]
+                      interactiveMode: \(interactive)
+
+                """)
+    }
+
+    /// A kubeconfig whose one context uses the test API endpoint as `user`,
+    /// with `users` (a YAML `users:` block, or nothing) between.
+    func kubeconfig(_ s: Sandbox, file: String, user: String, users: String) throws -> String {
+        let path = s.home + "/" + file
+        let yaml = """
+            apiVersion: v1
+            kind: Config
+            clusters:
+            - name: local
+              cluster:
+                server: https://127.0.0.1:\(Self.kubePort)
+                certificate-authority: \(Self.work)/kube/ca.pem
+            \(users)contexts:
+            - name: local
+              context: {cluster: local, user: \(user)}
+            current-context: local
+
+            """
+        try yaml.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    func kubectl(_ s: Sandbox, _ config: String, env extra: [String: String] = [:]) -> Run {
+        var env = s.env
+        env["KUBECONFIG"] = config
+        env["KUBECACHEDIR"] = s.home + "/kubecache"
+        for (k, v) in extra { env[k] = v.isEmpty ? nil : v }
+        return runProcess("/usr/bin/kubectl", ["get", "--raw", "/api"], env: env, limit: 60)
+    }
+
+    func gateStats(kube: Bool) throws -> [String: Int] {
+        let r = runProcess(
+            "/usr/bin/curl",
+            ["-s", "--cacert", Self.work + "/kube/ca.pem", "https://127.0.0.1:\(Self.kubePort)/stats"], env: [:])
+        return (try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Int]) ?? [:]
+    }
+
+    // MARK: mail
+
+    func imapLogin(_ s: Sandbox, mechanism: String, user: String = "alice") -> Run {
+        let sasl = s.tv("get", "local", "--format", "sasl", "--user", user, "--sasl", mechanism.lowercased())
+        XCTAssertEqual(sasl.status, 0, sasl.stderr)
+        return runProcess(
+            "/usr/bin/python3",
+            [Paths.fixtures.appendingPathComponent("imap_login.py").path, String(Self.imapPort), mechanism],
+            stdin: sasl.stdout, env: ["PATH": "/usr/bin:/bin"], limit: 60)
+    }
+}
+
+/// The adapters (docs/adapters.md) driven by the real clients: git (with git
+/// http-backend behind a server that introspects each token at the authlib
+/// provider), kubectl (an exec user against a small HTTPS API endpoint that
+/// does the same) and dovecot's IMAP (its oauth2 passdb, same check). The
+/// provider and the three servers start once for the class.
+final class AdapterTests: AdapterTestCase {
     // MARK: git
 
     func testGitClonesAfterLoginPushesAfterExpiryAndRecoversFromARejectedToken() throws {
@@ -227,56 +305,6 @@ final class AdapterTests: XCTestCase {
         XCTAssertEqual(clear.status, 78, clear.stderr)
     }
 
-    // MARK: kubectl
-
-    func kubeconfig(
-        _ s: Sandbox, apiVersion: String, interactive: String = "Never", service: String = "local"
-    ) throws -> String {
-        try kubeconfig(
-            s, file: "kubeconfig-" + apiVersion.split(separator: "/").last!, user: "vault",
-            users: """
-                users:
-                - name: vault
-                  user:
-                    exec:
-                      apiVersion: \(apiVersion)
-                      command: \(Paths.binary)
-                      args: [get, \(service), --format, kubectl]
-                      interactiveMode: \(interactive)
-
-                """)
-    }
-
-    /// A kubeconfig whose one context uses the test API endpoint as `user`,
-    /// with `users` (a YAML `users:` block, or nothing) between.
-    func kubeconfig(_ s: Sandbox, file: String, user: String, users: String) throws -> String {
-        let path = s.home + "/" + file
-        let yaml = """
-            apiVersion: v1
-            kind: Config
-            clusters:
-            - name: local
-              cluster:
-                server: https://127.0.0.1:\(Self.kubePort)
-                certificate-authority: \(Self.work)/kube/ca.pem
-            \(users)contexts:
-            - name: local
-              context: {cluster: local, user: \(user)}
-            current-context: local
-
-            """
-        try yaml.write(toFile: path, atomically: true, encoding: .utf8)
-        return path
-    }
-
-    func kubectl(_ s: Sandbox, _ config: String, env extra: [String: String] = [:]) -> Run {
-        var env = s.env
-        env["KUBECONFIG"] = config
-        env["KUBECACHEDIR"] = s.home + "/kubecache"
-        for (k, v) in extra { env[k] = v.isEmpty ? nil : v }
-        return runProcess("/usr/bin/kubectl", ["get", "--raw", "/api"], env: env, limit: 60)
-    }
-
     func testKubectlExecUserGetsTheTokenAndARenewedOneAfterExpiry() throws {
         let s = try sandbox()
         try provider.storeExpired(in: s)
@@ -332,24 +360,6 @@ final class AdapterTests: XCTestCase {
             XCTAssertEqual(r.stdout, "")
         }
         XCTAssertEqual(s.tv("get", "local", "--format", "kubectl", "--field", "scope").status, 64)
-    }
-
-    func gateStats(kube: Bool) throws -> [String: Int] {
-        let r = runProcess(
-            "/usr/bin/curl",
-            ["-s", "--cacert", Self.work + "/kube/ca.pem", "https://127.0.0.1:\(Self.kubePort)/stats"], env: [:])
-        return (try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Int]) ?? [:]
-    }
-
-    // MARK: mail
-
-    func imapLogin(_ s: Sandbox, mechanism: String, user: String = "alice") -> Run {
-        let sasl = s.tv("get", "local", "--format", "sasl", "--user", user, "--sasl", mechanism.lowercased())
-        XCTAssertEqual(sasl.status, 0, sasl.stderr)
-        return runProcess(
-            "/usr/bin/python3",
-            [Paths.fixtures.appendingPathComponent("imap_login.py").path, String(Self.imapPort), mechanism],
-            stdin: sasl.stdout, env: ["PATH": "/usr/bin:/bin"], limit: 60)
     }
 
     func testDovecotTakesTheSASLResponsesAndCurlTheBareToken() throws {

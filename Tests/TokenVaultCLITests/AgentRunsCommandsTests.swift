@@ -3,7 +3,7 @@ import XCTest
 
 /// The commands the agent runs whole for its client (docs/agent.md): the
 /// same output, exit status and environment as the command run directly.
-extension AgentTests {
+final class AgentRunsCommandsTests: AgentTestCase {
     func testTheAgentRunsTheClientsCommandWithTheClientsEnvironment() throws {
         let s = sandbox("file")
         XCTAssertEqual(s.tv("set", "api.example.com", stdin: "tok-d").status, 0)

@@ -2,11 +2,9 @@ import Foundation
 import TokenVaultKit
 import XCTest
 
-/// `tokenvault agent` against a real gnome-keyring (a private D-Bus) and the
-/// file vault: the same answers as without it, every change to the backend
-/// seen at once, only its own user answered, and every command working when
-/// it is gone.
-final class AgentTests: XCTestCase {
+/// What AgentTests and AgentRunsCommandsTests share: a private gnome-keyring,
+/// started once per class, and the helpers that start and ask an agent.
+class AgentTestCase: XCTestCase {
     nonisolated(unsafe) static var keyring: PrivateKeyring!
 
     override class func setUp() { keyring = try! PrivateKeyring() }
@@ -34,6 +32,35 @@ final class AgentTests: XCTestCase {
 
     func requests(_ s: Sandbox) throws -> Int { try agentStatus(s)?["requests"] as? Int ?? -1 }
 
+    /// The environment a hook ran with, once it has run (it runs in the background).
+    func hookEnvironment(_ s: Sandbox, _ event: String) -> [String: String]? {
+        let path = s.home + "/hook-" + event
+        func written() -> String? {
+            (try? String(contentsOfFile: path, encoding: .utf8)).flatMap { $0.hasSuffix("END\n") ? $0 : nil }
+        }
+        guard eventually(15, { written() != nil }), let text = written() else { return nil }
+        var env: [String: String] = [:]
+        for line in text.split(separator: "\n") {
+            let parts = line.split(separator: "=", maxSplits: 1).map(String.init)
+            if parts.count == 2 { env[parts[0]] = parts[1] }
+        }
+        return env
+    }
+
+    static let hooks = """
+
+        [hooks]
+        on_login_required = 'env > "$HOME/hook-$TOKENVAULT_EVENT.tmp"; echo END >> "$HOME/hook-$TOKENVAULT_EVENT.tmp"; mv "$HOME/hook-$TOKENVAULT_EVENT.tmp" "$HOME/hook-$TOKENVAULT_EVENT"'
+        on_refresh_failed = 'env > "$HOME/hook-$TOKENVAULT_EVENT.tmp"; echo END >> "$HOME/hook-$TOKENVAULT_EVENT.tmp"; mv "$HOME/hook-$TOKENVAULT_EVENT.tmp" "$HOME/hook-$TOKENVAULT_EVENT"'
+        on_refresh_token_expiring = 'env > "$HOME/hook-$TOKENVAULT_EVENT.tmp"; echo END >> "$HOME/hook-$TOKENVAULT_EVENT.tmp"; mv "$HOME/hook-$TOKENVAULT_EVENT.tmp" "$HOME/hook-$TOKENVAULT_EVENT"'
+        """
+}
+
+/// `tokenvault agent` against a real gnome-keyring (a private D-Bus) and the
+/// file vault: the same answers as without it, every change to the backend
+/// seen at once, only its own user answered, and every command working when
+/// it is gone.
+final class AgentTests: AgentTestCase {
     func testTheAgentAnswersWhatTheBackendWouldForEveryBackend() throws {
         for backend in ["file", "secret-service"] {
             let s = sandbox(backend)
@@ -182,28 +209,6 @@ final class AgentTests: XCTestCase {
         usleep(1_500_000)
         XCTAssertEqual(try provider.stats()["refreshes"] ?? 0, before + 1)
     }
-
-    /// The environment a hook ran with, once it has run (it runs in the background).
-    func hookEnvironment(_ s: Sandbox, _ event: String) -> [String: String]? {
-        let path = s.home + "/hook-" + event
-        func written() -> String? {
-            (try? String(contentsOfFile: path, encoding: .utf8)).flatMap { $0.hasSuffix("END\n") ? $0 : nil }
-        }
-        guard eventually(15, { written() != nil }), let text = written() else { return nil }
-        var env: [String: String] = [:]
-        for line in text.split(separator: "\n") {
-            let parts = line.split(separator: "=", maxSplits: 1).map(String.init)
-            if parts.count == 2 { env[parts[0]] = parts[1] }
-        }
-        return env
-    }
-
-    static let hooks = """
-        [hooks]
-        on_login_required = 'env > "$HOME/hook-$TOKENVAULT_EVENT.tmp"; echo END >> "$HOME/hook-$TOKENVAULT_EVENT.tmp"; mv "$HOME/hook-$TOKENVAULT_EVENT.tmp" "$HOME/hook-$TOKENVAULT_EVENT"'
-        on_refresh_failed = 'env > "$HOME/hook-$TOKENVAULT_EVENT.tmp"; echo END >> "$HOME/hook-$TOKENVAULT_EVENT.tmp"; mv "$HOME/hook-$TOKENVAULT_EVENT.tmp" "$HOME/hook-$TOKENVAULT_EVENT"'
-        on_refresh_token_expiring = 'env > "$HOME/hook-$TOKENVAULT_EVENT.tmp"; echo END >> "$HOME/hook-$TOKENVAULT_EVENT.tmp"; mv "$HOME/hook-$TOKENVAULT_EVENT.tmp" "$HOME/hook-$TOKENVAULT_EVENT"'
-        """
 
     func testARefusedRenewalIsRecordedAndNotTriedAgain() throws {
         let provider = try LocalProvider()

@@ -1,10 +1,9 @@
 import Foundation
 import XCTest
 
-/// What a hostile provider, a hostile input, another local user or bad timing
-/// sends: nothing corrupts the vault, crashes the tool or leaks a secret.
-final class HardeningTests: QuirkProviderTestCase {
-
+/// What HardeningTests and WriteAndTrustTests share: the quirk provider and a
+/// private gnome-keyring (QuirkProviderTestCase), a sandbox for provider q.
+class HardeningTestCase: QuirkProviderTestCase {
     func sandbox(_ path: String = "/rotate", backend: String = "file", extra: String = "") throws -> Sandbox {
         let s = Sandbox(backend: backend)
         s.env.merge(Self.keyring.env) { $1 }
@@ -26,7 +25,11 @@ final class HardeningTests: QuirkProviderTestCase {
             stdin: #"{"access_token":"old","refresh_token":"\#(refresh)","expires_at":1}"#)
         XCTAssertEqual(r.status, 0, r.stderr)
     }
+}
 
+/// What a hostile provider, a hostile input, another local user or bad timing
+/// sends: nothing corrupts the vault, crashes the tool or leaks a secret.
+final class HardeningTests: HardeningTestCase {
     // MARK: 1. A set that destroys the vault
 
     func testLimitsCountBytesAndTheLargestValuesRoundTrip() throws {

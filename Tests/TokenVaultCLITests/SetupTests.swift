@@ -2,8 +2,8 @@ import Foundation
 import XCTest
 
 /// `setup git` and `setup kubectl` against the real git and kubectl of
-/// `AdapterTests` (its git server, its Kubernetes API endpoint, its provider).
-extension AdapterTests {
+/// `AdapterTestCase` (its git server, its Kubernetes API endpoint, its provider).
+final class SetupTests: AdapterTestCase {
     func plainGit(_ s: Sandbox, _ args: [String]) -> Run {
         var env = s.env
         env["GIT_TERMINAL_PROMPT"] = "0"

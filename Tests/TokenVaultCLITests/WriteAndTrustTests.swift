@@ -5,8 +5,8 @@ import XCTest
 /// over a spool, outside text is cleaned where it enters, the discovery cache
 /// trusts only the user's own files, git's URL rules, a refresh that did not
 /// happen is not reported as one, and hints are shell words. Against the quirk
-/// provider that `HardeningTests` starts once.
-extension HardeningTests {
+/// provider that `HardeningTestCase` starts once per class.
+final class WriteAndTrustTests: HardeningTestCase {
     var base: String { "http://127.0.0.1:\(Self.port)" }
 
     /// A second session on the same vault: its own runtime directory (locks, spool).
