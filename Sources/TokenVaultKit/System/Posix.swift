@@ -1,8 +1,8 @@
 import CDispatch
+internal import CTokenVault
 import Dispatch
 import FoundationEssentials
 import Glibc
-internal import CTokenVault
 
 /// The few things tokenvault took from the whole of Foundation, on the C
 /// library instead: the binary links only FoundationEssentials, which keeps
