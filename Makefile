@@ -53,10 +53,12 @@ release:
 	patchelf --remove-rpath $(RELEASE_BIN)
 
 # The tests start their own private D-Bus with an unlocked gnome-keyring
-# (one per test class) and their own throwaway homes.
+# (one per test class) and their own throwaway homes. scripts/run-tests.sh
+# runs each class in a process of its own, TEST_WORKERS (2) at a time, and
+# ends with a summary naming every failure and the wall time.
 test: deps lint
 	swift build --build-tests
-	swift test --skip-build --disable-swift-testing
+	@scripts/run-tests.sh
 
 # The library's tests alone (docs/hacking.md): no packages installed, no
 # services started; the fast loop. The one library test that needs the MCP

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Runs the built test bundle (swift build --build-tests first) the way make
+# test does: every test class in a process of its own, TEST_WORKERS classes at
+# a time (default 2), the slowest classes first so none is left to run alone at
+# the end; each class's output printed whole once it is done. Then a summary
+# that names every failing test with its first failed assertion, every class
+# that crashed, and the wall time, so the last lines of a log say what failed.
+# Most of the suite waits (on servers, timeouts, child processes) rather than
+# computes: two classes side by side take about half the time of one.
+#
+# Usage: scripts/run-tests.sh [FILTER]   (FILTER: a grep -E pattern on
+# Module.Class; TEST_WORKERS=1 runs one class at a time)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bundle=.build/debug/tokenvaultPackageTests.xctest
+workers=${TEST_WORKERS:-2}
+logs=.build/test-logs
+durations=.build/test-durations.tsv   # seconds per class, from the last run here
+rm -rf "$logs" && mkdir -p "$logs"
+[ -x "$bundle" ] || { echo "run-tests: $bundle is not built (swift build --build-tests)" >&2; exit 2; }
+
+classes=$("$bundle" --list-tests | sed -n 's|^\([A-Za-z]*\.[A-Za-z]*\)/.*|\1|p' | sort -u | grep -E "${1:-.}")
+[ -n "$classes" ] || { echo "run-tests: no test class matches ${1:-.}" >&2; exit 2; }
+# Slowest first: the last run's times where there are any, else what a fresh
+# clone measured for the long classes (the rest count as 5 s).
+known="TokenVaultCLITests.DebianPackageTests 90
+TokenVaultCLITests.FleetTests 60
+TokenVaultCLITests.AgentTests 45
+TokenVaultCLITests.AgentHardeningTests 40
+TokenVaultCLITests.HostileServerTests 37
+TokenVaultCLITests.AgentPromiseTests 32
+TokenVaultCLITests.MCPBridgeTests 28
+TokenVaultCLITests.LoginTests 28
+TokenVaultCLITests.LoginLifecycleTests 26
+TokenVaultCLITests.StateTests 25"
+[ -s "$durations" ] && known=$(cat "$durations")
+ordered=$(for c in $classes; do
+  printf '%s %s\n' "$(awk -v c="$c" '$1 == c { print $2; exit }' <<<"$known" | grep . || echo 5)" "$c"
+done | sort -k1,1nr | awk '{ print $2 }')
+
+started=$(date +%s)
+export bundle logs
+# One class: its output kept, then printed whole (one class at a time on stdout).
+run_class() {
+  local c=$1 t0 rc
+  t0=$(date +%s)
+  "$bundle" "$c" > "$logs/$c.log" 2>&1 < /dev/null
+  rc=$?
+  echo "$c $(( $(date +%s) - t0 )) $rc" > "$logs/$c.done"
+  flock "$logs/.stdout" cat "$logs/$c.log"
+}
+export -f run_class
+printf '%s\n' $ordered | xargs -P "$workers" -I{} bash -c 'run_class "$1"' _ {}
+ended=$(date +%s)
+
+# The summary.
+passed=$(cat "$logs"/*.log | grep -cE "^Test Case '.*' passed \(")
+failed_cases=$(cat "$logs"/*.log | sed -n "s/^Test Case '\(.*\)' failed (.*/\1/p")
+failed=$(grep -c . <<<"$failed_cases")
+crashed=()
+for d in "$logs"/*.done; do
+  read -r c seconds rc < "$d"
+  [ "$rc" = 0 ] || grep -q "^Test Case '.*' failed (" "$logs/$c.log" || crashed+=("$c (exit $rc)")
+done
+missing=()
+for c in $ordered; do [ -e "$logs/$c.done" ] || missing+=("$c"); done
+cat "$logs"/*.done | awk '{ print $1, $2 }' | sort -k2,2nr > "$durations.new" && mv "$durations.new" "$durations"
+echo
+echo "== tokenvault tests: $(wc -w <<<"$ordered") classes, $workers at a time, $(( (ended - started) / 60 ))m $(( (ended - started) % 60 ))s =="
+echo "slowest: $(head -3 "$durations" | awk '{ printf "%s%s %ss", (NR > 1 ? ", " : ""), $1, $2 }')"
+while read -r name; do
+  [ -n "$name" ] || continue
+  first=$(grep -h -m1 -E "error: ${name//./\\.} :" "$logs"/*.log | head -1)
+  echo "FAILED $name — ${first:-no assertion line (see its class log)}"
+done <<<"$failed_cases"
+for c in "${crashed[@]}"; do echo "CRASHED $c: its log is $logs/${c%% *}.log"; done
+for c in "${missing[@]}"; do echo "NOT RUN $c"; done
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ] && [ ${#crashed[@]} -eq 0 ] && [ ${#missing[@]} -eq 0 ]
