@@ -44,9 +44,9 @@ public final class MCPBridge: @unchecked Sendable {
     var closing = false
     /// Logins for more scopes this bridge ran: at most one while it runs
     /// (a server can always name another scope).
-    private var stepUps = 0
+    var stepUps = 0
     /// Logins after a renewed token was refused: at most one while it runs.
-    private var loginsAgain = 0
+    var loginsAgain = 0
     /// A request of the per-request era (2026-07-28 and later) came: a
     /// notification after it is that era's too (docs/adapters.md).
     var modernSeen = false
@@ -256,72 +256,6 @@ public final class MCPBridge: @unchecked Sendable {
                 let why = OutsideText.line(String(decoding: x.errorBody.prefix(300), as: UTF8.self), limit: 200)
                 return fail(request, "\(shown) answered HTTP \(response.status)\(why.isEmpty ? "" : ": \(why)")")
             }
-        }
-    }
-
-    /// A renewed token refused too (401): the grant no longer works here —
-    /// the resource may name another authorization server now. A login where
-    /// one can run, at most one per bridge, and the token to send again; else
-    /// the error (nil).
-    private func logInAgain(_ request: JSONValue?) -> String? {
-        let first = state.withLock { () -> Bool in
-            defer { loginsAgain += 1 }
-            return loginsAgain == 0
-        }
-        do {
-            guard first, try host.stepUp([]) else {
-                fail(
-                    request,
-                    "\(shown) refuses the renewed token (HTTP 401); log in again: tokenvault login \(ShellWord.word(url))",
-                    code: .authorization)
-                return nil
-            }
-            return try host.token()
-        } catch {
-            fail(request, error, code: .authorization)
-            return nil
-        }
-    }
-
-    /// What a 403 says, with the login that gives the scopes it names.
-    private func refusal(of response: HTTPResponse, after: String) -> String {
-        let challenge = response.header("WWW-Authenticate").flatMap(AuthChallenge.bearer)
-        guard challenge?.parameters["error"] == "insufficient_scope" else {
-            return "\(shown) refused the request (HTTP 403)"
-        }
-        let scopes = (challenge?.parameters["scope"] ?? "").split(separator: " ").map(String.init)
-        let login =
-            "tokenvault login \(ShellWord.word(url))"
-            + (scopes.isEmpty
-                ? "" : " --scope \(ShellWord.word(OutsideText.line(scopes.joined(separator: " "), limit: 200)))")
-        return "\(shown) asks for more scopes again (\(after)); log in with them: \(login)"
-    }
-
-    /// A 403: with `insufficient_scope`, a login for more scopes where one
-    /// can run, and the token to send again; else the error (nil).
-    private func stepUp(_ response: HTTPResponse, request: JSONValue?) -> String? {
-        let challenge = response.header("WWW-Authenticate").flatMap(AuthChallenge.bearer)
-        guard challenge?.parameters["error"] == "insufficient_scope" else {
-            fail(request, "\(shown) refused the request (HTTP 403)", code: .authorization)
-            return nil
-        }
-        let scopes = (challenge?.parameters["scope"] ?? "").split(separator: " ").map(String.init)
-        let asked =
-            scopes.isEmpty
-            ? challenge?.parameters["error_description"].map { "it says: \($0)" } ?? "it does not say which"
-            : scopes.joined(separator: " ")
-        do {
-            guard try host.stepUp(scopes) else {
-                fail(
-                    request,
-                    "\(shown) asks for more scopes (\(OutsideText.line(asked, limit: 200))); log in with them: tokenvault login \(ShellWord.word(url))",
-                    code: .scope)
-                return nil
-            }
-            return try host.token()
-        } catch {
-            fail(request, error, code: .scope)
-            return nil
         }
     }
 
