@@ -91,6 +91,9 @@ final class AgentServer: @unchecked Sendable {
 
     /// A scope with the config's decisions filled in: the agent's config, which
     /// is the client's wherever their config paths agree (they are compared too).
+    /// The file vault's key lifetime counts only where the file vault can be
+    /// opened: not on the Secret Service, nor on auto while there is no vault
+    /// file (a Secret Service read never uses that key).
     private func resolved(_ scope: JSONValue) -> JSONValue {
         guard case .object(var o) = scope else { return scope }
         let config = try? Config.load(settings)
@@ -106,6 +109,12 @@ final class AgentServer: @unchecked Sendable {
             if o[prefix]?.string?.isEmpty ?? true { o[prefix] = .string(config?.etcd?.prefix ?? "tokenvault/") }
         } else {
             (o[endpoints], o[prefix]) = (nil, nil)
+        }
+        let noVaultFile = o["vault"]?.string.map { access($0, F_OK) != 0 } ?? false
+        if o[backendKey] == .string(BackendChoice.secretService.rawValue)
+            || (o[backendKey] == .string(BackendChoice.auto.rawValue) && noVaultFile)
+        {
+            o["key_ttl"] = nil
         }
         return .object(o)
     }

@@ -103,6 +103,28 @@ final class AgentPromiseTests: XCTestCase {
         XCTAssertTrue(doctor.stdout.contains("for another setup (TOKENVAULT_DBUS_TIMEOUT differs)"), doctor.stdout)
     }
 
+    /// Only what a request uses makes another setup: a key lifetime for the
+    /// file vault changes nothing for credentials in the Secret Service, on
+    /// auto with no vault file; once a vault file exists, it does.
+    func testAKeyLifetimeMattersOnlyWhereTheFileVaultIsUsed() throws {
+        let s = sandbox("auto")
+        s.env["TOKENVAULT_KEY_TTL"] = nil
+        XCTAssertEqual(s.tv("set", "api.ss.example", stdin: "ss-tok").status, 0)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: s.vault), "stored in the Secret Service")
+        XCTAssertEqual(s.tv("agent").status, 0)
+        addTeardownBlock { s.expect("agent", "stop") }
+        var before = requests(s)
+        let ttl = s.tv("get", "api.ss.example", "--verbose", env: ["TOKENVAULT_KEY_TTL": "60"])
+        XCTAssertEqual(ttl.out, "ss-tok", ttl.stderr)
+        XCTAssertEqual(requests(s) - before, 2, "answered by the agent: \(ttl.stderr)")
+        // A vault file: now the key's lifetime is part of the setup.
+        XCTAssertEqual(s.tv("set", "api.file.example", stdin: "f", env: ["TOKENVAULT_BACKEND": "file"]).status, 0)
+        before = requests(s)
+        let declined = s.tv("get", "api.ss.example", "--verbose", env: ["TOKENVAULT_KEY_TTL": "60"])
+        XCTAssertEqual(declined.out, "ss-tok")
+        XCTAssertTrue(declined.stderr.contains("another setup: key_ttl differs"), declined.stderr)
+    }
+
     // MARK: Started on first use
 
     /// The agents that serve `s`'s runtime directory: their process ids.
