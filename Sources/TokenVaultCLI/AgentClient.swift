@@ -98,9 +98,8 @@ enum AgentClient {
     /// passphrase source (it answers from the key this command cached, or
     /// declines); one agent per runtime directory, however many start it
     /// (its lock decides). It stops after `agent_idle` seconds without a request.
-    static func startOnFirstUse(_ args: [String]) {
+    static func startOnFirstUse(_ args: [String], settings: Settings) {
         guard (unanswered && !declined) || replaced, let first = args.first, commands.contains(first) else { return }
-        let settings = Settings.process
         guard settings.agentStartsOnUse, let config = try? Config.load(settings), config.startsAgent else { return }
         // The agent stopped for another build leaves once its work is done: a moment.
         var free = AgentServer.lockFree(settings)

@@ -30,8 +30,8 @@ extension AgentServer {
         let (kept, leaving) = state.withLock { ($0.kept, $0.leaving) }
         if kept.isEmpty || leaving { return 300 }
         let own = self.own
-        return serving(own) {
-            let context = Context()
+        do {
+            let context = Context(settings: own, agent: request)
             defer { context.flushWarnings() }
             let now = context.clock.now
             guard let config = try? context.config, let vault = try? context.vault() else { return 60 }
@@ -81,8 +81,8 @@ extension AgentServer {
 
     /// One renewal ahead of need, on its own thread; the loop looks again when it ends.
     private func renew(_ c: Credential, policy: AheadOfNeed, settings: Settings) {
-        serving(settings) {
-            let context = Context()
+        do {
+            let context = Context(settings: settings, agent: request)
             defer { context.flushWarnings() }
             let now = context.clock.now
             let outcome: (asked: Bool, text: String, failed: Bool)

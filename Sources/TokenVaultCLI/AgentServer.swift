@@ -7,8 +7,9 @@ import TokenVaultKit
 /// a thread of its own and through a fresh `Context` (the config read again
 /// when it changed, the store opened through the process's open libsecret
 /// session and the kernel keyring's cached key), so nothing is answered from
-/// memory. Requests run side by side: what one request sets (its client, what
-/// it prints) is its thread's own (`Context.agentRequest`, `Output`), and
+/// memory. Requests run side by side: each runs with its client's settings,
+/// handed to `TokenVaultMain.execute` and so to its `Context`, and what it
+/// prints is its thread's own (`Output.capturing`); and
 /// what the agent keeps between requests is in `state`, under its lock,
 /// which no request holds while it works. Only the renewal of one credential
 /// is one at a time, by that credential's renewal lock, as between processes.
@@ -272,7 +273,7 @@ final class AgentServer: @unchecked Sendable {
         }
         // `stop`: gone from the socket before it answers; it exits once nothing is in flight.
         if op == "stop" { stopListening() }
-        let (result, _, stderr) = Output.capturing { try serving(own) { try self.answer(request) } }
+        let (result, _, stderr) = Output.capturing { try self.answer(request) }
         switch result {
         case .success(let value): answer["ok"] = value
         case .failure(let error as TokenVaultError): answer["error"] = error.wire
@@ -309,29 +310,20 @@ final class AgentServer: @unchecked Sendable {
         }
         let stdout = Terminal.Stdout(
             isTerminal: request.terminal != nil, columns: request.terminal.flatMap { $0 > 0 ? $0 : nil })
-        let (result, out, err) = Output.capturing {
-            serving(client, stdout: stdout) {
-                TokenVaultMain.execute(request.arguments) { error in
-                    if case TokenVaultError.permission = error { return request.hasPassphraseSource }
-                    return TokenVaultMain.isHelpText(error)
-                }
+        let (result, out, err) = Output.capturing(stdout: stdout) {
+            TokenVaultMain.execute(request.arguments, settings: client, agent: self.request) { error in
+                if case TokenVaultError.permission = error { return request.hasPassphraseSource }
+                return TokenVaultMain.isHelpText(error)
             }
         }
         guard case .success(let status?) = result else { return .declined("the client's to run") }
         return .ran(status: status, stdout: Array(out.utf8), stderr: Array(err.utf8))
     }
 
-    /// Runs `body` as the agent answering a client of `settings` whose stdout
-    /// is `stdout`: each `Context` made meanwhile is the agent's (docs/agent.md).
-    func serving<T>(
-        _ settings: Settings, stdout: Terminal.Stdout = Terminal.Stdout(isTerminal: false),
-        _ body: () throws -> T
-    ) rethrows -> T {
-        Context.agentRequest = Context.AgentRequest(settings: settings, stdout: stdout) { id, c, context in
-            self.handedOut(id, c, context)
-        }
-        defer { Context.agentRequest = nil }
-        return try body()
+    /// What a context of the agent's does beyond a command's (docs/agent.md):
+    /// each credential it hands out is kept renewed from then on.
+    var request: Context.AgentRequest {
+        Context.AgentRequest { id, c, context in self.handedOut(id, c, context) }
     }
 
     /// A client was handed `c`: it is renewed ahead of need from now on.
@@ -391,7 +383,7 @@ final class AgentServer: @unchecked Sendable {
             guard let service = request["service"]?.string, let account = request["account"]?.string else {
                 throw TokenVaultError.usage("the request names no service")
             }
-            let context = Context()
+            let context = Context(settings: own, agent: self.request)
             defer { context.flushWarnings() }
             let id = CredentialID(service: try ServiceKey(parsing: service), account: account)
             let minValid = request["min_valid"]?.int64.map { Int($0) }

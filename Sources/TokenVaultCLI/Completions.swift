@@ -9,6 +9,11 @@ import TokenVaultKit
 /// source, no KDF, no terminal), the Secret Service only by item attributes
 /// (nothing unlocked), with a short D-Bus bound. Anything that fails offers nothing.
 enum Completions {
+    /// The settings completions read: the shell asks for them through the
+    /// parser, which calls these functions with no command run (an entry
+    /// point of their own), so they are the process's.
+    static var settings: Settings { .process }
+
     /// Options whose next word is their value, so it is not the SERVICE.
     static let valued: Set = [
         "--account", "--field", "--format", "--min-valid", "--method", "--url", "--provider",
@@ -16,7 +21,7 @@ enum Completions {
     ]
 
     static func providers(_ words: [String], _ index: Int, _ prefix: String) -> [String] {
-        let context = Context()
+        let context = Context(settings: settings)
         let directory = (try? context.providers) ?? ProviderDirectory(config: Config())
         return candidates(directory.names.filter { $0.hasPrefix(prefix) })
     }
@@ -41,7 +46,7 @@ enum Completions {
 
     static func accounts(_ words: [String], _ index: Int, _ prefix: String) -> [String] {
         let ids = storedIDs()
-        let service = serviceWord(in: words).flatMap { try? Context().serviceKey($0) }
+        let service = serviceWord(in: words).flatMap { try? Context(settings: settings).serviceKey($0) }
         let accounts = ids.filter { service == nil || $0.service == service }.map(\.account)
         return candidates(Set(accounts).sorted().filter { $0.hasPrefix(prefix) })
     }
@@ -121,7 +126,7 @@ enum Completions {
 
     static func storedIDs() -> [CredentialID] {
         // Never a prompt, never the passphrase, and a short wait for D-Bus.
-        var settings = Settings.process.with(.dbusTimeout, "0.5")
+        var settings = Self.settings.with(.dbusTimeout, "0.5")
         for source in EnvironmentVariable.passphraseSources { settings = settings.with(source, nil) }
         let context = Context(settings: settings)
         var backends = context.backends

@@ -5,16 +5,21 @@ import Glibc
 import TokenVaultKit
 
 /// A command that runs the one way every command runs (docs/design.md, "Where
-/// each decision lives"): its `Context` is built once, and what the stores and the
-/// vault noticed on the way is printed once, when it ends (an error's line
-/// comes after it).
+/// each decision lives"): `TokenVaultMain.execute` builds its `Context` once,
+/// from the settings it was given (the process's, or the agent's client's),
+/// and what the stores and the vault noticed on the way is printed once, when
+/// it ends (an error's line comes after it).
 protocol ContextCommand: ParsableCommand {
     func run(in context: Context) throws
 }
 
 extension ContextCommand {
-    func run() throws {
-        let context = Context()
+    /// Never the way in: a command needs the settings it runs with.
+    func run() throws { throw TokenVaultError.internal("\(Self.self) runs only with a context") }
+
+    /// Runs the command with a context of `settings`; the warnings follow its output.
+    func run(settings: Settings, agent: Context.AgentRequest?) throws {
+        let context = Context(settings: settings, agent: agent)
         defer { context.flushWarnings() }
         try run(in: context)
     }
@@ -39,28 +44,27 @@ final class Context {
     /// True in the agent itself: its commands never ask an agent.
     let isAgent: Bool
 
-    /// In the agent: the request it answers now (docs/agent.md). A context
-    /// made meanwhile has that client's settings, never asks an agent, never
-    /// prompts, and reports each credential it hands out; what is printed
-    /// follows the client's stdout (`Terminal.stdout`).
+    /// In the agent (docs/agent.md): a context for a request it answers, or
+    /// for its own renewals. It never asks an agent, never prompts, and
+    /// reports each credential it hands out.
     struct AgentRequest {
-        let settings: Settings
-        let stdout: Terminal.Stdout
         let handedOut: (CredentialID, Credential, Context) -> Void
     }
-    /// The request this thread answers: the agent answers several at once, each on a thread of its own.
-    static var agentRequest: AgentRequest? {
-        get { currentRequest.value }
-        set { currentRequest.value = newValue }
-    }
-    private static let currentRequest = ThreadLocal<AgentRequest>()
+    private let agent: AgentRequest?
 
-    init(settings: Settings? = nil, clock: Clock = SystemClock()) {
-        let request = Context.agentRequest
-        self.settings = settings ?? request?.settings ?? .process
+    /// A context of `settings`: the process's at the entry point, a client's in
+    /// the agent; nothing else is read from the air.
+    init(settings: Settings, agent: AgentRequest? = nil, clock: Clock = SystemClock()) {
+        self.settings = settings
+        self.agent = agent
         self.clock = clock
-        isAgent = request != nil
+        isAgent = agent != nil
     }
+
+    /// Another context of the same settings and agent, with nothing loaded
+    /// yet (the bridge takes a fresh one per request, so a config or a
+    /// backend changed meanwhile is read again).
+    func fresh() -> Context { Context(settings: settings, agent: agent, clock: clock) }
 
     /// The config, loaded once; its warnings (a provider table with a
     /// mistake, which breaks only that provider) are printed when the command
@@ -289,7 +293,7 @@ final class Context {
     ) throws -> Credential {
         if let c = try fromAgent("usable", id, minValid: option, refresh: refresh, force: force) { return c }
         let c = try access(minValid: option).usable(id, refresh: refresh, force: force)
-        Context.agentRequest?.handedOut(id, c, self)
+        agent?.handedOut(id, c, self)
         return c
     }
 
@@ -321,7 +325,7 @@ final class Context {
     func stored(_ id: CredentialID, minValid option: Int?, refresh: Bool) throws -> Credential {
         if let c = try fromAgent("stored", id, minValid: option, refresh: refresh, force: false) { return c }
         let c = try access(minValid: option).stored(id, refresh: refresh)
-        Context.agentRequest?.handedOut(id, c, self)
+        agent?.handedOut(id, c, self)
         return c
     }
 }

@@ -25,16 +25,26 @@ enum Output {
         var out = ""
         var err = ""
         var pending: [String] = []
+        /// What the client's stdout is (a terminal, its width).
+        var stdout = Terminal.Stdout(isTerminal: false)
     }
     private static let capture = ThreadLocal<Captured>()
+
+    /// The stdout of the command running on this thread, when it is captured (in the agent).
+    static var capturedStdout: Terminal.Stdout? { capture.value?.stdout }
 
     static func stderr(_ text: String) {
         if let captured = capture.value { captured.err += text } else { Posix.write(2, text) }
     }
 
-    /// Runs `body` with stdout and stderr kept; returns its result and what it printed on each.
-    static func capturing<T>(_ body: () throws -> T) -> (result: Result<T, Error>, stdout: String, stderr: String) {
+    /// Runs `body` with stdout and stderr kept, printing as for a `stdout`
+    /// like the one given (the agent's client's); returns its result and what
+    /// it printed on each.
+    static func capturing<T>(
+        stdout: Terminal.Stdout = Terminal.Stdout(isTerminal: false), _ body: () throws -> T
+    ) -> (result: Result<T, Error>, stdout: String, stderr: String) {
         let captured = Captured()
+        captured.stdout = stdout
         capture.value = captured
         defer { capture.value = nil }
         let result = Result { try body() }

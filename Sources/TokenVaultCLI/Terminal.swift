@@ -18,13 +18,8 @@ struct ColorOptions: ParsableArguments {
         completion: .list(ColorChoice.names), transform: ColorChoice.parse)
     var color: ColorChoice = .auto
 
-    /// Whether stdout gets colour.
-    var enabled: Bool { Terminal.colour(color, settings: .current) }
-}
-
-extension Settings {
-    /// The settings of the command running now: in the agent, its client's.
-    static var current: Settings { Context.agentRequest?.settings ?? .process }
+    /// Whether stdout gets colour, with `settings` (NO_COLOR, TERM).
+    func enabled(_ settings: Settings) -> Bool { Terminal.colour(color, settings: settings) }
 }
 
 /// What stdout is: a terminal (colour, its width, indented JSON) or a pipe.
@@ -44,7 +39,7 @@ enum Terminal {
     }
 
     /// The stdout of the command running now: in the agent, its client's.
-    static var stdout: Stdout { Context.agentRequest?.stdout ?? ownStdout }
+    static var stdout: Stdout { Output.capturedStdout ?? ownStdout }
 
     static var stdoutIsTerminal: Bool { stdout.isTerminal }
 
@@ -56,11 +51,11 @@ enum Terminal {
         }
     }
 
-    /// Columns of the terminal on stdout; nil in a pipe.
-    static var width: Int? {
+    /// Columns of the terminal on stdout (else `COLUMNS` of `settings`); nil in a pipe.
+    static func width(_ settings: Settings) -> Int? {
         let out = stdout
         guard out.isTerminal else { return nil }
-        return out.columns ?? Settings.current[.columns].flatMap(Int.init)
+        return out.columns ?? settings[.columns].flatMap(Int.init)
     }
 
     enum Paint: String {

@@ -14,15 +14,21 @@ public enum TokenVaultMain {
         let args = arguments ?? completionArguments(Array(CommandLine.arguments.dropFirst()))
         // A command the agent answers is sent to it whole: nothing is parsed here (docs/agent.md).
         if let status = AgentClient.run(args) { exit(status) }
-        let status = execute(args) ?? 1
-        AgentClient.startOnFirstUse(args)
+        // The one place the process's environment is read: everything below is handed these settings.
+        let settings = Settings.process
+        let status = execute(args, settings: settings) ?? 1
+        AgentClient.startOnFirstUse(args, settings: settings)
         exit(status)
     }
 
-    /// Parses and runs `args`; the exit status. In the agent, `decline`
-    /// picks the failures its client must meet itself (help text, a vault
-    /// only the client can open): then nothing is printed and nil returned.
-    static func execute(_ args: [String], decline: ((Error) -> Bool)? = nil) -> Int32? {
+    /// Parses and runs `args` with `settings`; the exit status. In the agent
+    /// (`agent`), `decline` picks the failures its client must meet itself
+    /// (help text, a vault only the client can open): then nothing is printed
+    /// and nil returned.
+    static func execute(
+        _ args: [String], settings: Settings, agent: Context.AgentRequest? = nil,
+        decline: ((Error) -> Bool)? = nil
+    ) -> Int32? {
         // bash's script is the generated one with the words put back together at `:`.
         if args == ["--generate-completion-script", "bash"] || args == ["--generate-completion-script=bash"] {
             Output.value(Completions.bashScript)
@@ -36,18 +42,21 @@ public enum TokenVaultMain {
             // `get` -- help, an error -- goes through the whole parser, so what
             // the user sees is unchanged.
             if args.first == "get", decline == nil {
-                let settings = Settings.process
                 if !AgentClient.present(settings), !SecretServiceHeadStart.start(settings) {
                     Config.readAhead(settings)
                 }
                 if let get = try? TokenVault.Get.parseAsRoot(Array(args.dropFirst())) as? TokenVault.Get {
-                    try get.run()
+                    try get.run(settings: settings, agent: agent)
                     Output.flushLater()
                     return 0
                 }
             }
             var command = try decline == nil ? TokenVault.parseAsRoot(args) : parsedOnce(args)
-            try command.run()
+            if let command = command as? any ContextCommand {
+                try command.run(settings: settings, agent: agent)
+            } else {
+                try command.run()  // help, a group without a command of its own
+            }
             Output.flushLater()
             return 0
         } catch {

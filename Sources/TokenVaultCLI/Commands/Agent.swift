@@ -23,7 +23,7 @@ extension TokenVault {
                 """,
             subcommands: [Run.self, Status.self, Stop.self], defaultSubcommand: Run.self)
 
-        struct Run: ParsableCommand {
+        struct Run: ContextCommand {
             static let configuration = CommandConfiguration(
                 commandName: "run", abstract: "Start the agent (in the background unless --foreground).")
 
@@ -34,8 +34,8 @@ extension TokenVault {
             @Flag(name: .customLong("started-on-use"), help: .hidden)
             var startedOnUse = false
 
-            func run() throws {
-                let settings = Settings.process
+            func run(in context: Context) throws {
+                let settings = context.settings
                 let server = AgentServer(settings: settings, startedOnUse: startedOnUse)
                 // Given its socket by systemd, it serves it (asking it would be asking itself).
                 if foreground, server.activatedSocket() != nil { try server.serve() }
@@ -61,15 +61,15 @@ extension TokenVault {
             }
         }
 
-        struct Status: ParsableCommand {
+        struct Status: ContextCommand {
             static let configuration = CommandConfiguration(
                 commandName: "status", abstract: "Say whether the agent runs, and what it serves.")
 
             @Flag(help: "Print a JSON object.")
             var json = false
 
-            func run() throws {
-                let settings = Settings.process
+            func run(in context: Context) throws {
+                let settings = context.settings
                 guard let status = try AgentClient.ask("status", [:], settings: settings, seconds: 2) else {
                     if json {
                         Output.json(.object(["running": .bool(false)]))
@@ -105,11 +105,11 @@ extension TokenVault {
             }
         }
 
-        struct Stop: ParsableCommand {
+        struct Stop: ContextCommand {
             static let configuration = CommandConfiguration(commandName: "stop", abstract: "Stop the agent.")
 
-            func run() throws {
-                let settings = Settings.process
+            func run(in context: Context) throws {
+                let settings = context.settings
                 guard (try AgentClient.ask("stop", [:], settings: settings, seconds: 5)) != nil else {
                     Output.notice("no agent was running")
                     return

@@ -50,11 +50,11 @@ extension TokenVault {
                 doctor.checkProviders(config)
                 doctor.checkClientMetadata(config)
             }
-            try report(doctor.checks)
+            try report(doctor.checks, painted: colour.enabled(context.settings))
         }
 
         /// One line per check (or one JSON object), then the verdict: exit 2 when one failed.
-        func report(_ checks: [DoctorChecks.Check]) throws {
+        func report(_ checks: [DoctorChecks.Check], painted: Bool) throws {
             let failed = checks.filter { $0.status == .failed }.count
             if json {
                 Output.json(
@@ -74,7 +74,7 @@ extension TokenVault {
                 for c in checks {
                     let mark = Terminal.paint(
                         c.status == .ok ? "✓" : c.status == .failed ? "✗" : "-",
-                        c.status == .ok ? .green : c.status == .failed ? .red : nil, on: colour.enabled)
+                        c.status == .ok ? .green : c.status == .failed ? .red : nil, on: painted)
                     Output.value("\(mark) \(c.name): \(c.detail)" + (c.fix.map { " — fix: \($0)" } ?? ""))
                 }
                 Output.value(failed == 0 ? "all is well" : "\(failed) check\(failed == 1 ? "" : "s") failed")

@@ -48,7 +48,9 @@ extension TokenVault {
                 ])
             }
             // Narrow terminals lose BACKEND, then RT EXPIRES, TYPE and PROVIDER.
-            Summary.printTable(table, dropping: [7, 6, 3, 2], painted: colour.enabled) { row, column in
+            Summary.printTable(
+                table, settings: context.settings, dropping: [7, 6, 3, 2], painted: colour.enabled(context.settings)
+            ) { row, column in
                 column == 4 ? Terminal.paint(for: states[row - 1]) : nil
             }
         }

@@ -128,7 +128,7 @@ final class BridgeHost: MCPBridgeHost, @unchecked Sendable {
     /// in a context of its own (one that opened the backend would not ask the agent).
     private func credentialID() throws -> CredentialID {
         if let resolved { return resolved }
-        let context = Context()
+        let context = self.context.fresh()
         defer { context.flushWarnings() }
         var id = CredentialID(service: try context.serviceKey(url), account: account)
         if id.service.path == nil, try context.vault().load(id) == nil {
@@ -152,7 +152,7 @@ final class BridgeHost: MCPBridgeHost, @unchecked Sendable {
     func renewed(after rejected: String) throws -> String {
         try lock.withLock {
             // Another process may have renewed it already: the stored token is then the one to use.
-            let fresh = Context()
+            let fresh = context.fresh()
             defer { fresh.flushWarnings() }
             if let stored = try fresh.load(try credentialID()), stored.accessToken != rejected,
                 !stored.isExpired(at: fresh.clock.now)
@@ -165,7 +165,7 @@ final class BridgeHost: MCPBridgeHost, @unchecked Sendable {
     }
 
     private func usable(force: Bool) throws -> String {
-        let fresh = Context()
+        let fresh = context.fresh()
         fresh.interactive = false  // the bridge never prompts: a failure is the request's JSON-RPC error
         defer { fresh.flushWarnings() }
         do {
@@ -195,7 +195,7 @@ final class BridgeHost: MCPBridgeHost, @unchecked Sendable {
     func stepUp(_ scopes: [String]) throws -> Bool {
         guard Browser.unavailable(context.settings) == nil else { return false }
         // Named scopes go with the ones held; none named: the login takes the resource's own list with the ones held.
-        let stored = lock.withLock { resolved }.flatMap { try? Context().vault().load($0) }
+        let stored = lock.withLock { resolved }.flatMap { try? context.fresh().vault().load($0) }
         let held = stored?.scope?.split(separator: " ").map(String.init) ?? []
         // The grant holds every scope named already: another login would get the same refusal.
         if !scopes.isEmpty, scopes.allSatisfy(held.contains) { return false }

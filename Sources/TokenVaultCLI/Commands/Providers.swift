@@ -39,7 +39,9 @@ extension TokenVault {
                         }))
                 return
             }
-            Summary.printTable([["PROVIDER", "TYPE", "SERVICE", "SOURCE"]] + rows.map { [$0.0, $0.1, $0.2, $0.3] })
+            Summary.printTable(
+                [["PROVIDER", "TYPE", "SERVICE", "SOURCE"]] + rows.map { [$0.0, $0.1, $0.2, $0.3] },
+                settings: context.settings)
         }
     }
 }

@@ -43,7 +43,9 @@ extension TokenVault {
             if json {
                 Output.json(Summary.json(found, status: status))
             } else {
-                let lines = details(found, status: status, accountReason: chosen.reason, now: context.clock.now)
+                let lines = details(
+                    found, status: status, accountReason: chosen.reason, now: context.clock.now,
+                    painted: colour.enabled(context.settings))
                 let width = lines.map(\.0.count).max() ?? 0
                 for (k, v) in lines { Output.value("\((k + ":").padded(to: width + 2))\(v)") }
             }
@@ -65,12 +67,13 @@ extension TokenVault {
             Output.value("credentials: \(rows.count)")
             for r in rows {
                 if let why = r.credential.unusable {
-                    let painted = Terminal.paint("unusable", .red, on: colour.enabled)
+                    let painted = Terminal.paint("unusable", .red, on: colour.enabled(context.settings))
                     Output.value("  \(r.credential.id): \(painted) (\(why)), in \(r.backend)")
                     continue
                 }
                 let state = context.status(of: r.credential).state
-                let painted = Terminal.paint(state.rawValue, Terminal.paint(for: state), on: colour.enabled)
+                let painted = Terminal.paint(
+                    state.rawValue, Terminal.paint(for: state), on: colour.enabled(context.settings))
                 Output.value(
                     "  \(r.credential.id): \(r.credential.type.rawValue), \(painted), \(Format.expires(r.credential.expiresAt, now: context.clock.now)), in \(r.backend)"
                 )
@@ -79,7 +82,7 @@ extension TokenVault {
 
         /// The lines of one credential: what it is, where, for whom, until when, and its state.
         func details(
-            _ found: StoredCredential, status: CredentialStatus, accountReason: String, now: Int64
+            _ found: StoredCredential, status: CredentialStatus, accountReason: String, now: Int64, painted: Bool
         ) -> [(String, String)] {
             let c = found.credential
             var lines = [
@@ -110,7 +113,7 @@ extension TokenVault {
                 lines.append(("refused", "\(Format.date(refusal.at)): \(refusal.reason)"))
             }
             lines.append(
-                ("state", Terminal.paint(status.state.rawValue, Terminal.paint(for: status.state), on: colour.enabled)))
+                ("state", Terminal.paint(status.state.rawValue, Terminal.paint(for: status.state), on: painted)))
             return lines
         }
     }
