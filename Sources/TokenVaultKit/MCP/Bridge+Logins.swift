@@ -11,10 +11,7 @@ extension MCPBridge {
     /// one can run, at most one per bridge, and the token to send again; else
     /// the error (nil).
     func logInAgain(_ request: JSONValue?) -> String? {
-        let first = state.withLock { () -> Bool in
-            defer { loginsAgain += 1 }
-            return loginsAgain == 0
-        }
+        let first = state.once(\.loggedInAgain)
         do {
             guard first, try host.stepUp([]) else {
                 fail(

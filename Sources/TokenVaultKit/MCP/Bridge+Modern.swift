@@ -41,10 +41,7 @@ extension MCPBridge {
     func listToolsOnce(
         unless name: String, like message: JSONValue, version: String, token: String, cancel: Cancellation?
     ) {
-        let first = state.withLock { () -> Bool in
-            defer { listedTools = true }
-            return !listedTools
-        }
+        let first = state.once(\.listedTools)
         guard first, toolMaps.withLock({ $0[name] }) == nil else { return }
         var cursor: String?
         for page in 0..<100 where cancel?.isCancelled != true {

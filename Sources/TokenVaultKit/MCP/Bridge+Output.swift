@@ -7,10 +7,9 @@ import Glibc
 extension MCPBridge {
     func headers(token: String) -> [String] {
         var h = ["Authorization: Bearer \(token)"]
-        state.withLock {
-            if let sessionID { h.append("Mcp-Session-Id: \(sessionID)") }
-            if let protocolVersion { h.append("MCP-Protocol-Version: \(protocolVersion)") }
-        }
+        let (sessionID, protocolVersion) = state.withLock { ($0.sessionID, $0.protocolVersion) }
+        if let sessionID { h.append("Mcp-Session-Id: \(sessionID)") }
+        if let protocolVersion { h.append("MCP-Protocol-Version: \(protocolVersion)") }
         return h
     }
 
@@ -57,7 +56,7 @@ extension MCPBridge {
     }
 
     func write(_ line: String) {
-        output.withLock { Posix.write(1, line + "\n") }
+        output.withLock { _ in Posix.write(1, line + "\n") }
     }
 
     func fail(_ request: JSONValue?, _ error: Error, code: ErrorCode) {

@@ -30,9 +30,9 @@ extension MCPBridge {
     /// session is known; opened again after a break (with `Last-Event-ID`),
     /// given up on when the server offers none (405) or keeps failing.
     func startListening() {
-        let start = state.withLock { () -> Bool in
-            guard sessionID != nil, !listening else { return false }
-            listening = true
+        let start = state.withLock { s -> Bool in
+            guard s.sessionID != nil, !s.listening else { return false }
+            s.listening = true
             return true
         }
         guard start else { return }
@@ -43,7 +43,7 @@ extension MCPBridge {
         var last: String?
         // Streams in a row that failed, or closed at once with nothing in them.
         var failures = 0
-        while !state.withLock({ closing }), failures < 5 {
+        while !state.withLock({ $0.closing }), failures < 5 {
             guard let token = try? host.token() else { return }
             var x = Exchange()
             var request = get(token: token)
@@ -66,7 +66,7 @@ extension MCPBridge {
 
     /// DELETE: the session ends with the client's input.
     func endSession() {
-        guard state.withLock({ sessionID }) != nil, let token = try? host.token() else { return }
+        guard state.withLock({ $0.sessionID }) != nil, let token = try? host.token() else { return }
         var request = get(token: token)
         request.method = "DELETE"
         _ = try? transport.send(request)

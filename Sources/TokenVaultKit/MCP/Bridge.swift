@@ -36,20 +36,26 @@ public final class MCPBridge: @unchecked Sendable {
     let host: MCPBridgeHost
     /// Seconds a stream may stay silent before it is closed.
     let idleSeconds: Int
-    let state = PosixLock()
-    let output = PosixLock()
-    var sessionID: String?
-    var protocolVersion: String?
-    var listening = false
-    var closing = false
-    /// Logins for more scopes this bridge ran: at most one while it runs
-    /// (a server can always name another scope).
-    var stepUps = 0
-    /// Logins after a renewed token was refused: at most one while it runs.
-    var loginsAgain = 0
-    /// A request of the per-request era (2026-07-28 and later) came: a
-    /// notification after it is that era's too (docs/adapters.md).
-    var modernSeen = false
+    /// What the bridge's threads share, under one lock.
+    struct Shared {
+        var sessionID: String?
+        var protocolVersion: String?
+        var listening = false
+        var closing = false
+        /// A login for more scopes ran: at most one while the bridge runs
+        /// (a server can always name another scope).
+        var steppedUp = false
+        /// A login after a renewed token was refused ran: at most one.
+        var loggedInAgain = false
+        /// A request of the per-request era (2026-07-28 and later) came: a
+        /// notification after it is that era's too (docs/adapters.md).
+        var modernSeen = false
+        /// The bridge listed the tools itself (once at most).
+        var listedTools = false
+    }
+    let state = Locked(Shared())
+    /// Whole lines on stdout, one writer at a time.
+    let output = Locked(())
     /// Per-request era: the `x-mcp-header` map of each tool seen in a
     /// listing, the ids of the client's listings on their way, and the
     /// cancellation of each request under way.
@@ -58,8 +64,6 @@ public final class MCPBridge: @unchecked Sendable {
     /// cursor), whose answer replaces the `x-mcp-header` maps kept.
     let listings = Locked<[JSONValue: Bool]>([:])
     let cancels = Locked<[JSONValue: Cancellation]>([:])
-    /// The bridge listed the tools itself (once at most).
-    var listedTools = false
     private let inFlight = DispatchGroup()
     let shown: String
 
@@ -95,7 +99,7 @@ public final class MCPBridge: @unchecked Sendable {
             }
         }
         _ = inFlight.wait(timeout: .now() + 5)
-        state.withLock { closing = true }
+        state.withLock { $0.closing = true }
         endSession()
     }
 
@@ -113,12 +117,12 @@ public final class MCPBridge: @unchecked Sendable {
         let isInitialize = message["method"]?.string == "initialize"
         let modern = MCPRouting.modernVersion(of: message)
         if request == nil, message["method"] != nil,
-            modern != nil || state.withLock({ modernSeen && sessionID == nil })
+            modern != nil || state.withLock({ $0.modernSeen && $0.sessionID == nil })
         {
             return notified(message)
         }
         if modern != nil, let request {
-            state.withLock { modernSeen = true }
+            state.withLock { $0.modernSeen = true }
             if message["method"]?.string == "tools/list" {
                 let first = message["params"]?["cursor"] == nil
                 listings.withLock { $0[request] = first }
@@ -237,18 +241,15 @@ public final class MCPBridge: @unchecked Sendable {
                     request, "\(shown) still refuses the request (HTTP 403) after a login for more scopes", code: .scope
                 )
             case 403
-            where !state.withLock({ () -> Bool in
-                defer { stepUps += 1 }
-                return stepUps == 0
-            }):
+            where !state.once(\.steppedUp):
                 // One login for more scopes per bridge: a server that asks again gets its error.
                 return fail(request, refusal(of: response, after: "a login for more scopes already ran"), code: .scope)
             case 403:
                 guard let stepped = stepUp(response, request: request) else { return }
                 steppedUp = true
                 token = stepped
-            case 404 where state.withLock({ sessionID != nil }):
-                state.withLock { sessionID = nil }
+            case 404 where state.withLock({ $0.sessionID != nil }):
+                state.withLock { $0.sessionID = nil }
                 return fail(request, "\(shown) ended the MCP session; start a new one (initialize)")
             default:
                 // Per-request era: a JSON-RPC error is the answer, whatever the status.
@@ -325,10 +326,10 @@ public final class MCPBridge: @unchecked Sendable {
                 let version = o["result"]?["protocolVersion"]?.string,
                 version.utf8.count <= 64, version.utf8.allSatisfy({ (0x21...0x7E).contains($0) })
             {
-                state.withLock { protocolVersion = version }
+                state.withLock { $0.protocolVersion = version }
             }
         }
-        state.withLock { sessionID = session }
+        state.withLock { $0.sessionID = session }
         for data in held { emit(Array(data.utf8), request: request, answered: &answered, whole: whole) }
         return answered
     }

@@ -212,6 +212,14 @@ public final class Locked<Value>: @unchecked Sendable {
     public func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
         try lock.withLock { try body(&value) }
     }
+
+    /// True the first time only: sets the flag at `key` and says whether it was unset.
+    public func once(_ key: WritableKeyPath<Value, Bool>) -> Bool {
+        withLock { v in
+            defer { v[keyPath: key] = true }
+            return !v[keyPath: key]
+        }
+    }
 }
 
 /// The threads of `Posix.onWorker`: each runs a job, then waits idle for the
