@@ -91,6 +91,26 @@ public protocol HTTPTransport: Sendable {
     func send(_ request: HTTPRequest) throws -> HTTPResponse
 }
 
+/// A transport that also hands a body over as it arrives (the MCP bridge's
+/// answers and streams): libcurl's (`CurlTransport.stream`), or a script's in
+/// the tests. See `CurlTransport.stream` for what each argument means.
+public protocol HTTPStreamingTransport: HTTPTransport {
+    func stream(
+        _ request: HTTPRequest, idleSeconds: Int, cancel: Cancellation?, headers: ((HTTPResponse) -> Void)?,
+        receive: @escaping (_ status: Int, _ contentType: String?, _ bytes: UnsafeRawBufferPointer) -> Bool
+    ) throws -> HTTPResponse
+}
+
+extension HTTPStreamingTransport {
+    /// A stream without a cancellation or a look at the headers.
+    func stream(
+        _ request: HTTPRequest, idleSeconds: Int,
+        receive: @escaping (_ status: Int, _ contentType: String?, _ bytes: UnsafeRawBufferPointer) -> Bool
+    ) throws -> HTTPResponse {
+        try stream(request, idleSeconds: idleSeconds, cancel: nil, headers: nil, receive: receive)
+    }
+}
+
 /// libcurl, opened on first use. Every exchange is bounded by `timeout`; a body
 /// over `maxBody` is refused; TLS is always verified; no redirect is followed.
 public struct CurlTransport: HTTPTransport {

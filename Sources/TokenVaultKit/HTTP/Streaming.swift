@@ -33,7 +33,7 @@ final class BodySink {
     }
 }
 
-extension CurlTransport {
+extension CurlTransport: HTTPStreamingTransport {
     /// One exchange whose body is not kept but handed to `receive` as it
     /// arrives, with the status and content type (a Server-Sent Events
     /// stream that stays open). `receive` returns false to stop the transfer:

@@ -56,7 +56,7 @@ extension MCPBridge {
     }
 
     func write(_ line: String) {
-        output.withLock { _ in Posix.write(1, line + "\n") }
+        output.withLock { _ in writeLine(line) }
     }
 
     func fail(_ request: JSONValue?, _ error: Error, code: ErrorCode) {

@@ -32,10 +32,18 @@ public final class MCPBridge: @unchecked Sendable {
     }
 
     let url: String
-    let transport: CurlTransport
+    let transport: any HTTPStreamingTransport
     let host: MCPBridgeHost
     /// Seconds a stream may stay silent before it is closed.
     let idleSeconds: Int
+    /// The two eras of the protocol (docs/adapters.md, "MCP servers").
+    public enum Era: Sendable, Equatable {
+        /// 2025-11-25 and before: `initialize`, a session, the GET stream.
+        case handshake
+        /// 2026-07-28 and later: each request on its own, with its routing headers.
+        case perRequest(version: String)
+    }
+
     /// What the bridge's threads share, under one lock.
     struct Shared {
         var sessionID: String?
@@ -47,9 +55,9 @@ public final class MCPBridge: @unchecked Sendable {
         var steppedUp = false
         /// A login after a renewed token was refused ran: at most one.
         var loggedInAgain = false
-        /// A request of the per-request era (2026-07-28 and later) came: a
-        /// notification after it is that era's too (docs/adapters.md).
-        var modernSeen = false
+        /// The era the client's last request chose: a notification, which
+        /// names no version, is of that era (`era(of:)`).
+        var clientEra = Era.handshake
         /// The bridge listed the tools itself (once at most).
         var listedTools = false
     }
@@ -67,7 +75,13 @@ public final class MCPBridge: @unchecked Sendable {
     private let inFlight = DispatchGroup()
     let shown: String
 
-    public init(url: String, transport: CurlTransport, host: MCPBridgeHost, idleSeconds: Int = 300) throws {
+    /// Where each message for the client goes, one line each: stdout, or a test's list.
+    let writeLine: @Sendable (String) -> Void
+
+    public init(
+        url: String, transport: any HTTPStreamingTransport, host: MCPBridgeHost, idleSeconds: Int = 300,
+        writeLine: @escaping @Sendable (String) -> Void = { Posix.write(1, $0 + "\n") }
+    ) throws {
         guard OAuth2Provider.isSafeEndpoint(url), !url.contains("#") else {
             throw TokenVaultError.usage(
                 "\(Quoted.text(url)) is not an https URL (http only for loopback) without a fragment")
@@ -76,6 +90,7 @@ public final class MCPBridge: @unchecked Sendable {
         self.transport = transport
         self.host = host
         self.idleSeconds = idleSeconds
+        self.writeLine = writeLine
         shown = OutsideText.line(url, limit: 200)
     }
 
@@ -115,14 +130,15 @@ public final class MCPBridge: @unchecked Sendable {
         let request: JSONValue? =
             if case .object(let o) = message, o["method"] != nil, let id = o["id"], id != .null { id } else { nil }
         let isInitialize = message["method"]?.string == "initialize"
-        let modern = MCPRouting.modernVersion(of: message)
-        if request == nil, message["method"] != nil,
-            modern != nil || state.withLock({ $0.modernSeen && $0.sessionID == nil })
-        {
+        let modern: String? =
+            switch era(of: message, isRequest: request != nil) {
+            case .perRequest(let version): version
+            case .handshake: nil
+            }
+        if request == nil, message["method"] != nil, modern != nil {
             return notified(message)
         }
         if modern != nil, let request {
-            state.withLock { $0.modernSeen = true }
             if message["method"]?.string == "tools/list" {
                 let first = message["params"]?["cursor"] == nil
                 listings.withLock { $0[request] = first }
@@ -140,6 +156,20 @@ public final class MCPBridge: @unchecked Sendable {
         }
         if isInitialize { underWay.wait() } else { _ = underWay.wait(timeout: .now() + 0.5) }
         startListening()
+    }
+
+    /// The era of one message from the client, decided here and nowhere else
+    /// (docs/adapters.md, "MCP servers"): a message whose `params._meta` names
+    /// 2026-07-28 or later is of the per-request era; any other request is of
+    /// the handshake era (`initialize` included: a client that probed with
+    /// `server/discover` and fell back is back in that era); a notification
+    /// naming no version is of the era of the client's last request.
+    func era(of message: JSONValue, isRequest: Bool) -> Era {
+        let named = MCPRouting.modernVersion(of: message).map { Era.perRequest(version: $0) }
+        return state.withLock { s in
+            if isRequest { s.clientEra = named ?? .handshake }
+            return named ?? (isRequest ? .handshake : s.clientEra)
+        }
     }
 
     // MARK: One message
