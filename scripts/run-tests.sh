@@ -19,7 +19,8 @@ durations=.build/test-durations.tsv   # seconds per class, from the last run her
 rm -rf "$logs" && mkdir -p "$logs"
 [ -x "$bundle" ] || { echo "run-tests: $bundle is not built (swift build --build-tests)" >&2; exit 2; }
 
-classes=$("$bundle" --list-tests | sed -n 's|^\([A-Za-z]*\.[A-Za-z]*\)/.*|\1|p' | sort -u | grep -E "${1:-.}")
+listed=$("$bundle" --list-tests | grep -E '^[A-Za-z0-9_]+\.[A-Za-z0-9_]+/[A-Za-z0-9_]+$')
+classes=$(sed 's|/.*||' <<<"$listed" | sort -u | grep -E "${1:-.}")
 [ -n "$classes" ] || { echo "run-tests: no test class matches ${1:-.}" >&2; exit 2; }
 # Slowest first: the last run's times where there are any, else what a fresh
 # clone measured for the long classes (the rest count as 5 s).
@@ -64,6 +65,12 @@ for d in "$logs"/*.done; do
 done
 missing=()
 for c in $ordered; do [ -e "$logs/$c.done" ] || missing+=("$c"); done
+# Every test listed for the classes run was started: none is lost to a class name or a crash.
+started_tests=$(cat "$logs"/*.log | sed -n "s/^Test Case '\(.*\)' started.*/\1/p" | sort)
+for t in $(grep -E "^($(tr '\n' '|' <<<"$classes" | sed 's/|$//'))/" <<<"$listed" | sed 's|^[^.]*\.||; s|/|.|' | sort |
+  comm -23 - <(echo "$started_tests")); do
+  missing+=("$t")
+done
 cat "$logs"/*.done | awk '{ print $1, $2 }' | sort -k2,2nr > "$durations.new" && mv "$durations.new" "$durations"
 echo
 echo "== tokenvault tests: $(wc -w <<<"$ordered") classes, $workers at a time, $(( (ended - started) / 60 ))m $(( (ended - started) % 60 ))s =="

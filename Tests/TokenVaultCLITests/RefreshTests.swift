@@ -163,12 +163,15 @@ final class RefreshTests: XCTestCase {
         let provider = try LocalProvider()
         let s = try sandbox(provider, backend: "file")
         var token = try provider.obtainToken()
-        token["expires_in"] = 8  // renewed once less than half its lifetime (4 s) is left
+        // Renewed once less than half its lifetime is left. Times are whole seconds, and the
+        // write may fall a second after expires_at was computed: a lifetime of 13 or 14 s, so a
+        // margin of 6 or 7; after 9 s at most 5 are left, and at least 4 minus the machine's delays.
+        token["expires_in"] = 14
         s.expect(
             "set", "local", "--provider", "local",
             stdin: String(decoding: try JSONSerialization.data(withJSONObject: token), as: UTF8.self))
         provider.stop()
-        Thread.sleep(forTimeInterval: 4.5)  // a lifetime passing, nothing to observe
+        Thread.sleep(forTimeInterval: 9)  // a lifetime passing, nothing to observe
         let r = s.tv("get", "local")
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertEqual(r.out, token["access_token"] as? String)
