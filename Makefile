@@ -16,13 +16,11 @@ STATIC_CXX = $(CURDIR)/.build/static-cxx
 # release build run while something else holds .build (the tests' make deb).
 RELEASE_SCRATCH ?= .build
 # Relocations resolved and made read-only at start (-z now -z relro): no lazy
-# binding table left writable. Relative relocations packed (-z
-# pack-relative-relocs, DT_RELR: glibc 2.36, GNU ld 2.38; gold, the default,
-# has no such option): the table that
-# was 1 MiB of every run's memory becomes a few KiB, ASLR kept.
+# binding table left writable. (Packed relative relocations, -z
+# pack-relative-relocs, need GNU ld, which links this binary without a RELRO
+# segment: docs/benchmarks.md, "2026-11-25".)
 RELEASE_FLAGS = -c release --static-swift-stdlib --product tokenvault -Xlinker -L$(STATIC_CXX) \
-	-Xswiftc -use-ld=bfd -Xlinker -z -Xlinker now -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker pack-relative-relocs \
-	--scratch-path $(RELEASE_SCRATCH)
+	-Xlinker -z -Xlinker now -Xlinker -z -Xlinker relro --scratch-path $(RELEASE_SCRATCH)
 RELEASE_BIN = $(RELEASE_SCRATCH)/release/tokenvault
 
 .PHONY: deps build release test unit lint format demo bench deb install uninstall docs clean
