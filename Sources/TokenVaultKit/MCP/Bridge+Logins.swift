@@ -2,10 +2,56 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 
-/// The logins a server's refusal leads to (docs/adapters.md, "MCP servers"):
-/// more scopes after a 403, a new login after a renewed token's 401; at most
-/// one of each per bridge, and only where a person can answer.
+/// What a server's refusal of a message leads to (docs/adapters.md, "MCP
+/// servers"): a renewal, more scopes after a 403, a new login after a
+/// renewed token's 401; at most one of each per message (the logins, per
+/// bridge), and the logins only where a person can answer.
 extension MCPBridge {
+    /// What was done to get a refused message through: each once.
+    struct Attempt {
+        var renewed = false, steppedUp = false, loggedIn = false
+    }
+
+    /// A refusal: the token to send the message again with (a 401 renews
+    /// once, then logs in once; a 403 for scopes logs in for them once per
+    /// bridge), or nil when the message's error was written.
+    func retry(
+        after response: HTTPResponse, token: String, attempt: inout Attempt, request: JSONValue?, errorBody: [UInt8],
+        perRequest: Bool
+    ) -> String? {
+        switch response.status {
+        case 401 where !attempt.renewed:
+            attempt.renewed = true
+            do { return try host.renewed(after: token) } catch {
+                fail(request, error, code: .authorization)
+                return nil
+            }
+        case 401 where !attempt.loggedIn:
+            attempt.loggedIn = true
+            return logInAgain(request)
+        case 403 where attempt.steppedUp:
+            fail(request, "\(shown) still refuses the request (HTTP 403) after a login for more scopes", code: .scope)
+            return nil
+        case 403 where !state.once(\.steppedUp):
+            // One login for more scopes per bridge: a server that asks again gets its error.
+            fail(request, refusal(of: response, after: "a login for more scopes already ran"), code: .scope)
+            return nil
+        case 403:
+            attempt.steppedUp = true
+            return stepUp(response, request: request)
+        case 404 where state.withLock({ $0.sessionID != nil }):
+            state.withLock { $0.sessionID = nil }
+            fail(request, "\(shown) ended the MCP session; start a new one (initialize)")
+            return nil
+        default:
+            // Per-request era: a JSON-RPC error is the answer, whatever the status.
+            if perRequest, answerWithError(errorBody, request: request) { return nil }
+            let why = OutsideText.line(String(decoding: errorBody.prefix(300), as: UTF8.self), limit: 200)
+            fail(request, "\(shown) answered HTTP \(response.status)\(why.isEmpty ? "" : ": \(why)")")
+            return nil
+        }
+    }
+
     /// A renewed token refused too (401): the grant no longer works here —
     /// the resource may name another authorization server now. A login where
     /// one can run, at most one per bridge, and the token to send again; else

@@ -193,7 +193,9 @@ public final class MCPBridge: @unchecked Sendable {
     }
 
     /// Forwards one message; `routing`: the message and its protocol version
-    /// when it is a request of the per-request era.
+    /// when it is a request of the per-request era. The same message is sent
+    /// again after a renewal, a login for more scopes or a new login
+    /// (`retry(after:)`), each at most once.
     private func forward(
         _ body: [UInt8], request: JSONValue?, initialize: Bool, underWay: DispatchSemaphore,
         routing: (message: JSONValue, version: String)? = nil
@@ -209,21 +211,11 @@ public final class MCPBridge: @unchecked Sendable {
         do { token = try host.token() } catch { return fail(request, error, code: .authorization) }
         var routed: [String]?
         if let routing {
-            if routing.message["method"]?.string == "tools/call", let name = routing.message["params"]?["name"]?.string
-            {
-                listToolsOnce(
-                    unless: name, like: routing.message, version: routing.version, token: token, cancel: cancel)
-                if cancel?.isCancelled == true { return }
-            }
-            routed = MCPRouting.headers(for: routing.message, version: routing.version) { name in
-                self.toolMaps.withLock { $0[name] }
-            }
-            guard routed != nil else {
-                return fail(request, "invalid request: its method cannot be sent as an HTTP header", code: .invalid)
-            }
+            guard let headers = routingHeaders(routing, request: request, token: token, cancel: cancel) else { return }
+            routed = headers
         }
         let method = routing?.message["method"]?.string
-        var renewed = false, steppedUp = false, loggedIn = false
+        var attempt = Attempt()
         while true {
             var x = Exchange()
             x.holding = initialize
@@ -246,48 +238,52 @@ public final class MCPBridge: @unchecked Sendable {
                 if let last = x.parser.lastEventID, resume(after: last, request: request, token: token) { return }
                 return fail(request, error, code: .server)
             }
-            switch response.status {
-            case 200..<300:
-                if initialize, !x.answered {
-                    if !x.jsonBody.isEmpty { x.held.append(String(decoding: x.jsonBody, as: UTF8.self)) }
-                    x.jsonBody = []
-                    x.answered = settle(response, held: x.held, request: request, whole: true)
-                }
-                if !x.jsonBody.isEmpty { emit(x.jsonBody, request: request, answered: &x.answered, whole: true) }
-                if x.answered || request == nil { return }
-                if let last = x.parser.lastEventID, resume(after: last, request: request, token: token) { return }
-                return fail(request, "\(shown) closed its answer before it had answered")
-            case 401 where !renewed:
-                renewed = true
-                do { token = try host.renewed(after: token) } catch {
-                    return fail(request, error, code: .authorization)
-                }
-            case 401 where !loggedIn:
-                loggedIn = true
-                guard let fresh = logInAgain(request) else { return }
-                token = fresh
-            case 403 where steppedUp:
-                return fail(
-                    request, "\(shown) still refuses the request (HTTP 403) after a login for more scopes", code: .scope
-                )
-            case 403
-            where !state.once(\.steppedUp):
-                // One login for more scopes per bridge: a server that asks again gets its error.
-                return fail(request, refusal(of: response, after: "a login for more scopes already ran"), code: .scope)
-            case 403:
-                guard let stepped = stepUp(response, request: request) else { return }
-                steppedUp = true
-                token = stepped
-            case 404 where state.withLock({ $0.sessionID != nil }):
-                state.withLock { $0.sessionID = nil }
-                return fail(request, "\(shown) ended the MCP session; start a new one (initialize)")
-            default:
-                // Per-request era: a JSON-RPC error is the answer, whatever the status.
-                if routing != nil, answerWithError(x.errorBody, request: request) { return }
-                let why = OutsideText.line(String(decoding: x.errorBody.prefix(300), as: UTF8.self), limit: 200)
-                return fail(request, "\(shown) answered HTTP \(response.status)\(why.isEmpty ? "" : ": \(why)")")
+            if (200..<300).contains(response.status) {
+                return finish(&x, response, request: request, initialize: initialize, token: token)
             }
+            guard
+                let again = retry(
+                    after: response, token: token, attempt: &attempt, request: request, errorBody: x.errorBody,
+                    perRequest: routing != nil)
+            else { return }
+            token = again
         }
+    }
+
+    /// Per-request era: the message's routing headers (a call of a tool no
+    /// listing showed lists the tools first); nil when the message cannot be
+    /// sent (its error written) or was cancelled meanwhile.
+    private func routingHeaders(
+        _ routing: (message: JSONValue, version: String), request: JSONValue?, token: String, cancel: Cancellation?
+    ) -> [String]? {
+        if routing.message["method"]?.string == "tools/call", let name = routing.message["params"]?["name"]?.string {
+            listToolsOnce(unless: name, like: routing.message, version: routing.version, token: token, cancel: cancel)
+            if cancel?.isCancelled == true { return nil }
+        }
+        let routed = MCPRouting.headers(for: routing.message, version: routing.version) { name in
+            self.toolMaps.withLock { $0[name] }
+        }
+        if routed == nil {
+            fail(request, "invalid request: its method cannot be sent as an HTTP header", code: .invalid)
+        }
+        return routed
+    }
+
+    /// A 2xx: what the answer held, written out (the answer to `initialize`
+    /// with the events it held back); an answer cut short is picked up again
+    /// where its events had ids, else its error.
+    private func finish(
+        _ x: inout Exchange, _ response: HTTPResponse, request: JSONValue?, initialize: Bool, token: String
+    ) {
+        if initialize, !x.answered {
+            if !x.jsonBody.isEmpty { x.held.append(String(decoding: x.jsonBody, as: UTF8.self)) }
+            x.jsonBody = []
+            x.answered = settle(response, held: x.held, request: request, whole: true)
+        }
+        if !x.jsonBody.isEmpty { emit(x.jsonBody, request: request, answered: &x.answered, whole: true) }
+        if x.answered || request == nil { return }
+        if let last = x.parser.lastEventID, resume(after: last, request: request, token: token) { return }
+        fail(request, "\(shown) closed its answer before it had answered")
     }
 
     /// One piece of the answer: JSON kept whole, events written as they come
