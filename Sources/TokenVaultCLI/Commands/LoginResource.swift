@@ -12,15 +12,7 @@ extension TokenVault.Login {
         let transport = CurlTransport(timeout: try context.httpTimeout)
         let config = try context.config
         try ResourceClient.checkMetadataURLs(config)
-        let server = try ResourceDiscovery.discover(
-            url, issuer: issuer, transport: transport,
-            ownGrant: { issuer in
-                let grant = ResourceClient.configured(issuer: issuer, config: config)?.table.grant
-                return grant.flatMap(OAuth2Provider.Grant.init(rawValue:))?.fetchesAgain == true
-            }
-        ) { step in
-            if verbose { Output.notice(step) }
-        }
+        let server = try discover(url, config: config, transport: transport)
         // Kept under the URL the user gave; the metadata's resource (the same, or a
         // parent of it on the same origin) is what the requests name (RFC 8707).
         let key = try ServiceKey(resource: url)
@@ -68,6 +60,21 @@ extension TokenVault.Login {
             Output.notice(
                 "removed \(dropped) registration\(dropped == 1 ? "" : "s") \(OutsideText.line(server.issuer)) no longer knew"
             )
+        }
+    }
+
+    /// The resource's authorization server (ResourceDiscovery): PKCE is not
+    /// asked of one whose configured client fetches its tokens on its own;
+    /// each step said with `--verbose`.
+    func discover(_ url: String, config: Config, transport: HTTPTransport) throws -> ResourceServer {
+        try ResourceDiscovery.discover(
+            url, issuer: issuer, transport: transport,
+            ownGrant: { issuer in
+                let grant = ResourceClient.configured(issuer: issuer, config: config)?.table.grant
+                return grant.flatMap(OAuth2Provider.Grant.init(rawValue:))?.fetchesAgain == true
+            }
+        ) { step in
+            if verbose { Output.notice(step) }
         }
     }
 

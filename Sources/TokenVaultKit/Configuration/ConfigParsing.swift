@@ -77,15 +77,8 @@ extension Config {
         if let v = root["backend"] {
             if let b = v.string, BackendChoice(rawValue: b) != nil {
                 backend = b
-            } else if let b = v.string {
-                let close =
-                    Suggestion.closest(to: b, in: BackendChoice.allCases.map(\.rawValue)).map {
-                        " (did you mean \($0)?)"
-                    }
-                    ?? ""
-                wrong("backend", "\(BackendChoice.spelled), not \(Quoted.text(b))\(close)")
             } else {
-                wrong("backend", ConfigType.describe(String.self, key: "backend") + ", not " + Config.kind(v.type))
+                wrong("backend", Self.notABackend(v))
             }
         }
         minValid = integer("min_valid", { $0 >= 0 }, "a whole number of seconds, 0 or more, e.g. min_valid = 60")
@@ -111,6 +104,16 @@ extension Config {
             }
         }
         return found
+    }
+
+    /// What a `backend` that names none must be instead, with the closest one.
+    private static func notABackend(_ v: TOMLValueConvertible) -> String {
+        guard let b = v.string else {
+            return ConfigType.describe(String.self, key: "backend") + ", not " + Config.kind(v.type)
+        }
+        let close =
+            Suggestion.closest(to: b, in: BackendChoice.allCases.map(\.rawValue)).map { " (did you mean \($0)?)" } ?? ""
+        return "\(BackendChoice.spelled), not \(Quoted.text(b))\(close)"
     }
 
     /// One `[providers.NAME]` table; a mistake in it breaks only that

@@ -31,6 +31,17 @@ public struct ResourceServer: Equatable, Sendable {
     /// endpoints are the fallbacks, kept with the provider (nothing to discover).
     public var publishesMetadata = true
 
+    /// What the authorization server's metadata says of scopes and clients.
+    mutating func read(_ o: [String: JSONValue]) {
+        if case .array(let scopes)? = o["scopes_supported"] {
+            offersOfflineAccess = ProtectedResourceMetadata.scopeTokens(scopes).contains("offline_access")
+        }
+        acceptsClientMetadataDocuments = o["client_id_metadata_document_supported"] == .bool(true)
+        if case .array(let methods)? = o["token_endpoint_auth_methods_supported"] {
+            tokenEndpointAuthMethods = methods.compactMap(\.string)
+        }
+    }
+
     /// The scopes a login asks for: `asked`, with `offline_access` added
     /// where the authorization server lists it (and never elsewhere).
     public func loginScopes(_ asked: [String]) -> [String] {
@@ -61,30 +72,8 @@ public enum ResourceDiscovery {
             throw TokenVaultError.usage(
                 "\(Quoted.text(url)) is not an https URL (http only for loopback) without a fragment")
         }
-        let challenge = try probe(url, transport: transport)
-        if let named = challenge?.parameters["resource_metadata"] {
-            trace("\(shown) answered 401, naming its resource metadata \(OutsideText.line(named, limit: 200))")
-        } else {
-            trace(
-                "\(shown) answered \(challenge == nil ? "without asking for a token" : "401, naming no resource metadata")"
-            )
-        }
-        let candidates =
-            challenge?.parameters["resource_metadata"].map { [$0] } ?? ProtectedResourceMetadata.wellKnownURLs(for: url)
-        var metadata: ProtectedResourceMetadata?
-        for candidate in candidates where OAuth2Provider.isSafeEndpoint(candidate, reachedFrom: url) {
-            let r = try transport.send(
-                HTTPRequest(method: "GET", url: candidate, headers: ["Accept: application/json"]))
-            trace("GET \(OutsideText.line(candidate, limit: 200)): HTTP \(r.status)")
-            if (500..<600).contains(r.status) {
-                throw TokenVaultError.temporary(
-                    "the resource metadata of \(shown) is unavailable (HTTP \(r.status)); try again")
-            }
-            guard r.status == 200 else { continue }
-            metadata = try ProtectedResourceMetadata.parse(r.body, for: url)
-            break
-        }
-        guard let metadata else {
+        let challenge = try probe(url, transport: transport, trace: trace)
+        guard let metadata = try resourceMetadata(url, challenge: challenge, transport: transport, trace: trace) else {
             guard let challenge, challenge.parameters["resource_metadata"] == nil, chosen == nil,
                 let origin = ProviderConfig.origin(of: url)
             else {
@@ -120,9 +109,48 @@ public enum ResourceDiscovery {
         return server
     }
 
+    /// The resource's metadata (RFC 9728): where its 401 said, else at the
+    /// well-known names (path inserted, then the root); nil when none has it.
+    static func resourceMetadata(
+        _ url: String, challenge: AuthChallenge?, transport: HTTPTransport, trace: (String) -> Void
+    ) throws -> ProtectedResourceMetadata? {
+        let candidates =
+            challenge?.parameters["resource_metadata"].map { [$0] } ?? ProtectedResourceMetadata.wellKnownURLs(for: url)
+        for candidate in candidates where OAuth2Provider.isSafeEndpoint(candidate, reachedFrom: url) {
+            let r = try transport.send(
+                HTTPRequest(method: "GET", url: candidate, headers: ["Accept: application/json"]))
+            trace("GET \(OutsideText.line(candidate, limit: 200)): HTTP \(r.status)")
+            if (500..<600).contains(r.status) {
+                throw TokenVaultError.temporary(
+                    "the resource metadata of \(OutsideText.line(url, limit: 200)) is unavailable (HTTP \(r.status)); try again"
+                )
+            }
+            guard r.status == 200 else { continue }
+            return try ProtectedResourceMetadata.parse(r.body, for: url)
+        }
+        return nil
+    }
+
     /// The resource without a token: its Bearer challenge, if it answers 401
     /// (an MCP server takes a JSON-RPC ping; another resource ignores the body).
-    static func probe(_ url: String, transport: HTTPTransport) throws -> AuthChallenge? {
+    static func probe(
+        _ url: String, transport: HTTPTransport, trace: (String) -> Void = { _ in }
+    ) throws
+        -> AuthChallenge?
+    {
+        let challenge = try probeChallenge(url, transport: transport)
+        let shown = OutsideText.line(url, limit: 200)
+        if let named = challenge?.parameters["resource_metadata"] {
+            trace("\(shown) answered 401, naming its resource metadata \(OutsideText.line(named, limit: 200))")
+        } else {
+            trace(
+                "\(shown) answered \(challenge == nil ? "without asking for a token" : "401, naming no resource metadata")"
+            )
+        }
+        return challenge
+    }
+
+    private static func probeChallenge(_ url: String, transport: HTTPTransport) throws -> AuthChallenge? {
         let ping = Data(#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#.utf8)
         let r = try transport.send(
             HTTPRequest(
@@ -149,18 +177,14 @@ public enum ResourceDiscovery {
             Discovery.urls(issuer).reversed(), transport: transport, trace: trace
         ) { status, _ in "the authorization server \(shownIssuer) is unavailable (HTTP \(status)); try again" }
         guard let o = document else {
-            if legacy {
-                trace(
-                    "no authorization server metadata: the 2025-03-26 endpoints \(shownIssuer)/authorize, /token and /register"
-                )
-                var server = ResourceServer(
-                    resource: url, issuer: issuer, authorizeURL: issuer + "/authorize", tokenURL: issuer + "/token",
-                    registrationURL: issuer + "/register", revokeURL: nil, scopes: [])
-                server.publishesMetadata = false
-                return server
+            guard legacy else {
+                throw TokenVaultError.badInput(
+                    "the authorization server \(shownIssuer) of \(resource) publishes no metadata")
             }
-            throw TokenVaultError.badInput(
-                "the authorization server \(shownIssuer) of \(resource) publishes no metadata")
+            trace(
+                "no authorization server metadata: the 2025-03-26 endpoints \(shownIssuer)/authorize, /token and /register"
+            )
+            return fallbacks(issuer, url: url)
         }
         guard o["issuer"]?.string == issuer else {
             throw TokenVaultError.badInput(
@@ -196,13 +220,16 @@ public enum ResourceDiscovery {
             resource: resource, issuer: issuer, authorizeURL: authorize, tokenURL: token,
             registrationURL: try endpoint("registration_endpoint"), revokeURL: try endpoint("revocation_endpoint"),
             scopes: [], issParameterRequired: o["authorization_response_iss_parameter_supported"] == .bool(true))
-        if case .array(let scopes)? = o["scopes_supported"] {
-            server.offersOfflineAccess = ProtectedResourceMetadata.scopeTokens(scopes).contains("offline_access")
-        }
-        server.acceptsClientMetadataDocuments = o["client_id_metadata_document_supported"] == .bool(true)
-        if case .array(let methods)? = o["token_endpoint_auth_methods_supported"] {
-            server.tokenEndpointAuthMethods = methods.compactMap(\.string)
-        }
+        server.read(o)
+        return server
+    }
+
+    /// MCP 2025-03-26's endpoints of a server that publishes no metadata, at its origin.
+    static func fallbacks(_ origin: String, url: String) -> ResourceServer {
+        var server = ResourceServer(
+            resource: url, issuer: origin, authorizeURL: origin + "/authorize", tokenURL: origin + "/token",
+            registrationURL: origin + "/register", revokeURL: nil, scopes: [])
+        server.publishesMetadata = false
         return server
     }
 }
