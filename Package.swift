@@ -68,7 +68,7 @@ let package = Package(
             dependencies: ["TokenVaultKit", "TokenVaultTestSupport"]),
         .testTarget(
             name: "TokenVaultCLITests",
-            dependencies: ["tokenvault", "tokenvault-manual", "TokenVaultTestSupport"]
+            dependencies: ["tokenvault", "tokenvault-manual", "TokenVaultCLI", "TokenVaultTestSupport"]
         ),
     ]
 )

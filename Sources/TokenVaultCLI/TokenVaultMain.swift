@@ -45,6 +45,7 @@ public enum TokenVaultMain {
                 if !AgentClient.present(settings), !SecretServiceHeadStart.start(settings) {
                     Config.readAhead(settings)
                 }
+                defer { Config.forgetReadAhead(settings) }
                 if let get = try? TokenVault.Get.parseAsRoot(Array(args.dropFirst())) as? TokenVault.Get {
                     try get.run(settings: settings, agent: agent)
                     Output.flushLater()

@@ -6,7 +6,7 @@ final class CommandTests: XCTestCase {
     let weibo = #"{"access_token":"abc","refresh_token":"r1","expires_in":3600,"uid":"42"}"#
 
     func testIssueExampleRoundTrip() {
-        let s = Sandbox()
+        let s = Sandbox(inProcess: true)
         XCTAssertEqual(s.tv("set", "https://api.weibo.com/2/", stdin: weibo).status, 0)
         XCTAssertEqual(s.tv("get", "api.weibo.com").stdout, "abc\n")
         XCTAssertEqual(s.tv("get", "weibo", "--field", "uid").stdout, "42\n")
@@ -29,7 +29,7 @@ final class CommandTests: XCTestCase {
     }
 
     func testEnvFormatIsSafeToEval() {
-        let s = Sandbox()
+        let s = Sandbox(inProcess: true)
         s.expect("set", "api.example.com", stdin: #"{"access_token":"t0k","who":"it's $(touch pwned) `x`"}"#)
         let r = s.shell(
             #"cd "$HOME" && eval "$("$TV" get api.example.com --format env --field who)" && printf %s "$TOKENVAULT_WHO"; ls pwned 2>/dev/null"#
@@ -38,7 +38,7 @@ final class CommandTests: XCTestCase {
     }
 
     func testAccountsAreSeparate() {
-        let s = Sandbox()
+        let s = Sandbox(inProcess: true)
         s.expect("set", "api.github.com", stdin: "work-token\n")
         s.expect("set", "api.github.com", "--account", "home", stdin: "home-token\n")
         XCTAssertEqual(s.tv("get", "api.github.com").out, "work-token")
@@ -48,7 +48,7 @@ final class CommandTests: XCTestCase {
     }
 
     func testExpiredWithoutRefreshTokenExits4WithHint() {
-        let s = Sandbox()
+        let s = Sandbox(inProcess: true)
         s.expect(
             "set", "api.weibo.com", "--provider", "weibo",
             stdin: #"{"access_token":"old","expires_at":"2001-01-01T00:00:00Z"}"#)
@@ -62,7 +62,7 @@ final class CommandTests: XCTestCase {
     }
 
     func testHostileServiceNamesExit64AndTouchNothing() {
-        let s = Sandbox()
+        let s = Sandbox(inProcess: true)
         s.expect("set", "api.weibo.com", stdin: "keep\n")
         let before = FileManager.default.contents(atPath: s.vault)
         for bad in [
@@ -81,7 +81,7 @@ final class CommandTests: XCTestCase {
     }
 
     func testMalformedStdinExits65AndKeepsWhatWasStored() {
-        let s = Sandbox()
+        let s = Sandbox(inProcess: true)
         s.expect("set", "api.weibo.com", stdin: "keep\n")
         for bad in [
             "", "{", "[1]", #"{"refresh_token":"x"}"#, #"{"access_token":""}"#,
@@ -96,7 +96,7 @@ final class CommandTests: XCTestCase {
     }
 
     func testNumbersAsStringsAndExtraFields() {
-        let s = Sandbox()
+        let s = Sandbox(inProcess: true)
         s.expect(
             "set", "weibo",
             stdin: #"{"access_token":"a","expires_in":"157679999","remind_in":"157679999","uid":"1404376560"}"#)
@@ -106,7 +106,7 @@ final class CommandTests: XCTestCase {
     }
 
     func testUnknownFieldAndUsageErrors() {
-        let s = Sandbox()
+        let s = Sandbox(inProcess: true)
         s.expect("set", "api.x.com", stdin: "tok\n")
         let r = s.tv("get", "api.x.com", "--field", "nope")
         XCTAssertEqual(r.status, 64)
@@ -118,7 +118,7 @@ final class CommandTests: XCTestCase {
     }
 
     func testExecPassesTokenAndExitStatus() {
-        let s = Sandbox()
+        let s = Sandbox(inProcess: true)
         s.expect("set", "api.x.com", stdin: "tok123\n")
         let r = s.tv("exec", "api.x.com", "--", "/bin/sh", "-c", #"printf %s "$TOKENVAULT_ACCESS_TOKEN"; exit 7"#)
         XCTAssertEqual(r.status, 7)
@@ -127,7 +127,7 @@ final class CommandTests: XCTestCase {
     }
 
     func testListAndStatusJSONCarryNoSecrets() {
-        let s = Sandbox()
+        let s = Sandbox(inProcess: true)
         s.expect("set", "api.weibo.com", stdin: weibo)
         for args in [["list", "--json"], ["status", "--json"], ["status", "weibo", "--json"]] {
             let r = s.run(args)
@@ -138,7 +138,7 @@ final class CommandTests: XCTestCase {
     }
 
     func testConfigBackendAndBadConfig() {
-        let s = Sandbox()
+        let s = Sandbox(inProcess: true)
         try! s.writeConfig("backend = \"file\"\nmin_valid = 30\n")
         XCTAssertEqual(s.tv("set", "api.x.com", stdin: "t\n", env: ["TOKENVAULT_BACKEND": ""]).status, 0)
         try! s.writeConfig("backend = \"floppy\"\n")
@@ -153,7 +153,7 @@ final class CommandTests: XCTestCase {
     }
 
     func testHeaderFollowsTheProvidersTemplate() throws {
-        let s = Sandbox()
+        let s = Sandbox(inProcess: true)
         try s.writeConfig(
             """
             [providers.custom]
@@ -183,7 +183,7 @@ final class CommandTests: XCTestCase {
     }
 
     func testProvidersListsPresets() {
-        let s = Sandbox()
+        let s = Sandbox(inProcess: true)
         let r = s.tv("providers", "--json")
         XCTAssertEqual(r.status, 0)
         for name in ["weibo", "google", "github", "foursquare", "twitter", "flickr"] {

@@ -73,6 +73,10 @@ public struct Config: Sendable, Equatable {
         ReadAhead.start(path: settings.configPath) { try loadNow(settings) }
     }
 
+    /// Drops what was read ahead and not taken (a command that failed before
+    /// it loaded the config): the next command reads the file as it is then.
+    public static func forgetReadAhead(_ settings: Settings) { _ = ReadAhead.take(path: settings.configPath) }
+
     /// The config last read by this process, and the files it came from as
     /// they were then: a long-lived process (the agent) reads them again only
     /// when one changed (another inode, size, or change time).

@@ -1,0 +1,50 @@
+import Foundation
+import Glibc
+import TokenVaultKit
+import XCTest
+
+@testable import TokenVaultCLI
+
+/// `tokenvault ARGS` run inside the test process, the way the agent runs a
+/// client's command (docs/hacking.md, "Tests"): `TokenVaultMain.execute` with
+/// settings made from the sandbox's environment, stdout and stderr captured,
+/// stdin from `stdin`. No process boundary, so nothing a process boundary
+/// holds (a signal, an exit, the agent's socket, a terminal, a child that
+/// replaces the process) is tested this way: `runsInProcess` says which
+/// commands may be.
+enum InProcess {
+    /// Commands that need a process of their own: they start or replace
+    /// processes (exec, login, mcp, agent, setup, unlock on a terminal),
+    /// print help and exit, or take part in the agent's protocol.
+    static let needsAProcess: Set = [
+        "exec", "login", "mcp", "agent", "setup", "unlock", "lock", "help", "git-credential", "refresh", "revoke",
+    ]
+
+    static func runsInProcess(_ args: [String]) -> Bool {
+        guard let first = args.first, !first.hasPrefix("-"), !needsAProcess.contains(first) else { return false }
+        return !args.contains { ["--help", "-h", "--version", "--generate-completion-script"].contains($0) }
+    }
+
+    /// One command's run: its exit status and what it printed.
+    static func run(_ args: [String], env: [String: String], stdin: String?) -> Run {
+        // stdin from a file (a pipe would fill before the command reads it): written, then read from its start.
+        var template = Array((NSTemporaryDirectory() + "tv-stdin-XXXXXX").utf8CString)
+        let fd = mkstemp(&template)
+        precondition(fd >= 0)
+        unlink(String(cString: template))
+        Posix.write(fd, stdin ?? "")
+        lseek(fd, 0, SEEK_SET)
+        let saved = dup(0)
+        dup2(fd, 0)
+        close(fd)
+        defer {
+            dup2(saved, 0)
+            close(saved)
+        }
+        let (result, out, err) = Output.capturing {
+            TokenVaultMain.execute(args, settings: Settings(environment: env)) ?? 1
+        }
+        let status: Int32 = (try? result.get()) ?? 1
+        return Run(status: status, stdout: out, stderr: err)
+    }
+}
