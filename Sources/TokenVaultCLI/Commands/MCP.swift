@@ -112,10 +112,15 @@ final class BridgeHost: MCPBridgeHost, @unchecked Sendable {
     let context: Context
     let account: String
     let url: String
-    private let lock = PosixLock()
-    private var current: Credential?
-    private var login: pid_t = 0
-    private var resolved: CredentialID?
+    /// What the bridge's threads share; a token is asked for and renewed
+    /// under its lock, one request at a time.
+    private struct Shared {
+        var current: Credential?
+        /// The login started in the background, if any.
+        var login: pid_t = 0
+        var resolved: CredentialID?
+    }
+    private let state = Locked(Shared())
 
     init(context: Context, account: String, url: String) {
         self.context = context
@@ -126,57 +131,57 @@ final class BridgeHost: MCPBridgeHost, @unchecked Sendable {
     /// The credential that holds URL: the stored resource that holds it, else
     /// URL's own key (where `login URL` stores). Looked for again until found,
     /// in a context of its own (one that opened the backend would not ask the agent).
-    private func credentialID() throws -> CredentialID {
-        if let resolved { return resolved }
+    private func credentialID(_ s: inout Shared) throws -> CredentialID {
+        if let resolved = s.resolved { return resolved }
         let context = self.context.fresh()
         defer { context.flushWarnings() }
         var id = CredentialID(service: try context.serviceKey(url), account: account)
         if id.service.path == nil, try context.vault().load(id) == nil {
             id = CredentialID(service: try ServiceKey(resource: url), account: account)
         }
-        resolved = id
+        s.resolved = id
         return id
     }
 
     func token() throws -> String {
-        try lock.withLock {
-            if let c = current, let minValid = try? context.minValid(nil),
+        try state.withLock { s in
+            if let c = s.current, let minValid = try? context.minValid(nil),
                 c.expiresAt.map({ $0 - context.clock.now > minValid }) ?? true
             {
                 return c.accessToken
             }
-            return try usable(force: false)
+            return try usable(force: false, &s)
         }
     }
 
     func renewed(after rejected: String) throws -> String {
-        try lock.withLock {
+        try state.withLock { s in
             // Another process may have renewed it already: the stored token is then the one to use.
             let fresh = context.fresh()
             defer { fresh.flushWarnings() }
-            if let stored = try fresh.load(try credentialID()), stored.accessToken != rejected,
+            if let stored = try fresh.load(try credentialID(&s)), stored.accessToken != rejected,
                 !stored.isExpired(at: fresh.clock.now)
             {
-                current = stored
+                s.current = stored
                 return stored.accessToken
             }
-            return try usable(force: true)
+            return try usable(force: true, &s)
         }
     }
 
-    private func usable(force: Bool) throws -> String {
+    private func usable(force: Bool, _ s: inout Shared) throws -> String {
         let fresh = context.fresh()
         fresh.interactive = false  // the bridge never prompts: a failure is the request's JSON-RPC error
         defer { fresh.flushWarnings() }
         do {
-            let c = try fresh.usable(try credentialID(), minValid: nil, force: force)
-            current = c
+            let c = try fresh.usable(try credentialID(&s), minValid: nil, force: force)
+            s.current = c
             return c.accessToken
         } catch let error as TokenVaultError {
-            current = nil
+            s.current = nil
             switch error {
             case .loginRequired, .notFound:
-                if startLogin(scopes: []) {
+                if startLogin(&s) {
                     throw TokenVaultError.loginRequired(
                         "\(error.errorText); a login was started in the browser: try again once it is done")
                 }
@@ -195,7 +200,7 @@ final class BridgeHost: MCPBridgeHost, @unchecked Sendable {
     func stepUp(_ scopes: [String]) throws -> Bool {
         guard Browser.unavailable(context.settings) == nil else { return false }
         // Named scopes go with the ones held; none named: the login takes the resource's own list with the ones held.
-        let stored = lock.withLock { resolved }.flatMap { try? context.fresh().vault().load($0) }
+        let stored = state.withLock { $0.resolved }.flatMap { try? context.fresh().vault().load($0) }
         let held = stored?.scope?.split(separator: " ").map(String.init) ?? []
         // The grant holds every scope named already: another login would get the same refusal.
         if !scopes.isEmpty, scopes.allSatisfy(held.contains) { return false }
@@ -203,7 +208,7 @@ final class BridgeHost: MCPBridgeHost, @unchecked Sendable {
         let (status, _) = try Posix.spawn(
             loginArguments(scopes: all), env: context.settings.environment, capture: false, showErrors: true,
             wait: true)
-        lock.withLock { current = nil }
+        state.withLock { $0.current = nil }
         guard status == 0 else {
             throw TokenVaultError.loginRequired(
                 "the login for more scopes did not finish (exit \(status))",
@@ -214,15 +219,15 @@ final class BridgeHost: MCPBridgeHost, @unchecked Sendable {
 
     /// `tokenvault login URL` in the background, its output on stderr; one
     /// at a time. False where no browser can open.
-    private func startLogin(scopes: [String]) -> Bool {
+    private func startLogin(_ s: inout Shared) -> Bool {
         guard Browser.unavailable(context.settings) == nil else { return false }
-        if login > 0, kill(login, 0) == 0 {
+        if s.login > 0, kill(s.login, 0) == 0 {
             var status: Int32 = 0
-            if waitpid(login, &status, WNOHANG) == 0 { return true }
+            if waitpid(s.login, &status, WNOHANG) == 0 { return true }
         }
-        guard let pid = try? Posix.startInBackground(loginArguments(scopes: scopes), env: context.settings.environment)
+        guard let pid = try? Posix.startInBackground(loginArguments(scopes: []), env: context.settings.environment)
         else { return false }
-        login = pid
+        s.login = pid
         return true
     }
 

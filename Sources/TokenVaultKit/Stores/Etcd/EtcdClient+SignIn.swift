@@ -49,13 +49,10 @@ extension EtcdClient {
     /// not one per process), under a host lock. `refused`: the token etcd just
     /// refused, never taken again.
     func authenticateIfNeeded(_ endpoint: String, seconds: Double, refused: String? = nil) throws {
-        if lock.withLock({ authenticated }) { return }
+        if state.withLock({ $0.authenticated }) { return }
         guard settings.username != nil else { return }
         func adopt(_ t: String) {
-            lock.withLock {
-                token = t
-                authenticated = true
-            }
+            state.withLock { ($0.token, $0.authenticated) = (t, true) }
         }
         if let kept = keptAuthToken(), kept != refused { return adopt(kept) }
         guard !settings.runtimeDirectory.isEmpty, (try? PrivateDirectory.ensure(settings.runtimeDirectory)) != nil
@@ -94,10 +91,7 @@ extension EtcdClient {
                     "etcd at \(endpoint) answered the sign-in with a token that cannot go in a header (control characters, spaces or over 4096 bytes); refused"
                 )
             }
-            lock.withLock {
-                token = t
-                authenticated = true
-            }
+            state.withLock { ($0.token, $0.authenticated) = (t, true) }
             settings.authTokenCache.store(
                 name: authTokenName, key: SecureBytes(Array(t.utf8)), ttl: Self.authTokenSeconds)
             return

@@ -8,12 +8,17 @@ import Glibc
 /// `EtcdAmbiguous` instead of being sent twice.
 final class EtcdClient: @unchecked Sendable {
     let settings: EtcdSettings
-    let lock = PosixLock()
-    private var preferred = 0
-    var token: String?
-    var authenticated = false
-    /// Member id of the endpoint that last answered, and the cluster's id.
-    private(set) var lastHeader: [String: JSONValue] = [:]
+    /// What the client's calls share, under one lock.
+    struct Shared {
+        /// The endpoint that answered last: the next call starts there.
+        var preferred = 0
+        /// The sign-in token, once this process has one.
+        var token: String?
+        var authenticated = false
+        /// Member id of the endpoint that last answered, and the cluster's id.
+        var lastHeader: [String: JSONValue] = [:]
+    }
+    let state = Locked(Shared())
 
     init(settings: EtcdSettings) {
         self.settings = settings
@@ -181,7 +186,7 @@ final class EtcdClient: @unchecked Sendable {
         let patience = Date().addingTimeInterval(max(total, Double(settings.wait)))
         var waited = 0
         let payload = Data(JSONValue.object(body).text.utf8)
-        var start = lock.withLock { only == nil ? preferred : 0 }
+        var start = state.withLock { only == nil ? $0.preferred : 0 }
         var last = "no endpoint answered"
         var reauthenticated = false
         var attempt = 0
@@ -213,9 +218,9 @@ final class EtcdClient: @unchecked Sendable {
                     // process does (the others find its token).
                     guard !reauthenticated else { throw refused(message) }
                     reauthenticated = true
-                    let refusedToken = lock.withLock { () -> String? in
-                        defer { (authenticated, token) = (false, nil) }
-                        return token
+                    let refusedToken = state.withLock { s -> String? in
+                        defer { (s.authenticated, s.token) = (false, nil) }
+                        return s.token
                     }
                     try authenticateIfNeeded(endpoint, seconds: left, refused: refusedToken)
                     start = index
@@ -236,7 +241,7 @@ final class EtcdClient: @unchecked Sendable {
             if only != nil || deadline.timeIntervalSinceNow <= 0.05 { break }
             // Every endpoint failed this round: an election, or a restart. Back off a little.
             Posix.sleep(min(0.05 * Double(1 << min(attempt, 4)), max(deadline.timeIntervalSinceNow, 0)))
-            start = lock.withLock { preferred }
+            start = state.withLock { $0.preferred }
         }
         if waited > 0, WaitLine.enabled { WaitLine.clear() }
         if only != nil { throw TokenVaultError.temporary(last) }
@@ -265,9 +270,9 @@ final class EtcdClient: @unchecked Sendable {
     /// An answer: the endpoint that gave it is asked first next time, and the
     /// cluster is marked as once reached.
     private func answered(_ object: [String: JSONValue], by index: Int) -> [String: JSONValue] {
-        lock.withLock {
-            preferred = index
-            if case .object(let h)? = object["header"] { lastHeader = h }
+        state.withLock { s in
+            s.preferred = index
+            if case .object(let h)? = object["header"] { s.lastHeader = h }
         }
         EtcdReachMark.note(settings)
         return object
@@ -307,7 +312,7 @@ final class EtcdClient: @unchecked Sendable {
         _ endpoint: String, _ path: String, _ payload: Data, seconds: Double, mode: Repeating
     ) throws -> Outcome {
         var headers = ["Content-Type: application/json"]
-        if let t = lock.withLock({ token }) { headers.append("Authorization: \(t)") }
+        if let t = state.withLock({ $0.token }) { headers.append("Authorization: \(t)") }
         let request = HTTPRequest(method: "POST", url: endpoint + path, headers: headers, body: payload)
         let response: HTTPResponse
         do {
