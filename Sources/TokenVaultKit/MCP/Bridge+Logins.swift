@@ -57,18 +57,26 @@ extension MCPBridge {
     /// one can run, at most one per bridge, and the token to send again; else
     /// the error (nil).
     func logInAgain(_ request: JSONValue?) -> String? {
-        let first = state.once(\.loggedInAgain)
+        let refused =
+            "\(shown) refuses the renewed token (HTTP 401); log in again: tokenvault login \(ShellWord.word(url))"
+        guard state.once(\.loggedInAgain) else {
+            fail(request, refused, code: .authorization)
+            return nil
+        }
+        return login([], request: request, code: .authorization, otherwise: refused)
+    }
+
+    /// A login through the host, then the token to send again; nil when none
+    /// could run (`otherwise` is the message's error) or it failed (its error).
+    private func login(_ scopes: [String], request: JSONValue?, code: ErrorCode, otherwise: String) -> String? {
         do {
-            guard first, try host.stepUp([]) else {
-                fail(
-                    request,
-                    "\(shown) refuses the renewed token (HTTP 401); log in again: tokenvault login \(ShellWord.word(url))",
-                    code: .authorization)
+            guard try host.stepUp(scopes) else {
+                fail(request, otherwise, code: code)
                 return nil
             }
             return try host.token()
         } catch {
-            fail(request, error, code: .authorization)
+            fail(request, error, code: code)
             return nil
         }
     }
@@ -100,18 +108,10 @@ extension MCPBridge {
             scopes.isEmpty
             ? challenge?.parameters["error_description"].map { "it says: \($0)" } ?? "it does not say which"
             : scopes.joined(separator: " ")
-        do {
-            guard try host.stepUp(scopes) else {
-                fail(
-                    request,
-                    "\(shown) asks for more scopes (\(OutsideText.line(asked, limit: 200))); log in with them: tokenvault login \(ShellWord.word(url))",
-                    code: .scope)
-                return nil
-            }
-            return try host.token()
-        } catch {
-            fail(request, error, code: .scope)
-            return nil
-        }
+        return login(
+            scopes, request: request, code: .scope,
+            otherwise:
+                "\(shown) asks for more scopes (\(OutsideText.line(asked, limit: 200))); log in with them: tokenvault login \(ShellWord.word(url))"
+        )
     }
 }
