@@ -16,5 +16,6 @@ final class WordingTests: XCTestCase {
         XCTAssertEqual(Format.count(2, "renewal"), "2 renewals")
         XCTAssertEqual(Format.list(["the session bus"]), "the session bus")
         XCTAssertEqual(Format.list(["a", "b", "c"]), "a, b and c")
+        XCTAssertEqual(Format.list(["a", "b", "c"], "or"), "a, b or c")
     }
 }

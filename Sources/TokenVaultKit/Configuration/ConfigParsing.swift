@@ -161,7 +161,7 @@ extension Config {
                 (
                     at(key),
                     .config(
-                        "\(located.location(table: table, key: key)): providers.\(name).\(key) must be \(Config.spelled(valid)), not \(Quoted.text(v))\(close)"
+                        "\(located.location(table: table, key: key)): providers.\(name).\(key) must be \(Format.list(valid, "or")), not \(Quoted.text(v))\(close)"
                     )
                 ))
         }
@@ -172,11 +172,6 @@ extension Config {
         for mistake in mistakes.all {
             warnings.append("\(mistake.errorText); provider \(name) cannot be used until it is fixed")
         }
-    }
-
-    /// `a, b or c`.
-    static func spelled(_ values: [String]) -> String {
-        values.count < 2 ? values.joined() : values.dropLast().joined(separator: ", ") + " or " + values.last!
     }
 
     /// The `[hooks]` table; a mistake in it turns the hooks off, with a warning.

@@ -26,10 +26,7 @@ public struct PassphraseSource: Sendable {
     }
 
     /// "TOKENVAULT_PASSPHRASE_FILE, TOKENVAULT_PASSPHRASE_COMMAND or TOKENVAULT_PASSPHRASE".
-    static let sourceNames: String = {
-        let names = EnvironmentVariable.passphraseSources.map(\.name)
-        return names.dropLast().joined(separator: ", ") + " or " + names.last!
-    }()
+    static let sourceNames = Format.list(EnvironmentVariable.passphraseSources.map(\.name), "or")
 
     static let noSourceHint = "run tokenvault unlock on a terminal (the key is then cached), or set \(sourceNames)"
 

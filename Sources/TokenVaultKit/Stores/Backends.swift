@@ -10,10 +10,7 @@ public enum BackendChoice: String, Sendable, CaseIterable {
     case etcd
 
     /// "auto, secret-service, file or etcd", for messages.
-    public static var spelled: String {
-        let names = allCases.map(\.rawValue)
-        return names.dropLast().joined(separator: ", ") + " or " + names.last!
-    }
+    public static var spelled: String { Format.list(allCases.map(\.rawValue), "or") }
 }
 
 /// Builds the stores from the settings.

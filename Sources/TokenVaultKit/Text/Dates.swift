@@ -36,9 +36,9 @@ public enum Format {
     /// "1 credential", "2 credentials".
     public static func count(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
 
-    /// "a", "a and b", "a, b and c".
-    public static func list(_ items: [String]) -> String {
-        items.count < 2 ? items.joined() : items.dropLast().joined(separator: ", ") + " and " + items.last!
+    /// "a", "a and b", "a, b and c"; with `or`, "a, b or c".
+    public static func list(_ items: [String], _ conjunction: String = "and") -> String {
+        items.count < 2 ? items.joined() : items.dropLast().joined(separator: ", ") + " \(conjunction) " + items.last!
     }
 
     /// "in 2h 5m" or "expired 3m ago": a moment (unix seconds) seen from `now`.
