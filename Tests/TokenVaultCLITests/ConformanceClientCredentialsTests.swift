@@ -13,8 +13,14 @@ final class ConformanceClientCredentialsTests: ConformanceTestCase {
         return s
     }
 
-    func testClientCredentialsBasic() throws {
-        let c = try start("client-credentials-basic")
+    /// A sandbox whose config.toml has the suite's client for the scenario's
+    /// issuer, with the client credentials grant and `secret` (its secret or key line),
+    /// logged in to the scenario's URL and its calls through at both eras.
+    func loggedIn(
+        _ c: Scenario, _ secret: String, file: StaticString = #filePath, line: UInt = #line
+    ) throws
+        -> Sandbox
+    {
         let s = sandbox()
         try s.writeConfig(
             """
@@ -22,10 +28,16 @@ final class ConformanceClientCredentialsTests: ConformanceTestCase {
             issuer = "\(c.origin)"
             grant = "client_credentials"
             client_id = "conformance-test-client"
-            client_secret = "conformance-test-secret"
+            \(secret)
             """)
-        login(s, c)
-        assertCallsGoThrough(s, c.url)
+        login(s, c, file: file, line: line)
+        assertCallsGoThrough(s, c.url, file: file, line: line)
+        return s
+    }
+
+    func testClientCredentialsBasic() throws {
+        let c = try start("client-credentials-basic")
+        let s = try loggedIn(c, #"client_secret = "conformance-test-secret""#)
         try assertPassed(c, ["client-credentials-basic-auth", "token-resource"])
         XCTAssertEqual(try count(c, "authorization-request"), 0, "no user, no authorization request")
         // An expired token is fetched again, the same way, on the next use.
@@ -41,17 +53,7 @@ final class ConformanceClientCredentialsTests: ConformanceTestCase {
         addTeardownBlock { try? FileManager.default.removeItem(atPath: key) }
         let c = try start("client-credentials-jwt", ["--key-out", key])
         XCTAssertEqual(chmod(key, 0o600), 0)
-        let s = sandbox()
-        try s.writeConfig(
-            """
-            [providers.machine]
-            issuer = "\(c.origin)"
-            grant = "client_credentials"
-            client_id = "conformance-test-client"
-            private_key_file = "\(key)"
-            """)
-        login(s, c)
-        assertCallsGoThrough(s, c.url)
+        _ = try loggedIn(c, #"private_key_file = "\#(key)""#)
         try assertPassed(c, ["client-credentials-jwt-verified", "token-resource"])
         XCTAssertEqual(try count(c, "authorization-request"), 0)
     }
