@@ -8,23 +8,37 @@ import TokenVaultKit
 public final class ScriptedStreams: HTTPStreamingTransport, @unchecked Sendable {
     private let lock = NSLock()
     private var recorded: [HTTPRequest] = []
-    private let answer: @Sendable (HTTPRequest) -> HTTPResponse
+    private var recordedIdle: [Int] = []
+    private let answer: @Sendable (HTTPRequest, Cancellation?) -> HTTPResponse
 
-    public init(_ answer: @escaping @Sendable (HTTPRequest) -> HTTPResponse) { self.answer = answer }
+    public init(_ answer: @escaping @Sendable (HTTPRequest) -> HTTPResponse) { self.answer = { r, _ in answer(r) } }
+
+    /// A server that may wait on the stream's cancellation: a stream
+    /// cancelled by the time its answer is computed fails, as libcurl's does.
+    public init(cancellable answer: @escaping @Sendable (HTTPRequest, Cancellation?) -> HTTPResponse) {
+        self.answer = answer
+    }
 
     /// The requests so far, in the order they were sent.
     public var requests: [HTTPRequest] { lock.withLock { recorded } }
+    /// Each stream's `idleSeconds`, in the order they were opened.
+    public var idleSeconds: [Int] { lock.withLock { recordedIdle } }
 
     public func send(_ request: HTTPRequest) throws -> HTTPResponse {
         lock.withLock { recorded.append(request) }
-        return answer(request)
+        return answer(request, nil)
     }
 
     public func stream(
         _ request: HTTPRequest, idleSeconds: Int, cancel: Cancellation?, headers: ((HTTPResponse) -> Void)?,
         receive: @escaping (Int, String?, UnsafeRawBufferPointer) -> Bool
     ) throws -> HTTPResponse {
-        var response = try send(request)
+        lock.withLock {
+            recorded.append(request)
+            recordedIdle.append(idleSeconds)
+        }
+        var response = answer(request, cancel)
+        if cancel?.isCancelled == true { throw TokenVaultError.badInput("the stream was cancelled") }
         headers?(response)
         let body = [UInt8](response.body)
         for piece in [body[..<(body.count / 2)], body[(body.count / 2)...]] where !piece.isEmpty {

@@ -10,10 +10,11 @@ import XCTest
 /// message decided in one place.
 final class MCPBridgeEraTests: XCTestCase {
     final class Host: MCPBridgeHost, @unchecked Sendable {
+        let said = Locked<[String]>([])
         func token() throws -> String { "tok" }
         func renewed(after rejected: String) throws -> String { "tok" }
         func stepUp(_ scopes: [String]) throws -> Bool { false }
-        func say(_ line: String) {}
+        func say(_ line: String) { said.withLock { $0.append(line) } }
     }
 
     static let initialize =
@@ -26,10 +27,10 @@ final class MCPBridgeEraTests: XCTestCase {
         #"{"jsonrpc":"2.0","id":4,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#
 
     /// Runs a bridge over `lines` (stdin, then its end) against `server`; what it wrote for the client.
-    func run(_ lines: [String], server: ScriptedStreams) throws -> [String] {
+    func run(_ lines: [String], server: ScriptedStreams, host: Host = Host()) throws -> [String] {
         let written = Locked<[String]>([])
         let bridge = try MCPBridge(
-            url: "http://127.0.0.1:9/mcp", transport: server, host: Host(), idleSeconds: 5,
+            url: "http://127.0.0.1:9/mcp", transport: server, host: host, idleSeconds: 5,
             writeLine: { line in written.withLock { $0.append(line) } })
         var ends: [Int32] = [-1, -1]
         XCTAssertEqual(pipe(&ends), 0)
@@ -129,5 +130,142 @@ final class MCPBridgeEraTests: XCTestCase {
         XCTAssertEqual(bridge.era(of: note, isRequest: false), .perRequest(version: "2026-07-28"))
         XCTAssertEqual(bridge.era(of: try message(Self.initialize), isRequest: true), .handshake)
         XCTAssertEqual(bridge.era(of: note, isRequest: false), .handshake)
+        XCTAssertEqual(
+            bridge.exchange(for: try message(Self.discover), isRequest: true).era, .perRequest(version: "2026-07-28"))
+        XCTAssertEqual(bridge.exchange(for: try message(Self.call), isRequest: true).era, .handshake)
+    }
+
+    static func modern(_ id: Int, _ method: String, _ params: String = "") -> String {
+        #"{"jsonrpc":"2.0","id":\#(id),"method":"\#(method)","params":{\#(params)\#(params.isEmpty ? "" : ",")"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#
+    }
+
+    /// Handshake era: a 404 once a session is set up means the server ended
+    /// it; the request gets that error and the next one carries no session.
+    func testTheHandshakeEraEndsASessionOn404() throws {
+        let server = ScriptedStreams { r in
+            let body = String(decoding: r.body, as: UTF8.self)
+            if r.method != "POST" { return HTTPResponse(status: 405, body: Data()) }
+            if body.contains("\"initialize\"") {
+                return ScriptedStreams.result(
+                    #"{"protocolVersion":"2025-11-25","capabilities":{}}"#, to: r, headers: [("mcp-session-id", "s-9")])
+            }
+            return HTTPResponse(status: 404, body: Data())
+        }
+        let host = Host()
+        let ping = #"{"jsonrpc":"2.0","id":7,"method":"ping"}"#
+        let out = try run([Self.initialize, Self.call, ping], server: server, host: host)
+        XCTAssertTrue(out.contains { $0.contains(#""id":2"#) && $0.contains("ended the MCP session") }, "\(out)")
+        XCTAssertTrue(out.contains { $0.contains(#""id":7"#) && $0.contains("HTTP 404") }, "\(out)")
+        XCTAssertNil(header(try XCTUnwrap(posts(server, "ping").first), "Mcp-Session-Id"), "the session is gone")
+    }
+
+    /// Handshake era: events that come before the answer to initialize are
+    /// held and passed on with it, in the server's order; then the server's
+    /// own stream (GET, with the session) is opened and its messages passed on.
+    func testTheHandshakeEraHoldsInitializeAndListens() throws {
+        let listened = DispatchSemaphore(value: 0)
+        let server = ScriptedStreams { r in
+            if r.method == "GET" {
+                listened.signal()
+                return HTTPResponse(
+                    status: 200, contentType: "text/event-stream",
+                    body: Data("event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"own/news\"}\n\n".utf8))
+            }
+            if r.method == "DELETE" { return HTTPResponse(status: 200, body: Data()) }
+            if String(decoding: r.body, as: UTF8.self).contains("\"initialize\"") {
+                let sse =
+                    "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}\n\n"
+                    + "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"protocolVersion\":\"2025-11-25\"}}\n\n"
+                var response = HTTPResponse(status: 200, contentType: "text/event-stream", body: Data(sse.utf8))
+                response.headers = [("mcp-session-id", "s-2")]
+                return response
+            }
+            _ = listened.wait(timeout: .now() + 5)  // the call is answered once the stream was opened
+            return ScriptedStreams.result(#"{"content":[]}"#, to: r)
+        }
+        let out = try run([Self.initialize, Self.call], server: server)
+        let notice = try XCTUnwrap(out.firstIndex { $0.contains("notifications/message") }, "\(out)")
+        let answer = try XCTUnwrap(out.firstIndex { $0.contains(#""id":1"#) }, "\(out)")
+        XCTAssertLessThan(notice, answer, "held, then passed on in order")
+        XCTAssertTrue(out.contains { $0.contains("own/news") }, "the server's own stream: \(out)")
+        let get = try XCTUnwrap(server.requests.first { $0.method == "GET" })
+        XCTAssertEqual(header(get, "Mcp-Session-Id"), "s-2")
+    }
+
+    /// Per-request era: a refusal whose body is a JSON-RPC error is the
+    /// answer, with nothing on stderr; one with no such body is the bridge's
+    /// error, said on stderr too; a method no header can carry is never sent.
+    func testThePerRequestEraTakesAJSONRPCRefusalAsTheAnswer() throws {
+        let server = ScriptedStreams { r in
+            let body = String(decoding: r.body, as: UTF8.self)
+            if body.contains("resources/read") {
+                return HTTPResponse(
+                    status: 400, contentType: "application/json",
+                    body: Data(#"{"jsonrpc":"2.0","id":11,"error":{"code":-32602,"message":"Header mismatch"}}"#.utf8))
+            }
+            return HTTPResponse(status: 500, body: Data("down".utf8))
+        }
+        let host = Host()
+        let out = try run(
+            [
+                Self.modern(11, "resources/read", #""uri":"a://b""#), Self.modern(12, "prompts/list"),
+                Self.modern(13, "bad method"),
+            ], server: server, host: host)
+        XCTAssertTrue(
+            out.contains { $0.contains(#""id":11"#) && $0.contains("-32602") && $0.contains("Header mismatch") },
+            "\(out)")
+        XCTAssertTrue(out.contains { $0.contains(#""id":12"#) && $0.contains("HTTP 500: down") }, "\(out)")
+        XCTAssertTrue(out.contains { $0.contains(#""id":13"#) && $0.contains("-32600") }, "\(out)")
+        XCTAssertTrue(posts(server, "bad method").isEmpty, "never sent")
+        let said = host.said.withLock { $0 }
+        XCTAssertFalse(said.contains { $0.contains("Header mismatch") }, "\(said)")
+        XCTAssertTrue(said.contains { $0.contains("HTTP 500") }, "\(said)")
+        let read = try XCTUnwrap(posts(server, "resources/read").first)
+        XCTAssertEqual(header(read, "Mcp-Name"), "a://b")
+    }
+
+    /// Per-request era: a call of a tool no listing showed lists the tools
+    /// first (every page), so the call carries its argument headers.
+    func testThePerRequestEraListsToolsBeforeAnUnknownCall() throws {
+        let server = ScriptedStreams { r in
+            let body = String(decoding: r.body, as: UTF8.self)
+            guard body.contains("tools/list") else { return ScriptedStreams.result(#"{"content":[]}"#, to: r) }
+            if !body.contains("cursor") {
+                return ScriptedStreams.result(
+                    #"{"tools":[{"name":"other","inputSchema":{}}],"nextCursor":"p2"}"#, to: r)
+            }
+            return ScriptedStreams.result(
+                #"{"tools":[{"name":"echo","inputSchema":{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}}]}"#,
+                to: r)
+        }
+        let call = Self.modern(21, "tools/call", #""name":"echo","arguments":{"region":"eu-west"}"#)
+        let out = try run([call, call.replacingOccurrences(of: #""id":21"#, with: #""id":22"#)], server: server)
+        XCTAssertEqual(out.filter { $0.contains(#""content""#) }.count, 2, "\(out)")
+        XCTAssertEqual(posts(server, "tools/list").count, 2, "two pages, listed once")
+        for sent in posts(server, "tools/call") { XCTAssertEqual(header(sent, "Mcp-Param-Region"), "eu-west") }
+    }
+
+    /// Per-request era: a cancellation closes its request's exchange and
+    /// goes no further; a subscription's stream is not closed for idling.
+    func testThePerRequestEraCancelsAndListens() throws {
+        let server = ScriptedStreams(cancellable: { r, cancel in
+            if String(decoding: r.body, as: UTF8.self).contains("tools/call") {
+                for _ in 0..<500 where cancel?.isCancelled != true { usleep(10_000) }
+            }
+            return ScriptedStreams.result(#"{"content":[]}"#, to: r)
+        })
+        let cancelled =
+            #"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":31}}"#
+        let out = try run(
+            [
+                Self.modern(31, "tools/call", #""name":"slow","arguments":{}"#), cancelled,
+                Self.modern(32, "subscriptions/listen"),
+            ], server: server)
+        XCTAssertFalse(out.contains { $0.contains(#""id":31"#) }, "no answer after the cancellation: \(out)")
+        XCTAssertTrue(posts(server, "notifications/cancelled").isEmpty)
+        XCTAssertTrue(out.contains { $0.contains(#""id":32"#) }, "\(out)")
+        let listen = try XCTUnwrap(
+            server.requests.firstIndex { String(decoding: $0.body, as: UTF8.self).contains("subscriptions/listen") })
+        XCTAssertEqual(server.idleSeconds[listen], 86400)
     }
 }

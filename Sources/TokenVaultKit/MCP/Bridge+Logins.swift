@@ -17,7 +17,7 @@ extension MCPBridge {
     /// bridge), or nil when the message's error was written.
     func retry(
         after response: HTTPResponse, token: String, attempt: inout Attempt, request: JSONValue?, errorBody: [UInt8],
-        perRequest: Bool
+        exchange: any MCPExchange
     ) -> String? {
         switch response.status {
         case 401 where !attempt.renewed:
@@ -39,13 +39,8 @@ extension MCPBridge {
         case 403:
             attempt.steppedUp = true
             return stepUp(response, request: request)
-        case 404 where state.withLock({ $0.sessionID != nil }):
-            state.withLock { $0.sessionID = nil }
-            fail(request, "\(shown) ended the MCP session; start a new one (initialize)")
-            return nil
         default:
-            // Per-request era: a JSON-RPC error is the answer, whatever the status.
-            if perRequest, answerWithError(errorBody, request: request) { return nil }
+            if exchange.answered(refusal: response, body: errorBody, request: request, on: self) { return nil }
             let why = OutsideText.line(String(decoding: errorBody.prefix(300), as: UTF8.self), limit: 200)
             fail(request, "\(shown) answered HTTP \(response.status)\(why.isEmpty ? "" : ": \(why)")")
             return nil

@@ -5,26 +5,27 @@ import Glibc
 /// What the bridge sends and what it writes (docs/adapters.md, "MCP servers"):
 /// the requests of both eras, and each message from the server as one line on stdout.
 extension MCPBridge {
-    func headers(token: String) -> [String] {
-        var h = ["Authorization: Bearer \(token)"]
+    /// The handshake era's session and protocol version, once `initialize` set them up.
+    func sessionHeaders() -> [String] {
         let (sessionID, protocolVersion) = state.withLock { ($0.sessionID, $0.protocolVersion) }
-        if let sessionID { h.append("Mcp-Session-Id: \(sessionID)") }
-        if let protocolVersion { h.append("MCP-Protocol-Version: \(protocolVersion)") }
-        return h
+        return (sessionID.map { ["Mcp-Session-Id: \($0)"] } ?? [])
+            + (protocolVersion.map { ["MCP-Protocol-Version: \($0)"] } ?? [])
     }
 
-    /// A POST of the handshake era (with the session), or with `routing`
-    /// headers one of the per-request era (no session).
-    func post(_ body: [UInt8], token: String, routing: [String]? = nil) -> HTTPRequest {
+    /// A POST of one message, with the headers its era adds (`MCPExchange`).
+    func post(_ body: [UInt8], token: String, eraHeaders: [String]) -> HTTPRequest {
         HTTPRequest(
             url: url,
-            headers: (routing.map { ["Authorization: Bearer \(token)"] + $0 } ?? headers(token: token)) + [
+            headers: ["Authorization: Bearer \(token)"] + eraHeaders + [
                 "Content-Type: application/json", "Accept: application/json, text/event-stream",
             ], body: Data(body))
     }
 
+    /// A GET (or DELETE) of the handshake era's session.
     func get(token: String) -> HTTPRequest {
-        HTTPRequest(method: "GET", url: url, headers: headers(token: token) + ["Accept: text/event-stream"])
+        HTTPRequest(
+            method: "GET", url: url,
+            headers: ["Authorization: Bearer \(token)"] + sessionHeaders() + ["Accept: text/event-stream"])
     }
 
     /// Writes one message from the server as one line, after checking it is

@@ -10,7 +10,7 @@ extension MCPBridge {
     func resume(after lastID: String, request: JSONValue?, token: String) -> Bool {
         var last = lastID
         for _ in 0..<3 {
-            var x = Exchange()
+            var x = Transfer()
             var request_ = get(token: token)
             request_.headers.append("Last-Event-ID: \(last)")
             let response = try? transport.stream(request_, idleSeconds: idleSeconds) { status, type, bytes in
@@ -45,7 +45,7 @@ extension MCPBridge {
         var failures = 0
         while !state.withLock({ $0.closing }), failures < 5 {
             guard let token = try? host.token() else { return }
-            var x = Exchange()
+            var x = Transfer()
             var request = get(token: token)
             if let last { request.headers.append("Last-Event-ID: \(last)") }
             let started = DispatchTime.now()

@@ -122,48 +122,43 @@ public final class MCPBridge: @unchecked Sendable {
     /// (a tool call that runs for minutes, a server that takes a request and
     /// never answers) holds up the messages after it: a `ping` or a
     /// cancellation goes out at once. The next line is read once this message
-    /// is under way: `initialize` once its answer was passed on (what follows
-    /// carries the session it set up); any other once the server took it (its
-    /// first byte) or after half a second, so that a cancellation sent after
-    /// its request reaches the server after it (docs/adapters.md).
+    /// is under way: one whose exchange holds its events (`initialize`) once
+    /// its answer was passed on (what follows carries the session it set
+    /// up); any other once the server took it (its first byte) or after half
+    /// a second, so that a cancellation sent after its request reaches the
+    /// server after it (docs/adapters.md).
     private func dispatch(_ message: JSONValue, body: [UInt8]) {
         let request: JSONValue? =
             if case .object(let o) = message, o["method"] != nil, let id = o["id"], id != .null { id } else { nil }
-        let isInitialize = message["method"]?.string == "initialize"
-        let modern: String? =
-            switch era(of: message, isRequest: request != nil) {
-            case .perRequest(let version): version
-            case .handshake: nil
-            }
-        if request == nil, message["method"] != nil, modern != nil {
-            return notified(message)
-        }
-        if modern != nil, let request {
-            if message["method"]?.string == "tools/list" {
-                let first = message["params"]?["cursor"] == nil
-                listings.withLock { $0[request] = first }
-            }
-            cancels.withLock { $0[request] = Cancellation() }
-        }
+        let exchange = exchange(for: message, isRequest: request != nil)
+        guard exchange.admit(message, request: request, to: self) else { return }
+        let holds = exchange.holdsEvents(message)
         let underWay = DispatchSemaphore(value: 0)
         inFlight.enter()
         Posix.spawnThread {
-            self.forward(
-                body, request: request, initialize: isInitialize, underWay: underWay,
-                routing: modern.map { (message, $0) })
+            self.forward(body, message, request: request, exchange: exchange, underWay: underWay)
             underWay.signal()
             self.inFlight.leave()
         }
-        if isInitialize { underWay.wait() } else { _ = underWay.wait(timeout: .now() + 0.5) }
-        startListening()
+        if holds { underWay.wait() } else { _ = underWay.wait(timeout: .now() + 0.5) }
+        exchange.sent(on: self)
     }
 
-    /// The era of one message from the client, decided here and nowhere else
-    /// (docs/adapters.md, "MCP servers"): a message whose `params._meta` names
-    /// 2026-07-28 or later is of the per-request era; any other request is of
-    /// the handshake era (`initialize` included: a client that probed with
-    /// `server/discover` and fell back is back in that era); a notification
-    /// naming no version is of the era of the client's last request.
+    /// The exchange that carries one message from the client: the only
+    /// place that asks which era a message is of (docs/adapters.md, "MCP servers").
+    func exchange(for message: JSONValue, isRequest: Bool) -> any MCPExchange {
+        switch era(of: message, isRequest: isRequest) {
+        case .handshake: HandshakeExchange()
+        case .perRequest(let version): PerRequestExchange(version: version)
+        }
+    }
+
+    /// The era of one message from the client (docs/adapters.md, "MCP
+    /// servers"): a message whose `params._meta` names 2026-07-28 or later
+    /// is of the per-request era; any other request is of the handshake era
+    /// (`initialize` included: a client that probed with `server/discover`
+    /// and fell back is back in that era); a notification naming no version
+    /// is of the era of the client's last request.
     func era(of message: JSONValue, isRequest: Bool) -> Era {
         let named = MCPRouting.modernVersion(of: message).map { Era.perRequest(version: $0) }
         return state.withLock { s in
@@ -175,7 +170,7 @@ public final class MCPBridge: @unchecked Sendable {
     // MARK: One message
 
     /// How one POST went, as far as the answer to the request is concerned.
-    struct Exchange {
+    struct Transfer {
         var parser = ServerSentEventParser(maxEventBytes: JSONRPC.maxLineBytes)
         var jsonBody: [UInt8] = []
         var errorBody: [UInt8] = []
@@ -192,13 +187,12 @@ public final class MCPBridge: @unchecked Sendable {
         var messages = 0
     }
 
-    /// Forwards one message; `routing`: the message and its protocol version
-    /// when it is a request of the per-request era. The same message is sent
-    /// again after a renewal, a login for more scopes or a new login
-    /// (`retry(after:)`), each at most once.
+    /// Forwards one message as its era's `exchange` carries it. The same
+    /// message is sent again after a renewal, a login for more scopes or a
+    /// new login (`retry(after:)`), each at most once.
     private func forward(
-        _ body: [UInt8], request: JSONValue?, initialize: Bool, underWay: DispatchSemaphore,
-        routing: (message: JSONValue, version: String)? = nil
+        _ body: [UInt8], _ message: JSONValue, request: JSONValue?, exchange: any MCPExchange,
+        underWay: DispatchSemaphore
     ) {
         let cancel = request.flatMap { id in cancels.withLock { $0[id] } }
         defer {
@@ -209,26 +203,23 @@ public final class MCPBridge: @unchecked Sendable {
         }
         var token: String
         do { token = try host.token() } catch { return fail(request, error, code: .authorization) }
-        var routed: [String]?
-        if let routing {
-            guard let headers = routingHeaders(routing, request: request, token: token, cancel: cancel) else { return }
-            routed = headers
-        }
-        let method = routing?.message["method"]?.string
+        guard let eraHeaders = exchange.headers(for: message, request: request, token: token, cancel: cancel, on: self)
+        else { return }
+        let holds = exchange.holdsEvents(message)
+        let idle = exchange.idleSeconds(for: message, otherwise: idleSeconds)
         var attempt = Attempt()
         while true {
-            var x = Exchange()
-            x.holding = initialize
+            var x = Transfer()
+            x.holding = holds
             let response: HTTPResponse
             do {
                 response = try transport.stream(
-                    post(body, token: token, routing: routed),
-                    idleSeconds: method == "subscriptions/listen" ? 86400 : idleSeconds, cancel: cancel,
+                    post(body, token: token, eraHeaders: eraHeaders), idleSeconds: idle, cancel: cancel,
                     headers: { x.head = $0 },
                     receive: { status, type, bytes in
-                        if !initialize { underWay.signal() }
+                        if !holds { underWay.signal() }
                         let more = self.receive(&x, status: status, type: type, bytes: bytes, request: request)
-                        if initialize, x.answered { underWay.signal() }
+                        if holds, x.answered { underWay.signal() }
                         return more
                     })
             } catch {
@@ -239,43 +230,24 @@ public final class MCPBridge: @unchecked Sendable {
                 return fail(request, error, code: .server)
             }
             if (200..<300).contains(response.status) {
-                return finish(&x, response, request: request, initialize: initialize, token: token)
+                return finish(&x, response, request: request, holding: holds, token: token)
             }
             guard
                 let again = retry(
                     after: response, token: token, attempt: &attempt, request: request, errorBody: x.errorBody,
-                    perRequest: routing != nil)
+                    exchange: exchange)
             else { return }
             token = again
         }
     }
 
-    /// Per-request era: the message's routing headers (a call of a tool no
-    /// listing showed lists the tools first); nil when the message cannot be
-    /// sent (its error written) or was cancelled meanwhile.
-    private func routingHeaders(
-        _ routing: (message: JSONValue, version: String), request: JSONValue?, token: String, cancel: Cancellation?
-    ) -> [String]? {
-        if routing.message["method"]?.string == "tools/call", let name = routing.message["params"]?["name"]?.string {
-            listToolsOnce(unless: name, like: routing.message, version: routing.version, token: token, cancel: cancel)
-            if cancel?.isCancelled == true { return nil }
-        }
-        let routed = MCPRouting.headers(for: routing.message, version: routing.version) { name in
-            self.toolMaps.withLock { $0[name] }
-        }
-        if routed == nil {
-            fail(request, "invalid request: its method cannot be sent as an HTTP header", code: .invalid)
-        }
-        return routed
-    }
-
-    /// A 2xx: what the answer held, written out (the answer to `initialize`
-    /// with the events it held back); an answer cut short is picked up again
+    /// A 2xx: what the answer held, written out (an answer that was
+    /// `holding`, with the events it held back); an answer cut short is picked up again
     /// where its events had ids, else its error.
     private func finish(
-        _ x: inout Exchange, _ response: HTTPResponse, request: JSONValue?, initialize: Bool, token: String
+        _ x: inout Transfer, _ response: HTTPResponse, request: JSONValue?, holding: Bool, token: String
     ) {
-        if initialize, !x.answered {
+        if holding, !x.answered {
             if !x.jsonBody.isEmpty { x.held.append(String(decoding: x.jsonBody, as: UTF8.self)) }
             x.jsonBody = []
             x.answered = settle(response, held: x.held, request: request, whole: true)
@@ -290,7 +262,7 @@ public final class MCPBridge: @unchecked Sendable {
     /// (those before the answer to `initialize` held until it comes).
     /// False stops the transfer (too large).
     func receive(
-        _ x: inout Exchange, status: Int, type: String?, bytes: UnsafeRawBufferPointer, request: JSONValue?
+        _ x: inout Transfer, status: Int, type: String?, bytes: UnsafeRawBufferPointer, request: JSONValue?
     ) -> Bool {
         guard (200..<300).contains(status) else {
             if x.errorBody.count < 4096 { x.errorBody += bytes.prefix(4096 - x.errorBody.count) }

@@ -2,22 +2,70 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 
-/// The bridge in the per-request era, MCP 2026-07-28 and later
-/// (docs/adapters.md, "MCP servers"): no client notification reaches the
-/// server, a cancelled request closes its exchange, the `x-mcp-header`
-/// maps come from the tool listings, and a JSON-RPC error is an answer
-/// whatever its HTTP status.
-extension MCPBridge {
-    /// A notification of the per-request era: none is sent to the server
-    /// (the revision has none from the client); `notifications/cancelled`
-    /// closes the exchange of the request it names.
-    func notified(_ message: JSONValue) {
-        guard message["method"]?.string == "notifications/cancelled", let id = message["params"]?["requestId"] else {
-            return
+/// MCP 2026-07-28 and later (docs/adapters.md, "MCP servers"): each request
+/// on its own, with routing headers computed from its body and no session;
+/// no client notification reaches the server, a cancelled request closes
+/// its exchange, the `x-mcp-header` maps come from the tool listings, and
+/// a JSON-RPC error is an answer whatever its HTTP status.
+struct PerRequestExchange: MCPExchange {
+    let version: String
+    var era: MCPBridge.Era { .perRequest(version: version) }
+
+    /// A notification goes no further (`notifications/cancelled` closes the
+    /// exchange of the request it names); a request can be cancelled, and a
+    /// listing of the tools is awaited.
+    func admit(_ message: JSONValue, request: JSONValue?, to bridge: MCPBridge) -> Bool {
+        guard let request else {
+            if message["method"]?.string == "notifications/cancelled", let id = message["params"]?["requestId"] {
+                bridge.cancels.withLock { $0[id] }?.cancel()
+            }
+            return false
         }
-        cancels.withLock { $0[id] }?.cancel()
+        if message["method"]?.string == "tools/list" {
+            let first = message["params"]?["cursor"] == nil
+            bridge.listings.withLock { $0[request] = first }
+        }
+        bridge.cancels.withLock { $0[request] = Cancellation() }
+        return true
     }
 
+    /// The message's routing headers (a call of a tool no listing showed
+    /// lists the tools first).
+    func headers(
+        for message: JSONValue, request: JSONValue?, token: String, cancel: Cancellation?, on bridge: MCPBridge
+    ) -> [String]? {
+        if message["method"]?.string == "tools/call", let name = message["params"]?["name"]?.string {
+            bridge.listToolsOnce(unless: name, like: message, version: version, token: token, cancel: cancel)
+            if cancel?.isCancelled == true { return nil }
+        }
+        let routed = MCPRouting.headers(for: message, version: version) { name in
+            bridge.toolMaps.withLock { $0[name] }
+        }
+        if routed == nil {
+            bridge.fail(request, "invalid request: its method cannot be sent as an HTTP header", code: .invalid)
+        }
+        return routed
+    }
+
+    func holdsEvents(_ message: JSONValue) -> Bool { false }
+
+    /// A subscription's stream stays open for as long as the server keeps it.
+    func idleSeconds(for message: JSONValue, otherwise: Int) -> Int {
+        message["method"]?.string == "subscriptions/listen" ? 86400 : otherwise
+    }
+
+    /// A refusal whose body is a JSON-RPC error (an unknown method, a
+    /// version the server does not speak, a header that does not match) is
+    /// the answer, with nothing on stderr: a client negotiating the era expects it.
+    func answered(refusal: HTTPResponse, body: [UInt8], request: JSONValue?, on bridge: MCPBridge) -> Bool {
+        bridge.answerWithError(body, request: request)
+    }
+
+    func sent(on bridge: MCPBridge) {}
+}
+
+/// The per-request era's tool listings and answers.
+extension MCPBridge {
     /// Keeps the `x-mcp-header` map of each tool of a listing (a tool whose
     /// annotations are invalid mirrors nothing): those of the current listing
     /// only, as the SDK's client does, so a first page replaces what was kept
@@ -53,7 +101,7 @@ extension MCPBridge {
             ])
             guard let headers = MCPRouting.headers(for: listing, version: version, tools: { _ in nil }),
                 let response = try? whole(
-                    post(Array(listing.text.utf8), token: token, routing: headers), cancel: cancel),
+                    post(Array(listing.text.utf8), token: token, eraHeaders: headers), cancel: cancel),
                 (200..<300).contains(response.status), let result = Self.answer(in: response)?["result"]
             else { return }
             absorbTools(result, firstPage: page == 0)
@@ -90,10 +138,8 @@ extension MCPBridge {
         }
     }
 
-    /// A refusal whose body is a JSON-RPC error (an unknown method, a
-    /// version the server does not speak, a header that does not match):
-    /// passed on as the answer to `request`, with nothing on stderr (a
-    /// client negotiating the era expects it). False when it is none.
+    /// A refusal whose body is a JSON-RPC error, passed on as the answer to
+    /// `request`; false when it is none.
     func answerWithError(_ body: [UInt8], request: JSONValue?) -> Bool {
         guard let value = JSONRPC.serverMessage(body), case .object(let error)? = value["error"],
             error["code"]?.int64 != nil, error["message"]?.string != nil

@@ -1,0 +1,59 @@
+import Dispatch
+import FoundationEssentials
+
+/// How one era of the protocol carries a message to the server
+/// (docs/adapters.md, "MCP servers"). `MCPBridge.exchange(for:isRequest:)`
+/// picks one for each message and is the only place that asks which era a
+/// message is of; the bridge itself only sends, retries and writes.
+protocol MCPExchange: Sendable {
+    var era: MCPBridge.Era { get }
+    /// Before the message is sent: false when it goes no further.
+    func admit(_ message: JSONValue, request: JSONValue?, to bridge: MCPBridge) -> Bool
+    /// The headers that carry the era on the message's POST, beside its
+    /// authorization; nil when it cannot be sent (its error written) or was
+    /// cancelled meanwhile.
+    func headers(
+        for message: JSONValue, request: JSONValue?, token: String, cancel: Cancellation?, on bridge: MCPBridge
+    ) -> [String]?
+    /// True when the events before the message's answer are held until the
+    /// answer comes, and the next message waits for it.
+    func holdsEvents(_ message: JSONValue) -> Bool
+    /// Seconds the message's stream may stay silent.
+    func idleSeconds(for message: JSONValue, otherwise: Int) -> Int
+    /// A refusal that is not about the token: true when it was the answer
+    /// (written to the client).
+    func answered(refusal: HTTPResponse, body: [UInt8], request: JSONValue?, on bridge: MCPBridge) -> Bool
+    /// Once the message is under way.
+    func sent(on bridge: MCPBridge)
+}
+
+/// MCP 2025-11-25 and before: `initialize` sets up a session, which every
+/// later request carries with its protocol version; client notifications
+/// go to the server; the server's own messages come on a GET stream; a 404
+/// ends the session.
+struct HandshakeExchange: MCPExchange {
+    var era: MCPBridge.Era { .handshake }
+
+    func admit(_ message: JSONValue, request: JSONValue?, to bridge: MCPBridge) -> Bool { true }
+
+    func headers(
+        for message: JSONValue, request: JSONValue?, token: String, cancel: Cancellation?, on bridge: MCPBridge
+    ) -> [String]? {
+        bridge.sessionHeaders()
+    }
+
+    /// The answer to `initialize` goes out with the session it set up, so
+    /// the client's next message carries it.
+    func holdsEvents(_ message: JSONValue) -> Bool { message["method"]?.string == "initialize" }
+
+    func idleSeconds(for message: JSONValue, otherwise: Int) -> Int { otherwise }
+
+    func answered(refusal: HTTPResponse, body: [UInt8], request: JSONValue?, on bridge: MCPBridge) -> Bool {
+        guard refusal.status == 404, bridge.state.withLock({ $0.sessionID != nil }) else { return false }
+        bridge.state.withLock { $0.sessionID = nil }
+        bridge.fail(request, "\(bridge.shown) ended the MCP session; start a new one (initialize)")
+        return true
+    }
+
+    func sent(on bridge: MCPBridge) { bridge.startListening() }
+}
