@@ -41,6 +41,8 @@ done | sort -k1,1nr | awk '{ print $2 }')
 
 started=$(date +%s)
 export bundle logs
+# Each test that started the binary writes its name here (BinaryUse.swift).
+export TV_TEST_BINARY_LOG="$PWD/$logs/binary-tests.log"
 # One class: its output kept, then printed whole (one class at a time on stdout).
 run_class() {
   local c=$1 t0 rc
@@ -82,5 +84,8 @@ while read -r name; do
 done <<<"$failed_cases"
 for c in "${crashed[@]}"; do echo "CRASHED $c: its log is $logs/${c%% *}.log"; done
 for c in "${missing[@]}"; do echo "NOT RUN $c"; done
+binary=$(sort -u "$TV_TEST_BINARY_LOG" 2>/dev/null | grep -c .)
+total=$((passed + failed))
+echo "$binary of $total tests started the binary ($(( total ? binary * 100 / total : 0 ))%)"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ] && [ ${#crashed[@]} -eq 0 ] && [ ${#missing[@]} -eq 0 ]

@@ -239,7 +239,7 @@ final class AgentHardeningTests: QuirkProviderTestCase {
         ]
         let out = Pipe()
         holder.standardOutput = out
-        try holder.run()
+        try holder.runNoted()
         defer { holder.terminate() }
         var said = ""
         while !said.contains("held") {
@@ -301,7 +301,7 @@ final class AgentHardeningTests: QuirkProviderTestCase {
             "import socket,sys,time; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(); time.sleep(20)",
             socket,
         ]
-        try holder.run()
+        try holder.runNoted()
         defer { holder.terminate() }
         XCTAssertTrue(eventually(15) { processGone(Int32(first)) }, "the first agent left")
         XCTAssertTrue(FileManager.default.fileExists(atPath: socket), "and did not remove the socket now in its place")
@@ -329,7 +329,7 @@ final class AgentHardeningTests: QuirkProviderTestCase {
         ]
         let out = Pipe()
         mute.standardOutput = out
-        try mute.run()
+        try mute.runNoted()
         defer { kill(mute.processIdentifier, SIGKILL) }
         _ = out.fileHandleForReading.availableData
         let r = s.tv("lock", limit: 60)

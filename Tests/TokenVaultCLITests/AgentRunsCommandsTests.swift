@@ -66,7 +66,7 @@ final class AgentRunsCommandsTests: AgentTestCase {
         ]
         supervisor.environment = s.env
         supervisor.standardError = FileHandle.nullDevice
-        try supervisor.run()
+        try supervisor.runNoted()
         defer {
             supervisor.terminate()
             s.expect("agent", "stop")

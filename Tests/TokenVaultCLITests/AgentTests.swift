@@ -338,7 +338,7 @@ final class AgentTests: AgentTestCase {
             ]
         activator.environment = s.env
         activator.standardError = FileHandle.nullDevice
-        try activator.run()
+        try activator.runNoted()
         defer {
             activator.terminate()
             activator.waitUntilExit()

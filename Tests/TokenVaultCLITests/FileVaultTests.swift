@@ -180,7 +180,7 @@ final class FileVaultTests: XCTestCase {
             p.environment = env
             p.standardOutput = FileHandle.nullDevice
             p.standardError = FileHandle.nullDevice
-            try p.run()
+            try p.runNoted()
             usleep(useconds_t(150_000 + (round * 97_000) % 700_000))
             // Kill the loop and whatever tokenvault it is running, mid-write or not.
             _ = runProcess("/usr/bin/pkill", ["-KILL", "-P", String(p.processIdentifier)], env: [:])

@@ -342,7 +342,7 @@ final class FleetTests: XCTestCase {
         holder.environment = a.env
         holder.standardOutput = FileHandle.nullDevice
         holder.standardError = FileHandle.nullDevice
-        try holder.run()
+        try holder.runNoted()
         // Wait until it holds the fleet lock.
         let locked = eventually(10) {
             !self.cluster.etcdctl("get", "--prefix", "--keys-only", Self.prefix + "killed/lock/").stdout

@@ -134,7 +134,7 @@ final class Sandbox: @unchecked Sendable {
     let home: String
     var env: [String: String]
 
-    init(backend: String = "file", inProcess: Bool = false) {
+    init(backend: String = "file", inProcess: Bool = true) {
         self.inProcess = inProcess
         home = NSTemporaryDirectory() + "tv-test-" + UUID().uuidString.prefix(8)
         try! FileManager.default.createDirectory(atPath: home + "/run", withIntermediateDirectories: true)
@@ -191,14 +191,14 @@ final class Sandbox: @unchecked Sendable {
     func run(_ args: [String], stdin: String? = nil, env extra: [String: String] = [:], limit: Double = 120) -> Run {
         var e = env
         for (k, v) in extra { e[k] = v.isEmpty ? nil : v }
-        if inProcess, InProcess.runsInProcess(args) { return InProcess.run(args, env: e, stdin: stdin) }
+        if inProcess, InProcess.runsInProcess(args, env: e) { return InProcess.run(args, env: e, stdin: stdin) }
         return runProcess(Paths.binary, args, stdin: stdin, env: e, limit: limit)
     }
 
     /// Commands that need no process of their own run inside the test
     /// process (`InProcess`): for the classes whose tests are about what a
     /// command prints and stores, not about processes.
-    var inProcess = false
+    var inProcess = true
 
     /// Runs `tokenvault ARGS` on a pseudo-terminal `columns` wide (on_pty.py);
     /// its stdout is everything the terminal showed. With `interruptAfter`,

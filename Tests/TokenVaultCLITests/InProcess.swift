@@ -17,12 +17,25 @@ enum InProcess {
     /// processes (exec, login, mcp, agent, setup, unlock on a terminal),
     /// print help and exit, or take part in the agent's protocol.
     static let needsAProcess: Set = [
-        "exec", "login", "mcp", "agent", "setup", "unlock", "lock", "help", "git-credential", "refresh", "revoke",
+        "exec", "mcp", "agent", "setup", "unlock", "lock", "help", "git-credential", "migrate", "backend",
     ]
 
-    static func runsInProcess(_ args: [String]) -> Bool {
-        guard let first = args.first, !first.hasPrefix("-"), !needsAProcess.contains(first) else { return false }
-        return !args.contains { ["--help", "-h", "--version", "--generate-completion-script"].contains($0) }
+    /// True when `args` with `env` can run here: a command that needs no
+    /// process of its own, run from the test's own thread (commands run side
+    /// by side are processes side by side), on a backend that is not the
+    /// Secret Service and with no session bus named (libsecret and desktop
+    /// notifications talk to the bus of the process's own environment), and
+    /// with no agent that would answer it or be started by it.
+    static func runsInProcess(_ args: [String], env: [String: String]) -> Bool {
+        guard Thread.isMainThread, let first = args.first, !first.hasPrefix("-"), !needsAProcess.contains(first)
+        else { return false }
+        guard !args.contains(where: { ["--help", "-h", "--version", "--generate-completion-script"].contains($0) })
+        else { return false }
+        guard ["file", "etcd"].contains(env["TOKENVAULT_BACKEND"] ?? ""), env["DBUS_SESSION_BUS_ADDRESS"] == nil,
+            ["manual", "off"].contains(env["TOKENVAULT_AGENT"] ?? "")
+        else { return false }
+        let settings = Settings(environment: env)
+        return env["TOKENVAULT_AGENT"] == "off" || !FileManager.default.fileExists(atPath: AgentSocket.path(settings))
     }
 
     /// One command's run: its exit status and what it printed.
@@ -41,6 +54,7 @@ enum InProcess {
             dup2(saved, 0)
             close(saved)
         }
+        BinaryUse.noteInProcess()
         let (result, out, err) = Output.capturing {
             TokenVaultMain.execute(args, settings: Settings(environment: env)) ?? 1
         }

@@ -76,7 +76,7 @@ final class RefreshTests: XCTestCase {
         holder.executableURL = URL(fileURLWithPath: "/usr/bin/flock")
         // --no-fork: the process that holds the lock is the one killed.
         holder.arguments = ["--exclusive", "--no-fork", lockDir + "/" + lock, "sleep", "60"]
-        try holder.run()
+        try holder.runNoted()
         XCTAssertTrue(
             eventually(10) {
                 runProcess("/usr/bin/flock", ["--nonblock", "--exclusive", lockDir + "/" + lock, "true"], env: [:])

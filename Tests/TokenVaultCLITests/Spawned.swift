@@ -23,6 +23,7 @@ enum Spawned {
     )
         throws -> (status: Int32, stdout: [UInt8], stderr: [UInt8])
     {
+        BinaryUse.note(argv, env: env)
         // A child that stops reading its stdin early must not kill the test runner.
         signal(SIGPIPE, SIG_IGN)
         var out: [Int32] = [-1, -1], err: [Int32] = [-1, -1], input: [Int32] = [-1, -1]

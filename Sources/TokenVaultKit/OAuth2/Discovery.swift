@@ -165,7 +165,7 @@ public struct Discovery {
         var st = stat()
         guard lstat(file, &st) == 0 else { return nil }
         if let why = Self.untrusted(cacheDirectory, directory: true) ?? Self.untrusted(file, directory: false) {
-            if DiscoveryCacheNotice.first(file) {
+            if DiscoveryCacheNotice.first("\(file) \(st.st_ino) \(st.st_ctim.tv_sec).\(st.st_ctim.tv_nsec)") {
                 warn("ignored the cached discovery document of \(name) (\(file)): \(why); fetching it again")
             }
             return nil
@@ -206,7 +206,8 @@ public struct Discovery {
     }
 }
 
-/// Each ignored cache file is reported once per run.
+/// Each ignored cache file is reported once per process (a command, or the
+/// agent), and again once it was replaced or its owner or mode changed.
 enum DiscoveryCacheNotice {
     private static let told = Locked<Set<String>>([])
 
