@@ -1,4 +1,5 @@
 import Foundation
+import TokenVaultKit
 import TokenVaultTestSupport
 import XCTest
 
@@ -315,6 +316,9 @@ final class PrivateKeyring {
 /// dbus-monitor on a private bus, watching desktop notifications
 /// (org.freedesktop.Notifications): what it saw, once stopped.
 final class NotificationMonitor {
+    /// Monitors running: while one watches, commands run as processes (a
+    /// notification goes to the bus of the process's environment).
+    static let watching = Locked(0)
     private let monitor = Process()
     private let path = NSTemporaryDirectory() + "tv-monitor-" + UUID().uuidString.prefix(8)
 
@@ -325,6 +329,7 @@ final class NotificationMonitor {
         monitor.environment = keyring.env
         monitor.standardOutput = FileHandle(forWritingAtPath: path)
         try monitor.run()
+        Self.watching.mutate { $0 += 1 }
         // It has become a monitor once the bus took its name back (it prints each message as it comes).
         guard eventually(10, { self.seen.contains("member=NameLost") }) else {
             throw NSError(domain: "dbus-monitor did not become a monitor within 10 s", code: 1)
@@ -342,6 +347,7 @@ final class NotificationMonitor {
     }
 
     deinit {
+        Self.watching.mutate { $0 -= 1 }
         if monitor.isRunning { monitor.terminate() }
         try? FileManager.default.removeItem(atPath: path)
     }

@@ -17,23 +17,31 @@ enum InProcess {
     /// processes (exec, login, mcp, agent, setup, unlock on a terminal),
     /// print help and exit, or take part in the agent's protocol.
     static let needsAProcess: Set = [
-        "exec", "mcp", "agent", "setup", "unlock", "lock", "help", "git-credential", "migrate", "backend",
+        "exec", "mcp", "agent", "setup", "unlock", "help", "git-credential", "migrate", "backend",
     ]
+    /// Subcommands of those that need none: they start nothing and embed no path to the binary.
+    static let runsHere: Set = [["agent", "status"], ["agent", "stop"], ["setup", "client-metadata"]]
 
     /// True when `args` with `env` can run here: a command that needs no
     /// process of its own, run from the test's own thread (commands run side
-    /// by side are processes side by side), on a backend that is not the
-    /// Secret Service and with no session bus named (libsecret and desktop
-    /// notifications talk to the bus of the process's own environment), and
-    /// with no agent that would answer it or be started by it.
+    /// by side are processes side by side), on the file or etcd backend, and
+    /// with no agent that would answer it or be started by it. A session bus
+    /// named in `env` is left to the binary where it would be used: libsecret,
+    /// `doctor`'s look at it and desktop notifications (while a
+    /// `NotificationMonitor` watches) talk to the bus of the process's own
+    /// environment.
     static func runsInProcess(_ args: [String], env: [String: String]) -> Bool {
-        guard Thread.isMainThread, let first = args.first, !first.hasPrefix("-"), !needsAProcess.contains(first)
+        guard Thread.isMainThread, let first = args.first, !first.hasPrefix("-"),
+            !needsAProcess.contains(first) || runsHere.contains(Array(args.prefix(2)))
         else { return false }
         guard !args.contains(where: { ["--help", "-h", "--version", "--generate-completion-script"].contains($0) })
         else { return false }
-        guard ["file", "etcd"].contains(env["TOKENVAULT_BACKEND"] ?? ""), env["DBUS_SESSION_BUS_ADDRESS"] == nil,
+        guard ["file", "etcd"].contains(env["TOKENVAULT_BACKEND"] ?? ""),
             ["manual", "off"].contains(env["TOKENVAULT_AGENT"] ?? "")
         else { return false }
+        if env["DBUS_SESSION_BUS_ADDRESS"] != nil, first == "doctor" || NotificationMonitor.watching.value > 0 {
+            return false
+        }
         let settings = Settings(environment: env)
         return env["TOKENVAULT_AGENT"] == "off" || !FileManager.default.fileExists(atPath: AgentSocket.path(settings))
     }

@@ -82,19 +82,27 @@ public struct Config: Sendable, Equatable {
     /// when one changed (another inode, size, or change time).
     private static let last = Locked<(files: [String], config: Config)?>(nil)
 
-    /// A file as it is, and the owner and mode of each directory above it:
-    /// a directory others came to be able to write makes the file untrusted
-    /// (docs/security.md), so the config is read, and checked, again.
+    /// A file as it is, and the owner and mode of each directory above it
+    /// and above where it links to: a directory others came to be able to
+    /// write makes the file untrusted (docs/security.md), so the config is
+    /// read, and checked, again.
     private static func identity(_ path: String) -> String {
         var st = stat()
         guard stat(path, &st) == 0 else { return "\(path): none" }
         var id =
             "\(path): \(st.st_dev) \(st.st_ino) \(st.st_size) \(st.st_mtim.tv_sec).\(st.st_mtim.tv_nsec) \(st.st_ctim.tv_sec).\(st.st_ctim.tv_nsec)"
-        var dir = Substring(path)
-        while let slash = dir.lastIndex(of: "/"), slash > dir.startIndex {
-            dir = dir[..<slash]
-            guard stat(String(dir), &st) == 0 else { break }
-            id += " \(st.st_uid):\(st.st_mode)"
+        var paths = [path]
+        if let real = realpath(path, nil) {
+            paths.append(String(cString: real))
+            free(real)
+        }
+        for each in paths {
+            var dir = Substring(each)
+            while let slash = dir.lastIndex(of: "/"), slash > dir.startIndex {
+                dir = dir[..<slash]
+                guard stat(String(dir), &st) == 0 else { break }
+                id += " \(st.st_uid):\(st.st_mode)"
+            }
         }
         return id
     }
