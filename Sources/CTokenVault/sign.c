@@ -17,7 +17,9 @@
     X(BIO_new_mem_buf) X(BIO_free) X(PEM_read_bio_PrivateKey) X(EVP_PKEY_free) X(EVP_PKEY_get_base_id) \
     X(EVP_PKEY_get_bits) X(EVP_PKEY_get_group_name) X(EVP_MD_CTX_new) X(EVP_MD_CTX_free) X(EVP_sha256) \
     X(EVP_DigestSignInit) X(EVP_DigestSign) X(ERR_get_error) X(ERR_error_string_n) X(ERR_clear_error) \
-    X(d2i_ECDSA_SIG) X(ECDSA_SIG_get0) X(ECDSA_SIG_free) X(BN_bn2binpad) X(OPENSSL_cleanse) X(EVP_Q_mac)
+    X(d2i_ECDSA_SIG) X(ECDSA_SIG_get0) X(ECDSA_SIG_free) X(BN_bn2binpad) X(OPENSSL_cleanse) X(EVP_Q_mac) \
+    X(EVP_PKEY_Q_keygen) X(EVP_PKEY_get_octet_string_param) X(BIO_new) X(BIO_s_mem) X(BIO_ctrl) \
+    X(PEM_write_bio_PrivateKey)
 
 TV_DL_API(tv_sign_api, TV_SIGN_FUNCS, "libcrypto.so.3", tv_api)
 
@@ -139,4 +141,50 @@ int tv_hmac_sha1(const unsigned char *key, size_t key_len, const unsigned char *
         return tv_fail(a, message, message_len, "HMAC-SHA1 failed");
     }
     return 1;
+}
+
+int tv_sign_key_public(tv_sign_key *handle, unsigned char point[65]) {
+    const tv_sign_api *a = tv_api();
+    EVP_PKEY *key = (EVP_PKEY *)handle;
+    size_t len = 0;
+    if (!a || !key || a->EVP_PKEY_get_base_id(key) != EVP_PKEY_EC) return 0;
+    if (!a->EVP_PKEY_get_octet_string_param(key, "encoded-pub-key", point, 65, &len) || len != 65 || point[0] != 4) {
+        a->ERR_clear_error();
+        return 0;
+    }
+    return 1;
+}
+
+int tv_ec_generate(char **pem, size_t *pem_len, char *message, size_t message_len) {
+    const tv_sign_api *a = tv_api();
+    if (!a) {
+        snprintf(message, message_len, "libcrypto cannot be loaded (%s)", library.error);
+        return 0;
+    }
+    EVP_PKEY *key = a->EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
+    if (!key) return tv_fail(a, message, message_len, "cannot make a P-256 key");
+    BIO *bio = a->BIO_new(a->BIO_s_mem());
+    int ok = bio && a->PEM_write_bio_PrivateKey(bio, key, NULL, NULL, 0, NULL, NULL) == 1;
+    a->EVP_PKEY_free(key);
+    if (!ok) {
+        if (bio) a->BIO_free(bio);
+        return tv_fail(a, message, message_len, "cannot write the key");
+    }
+    char *data = NULL;
+    long len = a->BIO_ctrl(bio, BIO_CTRL_INFO, 0, (void *)&data);
+    *pem = len > 0 ? malloc((size_t)len) : NULL;
+    if (*pem) {
+        memcpy(*pem, data, (size_t)len);
+        *pem_len = (size_t)len;
+    }
+    a->OPENSSL_cleanse(data, len > 0 ? (size_t)len : 0);
+    a->BIO_free(bio);
+    if (!*pem) return tv_fail(a, message, message_len, "out of memory");
+    return 1;
+}
+
+void tv_ec_free_pem(char *pem, size_t pem_len) {
+    const tv_sign_api *a = tv_api();
+    if (pem && a) a->OPENSSL_cleanse(pem, pem_len);
+    free(pem);
 }

@@ -20,6 +20,12 @@ tv_sign_key *tv_sign_key_open(const char *pem, size_t pem_len, const char **alg,
 int tv_sign_key_sign(tv_sign_key *key, const unsigned char *data, size_t data_len,
                      unsigned char **signature, char *message, size_t message_len);
 void tv_sign_key_free(tv_sign_key *key);
+/* The public point of an EC P-256 key, uncompressed (0x04 || x || y); 1: ok, 0: not one. */
+int tv_sign_key_public(tv_sign_key *key, unsigned char point[65]);
+/* A new P-256 key as unencrypted PKCS#8 PEM in *pem (free with
+   tv_ec_free_pem, which wipes it); 1: ok, 0: failed (message). */
+int tv_ec_generate(char **pem, size_t *pem_len, char *message, size_t message_len);
+void tv_ec_free_pem(char *pem, size_t pem_len);
 void tv_sign_free(unsigned char *signature);
 /* HMAC-SHA1 (OAuth 1.0a signatures, RFC 5849) into out; 1: ok, 0: failed (message). */
 int tv_hmac_sha1(const unsigned char *key, size_t key_len, const unsigned char *data, size_t data_len,

@@ -110,7 +110,7 @@ extension TokenVault {
             case .raw:
                 Output.value(try value(of: c))
             case .json:
-                Output.value(String(decoding: c.recordJSON(), as: UTF8.self))
+                Output.value(String(decoding: c.shownJSON(), as: UTF8.self))
             case .header:
                 Output.value(try HeaderLine.line(for: c, context: context))
             case .kubectl:

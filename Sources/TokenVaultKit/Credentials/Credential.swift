@@ -87,6 +87,9 @@ public struct Credential: Equatable, Sendable {
     /// The provider refused the last renewal (docs/reference.md): remembered until a
     /// login, a `set` or a successful `refresh` writes a new record.
     public var refusal: Refusal?
+    /// The private key a DPoP-bound token is bound to (PKCS#8 PEM; docs/security.md,
+    /// "Sender-constrained tokens"): kept with the tokens, never printed.
+    public var dpopKey: String?
     /// Set only on a listing's stand-in for a stored record that cannot be
     /// read (docs/reference.md, "Credential state"): why. Never stored.
     public var unusable: String?
@@ -147,6 +150,7 @@ public struct Credential: Equatable, Sendable {
         if expiresAt != nil { names.append("expires_at") }
         if refreshExpiresAt != nil { names.append("refresh_expires_at") }
         if provider != nil { names.append("provider") }
+        if dpopKey != nil { names.append("dpop_jkt") }
         return names + extra.keys.sorted()
     }
 
@@ -164,6 +168,8 @@ public struct Credential: Equatable, Sendable {
         case "service": return service.description
         case "account": return account
         case "type": return type.rawValue
+        case "dpop_jkt": return dpopThumbprint
+        case "dpop_key": return nil
         default: return extra[name]?.text
         }
     }
@@ -175,7 +181,7 @@ extension Credential {
     private static let knownKeys: Set<String> = [
         "version", "service", "account", "type", "provider", "access_token", "refresh_token",
         "token_secret", "token_type", "scope", "expires_at", "refresh_expires_at", "extra", "updated_at", "generation",
-        "refused", "issuer",
+        "refused", "issuer", "dpop_key",
     ]
 
     /// The record as stored: a JSON object with sorted keys.
@@ -199,7 +205,22 @@ extension Credential {
         if generation != 0 { o["generation"] = .integer(generation) }
         if let issuer { o["issuer"] = .string(issuer) }
         if let refusal { o["refused"] = .object(["reason": .string(refusal.reason), "at": .integer(refusal.at)]) }
+        if let dpopKey { o["dpop_key"] = .string(dpopKey) }
         return (try? JSONEncoder.sorted.encode(JSONValue.object(o))) ?? Data()
+    }
+
+    /// The record as `get --format json` prints it: a DPoP key only by its
+    /// thumbprint (`dpop_jkt`), never itself.
+    public func shownJSON() -> Data {
+        guard dpopKey != nil, case .object(var o)? = JSONValue.parsed(recordJSON()) else { return recordJSON() }
+        o["dpop_key"] = nil
+        o["dpop_jkt"] = dpopThumbprint.map { .string($0) } ?? .string("unreadable")
+        return (try? JSONEncoder.sorted.encode(JSONValue.object(o))) ?? Data()
+    }
+
+    /// The thumbprint of the record's DPoP key (RFC 7638), the `jkt` its token is bound to.
+    public var dpopThumbprint: String? {
+        dpopKey.flatMap { try? DPoPKey(pem: SecureBytes(Array($0.utf8))).thumbprint }
     }
 
     /// Reads a stored record. `id` is where it was found: it wins over what
@@ -313,6 +334,7 @@ extension Credential {
         c.updatedAt = object["updated_at"]?.int64 ?? 0
         c.generation = object["generation"]?.int64 ?? 0
         c.issuer = object["issuer"]?.string
+        c.dpopKey = object["dpop_key"]?.string
         if case .object(let r)? = object["refused"], let reason = r["reason"]?.string {
             c.refusal = Refusal(reason: reason, at: r["at"]?.int64 ?? 0)
         }

@@ -29,8 +29,11 @@ public enum JWT {
         PKCE.base64url(Array(try JSONEncoder.sorted.encode(JSONValue.object(object))))
     }
 
-    /// The compact JWS of `claims`.
-    public static func sign(claims: [String: JSONValue], key: Key) throws -> String {
+    /// The compact JWS of `claims`; `header` adds to (or replaces) the
+    /// protected header's fields (`typ` is `JWT` unless it says otherwise).
+    public static func sign(
+        claims: [String: JSONValue], key: Key, header extra: [String: JSONValue] = [:]
+    ) throws -> String {
         let payload = try part(claims)
         switch key {
         case .secret(let secret):
@@ -60,6 +63,7 @@ public enum JWT {
             defer { tv_sign_key_free(handle) }
             var header: [String: JSONValue] = ["alg": .string(String(cString: alg)), "typ": .string("JWT")]
             if let keyID { header["kid"] = .string(keyID) }
+            header.merge(extra) { $1 }
             let input = try part(header) + "." + payload
             let data = Array(input.utf8)
             var out: UnsafeMutablePointer<UInt8>?

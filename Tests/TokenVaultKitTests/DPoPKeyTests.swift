@@ -1,0 +1,59 @@
+import Foundation
+import XCTest
+
+@testable import TokenVaultKit
+
+/// A credential's DPoP key and its proofs (docs/security.md,
+/// "Sender-constrained tokens"): the public JWK and thumbprint of a known
+/// key (computed apart, with Python's cryptography), and what a proof
+/// carries. That a proof verifies is checked by the test servers (authlib).
+final class DPoPKeyTests: XCTestCase {
+    /// A P-256 key made for this test with `openssl genpkey`; it guards nothing.
+    static let pem = """
+        -----BEGIN PRIVATE KEY-----
+        MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg3UjAhdXrR4tY6Ro7
+        ncxcCOzy4Z6RPF/Wq5hJ+DuRSGChRANCAATKu9m6e98sXgHwwOU4tvRUACWrBtVn
+        Cd+LlbZU41iyfGRaTZUEYSsHfVSEyxH2r5Kv2YBJdfegZbAfE1Vr4QgE
+        -----END PRIVATE KEY-----
+        """
+
+    func testAKnownKeysJWKAndThumbprint() throws {
+        let key = try DPoPKey(pem: SecureBytes(Array(Self.pem.utf8)))
+        XCTAssertEqual(key.jwk["x"]?.string, "yrvZunvfLF4B8MDlOLb0VAAlqwbVZwnfi5W2VONYsnw")
+        XCTAssertEqual(key.jwk["y"]?.string, "ZFpNlQRhKwd9VITLEfavkq_ZgEl196BlsB8TVWvhCAQ")
+        XCTAssertEqual(key.thumbprint, "nBV52tHOuXpb4_97rslwgUOF08Tf18VHAjum4BOafzw")
+    }
+
+    func testAProofCarriesWhatRFC9449Asks() throws {
+        let key = try DPoPKey(pem: SecureBytes(Array(Self.pem.utf8)))
+        let proof = try key.proof(
+            method: "POST", url: "https://rs.example/mcp?x=1#f", accessToken: "tok", nonce: "n-1", now: 1_700_000_000)
+        let parts = proof.split(separator: ".")
+        XCTAssertEqual(parts.count, 3)
+        let header = try XCTUnwrap(JSONValue.parsed(try XCTUnwrap(JWT.base64urlDecode(parts[0]))))
+        XCTAssertEqual(header["typ"]?.string, "dpop+jwt")
+        XCTAssertEqual(header["alg"]?.string, "ES256")
+        XCTAssertEqual(header["jwk"]?["x"]?.string, key.jwk["x"]?.string)
+        XCTAssertNil(header["jwk"]?["d"], "no private part in the header")
+        let claims = try XCTUnwrap(JWT.claims(of: proof))
+        XCTAssertEqual(claims["htm"]?.string, "POST")
+        XCTAssertEqual(claims["htu"]?.string, "https://rs.example/mcp", "no query, no fragment")
+        XCTAssertEqual(claims["iat"]?.int64, 1_700_000_000)
+        XCTAssertEqual(claims["nonce"]?.string, "n-1")
+        // ath: base64url(SHA-256("tok")), computed apart.
+        XCTAssertEqual(claims["ath"]?.string, "GnZ0607njffhrEOak8P6jjyUV4TU3sn9jjARc4svHWI")
+        XCTAssertEqual(try XCTUnwrap(JWT.base64urlDecode(parts[2])).count, 64, "ES256: r||s")
+        let again = try key.proof(method: "POST", url: "https://rs.example/mcp")
+        XCTAssertNotEqual(JWT.claims(of: again)?["jti"], claims["jti"], "a fresh jti each time")
+        XCTAssertNil(JWT.claims(of: again)?["ath"], "no token, no ath (a token request)")
+    }
+
+    func testANewKeyIsP256AndItsOwn() throws {
+        let a = try DPoPKey.generate(), b = try DPoPKey.generate()
+        XCTAssertNotEqual(a.thumbprint, b.thumbprint)
+        XCTAssertEqual(a.jwk["crv"]?.string, "P-256")
+        let text = String(decoding: a.pem.bytes, as: UTF8.self)
+        XCTAssertTrue(text.hasPrefix("-----BEGIN PRIVATE KEY-----"), "PKCS#8 PEM")
+        XCTAssertEqual(try DPoPKey(pem: a.pem).thumbprint, a.thumbprint, "read back, the same key")
+    }
+}
