@@ -15,25 +15,49 @@ extension TokenVault {
                 signed (RFC 5849, HMAC-SHA1) for its method and URL, with a fresh nonce and \
                 timestamp; --data reads a form-encoded body from stdin and signs it too.
 
+                A DPoP-bound token (dpop = true) is printed with a proof for the method and URL \
+                of the request, one header a line: Authorization: DPoP TOKEN, then DPoP: PROOF \
+                (--nonce: the resource's DPoP-Nonce).
+
                   curl -H "$(tokenvault header api.twitter.com --url "$URL")" "$URL"
                   tokenvault header api.github.com | curl -H @- https://api.github.com/user
+                  tokenvault header api.example.com --method GET --url "$URL" | curl -H @- "$URL"
                 """)
 
         @OptionGroup var credential: CredentialOptions
 
         @Option(
-            help: "The request's HTTP method (for signed OAuth 1.0a requests).",
+            help: "The request's HTTP method (for signed OAuth 1.0a and DPoP requests).",
             completion: .list(["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]))
         var method: String = "GET"
 
-        @Option(help: "The request's URL (for signed OAuth 1.0a requests).")
+        @Option(help: "The request's URL (for signed OAuth 1.0a and DPoP requests).")
         var url: String?
+
+        @Option(help: "The nonce the resource gave in DPoP-Nonce (DPoP requests).")
+        var nonce: String?
 
         @Flag(help: "Read the request's form-encoded body from stdin and sign its parameters (OAuth 1.0a).")
         var data = false
 
         func run(in context: Context) throws {
             let c = try context.usable(try credential.id(in: context), minValid: nil)
+            if let key = c.dpopKey {
+                guard let url else {
+                    throw TokenVaultError.usage(
+                        "\(c.id) holds a DPoP-bound token: give the request's --url (and --method) to prove it")
+                }
+                guard OAuth2Provider.isSafeEndpoint(url) || url.hasPrefix("https://"), !url.contains(where: \.isNewline)
+                else { throw TokenVaultError.usage("\(Quoted.text(url)) is not an https URL") }
+                if let nonce, nonce.isEmpty || !nonce.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) {
+                    throw TokenVaultError.usage("--nonce must be the DPoP-Nonce the resource sent: visible ASCII")
+                }
+                let proof = try DPoPKey(pem: SecureBytes(Array(key.utf8))).proof(
+                    method: method.uppercased(), url: url, accessToken: c.accessToken, nonce: nonce,
+                    now: context.clock.now)
+                Output.value("Authorization: DPoP \(c.accessToken)\nDPoP: \(proof)")
+                return
+            }
             guard c.type == .oauth1 else {
                 Output.value(try HeaderLine.line(for: c, context: context))
                 return

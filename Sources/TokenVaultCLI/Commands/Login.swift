@@ -204,7 +204,7 @@ extension TokenVault {
                 held = h
             }
             defer { held?.release() }
-            let login = OAuth2Login(
+            var login = OAuth2Login(
                 provider: p, transport: CurlTransport(timeout: try context.httpTimeout),
                 clock: context.clock,
                 notify: { line in
@@ -218,6 +218,8 @@ extension TokenVault {
                     OnceMark.mark(mark)
                     Output.notice(line)
                 })
+            // A key of the credential's own, made for this login (docs/security.md, "Sender-constrained tokens").
+            if p.dpop { login.dpop = try DPoPKey.generate() }
             let wanted = asked ?? login.scopes(adding: scopes)
             var credential: Credential
             switch flow {

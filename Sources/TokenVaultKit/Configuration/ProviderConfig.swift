@@ -50,6 +50,14 @@ public struct ProviderConfig: Codable, Sendable, Equatable {
     /// The https URL of tokenvault's client metadata document for this
     /// provider's issuer (docs/providers.md, "Login by URL").
     public var client_metadata_url: String?
+    /// DPoP (RFC 9449): tokens bound to a key of the credential's own
+    /// (docs/security.md, "Sender-constrained tokens").
+    public var dpop: Bool?
+    /// Pushed authorization requests (RFC 9126), where the server has a
+    /// `par_url`: on unless false.
+    public var par: Bool?
+    /// The server's pushed authorization request endpoint.
+    public var par_url: String?
     /// Seconds a refresh token lives from its issue, when the provider does not say.
     public var refresh_token_lifetime: Int?
     /// Seconds a refresh token lives unused (Entra ID: 90 days).
@@ -93,6 +101,7 @@ public struct ProviderConfig: Codable, Sendable, Equatable {
         [
             ("authorize_url", \.authorize_url), ("token_url", \.token_url), ("revoke_url", \.revoke_url),
             ("device_authorization_url", \.device_authorization_url), ("userinfo_url", \.userinfo_url),
+            ("par_url", \.par_url),
         ]
     }
 
@@ -128,7 +137,7 @@ public struct ProviderConfig: Codable, Sendable, Equatable {
             \.userinfo_url, \.grant, \.client_id, \.client_auth, \.redirect_uri, \.header,
             \.request_token_url, \.access_token_url, \.consumer_key, \.perms, \.git_username, \.tenant,
             \.issuer, \.private_key_file, \.credentials_file, \.audience, \.subject, \.resource,
-            \.client_metadata_url,
+            \.client_metadata_url, \.par_url,
         ] {
             take(field)
         }
@@ -137,6 +146,8 @@ public struct ProviderConfig: Codable, Sendable, Equatable {
         take(\.refresh_token_lifetime)
         take(\.refresh_token_idle)
         take(\.pkce)
+        take(\.dpop)
+        take(\.par)
         if let v = own.auth_params { m.auth_params = (m.auth_params ?? [:]).merging(v) { $1 } }
         for group in [
             [\ProviderConfig.client_secret, \.client_secret_file, \.client_secret_command],

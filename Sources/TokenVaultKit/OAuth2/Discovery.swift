@@ -53,7 +53,7 @@ public struct Discovery {
     static let fields = [
         ("authorization_endpoint", "authorize_url"), ("token_endpoint", "token_url"),
         ("revocation_endpoint", "revoke_url"), ("device_authorization_endpoint", "device_authorization_url"),
-        ("userinfo_endpoint", "userinfo_url"),
+        ("userinfo_endpoint", "userinfo_url"), ("pushed_authorization_request_endpoint", "par_url"),
     ]
 
     static func checked(

@@ -10,6 +10,9 @@ public struct OAuth2Login {
     public var clock: Clock
     /// Messages for the user (stderr).
     public var notify: (String) -> Void
+    /// The key the tokens are bound to (DPoP, docs/security.md): every token
+    /// request carries a proof of it, and the authorization request its thumbprint.
+    public var dpop: DPoPKey?
 
     public init(provider: OAuth2Provider, transport: HTTPTransport, clock: Clock, notify: @escaping (String) -> Void) {
         self.provider = provider
@@ -36,9 +39,56 @@ public struct OAuth2Login {
         if !scopes.isEmpty { fields.append(("scope", scopes.joined(separator: " "))) }
         if let pkce { fields += [("code_challenge", pkce.challenge), ("code_challenge_method", "S256")] }
         if let nonce { fields.append(("nonce", nonce)) }
+        if let dpop { fields.append(("dpop_jkt", dpop.thumbprint)) }
         fields += provider.resourceFields
         fields += provider.authParams.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        if let par = provider.parURL {
+            fields = [("client_id", provider.clientID), ("request_uri", try pushed(fields, to: par))]
+        }
         return base + (base.contains("?") ? "&" : "?") + FormEncoding.encode(fields)
+    }
+
+    /// A pushed authorization request (RFC 9126): the request's parameters,
+    /// with the client's authentication, sent to the server; the
+    /// `request_uri` the authorization URL then carries instead.
+    func pushed(_ fields: [(String, String)], to url: String) throws -> String {
+        let client = try provider.clientCredentials(now: clock.now)
+        let own = client.fields.contains { $0.0 == "client_id" }
+        let sent = fields.filter { $0.0 != "client_id" || !own } + client.fields
+        let response = try send(.form(url, sent, headers: client.headers))
+        let host = (try? ServiceKey(parsing: url).description) ?? url
+        let answer = try TokenResponse.successFields(
+            response, host: host, provider: provider.name, sentSecrets: client.secret.map { [$0] } ?? [],
+            configPath: provider.configPath, clientTable: provider.clientTable)
+        guard let requestURI = answer["request_uri"]?.string, !requestURI.isEmpty, requestURI.utf8.count <= 2048,
+            !requestURI.contains(where: { $0.isWhitespace || $0.isNewline })
+        else {
+            throw TokenVaultError.badInput("\(host) answered the pushed authorization request without a request_uri")
+        }
+        return requestURI
+    }
+
+    /// One request to the authorization server: with a DPoP proof (and the
+    /// nonce dance) when the login binds its tokens to a key.
+    func send(_ request: HTTPRequest) throws -> HTTPResponse {
+        guard let dpop else { return try transport.send(request) }
+        return try dpop.send(request, via: transport, now: clock.now)
+    }
+
+    /// A credential as the server issued it, with the DPoP key it is bound to:
+    /// a server that answers a proof with a Bearer token has bound nothing,
+    /// and the credential then keeps no key (said once).
+    func boundToKey(_ c: Credential) -> Credential {
+        guard let dpop else { return c }
+        guard c.tokenType?.lowercased() == "dpop" else {
+            notify(
+                "\(provider.name) issued a \(OutsideText.line(c.tokenType ?? "Bearer", limit: 40)) token, not one bound to a DPoP key; it is kept as a bearer token"
+            )
+            return c
+        }
+        var out = c
+        out.dpopKey = String(decoding: dpop.pem.bytes, as: UTF8.self)
+        return out
     }
 
     /// The scopes to ask for: the provider's, plus `--scope` ones.
@@ -202,8 +252,7 @@ public struct OAuth2Login {
                 let poll =
                     [("grant_type", "urn:ietf:params:oauth:grant-type:device_code"), ("device_code", deviceCode)]
                     + provider.resourceFields
-                let response = try transport.send(
-                    .form(provider.tokenURL, poll + client.fields, headers: client.headers))
+                let response = try send(.form(provider.tokenURL, poll + client.fields, headers: client.headers))
                 if let fields = TokenResponse.fields(response.body), let code = fields["error"]?.string {
                     switch code {
                     case "authorization_pending": continue
@@ -221,7 +270,7 @@ public struct OAuth2Login {
                 let c = try TokenResponse.credential(
                     from: response, id: id, provider: provider.name, host: tokenHost, now: clock.now,
                     sentSecrets: [deviceCode] + (client.secret.map { [$0] } ?? []))
-                return provider.issued(c, previous: nil, now: clock.now)
+                return provider.issued(boundToKey(c), previous: nil, now: clock.now)
             }
         }
     }
@@ -297,13 +346,13 @@ public struct OAuth2Login {
         client given: OAuth2Provider.ClientAuthentication? = nil
     ) throws -> Credential {
         let client = try given ?? provider.clientCredentials(now: clock.now)
-        let response = try transport.send(.form(provider.tokenURL, fields + client.fields, headers: client.headers))
+        let response = try send(.form(provider.tokenURL, fields + client.fields, headers: client.headers))
         let host = (try? ServiceKey(parsing: provider.tokenURL).description) ?? provider.tokenURL
         let c = try TokenResponse.credential(
             from: response, id: id, provider: provider.name, host: host, now: clock.now,
             sentSecrets: sent + (client.secret.map { [$0] } ?? []), configPath: provider.configPath,
             clientTable: provider.clientTable)
-        return provider.issued(c, previous: nil, now: clock.now)
+        return provider.issued(boundToKey(c), previous: nil, now: clock.now)
     }
 
     /// The start of the notice for a userinfo endpoint that wants another scope
@@ -323,7 +372,15 @@ public struct OAuth2Login {
             headers = ["Accept: application/json"]
         }
         do {
-            let r = try transport.send(HTTPRequest(method: "GET", url: url, headers: headers))
+            let request = HTTPRequest(method: "GET", url: url, headers: headers)
+            let r: HTTPResponse
+            if let dpop, c.dpopKey != nil {
+                var bound = request
+                bound.headers[0] = "Authorization: DPoP \(c.accessToken)"
+                r = try dpop.send(bound, accessToken: c.accessToken, via: transport, now: clock.now)
+            } else {
+                r = try transport.send(request)
+            }
             if r.status == 401 || r.status == 403 {
                 // Usually a scope (openid, profile, read:user) this login did not ask for: nothing is wrong.
                 notify(

@@ -53,6 +53,10 @@ public struct OAuth2Provider: Sendable {
     /// RFC 8707: the resource the tokens are for, sent with every
     /// authorization and token request, so the server binds them to it.
     public var resource: String? = nil
+    /// Tokens bound to a DPoP key (`dpop = true`).
+    public var dpop = false
+    /// Where authorization requests are pushed (RFC 9126); nil: sent in the URL.
+    public var parURL: String? = nil
     /// The server promises `iss` on every authorization response
     /// (`authorization_response_iss_parameter_supported`): one without it is refused.
     public var issParameterRequired = false
@@ -135,6 +139,7 @@ public struct OAuth2Provider: Sendable {
             secretSource: secret, privateKeyFile: p.private_key_file, credentialsFile: p.credentials_file,
             audience: p.audience, subject: p.subject, issuer: p.issuer,
             resource: try p.resource.map { try checkedResource($0, provider: name, configPath: configPath) },
+            dpop: p.dpop ?? false, parURL: p.par == false ? nil : try url("par_url", p.par_url),
             configPath: configPath)
     }
 

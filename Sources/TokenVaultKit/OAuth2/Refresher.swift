@@ -199,7 +199,12 @@ public struct Refresher {
         } else {
             (fields, client, sent) = try p.ownTokenRequest(scopes: p.scopes, now: clock.now)
         }
-        let response = try transport.send(.form(p.tokenURL, fields + client.fields, headers: client.headers))
+        // A bound credential renews with its own key (docs/security.md, "Sender-constrained tokens").
+        let request = HTTPRequest.form(p.tokenURL, fields + client.fields, headers: client.headers)
+        let response =
+            try current.dpopKey.map { try DPoPKey(pem: SecureBytes(Array($0.utf8))) }.map {
+                try $0.send(request, via: transport, now: clock.now)
+            } ?? transport.send(request)
         let host = (try? ServiceKey(parsing: p.tokenURL).description) ?? p.tokenURL
         let object = try TokenResponse.successFields(
             response, host: host, provider: p.name, sentSecrets: sent, configPath: p.configPath,
@@ -223,6 +228,7 @@ public struct Refresher {
         fresh.refreshToken = fresh.refreshToken ?? current.refreshToken
         fresh.scope = fresh.scope ?? current.scope
         fresh.tokenType = fresh.tokenType ?? current.tokenType
+        fresh.dpopKey = current.dpopKey
         fresh.extra = current.extra.merging(fresh.extra) { $1 }
         return p.issued(fresh, previous: current, now: clock.now)
     }
