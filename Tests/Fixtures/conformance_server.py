@@ -28,6 +28,11 @@ limit, migration). The rows:
   no-oauth-at-all (ours)            a 401 and nothing else: no metadata, no /register
   client-credentials-basic|client-credentials-jwt (--key-out PATH: where the
                                     client's ES256 private key is written)
+  dpop|dpop-nonce                   auth/dpop and auth/dpop-nonce (SEP-1932): the AS lists
+                                    ES256 proofs and binds its tokens to the proof's key; the
+                                    resource answers 401 with a DPoP challenge and judges the
+                                    scheme and a fresh proof on every request; with -nonce both
+                                    ask for a nonce first (dpop_proof.py checks each proof)
 
 Every scenario checks the authorization request and the token request for
 PKCE (S256), the resource parameter (RFC 8707) and the client's
@@ -45,6 +50,8 @@ import secrets
 import threading
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import dpop_proof
 
 PRM = "/.well-known/oauth-protected-resource/mcp"
 CIMD_URL = "https://conformance-test.local/client-metadata.json"
@@ -91,7 +98,10 @@ SCENARIOS = {
                                  "pre": ("conformance-test-client", "conformance-test-secret", "client_secret_basic")},
     "client-credentials-jwt": {"grants": ["client_credentials"], "methods": ["private_key_jwt"],
                                "registration": False, "pre": ("conformance-test-client", None, "private_key_jwt")},
+    "dpop": {"dpop": True},
+    "dpop-nonce": {"dpop": True, "dpop_nonce": True},
 }
+AS_NONCE, RS_NONCE = "conformance-as-dpop-nonce", "conformance-rs-dpop-nonce"
 
 lock = threading.Lock()
 checks = []
@@ -99,7 +109,11 @@ clients = {}  # client_id -> (secret or None, auth method, issuer)
 codes = {}  # code -> (client_id, challenge, redirect_uri, resource, scope, issuer)
 tokens = {}  # access or refresh token -> (scopes, issuer, kind)
 state = {"base": "", "scenario": "", "authorized": [], "token_requests": [], "metadata_requested": False,
-         "migrated": False, "calls_with_token": 0, "public_key": None}
+         "migrated": False, "calls_with_token": 0, "public_key": None,
+         # auth/dpop: what the suite's DPoP observations hold.
+         "dpop": {"token_recorded": False, "token_proof": None, "as_challenged": False, "as_honored": False,
+                  "authenticated": 0, "schemes": [], "proof_error": None, "rs_challenged": False,
+                  "rs_honored": False}}
 
 
 def opt(name, default=None):
@@ -165,6 +179,8 @@ def as_metadata(i):
         doc["client_id_metadata_document_supported"] = True
     if opt("iss_supported"):
         doc["authorization_response_iss_parameter_supported"] = True
+    if opt("dpop"):
+        doc["dpop_signing_alg_values_supported"] = ["ES256"]
     if "private_key_jwt" in doc["token_endpoint_auth_methods_supported"]:
         doc["token_endpoint_auth_signing_alg_values_supported"] = ["ES256"]
     return doc
@@ -211,6 +227,20 @@ def verdicts():
         add("sep-2352-reregister-on-as-change", registered, "the client registered at the new authorization server")
         add("sep-2352-no-reuse-on-as-change", not reused, "the old server's client id was not used at the new one")
         add("sep-2352-no-cross-as-credential-reuse", not reused, "credentials are bound to their server")
+    if opt("dpop"):
+        d = state["dpop"]
+        add("sep-1932-client-token-request-proof", d["token_recorded"] and d["token_proof"] is True,
+            "a valid DPoP proof at the authorization_code token request", error=d["token_proof"])
+        add("sep-1932-client-dpop-auth-scheme", d["authenticated"] > 0 and all(
+            x.lower() == "dpop" for x in d["schemes"]), "the token presented with the DPoP scheme",
+            schemes=sorted(set(d["schemes"])))
+        add("sep-1932-client-fresh-proof", d["authenticated"] > 0 and d["proof_error"] is None,
+            "a fresh, well-formed proof on every MCP request", error=d["proof_error"])
+        if opt("dpop_nonce"):
+            add("sep-1932-client-as-nonce", d["as_challenged"] and d["as_honored"],
+                "the token request retried with the server's nonce")
+            add("sep-1932-client-rs-nonce", d["rs_challenged"] and d["rs_honored"],
+                "the MCP request retried with the server's nonce")
     return out
 
 
@@ -434,6 +464,7 @@ class Handler(BaseHTTPRequestHandler):
         check("token-resource", form.get("resource") == resource_url(), "RFC 8707 resource on the token request",
               resource=form.get("resource"))
         scope = form.get("scope")
+        entry = None
         if grant == "authorization_code":
             with lock:
                 entry = codes.pop(form.get("code", ""), None)
@@ -452,6 +483,27 @@ class Handler(BaseHTTPRequestHandler):
         scopes = scope.split(" ") if scope else []
         access = "at-" + secrets.token_hex(8)
         answer = {"access_token": access, "token_type": "Bearer", "expires_in": 3600}
+        if opt("dpop"):
+            d = state["dpop"]
+            token_url = issuer + opt("endpoints", "") + "/token"
+            try:
+                jkt, claims = dpop_proof.check(self.headers.get("DPoP"), "POST", token_url)
+            except ValueError as e:
+                if grant == "authorization_code":
+                    d["token_recorded"], d["token_proof"] = True, str(e)
+                return self.send(400, {"error": "invalid_dpop_proof", "error_description": str(e)})
+            if opt("dpop_nonce") and claims.get("nonce") != AS_NONCE:
+                d["as_challenged"] = True
+                if grant == "authorization_code" and entry is not None:
+                    with lock:
+                        codes[form.get("code", "")] = entry  # the code stands for the retry
+                return self.send(400, {"error": "use_dpop_nonce"}, [("DPoP-Nonce", AS_NONCE)])
+            if opt("dpop_nonce"):
+                d["as_honored"] = True
+            if grant == "authorization_code":
+                d["token_recorded"], d["token_proof"] = True, True
+            answer["token_type"] = "DPoP"
+            state.setdefault("jkt", {})[access] = jkt
         with lock:
             tokens[access] = (scopes, issuer, "access")
             if grant != "client_credentials" and s != "2025-03-26-oauth-endpoint-fallback":
@@ -461,14 +513,14 @@ class Handler(BaseHTTPRequestHandler):
             answer["scope"] = scope
         self.send(200, answer)
 
-    def refuse(self, code, error, scope=None):
-        challenge = f'Bearer error="{error}"'
+    def refuse(self, code, error, scope=None, headers=()):
+        challenge = f'{"DPoP" if opt("dpop") else "Bearer"} error="{error}"'
         if scope:
             challenge += f', scope="{scope}"'
         prm = opt("prm", PRM)
         if prm and opt("prm_in_challenge", True):
             challenge += f', resource_metadata="{state["base"] + prm}"'
-        self.send(code, {"error": error}, [("WWW-Authenticate", challenge)])
+        self.send(code, {"error": error}, [("WWW-Authenticate", challenge)] + list(headers))
 
     def mcp(self, data):
         message = json.loads(data or b"null")
@@ -476,6 +528,8 @@ class Handler(BaseHTTPRequestHandler):
         gate = opt("gate")
         open_method = method == "initialize" or (method or "").startswith("notifications/")
         header = self.headers.get("Authorization", "")
+        if opt("dpop"):
+            return self.dpop_mcp(message, header)
         with lock:
             held = tokens.get(header[7:]) if header.startswith("Bearer ") else None
         if held is None or held[2] != "access":
@@ -498,6 +552,33 @@ class Handler(BaseHTTPRequestHandler):
                 first, state["migrated"] = not state["migrated"], True
             if not first and held[1] != issuers()[1]:
                 return self.refuse(401, "invalid_token", opt("challenge_scope"))
+        return self.answer(message)
+
+    def dpop_mcp(self, message, header):
+        """The suite's DPoP judge: a request without a token gets the DPoP
+        challenge; one with a token is observed (scheme, proof) and let through."""
+        if not header:
+            return self.refuse(401, "invalid_token")
+        d = state["dpop"]
+        scheme, _, token = header.partition(" ")
+        d["authenticated"] += 1
+        d["schemes"].append(scheme)
+        try:
+            jkt, claims = dpop_proof.check(self.headers.get("DPoP"), "POST", resource_url(), token)
+            if state.get("jkt", {}).get(token) != jkt:
+                raise ValueError("the proof's key is not the one the token is bound to")
+        except ValueError as e:
+            d["proof_error"] = d["proof_error"] or str(e)
+            return self.answer(message)
+        if opt("dpop_nonce"):
+            if claims.get("nonce") != RS_NONCE:
+                d["rs_challenged"] = True
+                return self.refuse(401, "use_dpop_nonce", headers=[("DPoP-Nonce", RS_NONCE)])
+            d["rs_honored"] = True
+        with lock:
+            held = tokens.get(token)
+        if held is None or held[2] != "access":
+            return self.refuse(401, "invalid_token")
         return self.answer(message)
 
     def answer(self, message):

@@ -2,9 +2,8 @@
 """An authorization server that requires pushed authorization requests
 (RFC 9126) and DPoP (RFC 9449) of its client, with a userinfo endpoint that
 takes only DPoP-bound tokens. authlib 1.2 (Debian's) has neither on the
-server side, so this is a stub; every proof is checked with authlib's JOSE
-(signature, typ dpop+jwt, an asymmetric alg, a public jwk), and what RFC
-9449 asks of it here:
+server side, so this is a stub; every proof is checked as dpop_proof.py does
+(authlib's JOSE), and this is what RFC 9449 and RFC 9126 ask of it here:
 
 - metadata lists pushed_authorization_request_endpoint with
   require_pushed_authorization_requests, and dpop_signing_alg_values_supported;
@@ -35,7 +34,8 @@ import threading
 import time
 import urllib.parse
 
-from authlib.jose import JsonWebKey, JsonWebSignature
+from dpop_proof import b64url
+from dpop_proof import check as check_proof
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--token-ttl", type=int, default=3600)
@@ -48,43 +48,8 @@ CLIENT_ID, CLIENT_SECRET = "dpop-client", "dpop-secret"
 lock = threading.Lock()
 stats = {"par": 0, "codes": 0, "tokens": 0, "refreshes": 0, "nonce_challenges": 0, "rs_nonce_challenges": 0,
          "userinfo_ok": 0, "refused": {}, "jkts": []}
-pushed, codes, access, refresh, jtis = {}, {}, {}, {}, set()
+pushed, codes, access, refresh = {}, {}, {}, {}
 AS_NONCE, RS_NONCE = "as-nonce-" + secrets.token_hex(4), "rs-nonce-" + secrets.token_hex(4)
-
-
-def b64url(data):
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-def thumbprint(jwk):
-    members = {k: jwk[k] for k in ("crv", "kty", "x", "y")}
-    return b64url(hashlib.sha256(json.dumps(members, separators=(",", ":"), sort_keys=True).encode()).digest())
-
-
-def check_proof(proof, method, url, token=None):
-    """The proof's key thumbprint and claims, or raises ValueError(why)."""
-    if not proof or "," in proof:
-        raise ValueError("one DPoP proof is required")
-    head = json.loads(base64.urlsafe_b64decode(proof.split(".")[0] + "=="))
-    if head.get("typ") != "dpop+jwt" or head.get("alg") not in ("ES256", "EdDSA", "RS256", "PS256"):
-        raise ValueError("typ must be dpop+jwt and alg asymmetric")
-    jwk = head.get("jwk") or {}
-    if "d" in jwk:
-        raise ValueError("the jwk holds a private key")
-    data = JsonWebSignature().deserialize_compact(proof, JsonWebKey.import_key(jwk))
-    claims = json.loads(data["payload"])
-    if claims.get("htm") != method or claims.get("htu") != url:
-        raise ValueError("htm/htu do not match the request")
-    if abs(time.time() - claims.get("iat", 0)) > 60:
-        raise ValueError("iat is not now")
-    jti = claims.get("jti")
-    with lock:
-        if not jti or jti in jtis:
-            raise ValueError("jti missing or replayed")
-        jtis.add(jti)
-    if token is not None and claims.get("ath") != b64url(hashlib.sha256(token.encode()).digest()):
-        raise ValueError("ath does not match the token")
-    return thumbprint(jwk), claims
 
 
 class Handler(http.server.BaseHTTPRequestHandler):

@@ -11,6 +11,8 @@ import XCTest
 final class MCPBridgeEraTests: XCTestCase {
     final class Host: MCPBridgeHost, @unchecked Sendable {
         let said = Locked<[String]>([])
+        var key: DPoPKey?
+        func dpopKey() throws -> DPoPKey? { key }
         func token() throws -> String { "tok" }
         func renewed(after rejected: String) throws -> String { "tok" }
         func stepUp(_ scopes: [String]) throws -> Bool { false }
@@ -267,5 +269,36 @@ final class MCPBridgeEraTests: XCTestCase {
         let listen = try XCTUnwrap(
             server.requests.firstIndex { String(decoding: $0.body, as: UTF8.self).contains("subscriptions/listen") })
         XCTAssertEqual(server.idleSeconds[listen], 86400)
+    }
+
+    /// A DPoP-bound token: the DPoP scheme and a fresh proof of each request
+    /// (never Bearer); a resource's `use_dpop_nonce` is answered once, with
+    /// a proof that carries its nonce.
+    func testABoundTokenGoesWithAProofAndTheResourcesNonce() throws {
+        let server = ScriptedStreams { r in
+            let proof = r.headers.first { $0.hasPrefix("DPoP: ") }.map { String($0.dropFirst(6)) }
+            guard proof.flatMap({ JWT.claims(of: $0)?["nonce"]?.string }) == "rs-1" else {
+                var refused = HTTPResponse(status: 401, body: Data())
+                refused.headers = [("WWW-Authenticate", #"DPoP error="use_dpop_nonce""#), ("DPoP-Nonce", "rs-1")]
+                return refused
+            }
+            return ScriptedStreams.result(#"{"content":[]}"#, to: r)
+        }
+        let host = Host()
+        host.key = try DPoPKey(pem: SecureBytes(Array(DPoPKeyTests.pem.utf8)))
+        let out = try run([Self.modern(41, "tools/call", #""name":"echo","arguments":{}"#)], server: server, host: host)
+        XCTAssertTrue(out.contains { $0.contains(#""id":41"#) && $0.contains("result") }, "\(out)")
+        let sent = server.requests.filter { $0.method == "POST" }
+        XCTAssertEqual(sent.count, 2, "refused for its nonce, then sent once more")
+        var jtis: Set<String> = []
+        for r in sent {
+            XCTAssertEqual(header(r, "Authorization"), "DPoP tok")
+            let claims = try XCTUnwrap(header(r, "DPoP").flatMap(JWT.claims(of:)))
+            XCTAssertEqual(claims["htm"]?.string, "POST")
+            XCTAssertEqual(claims["htu"]?.string, "http://127.0.0.1:9/mcp")
+            XCTAssertNotNil(claims["ath"])
+            jtis.insert(claims["jti"]?.string ?? "")
+        }
+        XCTAssertEqual(jtis.count, 2, "a fresh proof each time")
     }
 }

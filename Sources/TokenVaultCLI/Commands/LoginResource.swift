@@ -45,6 +45,7 @@ extension TokenVault.Login {
         table.resource = server.resource
         table.service = key.description
         table.scopes = wanted
+        if server.dpop || config.providers[providerName]?.dpop == true { table.dpop = true }
         if !server.publishesMetadata {
             table.authorize_url = server.authorizeURL
             table.token_url = server.tokenURL

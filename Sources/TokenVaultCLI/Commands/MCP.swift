@@ -119,6 +119,8 @@ final class BridgeHost: MCPBridgeHost, @unchecked Sendable {
         /// The login started in the background, if any.
         var login: pid_t = 0
         var resolved: CredentialID?
+        /// The DPoP key of `current`, read from its PEM once.
+        var key: (pem: String, key: DPoPKey)?
     }
     private let state = Locked(Shared())
 
@@ -238,4 +240,14 @@ final class BridgeHost: MCPBridgeHost, @unchecked Sendable {
     }
 
     func say(_ line: String) { Output.error(line, hint: nil) }
+
+    func dpopKey() throws -> DPoPKey? {
+        try state.withLock { s in
+            guard let pem = s.current?.dpopKey else { return nil }
+            if let kept = s.key, kept.pem == pem { return kept.key }
+            let key = try DPoPKey(pem: SecureBytes(Array(pem.utf8)))
+            s.key = (pem, key)
+            return key
+        }
+    }
 }

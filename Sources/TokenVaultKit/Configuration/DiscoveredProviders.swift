@@ -154,6 +154,7 @@ extension DiscoveredProviders {
                 if let value { lines.append("\(key) = \(try quoted(value))") }
             }
             lines.append("scopes = [\(try (table.scopes ?? []).map(quoted).joined(separator: ", "))]")
+            if table.dpop == true { lines.append("dpop = true") }
             if !text.hasSuffix("\n") { text += "\n" }
             text += "\n" + lines.joined(separator: "\n") + "\n"
         }

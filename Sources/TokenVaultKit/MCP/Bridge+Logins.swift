@@ -9,7 +9,7 @@ import Glibc
 extension MCPBridge {
     /// What was done to get a refused message through: each once.
     struct Attempt {
-        var renewed = false, steppedUp = false, loggedIn = false
+        var renewed = false, steppedUp = false, loggedIn = false, nonced = false
     }
 
     /// A refusal: the token to send the message again with (a 401 renews
@@ -19,6 +19,13 @@ extension MCPBridge {
         after response: HTTPResponse, token: String, attempt: inout Attempt, request: JSONValue?, errorBody: [UInt8],
         exchange: any MCPExchange
     ) -> String? {
+        // A resource that wants its nonce in the proof (RFC 9449 §9): the same token, once more.
+        if DPoPNonces.asksForNonce(response), !attempt.nonced, (try? host.dpopKey()) != nil,
+            DPoPNonces.kept(from: response, origin: origin) != nil
+        {
+            attempt.nonced = true
+            return token
+        }
         switch response.status {
         case 401 where !attempt.renewed:
             attempt.renewed = true
@@ -78,7 +85,7 @@ extension MCPBridge {
 
     /// What a 403 says, with the login that gives the scopes it names.
     func refusal(of response: HTTPResponse, after: String) -> String {
-        let challenge = response.header("WWW-Authenticate").flatMap(AuthChallenge.bearer)
+        let challenge = response.header("WWW-Authenticate").flatMap(AuthChallenge.tokenChallenge)
         guard challenge?.parameters["error"] == "insufficient_scope" else {
             return "\(shown) refused the request (HTTP 403)"
         }
@@ -93,7 +100,7 @@ extension MCPBridge {
     /// A 403: with `insufficient_scope`, a login for more scopes where one
     /// can run, and the token to send again; else the error (nil).
     func stepUp(_ response: HTTPResponse, request: JSONValue?) -> String? {
-        let challenge = response.header("WWW-Authenticate").flatMap(AuthChallenge.bearer)
+        let challenge = response.header("WWW-Authenticate").flatMap(AuthChallenge.tokenChallenge)
         guard challenge?.parameters["error"] == "insufficient_scope" else {
             fail(request, "\(shown) refused the request (HTTP 403)", code: .authorization)
             return nil

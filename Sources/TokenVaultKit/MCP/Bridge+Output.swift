@@ -12,20 +12,33 @@ extension MCPBridge {
             + (protocolVersion.map { ["MCP-Protocol-Version: \($0)"] } ?? [])
     }
 
+    /// What authorizes one request: `Bearer TOKEN`; for a DPoP-bound token,
+    /// `DPoP TOKEN` and a fresh proof of this request, with the server's
+    /// latest nonce (docs/adapters.md, "MCP servers"). A bound token is never
+    /// sent as Bearer.
+    func authorization(token: String, method: String) -> [String] {
+        let bound: DPoPKey?
+        do { bound = try host.dpopKey() } catch { return ["Authorization: DPoP \(token)"] }  // refused, never Bearer
+        guard let key = bound else { return ["Authorization: Bearer \(token)"] }
+        let proof = try? key.proof(
+            method: method, url: url, accessToken: token, nonce: DPoPNonces.latest(origin))
+        return ["Authorization: DPoP \(token)"] + (proof.map { ["DPoP: \($0)"] } ?? [])
+    }
+
     /// A POST of one message, with the headers its era adds (`MCPExchange`).
     func post(_ body: [UInt8], token: String, eraHeaders: [String]) -> HTTPRequest {
         HTTPRequest(
             url: url,
-            headers: ["Authorization: Bearer \(token)"] + eraHeaders + [
+            headers: authorization(token: token, method: "POST") + eraHeaders + [
                 "Content-Type: application/json", "Accept: application/json, text/event-stream",
             ], body: Data(body))
     }
 
     /// A GET (or DELETE) of the handshake era's session.
-    func get(token: String) -> HTTPRequest {
+    func get(token: String, method: String = "GET") -> HTTPRequest {
         HTTPRequest(
-            method: "GET", url: url,
-            headers: ["Authorization: Bearer \(token)"] + sessionHeaders() + ["Accept: text/event-stream"])
+            method: method, url: url,
+            headers: authorization(token: token, method: method) + sessionHeaders() + ["Accept: text/event-stream"])
     }
 
     /// Writes one message from the server as one line, after checking it is

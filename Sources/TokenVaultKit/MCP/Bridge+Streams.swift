@@ -67,8 +67,6 @@ extension MCPBridge {
     /// DELETE: the session ends with the client's input.
     func endSession() {
         guard state.withLock({ $0.sessionID }) != nil, let token = try? host.token() else { return }
-        var request = get(token: token)
-        request.method = "DELETE"
-        _ = try? transport.send(request)
+        _ = try? transport.send(get(token: token, method: "DELETE"))
     }
 }

@@ -16,6 +16,13 @@ public protocol MCPBridgeHost: AnyObject, Sendable {
     func stepUp(_ scopes: [String]) throws -> Bool
     /// One line on stderr.
     func say(_ line: String)
+    /// The key the token in hand is bound to (DPoP), or nil for a bearer
+    /// token; an error when it is bound to a key that cannot be read.
+    func dpopKey() throws -> DPoPKey?
+}
+
+extension MCPBridgeHost {
+    public func dpopKey() throws -> DPoPKey? { nil }
 }
 
 /// `tokenvault mcp URL` (docs/adapters.md, "MCP servers"): a stdio MCP
@@ -74,6 +81,8 @@ public final class MCPBridge: @unchecked Sendable {
     let cancels = Locked<[JSONValue: Cancellation]>([:])
     private let inFlight = DispatchGroup()
     let shown: String
+    /// The server's origin: where a DPoP nonce it gives applies.
+    let origin: String
 
     /// Where each message for the client goes, one line each: stdout, or a test's list.
     let writeLine: @Sendable (String) -> Void
@@ -92,6 +101,7 @@ public final class MCPBridge: @unchecked Sendable {
         self.idleSeconds = idleSeconds
         self.writeLine = writeLine
         shown = OutsideText.line(url, limit: 200)
+        origin = DPoPNonces.origin(url)
     }
 
     /// Reads stdin to its end, forwarding each message; then ends the session
@@ -215,7 +225,10 @@ public final class MCPBridge: @unchecked Sendable {
             do {
                 response = try transport.stream(
                     post(body, token: token, eraHeaders: eraHeaders), idleSeconds: idle, cancel: cancel,
-                    headers: { x.head = $0 },
+                    headers: { head in
+                        x.head = head
+                        _ = DPoPNonces.kept(from: head, origin: self.origin)
+                    },
                     receive: { status, type, bytes in
                         if !holds { underWay.signal() }
                         let more = self.receive(&x, status: status, type: type, bytes: bytes, request: request)

@@ -8,6 +8,9 @@ public struct ProtectedResourceMetadata: Equatable, Sendable {
     /// The issuers of the authorization servers it trusts, in its order.
     public var authorizationServers: [String]
     public var scopesSupported: [String]
+    /// The resource takes DPoP-bound tokens (RFC 9728 §2: it requires them,
+    /// or lists the proof algorithms it takes).
+    public var asksForDPoP = false
 
     /// The documents to ask for `resource`, in order (RFC 9728 §3.1): the
     /// well-known name inserted between the origin and the path, then the
@@ -57,7 +60,13 @@ public struct ProtectedResourceMetadata: Equatable, Sendable {
         }
         var scopes: [String] = []
         if case .array(let items)? = o["scopes_supported"] { scopes = Self.scopeTokens(items) }
-        return ProtectedResourceMetadata(resource: stated, authorizationServers: issuers, scopesSupported: scopes)
+        var metadata = ProtectedResourceMetadata(
+            resource: stated, authorizationServers: issuers, scopesSupported: scopes)
+        if o["dpop_bound_access_tokens_required"] == .bool(true) { metadata.asksForDPoP = true }
+        if case .array(let algs)? = o["dpop_signing_alg_values_supported"], !algs.isEmpty {
+            metadata.asksForDPoP = true
+        }
+        return metadata
     }
 
     /// The scope tokens of a `scopes_supported` list (RFC 6749 §3.3): an

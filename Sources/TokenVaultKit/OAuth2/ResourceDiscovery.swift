@@ -30,6 +30,10 @@ public struct ResourceServer: Equatable, Sendable {
     /// False for a server of MCP 2025-03-26 that publishes no metadata: its
     /// endpoints are the fallbacks, kept with the provider (nothing to discover).
     public var publishesMetadata = true
+    /// The resource wants DPoP-bound tokens: its challenge is DPoP's, or its
+    /// metadata requires them or lists proof algorithms (docs/security.md,
+    /// "Sender-constrained tokens").
+    public var dpop = false
 
     /// What the authorization server's metadata says of scopes and clients.
     mutating func read(_ o: [String: JSONValue]) {
@@ -86,6 +90,7 @@ public enum ResourceDiscovery {
                 trace: trace)
             server.resource = url
             server.scopes = challenge.parameters["scope"].map { $0.split(separator: " ").map(String.init) } ?? []
+            server.dpop = challenge.scheme == "dpop"
             return server
         }
         var issuer = metadata.authorizationServers[0]
@@ -103,6 +108,8 @@ public enum ResourceDiscovery {
         var server = try authorizationServer(
             issuer, transport: transport, resource: shown, url: url, ownGrant: ownGrant(issuer), trace: trace)
         server.resource = metadata.resource
+        server.dpop = challenge?.scheme == "dpop" || metadata.asksForDPoP
+        if server.dpop { trace("the resource takes DPoP-bound tokens: this login binds them to a key") }
         let asked = challenge?.parameters["scope"].map { $0.split(separator: " ").map(String.init) }
         server.scopes = (asked ?? metadata.scopesSupported).map { OutsideText.line($0, limit: 200) }
         server.scopesSupported = metadata.scopesSupported
@@ -157,8 +164,8 @@ public enum ResourceDiscovery {
                 url: url, headers: ["Content-Type: application/json", "Accept: application/json, text/event-stream"],
                 body: ping))
         guard r.status == 401 else { return nil }
-        // A 401 without a Bearer challenge it can read still says a token is needed.
-        return r.header("WWW-Authenticate").flatMap(AuthChallenge.bearer) ?? AuthChallenge(scheme: "bearer")
+        // A 401 without a Bearer (or DPoP) challenge it can read still says a token is needed.
+        return r.header("WWW-Authenticate").flatMap(AuthChallenge.tokenChallenge) ?? AuthChallenge(scheme: "bearer")
     }
 
     /// The authorization server's metadata (RFC 8414, then OpenID Connect's

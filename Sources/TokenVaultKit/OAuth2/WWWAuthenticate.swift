@@ -26,6 +26,13 @@ public struct AuthChallenge: Equatable, Sendable {
     public static func bearer(_ header: String) -> AuthChallenge? {
         parse(header).first { $0.scheme == "bearer" }
     }
+
+    /// The challenge that asks for an access token: Bearer's, else DPoP's
+    /// (RFC 9449 §7.1), which carries the same parameters.
+    public static func tokenChallenge(_ header: String) -> AuthChallenge? {
+        let all = parse(header)
+        return all.first { $0.scheme == "bearer" } ?? all.first { $0.scheme == "dpop" }
+    }
 }
 
 /// RFC 9110's grammar, one character at a time:
