@@ -279,17 +279,19 @@ final class MCPBridgeEraTests: XCTestCase {
             let proof = r.headers.first { $0.hasPrefix("DPoP: ") }.map { String($0.dropFirst(6)) }
             guard proof.flatMap({ JWT.claims(of: $0)?["nonce"]?.string }) == "rs-1" else {
                 var refused = HTTPResponse(status: 401, body: Data())
-                refused.headers = [("WWW-Authenticate", #"DPoP error="use_dpop_nonce""#), ("DPoP-Nonce", "rs-1")]
+                refused.headers = [("www-authenticate", #"DPoP error="use_dpop_nonce""#), ("dpop-nonce", "rs-1")]
                 return refused
             }
             return ScriptedStreams.result(#"{"content":[]}"#, to: r)
         }
         let host = Host()
         host.key = try DPoPKey(pem: SecureBytes(Array(DPoPKeyTests.pem.utf8)))
+        // The call of a tool never listed: the bridge's own listing first, refused for
+        // the nonce and sent again with it; then the call, with the nonce it now knows.
         let out = try run([Self.modern(41, "tools/call", #""name":"echo","arguments":{}"#)], server: server, host: host)
         XCTAssertTrue(out.contains { $0.contains(#""id":41"#) && $0.contains("result") }, "\(out)")
         let sent = server.requests.filter { $0.method == "POST" }
-        XCTAssertEqual(sent.count, 2, "refused for its nonce, then sent once more")
+        XCTAssertEqual(sent.count, 3, "the listing, again with the nonce, then the call: \(out)")
         var jtis: Set<String> = []
         for r in sent {
             XCTAssertEqual(header(r, "Authorization"), "DPoP tok")
@@ -299,6 +301,6 @@ final class MCPBridgeEraTests: XCTestCase {
             XCTAssertNotNil(claims["ath"])
             jtis.insert(claims["jti"]?.string ?? "")
         }
-        XCTAssertEqual(jtis.count, 2, "a fresh proof each time")
+        XCTAssertEqual(jtis.count, 3, "a fresh proof each time")
     }
 }

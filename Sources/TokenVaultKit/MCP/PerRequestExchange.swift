@@ -101,7 +101,7 @@ extension MCPBridge {
             ])
             guard let headers = MCPRouting.headers(for: listing, version: version, tools: { _ in nil }),
                 let response = try? whole(
-                    post(Array(listing.text.utf8), token: token, eraHeaders: headers), cancel: cancel),
+                    { self.post(Array(listing.text.utf8), token: token, eraHeaders: headers) }, cancel: cancel),
                 (200..<300).contains(response.status), let result = Self.answer(in: response)?["result"]
             else { return }
             absorbTools(result, firstPage: page == 0)
@@ -111,17 +111,26 @@ extension MCPBridge {
     }
 
     /// One exchange read whole (at most `JSONRPC.maxLineBytes`), closed as
-    /// soon as `cancel` is set.
-    private func whole(_ request: HTTPRequest, cancel: Cancellation?) throws -> HTTPResponse {
-        var body: [UInt8] = []
-        var response = try transport.stream(
-            request, idleSeconds: idleSeconds, cancel: cancel, headers: nil,
-            receive: { _, _, bytes in
-                body += bytes
-                return body.count <= JSONRPC.maxLineBytes
-            })
-        response.body = Data(body)
-        return response
+    /// soon as `cancel` is set; made again once (a fresh proof) when a
+    /// resource asks for its DPoP nonce.
+    private func whole(_ request: () -> HTTPRequest, cancel: Cancellation?) throws -> HTTPResponse {
+        var nonced = false
+        while true {
+            var body: [UInt8] = []
+            var response = try transport.stream(
+                request(), idleSeconds: idleSeconds, cancel: cancel,
+                headers: { _ = DPoPNonces.kept(from: $0, origin: self.origin) },
+                receive: { _, _, bytes in
+                    body += bytes
+                    return body.count <= JSONRPC.maxLineBytes
+                })
+            if !nonced, DPoPNonces.asksForNonce(response), (try? host.dpopKey()) != nil {
+                nonced = true
+                continue
+            }
+            response.body = Data(body)
+            return response
+        }
     }
 
     /// The JSON-RPC answer in a whole response: its JSON body, or the first
