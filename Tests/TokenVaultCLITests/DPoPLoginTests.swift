@@ -73,6 +73,17 @@ final class DPoPLoginTests: XCTestCase {
         XCTAssertTrue(json.stdout.contains(#""dpop_jkt":"\#(jkt)""#), json.stdout)
         XCTAssertFalse(json.stdout.contains("dpop_key") || json.stdout.contains("PRIVATE KEY"), json.stdout)
         XCTAssertEqual(s.expect("get", "api.dpop.example", "--field", "dpop_jkt", "--no-refresh").out, jkt)
+        let status = s.expect("status", "api.dpop.example").stdout
+        XCTAssertTrue(status.contains("bound to") && status.contains("DPoP key \(jkt)"), status)
+        XCTAssertFalse(status.contains("PRIVATE"), status)
+        let listed = s.expect("status", "--json").stdout
+        XCTAssertTrue(listed.contains(#""dpop_jkt":"\#(jkt)""#) && !listed.contains("dpop_key"), listed)
+        // Nothing hands it out as a bearer token.
+        s.expect(
+            "get", "api.dpop.example", "--format", "header", status: 64, stderr: ["DPoP-bound", "tokenvault header"])
+        let onTerminal = s.onTerminal(["get", "api.dpop.example", "--no-refresh"])
+        XCTAssertTrue(onTerminal.stdout.contains("bound to a DPoP key"), onTerminal.stdout)
+        XCTAssertFalse(s.expect("get", "api.dpop.example", "--no-refresh").stderr.contains("DPoP"), "a pipe: no notice")
 
         // The header pair is taken by the resource; the same token as Bearer is not.
         let url = base(Self.plainPort) + "/userinfo"

@@ -109,6 +109,14 @@ extension TokenVault {
             switch format {
             case .raw:
                 Output.value(try value(of: c))
+                if c.dpopKey != nil, field == nil || Credential.accessTokenFields.contains(field!),
+                    Terminal.stdoutIsTerminal
+                {
+                    // Printed all the same: without the key it is of no use (docs/security.md).
+                    Output.notice(
+                        "this token is bound to a DPoP key: a request needs a proof with it; print both with: tokenvault header \(ShellWord.word(c.service.description)) --method GET --url URL"
+                    )
+                }
             case .json:
                 Output.value(String(decoding: c.shownJSON(), as: UTF8.self))
             case .header:

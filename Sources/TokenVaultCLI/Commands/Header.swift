@@ -47,8 +47,9 @@ extension TokenVault {
                     throw TokenVaultError.usage(
                         "\(c.id) holds a DPoP-bound token: give the request's --url (and --method) to prove it")
                 }
-                guard OAuth2Provider.isSafeEndpoint(url) || url.hasPrefix("https://"), !url.contains(where: \.isNewline)
-                else { throw TokenVaultError.usage("\(Quoted.text(url)) is not an https URL") }
+                guard OAuth2Provider.isSafeEndpoint(url) else {
+                    throw TokenVaultError.usage("\(Quoted.text(url)) is not an https URL (http only for loopback)")
+                }
                 if let nonce, nonce.isEmpty || !nonce.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) {
                     throw TokenVaultError.usage("--nonce must be the DPoP-Nonce the resource sent: visible ASCII")
                 }
@@ -107,6 +108,13 @@ enum HeaderLine {
                 "\(c.id) is an OAuth 1.0a credential: each request needs its own signature, not a bearer header",
                 hint:
                     "sign a request with: tokenvault header \(ShellWord.word(c.service.description)) --method GET --url URL"
+            )
+        }
+        if c.dpopKey != nil {
+            throw TokenVaultError.usage(
+                "\(c.id) holds a DPoP-bound token: each request needs a proof of its own, not a bearer header",
+                hint:
+                    "print the pair with: tokenvault header \(ShellWord.word(c.service.description)) --method GET --url URL"
             )
         }
         return "Authorization: Bearer \(c.accessToken)"

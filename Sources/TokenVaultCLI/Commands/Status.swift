@@ -103,6 +103,11 @@ extension TokenVault {
                     ))
             }
             if let scope = c.scope { lines.append(("scope", scope)) }
+            if c.dpopKey != nil {
+                // The key's thumbprint, never the key (docs/security.md, "Sender-constrained tokens").
+                lines.append(
+                    ("bound to", "DPoP key \(c.dpopThumbprint ?? "(unreadable)") (\(c.tokenType ?? "DPoP") token)"))
+            }
             lines.append(
                 ("expires", c.expiresAt.map { "\(Format.date($0)) (\(Format.expiry(c, now: now)))" } ?? "never"))
             if let left = Format.refreshExpiry(c, now: now), let at = c.refreshExpiresAt {

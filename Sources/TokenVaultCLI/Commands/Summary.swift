@@ -50,6 +50,10 @@ enum Summary {
         let claims = idTokenClaims(c)
         if !claims.isEmpty { o["id_token_claims"] = .object(claims.mapValues { .string($0) }) }
         for key in ["uid", "user_id", "user_nsid"] { if let v = c.extra[key] { o[key] = .string(v.text) } }
+        if c.dpopKey != nil {
+            o["token_type"] = .string(c.tokenType ?? "DPoP")
+            o["dpop_jkt"] = c.dpopThumbprint.map { .string($0) } ?? .null
+        }
         return .object(o)
     }
 
