@@ -151,4 +151,27 @@ final class DPoPLoginTests: XCTestCase {
         st = try stats(Self.noncesPort)
         XCTAssertEqual(st["refreshes"] as? Int, 1, "\(st)")
     }
+
+    /// The agent renews a bound credential with its key, and answers
+    /// `header` with a proof of that key.
+    func testTheAgentRenewsABoundCredentialWithItsKey() throws {
+        let s = try loggedIn(Self.plainPort)
+        let jkt = s.expect("get", "api.dpop.example", "--field", "dpop_jkt", "--no-refresh").out
+        let was = try stats(Self.plainPort)
+        let before = was["refreshes"] as? Int ?? 0
+        let issuedBefore = (was["jkts"] as? [String] ?? []).count
+        s.expect("agent")
+        addTeardownBlock { s.expect("agent", "stop") }
+        usleep(3_500_000)
+        let url = base(Self.plainPort) + "/userinfo"
+        let pair = s.expect("header", "api.dpop.example", "--method", "GET", "--url", url).stdout
+        XCTAssertEqual(userinfo(Self.plainPort, headers: pair), "200")
+        let st = try stats(Self.plainPort)
+        XCTAssertGreaterThan(st["refreshes"] as? Int ?? 0, before, "\(st)")
+        let renewed = (st["jkts"] as? [String] ?? []).dropFirst(issuedBefore)
+        XCTAssertFalse(renewed.isEmpty)
+        XCTAssertTrue(renewed.allSatisfy { $0 == jkt }, "every renewal bound to the credential's key: \(st)")
+        let agent = s.expect("agent", "status", "--json").stdout
+        XCTAssertFalse(agent.contains("\"requests\":0"), "the agent answered: \(agent)")
+    }
 }

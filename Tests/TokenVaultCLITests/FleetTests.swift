@@ -233,6 +233,36 @@ final class FleetTests: XCTestCase {
                 in: .whitespacesAndNewlines), "")
     }
 
+    /// A DPoP-bound credential logged in on one host is renewed on another
+    /// with the key that came with it through etcd, and the server that bound
+    /// it takes the new token's proofs (docs/security.md, "Sender-constrained tokens").
+    func testABoundCredentialIsRenewedOnAnotherHostWithItsKey() throws {
+        let (server, port) = try startFixtureServer("dpop_server.py", ["--token-ttl", "2"])
+        defer { server.terminate() }
+        let table = """
+            [providers.dp]
+            issuer = "http://127.0.0.1:\(port)"
+            service = "api.dpop.example"
+            client_id = "dpop-client"
+            client_secret = "dpop-secret"
+            scopes = ["profile"]
+            dpop = true
+            """
+        let a = try host("dpop", extra: table), b = try host("dpop", extra: table)
+        a.env["BROWSER"] = Paths.fixtures.appendingPathComponent("browser.sh").path
+        a.expect("login", "dp", limit: 60)
+        usleep(2_500_000)  // expired
+        let url = "http://127.0.0.1:\(port)/userinfo"
+        let pair = b.expect("header", "api.dpop.example", "--method", "GET", "--url", url).stdout
+        let status = runProcess(
+            "/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", "@-", url], stdin: pair, env: [:])
+        XCTAssertEqual(status.stdout, "200")
+        let stats = runProcess("/usr/bin/curl", ["-s", "http://127.0.0.1:\(port)/stats"], env: [:]).stdout
+        let o = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(stats.utf8)) as? [String: Any])
+        XCTAssertEqual(o["refreshes"] as? Int, 1, stats)
+        XCTAssertEqual(Swift.Set(o["jkts"] as? [String] ?? []).count, 1, "one key for both hosts: \(stats)")
+    }
+
     /// A fleet at expiry as CI runs one: 4 hosts x 16 processes at once, TLS
     /// and password auth on; every get answers, with the round's one token.
     func testSixtyFourGetsAtExpiryAllAnswerWithOneRefreshPerRound() throws {
