@@ -391,7 +391,7 @@ _tokenvault_header() {
     repeating_flags=()
     non_repeating_flags=(--verbose --data --version -h --help)
     repeating_options=()
-    non_repeating_options=(--account --method --url)
+    non_repeating_options=(--account --method --url --nonce)
     __tokenvault_offer_flags_options 1
 
     # Offer option value completions
@@ -405,6 +405,9 @@ _tokenvault_header() {
         return
         ;;
     '--url')
+        return
+        ;;
+    '--nonce')
         return
         ;;
     esac
