@@ -13,6 +13,7 @@ cleanup() {
   [ -n "${bus_pid:-}" ] && kill "$bus_pid" 2>/dev/null || true
   [ -n "${provider_pid:-}" ] && kill "$provider_pid" 2>/dev/null || true
   [ -n "${mcp_pid:-}" ] && kill "$mcp_pid" 2>/dev/null || true
+  [ -n "${dpop_pid:-}" ] && kill "$dpop_pid" 2>/dev/null || true
   [ -n "${agent_run:-}" ] && XDG_RUNTIME_DIR="$agent_run" "$TV" agent stop >/dev/null 2>&1
   for h in 1 2 3 4; do
     [ -d "$work/hostagent$h/run" ] && XDG_RUNTIME_DIR="$work/hostagent$h/run" "$TV" agent stop >/dev/null 2>&1
@@ -149,6 +150,29 @@ for _ in 1 2 3; do
   [ "$(sort -u "$work/refresh.out" | wc -l)" = 1 ] || echo "bench: the 50 gets printed different tokens" >&2
   refresh_walls+=($(( (end - start) / 1000000 ))); refresh_counts+=($((after - before)))
 done
+# 3b. header: a bearer token against a DPoP-bound one (a fresh proof each
+#     time), against dpop_server.py (PAR and DPoP required), same vault.
+/usr/bin/python3 "$root/Tests/Fixtures/dpop_server.py" > "$work/dpop.out" 2>/dev/null &
+dpop_pid=$!
+for _ in $(seq 100); do [ -s "$work/dpop.out" ] && break; sleep 0.1; done
+dpop_port=$(sed -n 's/^port //p' "$work/dpop.out")
+cat >> "$XDG_CONFIG_HOME/tokenvault/config.toml" <<TOML
+[providers.dp]
+issuer = "http://127.0.0.1:$dpop_port"
+service = "api.dpop.example"
+client_id = "dpop-client"
+client_secret = "dpop-secret"
+scopes = ["profile"]
+dpop = true
+TOML
+BROWSER="$root/Tests/Fixtures/browser.sh" "$TV" login dp 2>/dev/null
+for _ in $(seq "$ROUNDS"); do
+  sample header_bearer "$TV header local"
+  sample header_dpop "$TV header api.dpop.example --method GET --url http://127.0.0.1:$dpop_port/userinfo"
+done
+header_bearer=$(median header_bearer); header_dpop=$(median header_dpop)
+header_over=$(/usr/bin/python3 -c 'import sys; print("%.2f" % (float(sys.argv[1]) - float(sys.argv[2])))' "$header_dpop" "$header_bearer")
+kill "$dpop_pid" 2>/dev/null || true
 kill "$provider_pid" 2>/dev/null || true
 provider_pid=""
 refresh_wall=$(printf '%s\n' "${refresh_walls[@]}" | sort -n | sed -n 2p)
@@ -293,6 +317,8 @@ tokenvault bench ($(nproc) cores; median of $RUNS runs each, in $ROUNDS interlea
 | TAB after get: services, file vault, cached key   | $(printf %9s "$file_complete") |                  | <= 100  | $(verdict "$file_complete" 100) |
 | 50 concurrent gets at expiry: refreshes seen      | $(printf %9s "${refresh_counts[*]}") | (3 rounds)       | 1       | $([ "$refresh_max" = 1 ] && echo ok || echo MISSED) |
 | 50 concurrent gets at expiry: wall time (median)  | $(printf %9s "$refresh_wall") |                  | <= 2000 | $(verdict "$refresh_wall" 2000) |
+| tokenvault header, bearer token (file vault)      | $(printf %9s "$header_bearer") |                  |         |      |
+| tokenvault header, DPoP-bound: a fresh proof      | $(printf %9s "$header_dpop") | $(printf %-16s "${header_over} ms on top") | < 1 ms  | $(verdict "$header_over" 0.99) |
 | etcdctl get, one key (3 members, TLS, auth)       | $(printf %9s "$etcdctl_ms") |                  |         |      |
 | tokenvault get, backend etcd, valid token         | $(printf %9s "$etcd_tv") | $(printf %-16s "${r_etcd}x etcdctl") | <= 1.0x | $(verdict "$r_etcd" 1.0) |
 | 4 hosts x 16 gets at expiry, etcd: refreshes      | $(printf %9s "$fleet_counts_direct") | (3 rounds)       | 1       | $([ "$fleet_max_direct" = 1 ] && echo ok || echo MISSED) |
