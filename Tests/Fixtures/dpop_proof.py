@@ -21,7 +21,7 @@ def b64url(data):
 
 
 def thumbprint(jwk):
-    members = {k: jwk[k] for k in ("crv", "kty", "x", "y")}
+    members = {k: jwk[k] for k in (("crv", "kty", "x") if jwk.get("kty") == "OKP" else ("crv", "kty", "x", "y"))}
     return b64url(hashlib.sha256(json.dumps(members, separators=(",", ":"), sort_keys=True).encode()).digest())
 
 

@@ -21,7 +21,7 @@ server side, so this is a stub; every proof is checked as dpop_proof.py does
   with --rs-nonce, a proof without its nonce gets 401 use_dpop_nonce.
 GET /stats: par, codes, tokens, refreshes, nonce_challenges (token), rs_nonce_challenges,
 userinfo_ok, refused (each error code), jkts (the keys seen at /token).
-Usage: dpop_server.py [--token-ttl S] [--nonce] [--rs-nonce] [--no-par-required]
+Usage: dpop_server.py [--token-ttl S] [--nonce] [--rs-nonce] [--no-par-required] [--algs ES256,EdDSA]
 Prints "port N" once listening on 127.0.0.1.
 """
 import argparse
@@ -42,6 +42,7 @@ parser.add_argument("--token-ttl", type=int, default=3600)
 parser.add_argument("--nonce", action="store_true")
 parser.add_argument("--rs-nonce", action="store_true")
 parser.add_argument("--no-par-required", action="store_true")
+parser.add_argument("--algs", default="ES256", help="dpop_signing_alg_values_supported, comma-separated")
 args = parser.parse_args()
 
 CLIENT_ID, CLIENT_SECRET = "dpop-client", "dpop-secret"
@@ -97,7 +98,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 "issuer": b, "authorization_endpoint": b + "/authorize", "token_endpoint": b + "/token",
                 "pushed_authorization_request_endpoint": b + "/par",
                 "require_pushed_authorization_requests": not args.no_par_required,
-                "dpop_signing_alg_values_supported": ["ES256"], "code_challenge_methods_supported": ["S256"],
+                "dpop_signing_alg_values_supported": args.algs.split(","), "code_challenge_methods_supported": ["S256"],
                 "response_types_supported": ["code"], "grant_types_supported": ["authorization_code", "refresh_token"],
                 "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
                 "userinfo_endpoint": b + "/userinfo"})

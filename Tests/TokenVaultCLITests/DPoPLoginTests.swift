@@ -33,6 +33,31 @@ final class DPoPLoginTests: XCTestCase {
         return try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any] ?? [:]
     }
 
+    /// A server that lists only EdDSA: the key is Ed25519 (libsodium), and
+    /// the server (authlib) takes its proofs at the token endpoint and the resource.
+    func testAServerThatListsOnlyEdDSAGetsAnEd25519Key() throws {
+        let (server, port) = try startFixtureServer("dpop_server.py", ["--algs", "EdDSA"])
+        defer { server.terminate() }
+        let s = try loggedIn(port)
+        let url = base(port) + "/userinfo"
+        let pair = s.expect("header", "api.dpop.example", "--method", "GET", "--url", url).stdout
+        let proof = String(pair.split(separator: "\n")[1].dropFirst("DPoP: ".count))
+        let header = try XCTUnwrap(
+            JSONSerialization.jsonObject(
+                with: Data(base64Encoded: base64(String(proof.split(separator: ".")[0]))) ?? Data())
+                as? [String: Any])
+        XCTAssertEqual(header["alg"] as? String, "EdDSA")
+        XCTAssertEqual(userinfo(port, headers: pair), "200")
+        s.expect("refresh", "api.dpop.example")
+        XCTAssertEqual(try stats(port)["refreshes"] as? Int, 1)
+    }
+
+    func base64(_ url: String) -> String {
+        var s = url.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while s.count % 4 != 0 { s += "=" }
+        return s
+    }
+
     /// A sandbox logged in to the server on `port` with `dpop = true`.
     func loggedIn(_ port: Int) throws -> Sandbox {
         let s = Sandbox()

@@ -56,4 +56,35 @@ final class DPoPKeyTests: XCTestCase {
         XCTAssertTrue(text.hasPrefix("-----BEGIN PRIVATE KEY-----"), "PKCS#8 PEM")
         XCTAssertEqual(try DPoPKey(pem: a.pem).thumbprint, a.thumbprint, "read back, the same key")
     }
+
+    /// An Ed25519 key (RFC 8410 PKCS#8, written by Python's cryptography):
+    /// read by libsodium, its OKP JWK and thumbprint, EdDSA proofs.
+    func testAnEd25519KeyAndItsProofs() throws {
+        let pem = """
+            -----BEGIN PRIVATE KEY-----
+            MC4CAQAwBQYDK2VwBCIEIAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8g
+            -----END PRIVATE KEY-----
+            """
+        let key = try DPoPKey(pem: SecureBytes(Array(pem.utf8)))
+        XCTAssertEqual(key.algorithm, "EdDSA")
+        XCTAssertEqual(key.jwk["x"]?.string, "ebVWLo_mVPlAeLES6KmLp5AfhTrmlb7X4OORC60ElmQ")
+        XCTAssertEqual(key.thumbprint, "WWpn_pfHui9YKR4CZtQsDGMu7_Gch2zYChfSvnxgtPk")
+        let proof = try key.proof(method: "GET", url: "https://rs.example/x")
+        let header = try XCTUnwrap(
+            JSONValue.parsed(try XCTUnwrap(JWT.base64urlDecode(proof.split(separator: ".")[0]))))
+        XCTAssertEqual(header["alg"]?.string, "EdDSA")
+        XCTAssertEqual(header["jwk"]?["kty"]?.string, "OKP")
+        XCTAssertEqual(try XCTUnwrap(JWT.base64urlDecode(proof.split(separator: ".")[2])).count, 64)
+        let made = try DPoPKey.generate(algorithm: "EdDSA")
+        XCTAssertEqual(try DPoPKey(pem: made.pem).thumbprint, made.thumbprint, "written and read back")
+    }
+
+    /// ES256 wherever the server lists it (or lists nothing); EdDSA where it lists only that.
+    func testTheAlgorithmFollowsWhatTheServerLists() {
+        XCTAssertEqual(DPoPKey.algorithm(for: []), "ES256")
+        XCTAssertEqual(DPoPKey.algorithm(for: ["EdDSA", "ES256"]), "ES256")
+        XCTAssertEqual(DPoPKey.algorithm(for: ["EdDSA"]), "EdDSA")
+        XCTAssertEqual(DPoPKey.algorithm(for: ["PS256", "EdDSA"]), "EdDSA")
+        XCTAssertEqual(DPoPKey.algorithm(for: ["RS256"]), "ES256", "none made here: ES256, which the server may refuse")
+    }
 }

@@ -219,7 +219,7 @@ extension TokenVault {
                     Output.notice(line)
                 })
             // A key of the credential's own, made for this login (docs/security.md, "Sender-constrained tokens").
-            if p.dpop { login.dpop = try DPoPKey.generate() }
+            if p.dpop { login.dpop = try DPoPKey.generate(algorithm: DPoPKey.algorithm(for: p.dpopAlgorithms)) }
             let wanted = asked ?? login.scopes(adding: scopes)
             var credential: Credential
             switch flow {

@@ -66,7 +66,7 @@ public enum MCPRouting {
         return map
     }
 
-    static func isToken(_ s: String) -> Bool {
+    public static func isToken(_ s: String) -> Bool {
         !s.isEmpty && s.utf8.count <= 128
             && s.utf8.allSatisfy { c in
                 (0x30...0x39).contains(c) || (0x41...0x5A).contains(c) || (0x61...0x7A).contains(c)

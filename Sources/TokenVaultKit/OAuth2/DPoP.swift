@@ -1,21 +1,37 @@
+internal import CSodium
 internal import CTokenVault
 import FoundationEssentials
 import Glibc
 
 /// A credential's DPoP key (docs/security.md, "Sender-constrained tokens"):
-/// an ES256 key made at login by OpenSSL's libcrypto, kept in the record
-/// beside the tokens and never printed; the proofs of RFC 9449 §4 it signs;
-/// and its JWK thumbprint (RFC 7638), the `jkt` a bound token names.
+/// made at login — a P-256 key (ES256) by OpenSSL's libcrypto, or an
+/// Ed25519 key (EdDSA) by libsodium where the server lists only that — kept
+/// in the record beside the tokens as PKCS#8 PEM and never printed; the
+/// proofs of RFC 9449 §4 it signs; and its JWK thumbprint (RFC 7638), the
+/// `jkt` a bound token names.
 public struct DPoPKey: Sendable {
     /// The private key, PKCS#8 PEM.
     public let pem: SecureBytes
-    /// The public key as a JWK: kty, crv, x, y.
+    /// The public key as a JWK: kty, crv, x (and y for P-256).
     public let jwk: [String: JSONValue]
-    /// The only algorithm made here: ES256 (P-256), which every DPoP server lists.
-    public static let algorithm = "ES256"
+    /// `ES256` or `EdDSA`.
+    public let algorithm: String
+    /// What signs the proofs.
+    let signer: JWT.Key
 
-    /// A new key.
-    public static func generate() throws -> DPoPKey {
+    /// The algorithm a key is made for, from the server's
+    /// `dpop_signing_alg_values_supported`: ES256 wherever it is listed (or
+    /// nothing is), EdDSA where that is what the server lists.
+    public static func algorithm(for listed: [String]) -> String {
+        listed.isEmpty || listed.contains("ES256") || !listed.contains("EdDSA") ? "ES256" : "EdDSA"
+    }
+
+    /// A new key for `algorithm` (ES256 unless EdDSA).
+    public static func generate(algorithm: String = "ES256") throws -> DPoPKey {
+        if algorithm == "EdDSA" {
+            let seed = SecureBytes(Sodium.randomBytes(32))
+            return try DPoPKey(pem: SecureBytes(Array(ed25519PEM(seed).utf8)))
+        }
         var message = [CChar](repeating: 0, count: 512)
         var out: UnsafeMutablePointer<CChar>?
         var length = 0
@@ -27,8 +43,34 @@ public struct DPoPKey: Sendable {
         return try DPoPKey(pem: SecureBytes(UnsafeRawBufferPointer(start: out, count: length)))
     }
 
+    /// The DER that starts the PKCS#8 form of an Ed25519 private key (RFC
+    /// 8410): the 32-byte seed follows.
+    static let ed25519Prefix: [UInt8] = [
+        0x30, 0x2E, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2B, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20,
+    ]
+
+    static func ed25519PEM(_ seed: SecureBytes) -> String {
+        let der = ed25519Prefix + seed.bytes
+        return "-----BEGIN PRIVATE KEY-----\n\(Data(der).base64EncodedString())\n-----END PRIVATE KEY-----\n"
+    }
+
     /// The key of a stored record.
     public init(pem: SecureBytes) throws {
+        self.pem = pem
+        if let seed = Self.ed25519Seed(pem) {
+            var pk = [UInt8](repeating: 0, count: Int(crypto_sign_PUBLICKEYBYTES))
+            let sk = SecureBytes(count: Int(crypto_sign_SECRETKEYBYTES))
+            sk.withUnsafeMutableBytes { out in
+                seed.withUnsafeBytes { s in
+                    _ = crypto_sign_seed_keypair(
+                        &pk, out.bindMemory(to: UInt8.self).baseAddress!, s.bindMemory(to: UInt8.self).baseAddress!)
+                }
+            }
+            algorithm = "EdDSA"
+            signer = .ed25519(sk)
+            jwk = ["kty": .string("OKP"), "crv": .string("Ed25519"), "x": .string(PKCE.base64url(pk))]
+            return
+        }
         var message = [CChar](repeating: 0, count: 512)
         var alg: UnsafePointer<CChar>?
         guard
@@ -40,20 +82,34 @@ public struct DPoPKey: Sendable {
         defer { tv_sign_key_free(handle) }
         var point = [UInt8](repeating: 0, count: 65)
         guard tv_sign_key_public(handle, &point) == 1 else {
-            throw TokenVaultError.badInput("the stored DPoP key is not a P-256 key")
+            throw TokenVaultError.badInput("the stored DPoP key is not a P-256 or Ed25519 key")
         }
-        self.pem = pem
+        algorithm = "ES256"
+        signer = .pem(pem, keyID: nil)
         jwk = [
             "kty": .string("EC"), "crv": .string("P-256"),
             "x": .string(PKCE.base64url(Array(point[1..<33]))), "y": .string(PKCE.base64url(Array(point[33...]))),
         ]
     }
 
+    /// The seed of an Ed25519 key in PKCS#8 PEM; nil for any other key.
+    static func ed25519Seed(_ pem: SecureBytes) -> SecureBytes? {
+        let text = String(decoding: pem.bytes, as: UTF8.self)
+        let body = text.split(whereSeparator: \.isNewline).filter { !$0.hasPrefix("-----") }.joined()
+        guard text.hasPrefix("-----BEGIN PRIVATE KEY-----"), let der = Data(base64Encoded: body),
+            der.count == 48, Array(der.prefix(16)) == ed25519Prefix
+        else { return nil }
+        return SecureBytes(der.suffix(32))
+    }
+
     /// The JWK SHA-256 thumbprint (RFC 7638): base64url of the hash of the
     /// required members in lexicographic order, no spaces.
     public var thumbprint: String {
+        let x = jwk["x"]?.string ?? ""
         let canonical =
-            #"{"crv":"P-256","kty":"EC","x":"\#(jwk["x"]?.string ?? "")","y":"\#(jwk["y"]?.string ?? "")"}"#
+            algorithm == "EdDSA"
+            ? #"{"crv":"Ed25519","kty":"OKP","x":"\#(x)"}"#
+            : #"{"crv":"P-256","kty":"EC","x":"\#(x)","y":"\#(jwk["y"]?.string ?? "")"}"#
         return PKCE.base64url(Sodium.sha256(Array(canonical.utf8)))
     }
 
@@ -71,8 +127,7 @@ public struct DPoPKey: Sendable {
         ]
         if let accessToken { claims["ath"] = .string(PKCE.base64url(Sodium.sha256(Array(accessToken.utf8)))) }
         if let nonce { claims["nonce"] = .string(nonce) }
-        return try JWT.sign(
-            claims: claims, key: .pem(pem, keyID: nil), header: ["typ": .string("dpop+jwt"), "jwk": .object(jwk)])
+        return try JWT.sign(claims: claims, key: signer, header: ["typ": .string("dpop+jwt"), "jwk": .object(jwk)])
     }
 
     /// The `htu` of a URL: without its query or fragment (RFC 9449 §4.2).

@@ -50,6 +50,9 @@ public struct Discovery {
         return endpoints
     }
 
+    /// Where `checked` puts the server's `dpop_signing_alg_values_supported`, space-separated.
+    static let dpopAlgorithmsKey = "dpop_signing_alg_values_supported"
+
     static let fields = [
         ("authorization_endpoint", "authorize_url"), ("token_endpoint", "token_url"),
         ("revocation_endpoint", "revoke_url"), ("device_authorization_endpoint", "device_authorization_url"),
@@ -80,6 +83,10 @@ public struct Discovery {
         }
         guard out["token_url"] != nil else {
             throw TokenVaultError.badInput("the discovery document of \(name) has no token_endpoint")
+        }
+        // Not an endpoint: the DPoP proof algorithms, which pick a new key's (docs/security.md).
+        if case .array(let algs)? = document["dpop_signing_alg_values_supported"] {
+            out[dpopAlgorithmsKey] = algs.compactMap(\.string).filter { MCPRouting.isToken($0) }.joined(separator: " ")
         }
         return out
     }

@@ -13,9 +13,11 @@ public enum JWT {
     public static let lifetime: Int64 = 300
 
     /// What signs: a PEM private key (RS256 or ES256, from its type), or a shared secret (HS256).
-    public enum Key {
+    public enum Key: Sendable {
         case pem(SecureBytes, keyID: String?)
         case secret(SecureBytes)
+        /// An Ed25519 secret key (libsodium's 64 bytes): EdDSA, signed by libsodium.
+        case ed25519(SecureBytes)
     }
 
     static func base64urlDecode(_ text: some StringProtocol) -> Data? {
@@ -50,6 +52,16 @@ public enum JWT {
                 withUnsafeMutableBytes(of: &state) { Sodium.wipe($0) }
             }
             return String(decoding: input, as: UTF8.self) + "." + PKCE.base64url(mac)
+        case .ed25519(let secretKey):
+            var header: [String: JSONValue] = ["alg": .string("EdDSA"), "typ": .string("JWT")]
+            header.merge(extra) { $1 }
+            let input = Array((try part(header) + "." + payload).utf8)
+            var signature = [UInt8](repeating: 0, count: Int(crypto_sign_BYTES))
+            secretKey.withUnsafeBytes { sk in
+                _ = crypto_sign_detached(
+                    &signature, nil, input, UInt64(input.count), sk.bindMemory(to: UInt8.self).baseAddress!)
+            }
+            return String(decoding: input, as: UTF8.self) + "." + PKCE.base64url(signature)
         case .pem(let pem, let keyID):
             // The key is read once: its type names the algorithm the header states.
             var message = [CChar](repeating: 0, count: 512)

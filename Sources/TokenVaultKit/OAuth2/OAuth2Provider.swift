@@ -57,6 +57,8 @@ public struct OAuth2Provider: Sendable {
     public var dpop = false
     /// Where authorization requests are pushed (RFC 9126); nil: sent in the URL.
     public var parURL: String? = nil
+    /// The DPoP proof algorithms the server lists (discovered; empty: unknown).
+    public var dpopAlgorithms: [String] = []
     /// The server promises `iss` on every authorization response
     /// (`authorization_response_iss_parameter_supported`): one without it is refused.
     public var issParameterRequired = false
@@ -104,12 +106,14 @@ public struct OAuth2Provider: Sendable {
         // The service comes from the table as written, so that naming the
         // provider (`get NAME`) never needs the discovery document.
         let service = try p.serviceKey(provider: name)
+        var dpopAlgorithms: [String] = []
         if let issuer = try url("issuer", p.issuer) {
             let endpoints = ProviderConfig.endpoints
             // A resource whose server publishes no metadata (MCP 2025-03-26) keeps its endpoints instead.
             let kept = p.resource != nil && p.authorize_url != nil && p.token_url != nil
             if let discover, !kept, endpoints.contains(where: { p[keyPath: $0.field] == nil }) {
                 let found = try discover(issuer, name)
+                dpopAlgorithms = found[Discovery.dpopAlgorithmsKey]?.split(separator: " ").map(String.init) ?? []
                 for (key, field) in endpoints where p[keyPath: field] == nil {
                     // Explicit keys win; what the document says is checked like them.
                     if let v = found[key] { p[keyPath: field] = try url(key + " (discovered)", v) }
@@ -140,7 +144,7 @@ public struct OAuth2Provider: Sendable {
             audience: p.audience, subject: p.subject, issuer: p.issuer,
             resource: try p.resource.map { try checkedResource($0, provider: name, configPath: configPath) },
             dpop: p.dpop ?? false, parURL: p.par == false ? nil : try url("par_url", p.par_url),
-            configPath: configPath)
+            dpopAlgorithms: dpopAlgorithms, configPath: configPath)
     }
 
     /// The grant, how the client authenticates, and its id, checked together:
