@@ -21,7 +21,9 @@ server side, so this is a stub; every proof is checked as dpop_proof.py does
   with --rs-nonce, a proof without its nonce gets 401 use_dpop_nonce.
 GET /stats: par, codes, tokens, refreshes, nonce_challenges (token), rs_nonce_challenges,
 userinfo_ok, refused (each error code), jkts (the keys seen at /token).
-Usage: dpop_server.py [--token-ttl S] [--nonce] [--rs-nonce] [--no-par-required] [--algs ES256,EdDSA]
+With --par-nonce, /par wants a proof with the nonce as /token does.
+Usage: dpop_server.py [--token-ttl S] [--nonce] [--rs-nonce] [--par-nonce] [--no-par-required]
+                      [--algs ES256,EdDSA]
 Prints "port N" once listening on 127.0.0.1.
 """
 import argparse
@@ -41,13 +43,14 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--token-ttl", type=int, default=3600)
 parser.add_argument("--nonce", action="store_true")
 parser.add_argument("--rs-nonce", action="store_true")
+parser.add_argument("--par-nonce", action="store_true", help="/par wants a proof with the nonce too")
 parser.add_argument("--no-par-required", action="store_true")
 parser.add_argument("--algs", default="ES256", help="dpop_signing_alg_values_supported, comma-separated")
 args = parser.parse_args()
 
 CLIENT_ID, CLIENT_SECRET = "dpop-client", "dpop-secret"
 lock = threading.Lock()
-stats = {"par": 0, "codes": 0, "tokens": 0, "refreshes": 0, "nonce_challenges": 0, "rs_nonce_challenges": 0,
+stats = {"par": 0, "par_nonce_challenges": 0, "codes": 0, "tokens": 0, "refreshes": 0, "nonce_challenges": 0, "rs_nonce_challenges": 0,
          "userinfo_ok": 0, "refused": {}, "jkts": []}
 pushed, codes, access, refresh = {}, {}, {}, {}
 AS_NONCE, RS_NONCE = "as-nonce-" + secrets.token_hex(4), "rs-nonce-" + secrets.token_hex(4)
@@ -169,11 +172,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.refuse(401, "invalid_client", "client authentication failed")
         if "request_uri" in form or form.get("code_challenge_method") != "S256" or not form.get("code_challenge"):
             return self.refuse(400, "invalid_request", "PKCE S256 is required and request_uri is not allowed")
-        if "DPoP" in self.headers:
+        if "DPoP" in self.headers or args.par_nonce:
             try:
-                jkt, _ = check_proof(self.headers["DPoP"], "POST", self.base() + "/par")
+                jkt, claims = check_proof(self.headers.get("DPoP"), "POST", self.base() + "/par")
             except Exception as e:
                 return self.refuse(400, "invalid_dpop_proof", str(e))
+            if args.par_nonce and claims.get("nonce") != AS_NONCE:
+                with lock:
+                    stats["par_nonce_challenges"] += 1
+                return self.send(400, {"error": "use_dpop_nonce"}, [("DPoP-Nonce", AS_NONCE)])
             if form.get("dpop_jkt", jkt) != jkt:
                 return self.refuse(400, "invalid_dpop_proof", "dpop_jkt is not the proof's key")
         uri = "urn:ietf:params:oauth:request_uri:" + secrets.token_urlsafe(12)

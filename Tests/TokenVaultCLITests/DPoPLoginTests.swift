@@ -16,7 +16,7 @@ final class DPoPLoginTests: XCTestCase {
 
     override class func setUp() {
         (plain, plainPort) = try! startFixtureServer("dpop_server.py", ["--token-ttl", "3"])
-        (nonces, noncesPort) = try! startFixtureServer("dpop_server.py", ["--nonce", "--rs-nonce"])
+        (nonces, noncesPort) = try! startFixtureServer("dpop_server.py", ["--nonce", "--rs-nonce", "--par-nonce"])
     }
 
     override class func tearDown() {
@@ -58,8 +58,18 @@ final class DPoPLoginTests: XCTestCase {
         return s
     }
 
+    /// A provider with no `dpop = true` whose server refuses a token request
+    /// without a proof: the login makes a key then, and the credential is bound;
+    /// `par = false` does not stop a server that requires PAR from getting it.
+    func testAServerThatRefusesWithoutAProofGetsOne() throws {
+        let s = try loggedIn(Self.plainPort, dpop: false, extra: "par = false")
+        let json = s.expect("get", "api.dpop.example", "--format", "json", "--no-refresh").stdout
+        XCTAssertTrue(json.contains(#""token_type":"DPoP""#) && json.contains("dpop_jkt"), json)
+        s.expect("refresh", "api.dpop.example")
+    }
+
     /// A sandbox logged in to the server on `port` with `dpop = true`.
-    func loggedIn(_ port: Int) throws -> Sandbox {
+    func loggedIn(_ port: Int, dpop: Bool = true, extra: String = "") throws -> Sandbox {
         let s = Sandbox()
         s.env["BROWSER"] = Paths.fixtures.appendingPathComponent("browser.sh").path
         try s.writeConfig(
@@ -70,7 +80,8 @@ final class DPoPLoginTests: XCTestCase {
             client_id = "dpop-client"
             client_secret = "dpop-secret"
             scopes = ["profile"]
-            dpop = true
+            dpop = \(dpop)
+            \(extra)
             """)
         s.expect("login", "dp", limit: 60)
         return s
@@ -159,7 +170,8 @@ final class DPoPLoginTests: XCTestCase {
     func testNoncesAtTheTokenEndpointAndTheResource() throws {
         let s = try loggedIn(Self.noncesPort)
         var st = try stats(Self.noncesPort)
-        XCTAssertEqual(st["nonce_challenges"] as? Int, 1, "one challenge, then the nonce: \(st)")
+        XCTAssertEqual(st["par_nonce_challenges"] as? Int, 1, "one challenge at PAR, then the nonce: \(st)")
+        XCTAssertEqual(st["nonce_challenges"] as? Int, 0, "the token endpoint's nonce was known from PAR: \(st)")
         XCTAssertEqual(st["userinfo_ok"] as? Int, 1, "the resource's nonce answered too: \(st)")
         XCTAssertEqual(st["rs_nonce_challenges"] as? Int, 1)
         // By hand: the resource's nonce comes back in DPoP-Nonce; `header --nonce` carries it.

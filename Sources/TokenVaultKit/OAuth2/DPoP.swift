@@ -187,6 +187,14 @@ public enum DPoPNonces {
         return nonce
     }
 
+    /// True when a token endpoint refused a request for its missing proof
+    /// (RFC 9449 §5: a server that binds every token).
+    public static func refusesWithoutProof(_ response: HTTPResponse) -> Bool {
+        guard response.status == 400 || response.status == 401 else { return false }
+        let error = TokenResponse.fields(response.body)?["error"]?.string
+        return error == "invalid_dpop_proof" || error == "use_dpop_nonce"
+    }
+
     /// True when a response asks for a proof with the server's nonce: a
     /// token endpoint's 400 `use_dpop_nonce`, a resource's 401 with that error.
     public static func asksForNonce(_ response: HTTPResponse) -> Bool {

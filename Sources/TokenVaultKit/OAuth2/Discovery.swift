@@ -52,6 +52,8 @@ public struct Discovery {
 
     /// Where `checked` puts the server's `dpop_signing_alg_values_supported`, space-separated.
     static let dpopAlgorithmsKey = "dpop_signing_alg_values_supported"
+    /// Where `checked` says the server requires pushed authorization requests.
+    static let parRequiredKey = "require_pushed_authorization_requests"
 
     static let fields = [
         ("authorization_endpoint", "authorize_url"), ("token_endpoint", "token_url"),
@@ -84,7 +86,9 @@ public struct Discovery {
         guard out["token_url"] != nil else {
             throw TokenVaultError.badInput("the discovery document of \(name) has no token_endpoint")
         }
-        // Not an endpoint: the DPoP proof algorithms, which pick a new key's (docs/security.md).
+        // Not endpoints: whether the server requires pushed authorization requests, and the
+        // DPoP proof algorithms, which pick a new key's (docs/security.md).
+        if document["require_pushed_authorization_requests"] == .bool(true) { out[parRequiredKey] = "true" }
         if case .array(let algs)? = document["dpop_signing_alg_values_supported"] {
             out[dpopAlgorithmsKey] = algs.compactMap(\.string).filter { MCPRouting.isToken($0) }.joined(separator: " ")
         }

@@ -70,16 +70,16 @@ public struct OAuth2Login {
 
     /// One request to the authorization server: with a DPoP proof (and the
     /// nonce dance) when the login binds its tokens to a key.
-    func send(_ request: HTTPRequest) throws -> HTTPResponse {
-        guard let dpop else { return try transport.send(request) }
+    func send(_ request: HTTPRequest, key: DPoPKey?? = nil) throws -> HTTPResponse {
+        guard let dpop = key ?? dpop else { return try transport.send(request) }
         return try dpop.send(request, via: transport, now: clock.now)
     }
 
     /// A credential as the server issued it, with the DPoP key it is bound to:
     /// a server that answers a proof with a Bearer token has bound nothing,
     /// and the credential then keeps no key (said once).
-    func boundToKey(_ c: Credential) -> Credential {
-        guard let dpop else { return c }
+    func boundToKey(_ c: Credential, key: DPoPKey?? = nil) -> Credential {
+        guard let dpop = key ?? dpop else { return c }
         guard c.tokenType?.lowercased() == "dpop" else {
             notify(
                 "\(provider.name) issued a \(OutsideText.line(c.tokenType ?? "Bearer", limit: 40)) token, not one bound to a DPoP key; it is kept as a bearer token"
@@ -346,13 +346,21 @@ public struct OAuth2Login {
         client given: OAuth2Provider.ClientAuthentication? = nil
     ) throws -> Credential {
         let client = try given ?? provider.clientCredentials(now: clock.now)
-        let response = try send(.form(provider.tokenURL, fields + client.fields, headers: client.headers))
+        let request = HTTPRequest.form(provider.tokenURL, fields + client.fields, headers: client.headers)
+        var key = dpop
+        var response = try send(request, key: key)
+        if key == nil, DPoPNonces.refusesWithoutProof(response) {
+            // A server that binds every token (docs/security.md, "Sender-constrained tokens").
+            key = try DPoPKey.generate(algorithm: DPoPKey.algorithm(for: provider.dpopAlgorithms))
+            notify("\(provider.name) binds its tokens to a key (DPoP): this credential gets a key of its own")
+            response = try send(request, key: key)
+        }
         let host = (try? ServiceKey(parsing: provider.tokenURL).description) ?? provider.tokenURL
         let c = try TokenResponse.credential(
             from: response, id: id, provider: provider.name, host: host, now: clock.now,
             sentSecrets: sent + (client.secret.map { [$0] } ?? []), configPath: provider.configPath,
             clientTable: provider.clientTable)
-        return provider.issued(boundToKey(c), previous: nil, now: clock.now)
+        return provider.issued(boundToKey(c, key: key), previous: nil, now: clock.now)
     }
 
     /// The start of the notice for a userinfo endpoint that wants another scope
@@ -374,7 +382,7 @@ public struct OAuth2Login {
         do {
             let request = HTTPRequest(method: "GET", url: url, headers: headers)
             let r: HTTPResponse
-            if let dpop, c.dpopKey != nil {
+            if let pem = c.dpopKey, let dpop = try? DPoPKey(pem: SecureBytes(Array(pem.utf8))) {
                 var bound = request
                 bound.headers[0] = "Authorization: DPoP \(c.accessToken)"
                 r = try dpop.send(bound, accessToken: c.accessToken, via: transport, now: clock.now)

@@ -107,6 +107,7 @@ public struct OAuth2Provider: Sendable {
         // provider (`get NAME`) never needs the discovery document.
         let service = try p.serviceKey(provider: name)
         var dpopAlgorithms: [String] = []
+        var parRequired = false
         if let issuer = try url("issuer", p.issuer) {
             let endpoints = ProviderConfig.endpoints
             // A resource whose server publishes no metadata (MCP 2025-03-26) keeps its endpoints instead.
@@ -114,6 +115,7 @@ public struct OAuth2Provider: Sendable {
             if let discover, !kept, endpoints.contains(where: { p[keyPath: $0.field] == nil }) {
                 let found = try discover(issuer, name)
                 dpopAlgorithms = found[Discovery.dpopAlgorithmsKey]?.split(separator: " ").map(String.init) ?? []
+                parRequired = found[Discovery.parRequiredKey] == "true"
                 for (key, field) in endpoints where p[keyPath: field] == nil {
                     // Explicit keys win; what the document says is checked like them.
                     if let v = found[key] { p[keyPath: field] = try url(key + " (discovered)", v) }
@@ -143,7 +145,8 @@ public struct OAuth2Provider: Sendable {
             secretSource: secret, privateKeyFile: p.private_key_file, credentialsFile: p.credentials_file,
             audience: p.audience, subject: p.subject, issuer: p.issuer,
             resource: try p.resource.map { try checkedResource($0, provider: name, configPath: configPath) },
-            dpop: p.dpop ?? false, parURL: p.par == false ? nil : try url("par_url", p.par_url),
+            // `par = false` opts out, except where the server requires it.
+            dpop: p.dpop ?? false, parURL: p.par == false && !parRequired ? nil : try url("par_url", p.par_url),
             dpopAlgorithms: dpopAlgorithms, configPath: configPath)
     }
 
