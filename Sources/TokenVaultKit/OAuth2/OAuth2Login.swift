@@ -48,49 +48,6 @@ public struct OAuth2Login {
         return base + (base.contains("?") ? "&" : "?") + FormEncoding.encode(fields)
     }
 
-    /// A pushed authorization request (RFC 9126): the request's parameters,
-    /// with the client's authentication, sent to the server; the
-    /// `request_uri` the authorization URL then carries instead.
-    func pushed(_ fields: [(String, String)], to url: String) throws -> String {
-        let client = try provider.clientCredentials(now: clock.now)
-        let own = client.fields.contains { $0.0 == "client_id" }
-        let sent = fields.filter { $0.0 != "client_id" || !own } + client.fields
-        let response = try send(.form(url, sent, headers: client.headers))
-        let host = (try? ServiceKey(parsing: url).description) ?? url
-        let answer = try TokenResponse.successFields(
-            response, host: host, provider: provider.name, sentSecrets: client.secret.map { [$0] } ?? [],
-            configPath: provider.configPath, clientTable: provider.clientTable)
-        guard let requestURI = answer["request_uri"]?.string, !requestURI.isEmpty, requestURI.utf8.count <= 2048,
-            !requestURI.contains(where: { $0.isWhitespace || $0.isNewline })
-        else {
-            throw TokenVaultError.badInput("\(host) answered the pushed authorization request without a request_uri")
-        }
-        return requestURI
-    }
-
-    /// One request to the authorization server: with a DPoP proof (and the
-    /// nonce dance) when the login binds its tokens to a key.
-    func send(_ request: HTTPRequest, key: DPoPKey?? = nil) throws -> HTTPResponse {
-        guard let dpop = key ?? dpop else { return try transport.send(request) }
-        return try dpop.send(request, via: transport, now: clock.now)
-    }
-
-    /// A credential as the server issued it, with the DPoP key it is bound to:
-    /// a server that answers a proof with a Bearer token has bound nothing,
-    /// and the credential then keeps no key (said once).
-    func boundToKey(_ c: Credential, key: DPoPKey?? = nil) -> Credential {
-        guard let dpop = key ?? dpop else { return c }
-        guard c.tokenType?.lowercased() == "dpop" else {
-            notify(
-                "\(provider.name) issued a \(OutsideText.line(c.tokenType ?? "Bearer", limit: 40)) token, not one bound to a DPoP key; it is kept as a bearer token"
-            )
-            return c
-        }
-        var out = c
-        out.dpopKey = String(decoding: dpop.pem.bytes, as: UTF8.self)
-        return out
-    }
-
     /// The scopes to ask for: the provider's, plus `--scope` ones.
     public func scopes(adding extra: [String]) -> [String] {
         var all = provider.scopes
@@ -220,7 +177,7 @@ public struct OAuth2Login {
             }
             return Double(n)
         }
-        var interval = max(try number("interval", default: 5, 0...600), 1)
+        let interval = max(try number("interval", default: 5, 0...600), 1)
         let lifetime = try number("expires_in", default: 900, 1...86400)
         // What the provider says is shown on a terminal: only a web URL, and no control characters.
         let shownURL = try Self.displayableURL(verification, host: host)
@@ -234,10 +191,21 @@ public struct OAuth2Login {
         }
         show(drawn)
         notify("waiting for approval (up to \(Int(min(lifetime, timeout))) s; Ctrl-C to stop)…")
-        let bound = min(lifetime, timeout)
-        let deadline = Date().addingTimeInterval(bound)
+        return try poll(
+            deviceCode: deviceCode, client: client, interval: interval,
+            deadline: Date().addingTimeInterval(min(lifetime, timeout)),
+            reminder: "enter \(OutsideText.line(userCode)) at \(shownURL)", id: id, sleep: sleep)
+    }
+
+    /// The device flow's polling (RFC 8628 §3.4, §3.5): every `interval`
+    /// seconds, 5 s slower on each `slow_down`, until an answer or `deadline`.
+    private func poll(
+        deviceCode: String, client: OAuth2Provider.ClientAuthentication, interval start: Double, deadline: Date,
+        reminder: String, id: CredentialID, sleep: (Double) -> Void
+    ) throws -> Credential {
+        var interval = start
         let tokenHost = (try? ServiceKey(parsing: provider.tokenURL).description) ?? provider.tokenURL
-        let reminder = "enter \(OutsideText.line(userCode)) at \(shownURL)"
+        let sent = [deviceCode] + (client.secret.map { [$0] } ?? [])
         // One line for the whole polling, so a 1 s interval shows it too.
         return try WaitLine.during({ _ in
             "waiting for approval: \(max(0, Int(deadline.timeIntervalSinceNow))) s left; \(reminder) (Ctrl-C to stop)"
@@ -262,14 +230,12 @@ public struct OAuth2Login {
                     default:
                         throw TokenResponse.error(
                             code: code, description: fields["error_description"]?.text, provider: provider.name,
-                            sentSecrets: [deviceCode] + (client.secret.map { [$0] } ?? []),
-                            configPath: provider.configPath,
-                            clientTable: provider.clientTable)
+                            sentSecrets: sent, configPath: provider.configPath, clientTable: provider.clientTable)
                     }
                 }
                 let c = try TokenResponse.credential(
                     from: response, id: id, provider: provider.name, host: tokenHost, now: clock.now,
-                    sentSecrets: [deviceCode] + (client.secret.map { [$0] } ?? []))
+                    sentSecrets: sent)
                 return provider.issued(boundToKey(c), previous: nil, now: clock.now)
             }
         }

@@ -1,0 +1,49 @@
+import FoundationEssentials
+
+/// What a login sends when the server wants more than a URL and a form:
+/// the authorization request pushed (RFC 9126), and the token requests with
+/// a DPoP proof of the credential's key (docs/security.md, "Sender-constrained tokens").
+extension OAuth2Login {
+    /// A pushed authorization request (RFC 9126): the request's parameters,
+    /// with the client's authentication, sent to the server; the
+    /// `request_uri` the authorization URL then carries instead.
+    func pushed(_ fields: [(String, String)], to url: String) throws -> String {
+        let client = try provider.clientCredentials(now: clock.now)
+        let own = client.fields.contains { $0.0 == "client_id" }
+        let sent = fields.filter { $0.0 != "client_id" || !own } + client.fields
+        let response = try send(.form(url, sent, headers: client.headers))
+        let host = (try? ServiceKey(parsing: url).description) ?? url
+        let answer = try TokenResponse.successFields(
+            response, host: host, provider: provider.name, sentSecrets: client.secret.map { [$0] } ?? [],
+            configPath: provider.configPath, clientTable: provider.clientTable)
+        guard let requestURI = answer["request_uri"]?.string, !requestURI.isEmpty, requestURI.utf8.count <= 2048,
+            !requestURI.contains(where: { $0.isWhitespace || $0.isNewline })
+        else {
+            throw TokenVaultError.badInput("\(host) answered the pushed authorization request without a request_uri")
+        }
+        return requestURI
+    }
+
+    /// One request to the authorization server: with a DPoP proof (and the
+    /// nonce dance) when the login binds its tokens to a key.
+    func send(_ request: HTTPRequest, key: DPoPKey?? = nil) throws -> HTTPResponse {
+        guard let dpop = key ?? dpop else { return try transport.send(request) }
+        return try dpop.send(request, via: transport, now: clock.now)
+    }
+
+    /// A credential as the server issued it, with the DPoP key it is bound to:
+    /// a server that answers a proof with a Bearer token has bound nothing,
+    /// and the credential then keeps no key (said once).
+    func boundToKey(_ c: Credential, key: DPoPKey?? = nil) -> Credential {
+        guard let dpop = key ?? dpop else { return c }
+        guard c.tokenType?.lowercased() == "dpop" else {
+            notify(
+                "\(provider.name) issued a \(OutsideText.line(c.tokenType ?? "Bearer", limit: 40)) token, not one bound to a DPoP key; it is kept as a bearer token"
+            )
+            return c
+        }
+        var out = c
+        out.dpopKey = String(decoding: dpop.pem.bytes, as: UTF8.self)
+        return out
+    }
+}
