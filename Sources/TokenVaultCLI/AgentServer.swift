@@ -94,7 +94,8 @@ final class AgentServer: @unchecked Sendable {
     /// is the client's wherever their config paths agree (they are compared too).
     /// The file vault's key lifetime counts only where the file vault can be
     /// opened: not on the Secret Service, nor on auto while there is no vault
-    /// file (a Secret Service read never uses that key).
+    /// file (a Secret Service read never uses that key); the vault's path not
+    /// on the Secret Service; the D-Bus timeouts not on the file vault or etcd.
     private func resolved(_ scope: JSONValue) -> JSONValue {
         guard case .object(var o) = scope else { return scope }
         let config = try? Config.load(settings)
@@ -112,10 +113,13 @@ final class AgentServer: @unchecked Sendable {
             (o[endpoints], o[prefix]) = (nil, nil)
         }
         let noVaultFile = o["vault"]?.string.map { access($0, F_OK) != 0 } ?? false
-        if o[backendKey] == .string(BackendChoice.secretService.rawValue)
-            || (o[backendKey] == .string(BackendChoice.auto.rawValue) && noVaultFile)
-        {
-            o["key_ttl"] = nil
+        let backend = o[backendKey]?.string.flatMap(BackendChoice.init(rawValue:))
+        if backend == .secretService || (backend == .auto && noVaultFile) { o["key_ttl"] = nil }
+        // Where the vault file is counts only where it may be opened; the
+        // D-Bus waits only where the Secret Service may be asked.
+        if backend == .secretService { o["vault"] = nil }
+        if backend == .file || backend == .etcd {
+            (o[EnvironmentVariable.dbusTimeout.name], o[EnvironmentVariable.unlockTimeout.name]) = (nil, nil)
         }
         return .object(o)
     }

@@ -125,6 +125,24 @@ final class AgentPromiseTests: XCTestCase {
         XCTAssertTrue(declined.stderr.contains("another setup: key_ttl differs"), declined.stderr)
     }
 
+    /// The same for what the backend never reads: the D-Bus waits on the
+    /// file vault, the vault's path on the Secret Service.
+    func testWhatTheBackendNeverReadsMakesNoOtherSetup() throws {
+        for (backend, other) in [
+            ("file", ["TOKENVAULT_DBUS_TIMEOUT": "7", "TOKENVAULT_UNLOCK_TIMEOUT": "9"]),
+            ("secret-service", ["TOKENVAULT_VAULT": "/nonexistent/elsewhere/vault"]),
+        ] {
+            let s = sandbox(backend)
+            XCTAssertEqual(s.tv("set", "api.same.example", stdin: "same-tok").status, 0)
+            XCTAssertEqual(s.tv("agent").status, 0)
+            let before = requests(s)
+            let r = s.tv("get", "api.same.example", "--verbose", env: other)
+            XCTAssertEqual(r.out, "same-tok", "\(backend): \(r.stderr)")
+            XCTAssertEqual(requests(s) - before, 2, "\(backend) \(other): answered by the agent: \(r.stderr)")
+            s.expect("agent", "stop")
+        }
+    }
+
     // MARK: Started on first use
 
     /// The agents that serve `s`'s runtime directory: their process ids.
