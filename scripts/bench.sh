@@ -60,6 +60,13 @@ printf 'bench' | gnome-keyring-daemon --unlock --components=secrets >/dev/null 2
 echo '{"access_token":"bench-token-0123456789","expires_in":86400}' | TOKENVAULT_BACKEND=secret-service "$TV" set api.bench.example 2>/dev/null
 [ "$(TOKENVAULT_BACKEND=secret-service "$TV" get api.bench.example)" = bench-token-0123456789 ]
 [ -n "$(secret-tool lookup service api.bench.example account default)" ]
+# The floor of this design: a minimal Swift program, linked as the release is,
+# that asks libsecret for the same item and decodes it with JSONDecoder.
+floor="$work/floor/floor"
+mkdir -p "$work/floor"
+swiftc -O -static-stdlib -I "$root/scripts/floor" $(pkg-config --cflags-only-I libsecret-1 | sed 's/-I/-Xcc -I/g') \
+  "$root/scripts/floor/main.swift" -o "$floor" 2>/dev/null
+[ "$("$floor" api.bench.example)" = bench-token-0123456789 ]
 # As a user runs it: a config file with three providers, and no TOKENVAULT_BACKEND.
 mkdir -p "$XDG_CONFIG_HOME/tokenvault"
 cat > "$XDG_CONFIG_HOME/tokenvault/config.toml" <<'TOML'
@@ -87,6 +94,7 @@ rss_ss_tool=$(peak_rss secret-tool lookup service api.bench.example account defa
 rss_ss=$(peak_rss "$TV" get api.bench.example)
 for _ in $(seq "$ROUNDS"); do
   sample ss_tool "secret-tool lookup service api.bench.example account default"
+  sample ss_floor "$floor api.bench.example"
   TOKENVAULT_BACKEND=secret-service sample ss_tv "$TV get api.bench.example"
   sample ss_auto "$TV get api.bench.example"
   XDG_RUNTIME_DIR="$agent_run" sample ss_agent "$TV get api.bench.example"
@@ -95,7 +103,8 @@ for _ in $(seq "$ROUNDS"); do
 done
 version_ms=$(median version)
 ss_tool=$(median ss_tool); ss_tv=$(median ss_tv); ss_auto=$(median ss_auto); ss_complete=$(median ss_complete)
-ss_agent=$(median ss_agent)
+ss_agent=$(median ss_agent); ss_floor=$(median ss_floor)
+rss_floor=$(peak_rss "$floor" api.bench.example)
 rss_agent_client=$(XDG_RUNTIME_DIR="$agent_run" peak_rss "$TV" get api.bench.example)
 XDG_RUNTIME_DIR="$agent_run" "$TV" agent stop >/dev/null 2>&1
 kill "$bus_pid" || true; bus_pid=""
@@ -310,6 +319,7 @@ ratio() { /usr/bin/python3 -c 'import sys; print("%.2f" % (float(sys.argv[1]) / 
 verdict() { /usr/bin/python3 -c 'import sys; print("ok" if float(sys.argv[1]) <= float(sys.argv[2]) else "MISSED")' "$1" "$2"; }
 r_etcd=$(ratio "$etcd_tv" "$etcdctl_ms"); r_ss=$(ratio "$ss_tv" "$ss_tool"); r_auto=$(ratio "$ss_auto" "$ss_tool"); r_10k=$(ratio "$file_10k" "$file_10")
 r_file=$(ratio "$file_10" "$ss_tool")
+r_floor=$(ratio "$ss_floor" "$ss_tool"); r_auto_floor=$(ratio "$ss_auto" "$ss_floor")
 r_ss_agent=$(ratio "$ss_agent" "$ss_tool"); r_file_agent=$(ratio "$file_agent" "$ss_tool")
 modern_first_ratio=$(ratio "$modern_bridge_first" "$modern_direct_first")
 mib() { /usr/bin/python3 -c 'import sys; print("%.1f" % (int(sys.argv[1]) / 1024))' "$1"; }
@@ -322,8 +332,10 @@ tokenvault bench ($(nproc) cores; median of $RUNS runs each, in $ROUNDS interlea
 | what                                              | median ms | ratio            | target  |      |
 |---------------------------------------------------|----------:|------------------|---------|------|
 | secret-tool lookup (gnome-keyring)                | $(printf %9s "$ss_tool") |                  |         |      |
+| the floor: Swift + libsecret + JSONDecoder        | $(printf %9s "$ss_floor") | $(printf %-16s "${r_floor}x secret-tool") |         |      |
 | tokenvault get, backend secret-service            | $(printf %9s "$ss_tv") | $(printf %-16s "${r_ss}x secret-tool") | <= 1.2x | $(verdict "$r_ss" 1.2) |
 | tokenvault get, auto, config of 3 providers       | $(printf %9s "$ss_auto") | $(printf %-16s "${r_auto}x secret-tool") | <= 1.2x | $(verdict "$r_auto" 1.2) |
+| the distance left: get auto over the floor        |           | $(printf %-16s "${r_auto_floor}x the floor") |         |      |
 | tokenvault get, file vault, cached key, 10 creds  | $(printf %9s "$file_10") | $(printf %-16s "${r_file}x secret-tool") | <= 0.4x | $(verdict "$r_file" 0.4) |
 | get via the agent (started on first use), SS     | $(printf %9s "$ss_agent") | $(printf %-16s "${r_ss_agent}x secret-tool") | <= 0.3x | $(verdict "$r_ss_agent" 0.3) |
 | get via the agent (started on first use), file   | $(printf %9s "$file_agent") | $(printf %-16s "${r_file_agent}x secret-tool") | <= 0.2x | $(verdict "$r_file_agent" 0.2) |
@@ -356,6 +368,7 @@ tokenvault bench ($(nproc) cores; median of $RUNS runs each, in $ROUNDS interlea
 | what                                              | MiB / MB  |                  | target  |      |
 |---------------------------------------------------|----------:|------------------|---------|------|
 | peak RSS, secret-tool lookup                      | $(printf %9s "$(mib "$rss_ss_tool")") |                  |         |      |
+| peak RSS, the floor (Swift + libsecret)           | $(printf %9s "$(mib "$rss_floor")") |                  |         |      |
 | peak RSS, tokenvault get, Secret Service (auto)   | $(printf %9s "$(mib "$rss_ss")") |                  | <= 12   | $(verdict "$(mib "$rss_ss")" 12) |
 | peak RSS, tokenvault get, file vault, cached key  | $(printf %9s "$(mib "$rss_file")") |                  | <= 12   | $(verdict "$(mib "$rss_file")" 12) |
 | peak RSS, tokenvault get answered by the agent    | $(printf %9s "$(mib "$rss_agent_client")") |                  | <= 12   | $(verdict "$(mib "$rss_agent_client")" 12) |
