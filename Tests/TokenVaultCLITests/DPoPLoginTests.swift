@@ -134,6 +134,10 @@ final class DPoPLoginTests: XCTestCase {
         XCTAssertEqual(userinfo(Self.plainPort, headers: pair), "401", "a proof is good once (its jti)")
         s.expect(
             "header", "api.dpop.example", status: 64, stderr: ["holds a DPoP-bound token", "--url"])
+        s.expect(
+            "header", "api.dpop.example", "--url", "http://example.com/x", status: 64, stderr: ["not an https URL"])
+        s.expect("header", "api.dpop.example", "--method", "GET\nX", "--url", url, status: 64, stderr: ["--method"])
+        s.expect("header", "api.dpop.example", "--url", url, "--nonce", "a b", status: 64, stderr: ["--nonce"])
 
         // Renewed with the same key, and used again: forced, then once the 3-second token expired.
         s.expect("refresh", "api.dpop.example")

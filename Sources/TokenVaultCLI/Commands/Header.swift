@@ -47,6 +47,10 @@ extension TokenVault {
                     throw TokenVaultError.usage(
                         "\(c.id) holds a DPoP-bound token: give the request's --url (and --method) to prove it")
                 }
+                guard MCPRouting.isToken(method) else {
+                    throw TokenVaultError.usage(
+                        "--method must be an HTTP method (GET, POST, …), not \(Quoted.text(method))")
+                }
                 guard OAuth2Provider.isSafeEndpoint(url) else {
                     throw TokenVaultError.usage("\(Quoted.text(url)) is not an https URL (http only for loopback)")
                 }
