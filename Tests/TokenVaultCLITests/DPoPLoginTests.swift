@@ -81,6 +81,7 @@ final class DPoPLoginTests: XCTestCase {
             client_secret = "dpop-secret"
             scopes = ["profile"]
             dpop = \(dpop)
+            git_hosts = ["git.dpop.example"]
             \(extra)
             """)
         s.expect("login", "dp", limit: 60)
@@ -117,6 +118,10 @@ final class DPoPLoginTests: XCTestCase {
         // Nothing hands it out as a bearer token.
         s.expect(
             "get", "api.dpop.example", "--format", "header", status: 64, stderr: ["DPoP-bound", "tokenvault header"])
+        let git = s.tv("git-credential", "get", stdin: "protocol=https\nhost=git.dpop.example\n\n")
+        XCTAssertEqual(git.status, 0, git.stderr)
+        XCTAssertEqual(git.stdout, "", "no password git would send without its proof")
+        XCTAssertTrue(git.stderr.contains("DPoP-bound"), git.stderr)
         let onTerminal = s.onTerminal(["get", "api.dpop.example", "--no-refresh"])
         XCTAssertTrue(onTerminal.stdout.contains("bound to a DPoP key"), onTerminal.stdout)
         XCTAssertFalse(s.expect("get", "api.dpop.example", "--no-refresh").stderr.contains("DPoP"), "a pipe: no notice")

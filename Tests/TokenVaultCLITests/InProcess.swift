@@ -17,7 +17,7 @@ enum InProcess {
     /// processes (exec, login, mcp, agent, setup, unlock on a terminal),
     /// print help and exit, or take part in the agent's protocol.
     static let needsAProcess: Set = [
-        "exec", "mcp", "agent", "setup", "unlock", "help", "git-credential", "migrate", "backend",
+        "exec", "mcp", "agent", "setup", "unlock", "help", "migrate", "backend",
     ]
     /// Subcommands of those that need none: they start nothing and embed no path to the binary.
     static let runsHere: Set = [["agent", "status"], ["agent", "stop"], ["setup", "client-metadata"]]

@@ -97,9 +97,14 @@ extension TokenVault {
             {
                 throw TokenVaultError.badInput("the credential for \(c.id) contains a line break; git cannot take it")
             }
+            if c.dpopKey != nil {
+                // git sends a password as it is, never with a proof (docs/security.md): no answer.
+                Output.notice("\(c.id) holds a DPoP-bound token, which git cannot send with the proof it needs")
+                return
+            }
             var lines = ["username=\(username)", "password=\(c.accessToken)"]
             if let expiresAt = c.expiresAt { lines.append("password_expiry_utc=\(expiresAt)") }
-            Posix.write(1, lines.joined(separator: "\n") + "\n")
+            Output.value(lines.joined(separator: "\n"))
         }
 
         /// git saw `password` rejected: if it is the stored access token, mark it
