@@ -7,7 +7,22 @@ import TokenVaultKit
 /// stdout carries only the requested value; everything else goes to stderr.
 enum Output {
     static func value(_ line: String) {
-        if let captured = capture.value { captured.out += line + "\n" } else { Posix.write(1, line + "\n") }
+        if let captured = capture.value { captured.add(out: line + "\n") } else { Posix.write(1, line + "\n") }
+    }
+
+    /// Whole lines on stdout from any thread of the command running on this
+    /// one (the MCP bridge's): captured with its other output when it is.
+    static func lineWriter() -> @Sendable (String) -> Void {
+        guard let captured = capture.value else { return { Posix.write(1, $0 + "\n") } }
+        return { captured.add(out: $0 + "\n") }
+    }
+
+    /// Error lines on stderr from any thread of the command running on this one.
+    static func errorWriter() -> @Sendable (String) -> Void {
+        guard let captured = capture.value else { return { error($0, hint: nil) } }
+        return { line in
+            captured.add(err: "tokenvault: error: \(String(line.map { $0.isNewline ? " " : $0 }))\n")
+        }
     }
 
     static func notice(_ line: String) {
@@ -21,12 +36,22 @@ enum Output {
     /// What one of the agent's requests prints on stdout and stderr, and the
     /// warnings it leaves for its end: kept to send to its client instead.
     /// Each request's own, on the thread that answers it.
-    private final class Captured {
-        var out = ""
-        var err = ""
+    private final class Captured: @unchecked Sendable {
+        /// stdout and stderr, which threads of the command may add to.
+        private let streams = Locked<(out: String, err: String)>(("", ""))
         var pending: [String] = []
         /// What the client's stdout is (a terminal, its width).
         var stdout = Terminal.Stdout(isTerminal: false)
+        /// Told each whole line added to stdout.
+        var onLine: (@Sendable (String) -> Void)?
+
+        func add(out text: String) {
+            streams.withLock { $0.out += text }
+            if let onLine { for line in text.split(separator: "\n") { onLine(String(line)) } }
+        }
+        func add(err text: String) { streams.withLock { $0.err += text } }
+        var out: String { streams.withLock { $0.out } }
+        var err: String { streams.withLock { $0.err } }
     }
     private static let capture = ThreadLocal<Captured>()
 
@@ -34,17 +59,19 @@ enum Output {
     static var capturedStdout: Terminal.Stdout? { capture.value?.stdout }
 
     static func stderr(_ text: String) {
-        if let captured = capture.value { captured.err += text } else { Posix.write(2, text) }
+        if let captured = capture.value { captured.add(err: text) } else { Posix.write(2, text) }
     }
 
     /// Runs `body` with stdout and stderr kept, printing as for a `stdout`
     /// like the one given (the agent's client's); returns its result and what
     /// it printed on each.
     static func capturing<T>(
-        stdout: Terminal.Stdout = Terminal.Stdout(isTerminal: false), _ body: () throws -> T
+        stdout: Terminal.Stdout = Terminal.Stdout(isTerminal: false), onLine: (@Sendable (String) -> Void)? = nil,
+        _ body: () throws -> T
     ) -> (result: Result<T, Error>, stdout: String, stderr: String) {
         let captured = Captured()
         captured.stdout = stdout
+        captured.onLine = onLine
         capture.value = captured
         defer { capture.value = nil }
         let result = Result { try body() }

@@ -70,3 +70,72 @@ enum InProcess {
         return Run(status: status, stdout: out, stderr: err)
     }
 }
+
+extension InProcess {
+    /// A program that notes in `marker` that it ran, then runs the binary: the
+    /// `executable` of in-process commands, so that a login the bridge starts
+    /// is the binary's and is counted as such (`BinaryUse`).
+    static let marker = NSTemporaryDirectory() + "tv-ran-binary-\(getpid())"
+    static let noted: String = {
+        let path = NSTemporaryDirectory() + "tv-noted-\(getpid()).sh"
+        let script = "#!/bin/sh\necho ran >> '\(marker)'\nexec '\(Paths.binary)' \"$@\"\n"
+        FileManager.default.createFile(
+            atPath: path, contents: Data(script.utf8), attributes: [.posixPermissions: 0o700])
+        return path
+    }()
+
+    /// `tokenvault mcp URL` in this process, driven as a client drives it by
+    /// the clock (what bridge_driver.py does for the binary): each of `sends`
+    /// written to its stdin at its time, stdin closed once every id of `until`
+    /// has its answer (or after `limit` seconds); the lines it wrote, and its stderr.
+    static func bridge(
+        _ url: String, env: [String: String], sends: [(at: Double, line: String)], until: Set<Int>, limit: Double
+    ) -> (lines: [String], stderr: String) {
+        var ends: [Int32] = [-1, -1]
+        precondition(pipe(&ends) == 0)
+        let saved = dup(0)
+        dup2(ends[0], 0)
+        close(ends[0])
+        unlink(marker)
+        var made = Settings(environment: env)
+        made.executable = noted
+        let settings = made
+        let answered = Locked<Set<Int>>([])
+        let allAnswered = DispatchSemaphore(value: 0)
+        let finished = DispatchSemaphore(value: 0)
+        let result = Locked<(String, String)>(("", ""))
+        let runner = Thread {
+            let (_, out, err) = Output.capturing(onLine: { line in
+                guard let o = try? JSONSerialization.jsonObject(with: Data(line.utf8)) else { return }
+                let ids = ((o as? [[String: Any]]) ?? [(o as? [String: Any]) ?? [:]]).compactMap { m -> Int? in
+                    m["result"] != nil || m["error"] != nil ? m["id"] as? Int : nil
+                }
+                let done = answered.withLock { a -> Bool in
+                    a.formUnion(ids)
+                    return !until.isEmpty && until.isSubset(of: a)
+                }
+                if done { allAnswered.signal() }
+            }) {
+                TokenVaultMain.execute(["mcp", url], settings: settings) ?? 1
+            }
+            result.withLock { $0 = (out, err) }
+            finished.signal()
+        }
+        runner.start()
+        let started = Date()
+        for send in sends {
+            let wait = send.at - Date().timeIntervalSince(started)
+            if wait > 0 { usleep(useconds_t(wait * 1e6)) }
+            Posix.write(ends[1], send.line + "\n")
+        }
+        _ = allAnswered.wait(timeout: .now() + max(0, limit - Date().timeIntervalSince(started)))
+        close(ends[1])
+        _ = finished.wait(timeout: .now() + 15)
+        dup2(saved, 0)
+        close(saved)
+        if FileManager.default.fileExists(atPath: marker) { BinaryUse.note([Paths.binary]) }
+        BinaryUse.noteInProcess()
+        let (out, err) = result.withLock { $0 }
+        return (out.split(separator: "\n").map(String.init), err)
+    }
+}

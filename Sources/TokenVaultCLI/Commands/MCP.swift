@@ -63,7 +63,8 @@ extension TokenVault {
             // serves: each request that meets a failure gets it as its JSON-RPC error.
             let host = BridgeHost(context: context, account: account.name, url: url)
             let timeout = (try? context.httpTimeout) ?? Config().httpTimeout
-            let bridge = try MCPBridge(url: url, transport: CurlTransport(timeout: timeout), host: host)
+            let bridge = try MCPBridge(
+                url: url, transport: CurlTransport(timeout: timeout), host: host, writeLine: Output.lineWriter())
             bridge.run()
         }
     }
@@ -123,6 +124,8 @@ final class BridgeHost: MCPBridgeHost, @unchecked Sendable {
         var key: (pem: String, key: DPoPKey)?
     }
     private let state = Locked(Shared())
+    /// Lines on stderr, from whichever of the bridge's threads says one.
+    private let sayLine = Output.errorWriter()
 
     init(context: Context, account: String, url: String) {
         self.context = context
@@ -234,12 +237,12 @@ final class BridgeHost: MCPBridgeHost, @unchecked Sendable {
     }
 
     private func loginArguments(scopes: [String]) -> [String] {
-        var args = ["/proc/self/exe", "login", url, "--account", account]
+        var args = [context.settings.executable, "login", url, "--account", account]
         for s in scopes { args += ["--scope", s] }
         return args
     }
 
-    func say(_ line: String) { Output.error(line, hint: nil) }
+    func say(_ line: String) { sayLine(line) }
 
     func dpopKey() throws -> DPoPKey? {
         try state.withLock { s in

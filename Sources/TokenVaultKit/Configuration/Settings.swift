@@ -110,6 +110,10 @@ public struct Settings: Sendable {
     /// The environment as given, for what passes it on (children, `exec`).
     public let environment: [String: String]
 
+    /// The program that starts a command of tokenvault's own (the login the
+    /// MCP bridge starts): this binary, unless the caller says otherwise.
+    public var executable = "/proc/self/exe"
+
     public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
         self.environment = environment
     }
@@ -122,7 +126,9 @@ public struct Settings: Sendable {
     public func with(_ variable: EnvironmentVariable, _ value: String?) -> Settings {
         var e = environment
         e[variable.name] = value
-        return Settings(environment: e)
+        var s = Settings(environment: e)
+        s.executable = executable
+        return s
     }
 
     /// The variable's value; nil when unset or empty.
