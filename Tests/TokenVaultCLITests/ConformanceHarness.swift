@@ -80,13 +80,13 @@ class ConformanceTestCase: XCTestCase {
             let run = InProcess.bridge(
                 url, env: s.env, sends: lines.enumerated().map { (Double($0.offset) * 0.2, $0.element) }, until: [2],
                 limit: 25)
-            for raw in run.lines {
+            for raw in run.lines.map(\.line) {
                 guard let m = try? JSONSerialization.jsonObject(with: Data(raw.utf8)) as? [String: Any],
                     m["id"] as? Int == 2
                 else { continue }
                 return (m, run.stderr)
             }
-            return (nil, run.lines.joined(separator: "\n") + run.stderr)
+            return (nil, run.lines.map(\.line).joined(separator: "\n") + run.stderr)
         }
         var args = [Paths.fixtures.appendingPathComponent("bridge_driver.py").path]
         for (i, l) in lines.enumerated() { args += ["--at", String(Double(i) * 0.2), l] }

@@ -87,10 +87,11 @@ extension InProcess {
     /// `tokenvault mcp URL` in this process, driven as a client drives it by
     /// the clock (what bridge_driver.py does for the binary): each of `sends`
     /// written to its stdin at its time, stdin closed once every id of `until`
-    /// has its answer (or after `limit` seconds); the lines it wrote, and its stderr.
+    /// has its answer (or after `limit` seconds); the lines it wrote, each with
+    /// the second it came, and its stderr.
     static func bridge(
         _ url: String, env: [String: String], sends: [(at: Double, line: String)], until: Set<Int>, limit: Double
-    ) -> (lines: [String], stderr: String) {
+    ) -> (lines: [(t: Double, line: String)], stderr: String) {
         var ends: [Int32] = [-1, -1]
         precondition(pipe(&ends) == 0)
         let saved = dup(0)
@@ -101,11 +102,14 @@ extension InProcess {
         made.executable = noted
         let settings = made
         let answered = Locked<Set<Int>>([])
+        let timed = Locked<[(t: Double, line: String)]>([])
+        let started = Date()
         let allAnswered = DispatchSemaphore(value: 0)
         let finished = DispatchSemaphore(value: 0)
         let result = Locked<(String, String)>(("", ""))
         let runner = Thread {
-            let (_, out, err) = Output.capturing(onLine: { line in
+            let (_, _, err) = Output.capturing(onLine: { line in
+                timed.withLock { $0.append((Date().timeIntervalSince(started), line)) }
                 guard let o = try? JSONSerialization.jsonObject(with: Data(line.utf8)) else { return }
                 let ids = ((o as? [[String: Any]]) ?? [(o as? [String: Any]) ?? [:]]).compactMap { m -> Int? in
                     m["result"] != nil || m["error"] != nil ? m["id"] as? Int : nil
@@ -118,11 +122,10 @@ extension InProcess {
             }) {
                 TokenVaultMain.execute(["mcp", url], settings: settings) ?? 1
             }
-            result.withLock { $0 = (out, err) }
+            result.withLock { $0 = ("", err) }
             finished.signal()
         }
         runner.start()
-        let started = Date()
         for send in sends {
             let wait = send.at - Date().timeIntervalSince(started)
             if wait > 0 { usleep(useconds_t(wait * 1e6)) }
@@ -135,7 +138,6 @@ extension InProcess {
         close(saved)
         if FileManager.default.fileExists(atPath: marker) { BinaryUse.note([Paths.binary]) }
         BinaryUse.noteInProcess()
-        let (out, err) = result.withLock { $0 }
-        return (out.split(separator: "\n").map(String.init), err)
+        return (timed.withLock { $0 }, result.withLock { $0.1 })
     }
 }
