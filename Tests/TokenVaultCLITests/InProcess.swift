@@ -17,7 +17,7 @@ enum InProcess {
     /// processes (exec, login, mcp, agent, setup, unlock on a terminal),
     /// print help and exit, or take part in the agent's protocol.
     static let needsAProcess: Set = [
-        "exec", "mcp", "agent", "setup", "unlock", "help", "migrate", "backend",
+        "exec", "mcp", "agent", "setup", "unlock", "help",
     ]
     /// Subcommands of those that need none: they start nothing and embed no path to the binary.
     static let runsHere: Set = [["agent", "status"], ["agent", "stop"], ["setup", "client-metadata"]]
@@ -26,10 +26,11 @@ enum InProcess {
     /// process of its own, run from the test's own thread (commands run side
     /// by side are processes side by side), on the file or etcd backend, and
     /// with no agent that would answer it or be started by it. A session bus
-    /// named in `env` is left to the binary where it would be used: libsecret,
-    /// `doctor`'s look at it and desktop notifications (while a
-    /// `NotificationMonitor` watches) talk to the bus of the process's own
-    /// environment.
+    /// named in `env` is left to the binary where it would be used: libsecret
+    /// (`doctor`, `migrate` and `backend` look for the Secret Service) and
+    /// desktop notifications (while a `NotificationMonitor` watches) talk to
+    /// the bus of the process's own environment; with none named, the
+    /// settings say there is no Secret Service before libsecret is asked.
     static func runsInProcess(_ args: [String], env: [String: String]) -> Bool {
         guard Thread.isMainThread, let first = args.first, !first.hasPrefix("-"),
             !needsAProcess.contains(first) || runsHere.contains(Array(args.prefix(2)))
@@ -39,7 +40,9 @@ enum InProcess {
         guard ["file", "etcd"].contains(env["TOKENVAULT_BACKEND"] ?? ""),
             ["manual", "off"].contains(env["TOKENVAULT_AGENT"] ?? "")
         else { return false }
-        if env["DBUS_SESSION_BUS_ADDRESS"] != nil, first == "doctor" || NotificationMonitor.watching.value > 0 {
+        if env["DBUS_SESSION_BUS_ADDRESS"] != nil,
+            ["doctor", "migrate", "backend"].contains(first) || NotificationMonitor.watching.value > 0
+        {
             return false
         }
         let settings = Settings(environment: env)
