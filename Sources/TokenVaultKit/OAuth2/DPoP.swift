@@ -71,18 +71,14 @@ public struct DPoPKey: Sendable {
             jwk = ["kty": .string("OKP"), "crv": .string("Ed25519"), "x": .string(PKCE.base64url(pk))]
             return
         }
-        var message = [CChar](repeating: 0, count: 512)
-        var alg: UnsafePointer<CChar>?
-        guard
-            let handle = pem.withUnsafeBytes({ p in
-                tv_sign_key_open(
-                    p.baseAddress?.assumingMemoryBound(to: CChar.self), p.count, &alg, &message, message.count)
-            })
-        else { throw TokenVaultError.badInput("the stored DPoP key is unreadable: \(String(cString: message))") }
-        defer { tv_sign_key_free(handle) }
-        var point = [UInt8](repeating: 0, count: 65)
-        guard tv_sign_key_public(handle, &point) == 1 else {
-            throw TokenVaultError.badInput("the stored DPoP key is not a P-256 or Ed25519 key")
+        let point = try JWT.withKey(
+            pem, failure: { TokenVaultError.badInput("the stored DPoP key is unreadable: \($0)") }
+        ) { handle, _ -> [UInt8] in
+            var point = [UInt8](repeating: 0, count: 65)
+            guard tv_sign_key_public(handle, &point) == 1 else {
+                throw TokenVaultError.badInput("the stored DPoP key is not a P-256 or Ed25519 key")
+            }
+            return point
         }
         algorithm = "ES256"
         signer = .pem(pem, keyID: nil)
@@ -166,11 +162,8 @@ extension DPoPKey {
 public enum DPoPNonces {
     private static let latest = Locked<[String: String]>([:])
 
-    public static func origin(_ url: String) -> String {
-        let parts = url.split(separator: "/", maxSplits: 3, omittingEmptySubsequences: false)
-        guard parts.count >= 3, parts[0].hasSuffix(":"), parts[1].isEmpty else { return url }
-        return (parts[0] + "//" + parts[2].prefix { $0 != "?" && $0 != "#" }).lowercased()
-    }
+    /// Where a nonce applies: the URL's `scheme://host[:port]`.
+    public static func origin(_ url: String) -> String { ProviderConfig.origin(of: url) ?? url }
 
     public static func latest(_ origin: String) -> String? { latest.withLock { $0[origin] } }
 

@@ -64,30 +64,41 @@ public enum JWT {
             return String(decoding: input, as: UTF8.self) + "." + PKCE.base64url(signature)
         case .pem(let pem, let keyID):
             // The key is read once: its type names the algorithm the header states.
-            var message = [CChar](repeating: 0, count: 512)
-            var alg: UnsafePointer<CChar>?
-            guard
-                let handle = pem.withUnsafeBytes({ p in
-                    tv_sign_key_open(
-                        p.baseAddress?.assumingMemoryBound(to: CChar.self), p.count, &alg, &message, message.count)
-                }), let alg
-            else { throw signingError(message) }
-            defer { tv_sign_key_free(handle) }
-            var header: [String: JSONValue] = ["alg": .string(String(cString: alg)), "typ": .string("JWT")]
-            if let keyID { header["kid"] = .string(keyID) }
-            header.merge(extra) { $1 }
-            let input = try part(header) + "." + payload
-            let data = Array(input.utf8)
-            var out: UnsafeMutablePointer<UInt8>?
-            let n = tv_sign_key_sign(handle, data, data.count, &out, &message, message.count)
-            guard n > 0, let out else { throw signingError(message) }
-            defer { tv_sign_free(out) }
-            return input + "." + PKCE.base64url(Array(UnsafeBufferPointer(start: out, count: Int(n))))
+            return try withKey(pem, failure: signingError) { handle, alg in
+                var header: [String: JSONValue] = ["alg": .string(alg), "typ": .string("JWT")]
+                if let keyID { header["kid"] = .string(keyID) }
+                header.merge(extra) { $1 }
+                let input = try part(header) + "." + payload
+                let data = Array(input.utf8)
+                var out: UnsafeMutablePointer<UInt8>?
+                var message = [CChar](repeating: 0, count: 512)
+                let n = tv_sign_key_sign(handle, data, data.count, &out, &message, message.count)
+                guard n > 0, let out else { throw signingError(String(cString: message)) }
+                defer { tv_sign_free(out) }
+                return input + "." + PKCE.base64url(Array(UnsafeBufferPointer(start: out, count: Int(n))))
+            }
         }
     }
 
-    private static func signingError(_ message: [CChar]) -> TokenVaultError {
-        let why = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    /// Runs `body` with the private key in `pem` as libcrypto reads it (RS256
+    /// or ES256, by its type) and its algorithm's name; `failure` makes the
+    /// error of a key that cannot be read from libcrypto's reason.
+    static func withKey<T>(
+        _ pem: SecureBytes, failure: (String) -> Error, _ body: (OpaquePointer, String) throws -> T
+    ) throws -> T {
+        var message = [CChar](repeating: 0, count: 512)
+        var alg: UnsafePointer<CChar>?
+        guard
+            let handle = pem.withUnsafeBytes({ p in
+                tv_sign_key_open(
+                    p.baseAddress?.assumingMemoryBound(to: CChar.self), p.count, &alg, &message, message.count)
+            }), let alg
+        else { throw failure(String(cString: message)) }
+        defer { tv_sign_key_free(handle) }
+        return try body(handle, String(cString: alg))
+    }
+
+    private static func signingError(_ why: String) -> TokenVaultError {
         if tv_sign_library_available() == 0 {
             return .backendUnavailable("cannot sign a JWT: \(why)", hint: "install libssl3")
         }

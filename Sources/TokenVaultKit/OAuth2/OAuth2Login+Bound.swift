@@ -26,16 +26,16 @@ extension OAuth2Login {
 
     /// One request to the authorization server: with a DPoP proof (and the
     /// nonce dance) when the login binds its tokens to a key.
-    func send(_ request: HTTPRequest, key: DPoPKey?? = nil) throws -> HTTPResponse {
-        guard let dpop = key ?? dpop else { return try transport.send(request) }
+    func send(_ request: HTTPRequest) throws -> HTTPResponse {
+        guard let dpop else { return try transport.send(request) }
         return try dpop.send(request, via: transport, now: clock.now)
     }
 
     /// A credential as the server issued it, with the DPoP key it is bound to:
     /// a server that answers a proof with a Bearer token has bound nothing,
     /// and the credential then keeps no key (said once).
-    func boundToKey(_ c: Credential, key: DPoPKey?? = nil) -> Credential {
-        guard let dpop = key ?? dpop else { return c }
+    func boundToKey(_ c: Credential) -> Credential {
+        guard let dpop else { return c }
         guard c.tokenType?.lowercased() == "dpop" else {
             notify(
                 "\(provider.name) issued a \(OutsideText.line(c.tokenType ?? "Bearer", limit: 40)) token, not one bound to a DPoP key; it is kept as a bearer token"

@@ -313,20 +313,20 @@ public struct OAuth2Login {
     ) throws -> Credential {
         let client = try given ?? provider.clientCredentials(now: clock.now)
         let request = HTTPRequest.form(provider.tokenURL, fields + client.fields, headers: client.headers)
-        var key = dpop
-        var response = try send(request, key: key)
-        if key == nil, DPoPNonces.refusesWithoutProof(response) {
+        var login = self
+        var response = try send(request)
+        if dpop == nil, DPoPNonces.refusesWithoutProof(response) {
             // A server that binds every token (docs/security.md, "Sender-constrained tokens").
-            key = try DPoPKey.generate(algorithm: DPoPKey.algorithm(for: provider.dpopAlgorithms))
+            login.dpop = try DPoPKey.generate(algorithm: DPoPKey.algorithm(for: provider.dpopAlgorithms))
             notify("\(provider.name) binds its tokens to a key (DPoP): this credential gets a key of its own")
-            response = try send(request, key: key)
+            response = try login.send(request)
         }
         let host = (try? ServiceKey(parsing: provider.tokenURL).description) ?? provider.tokenURL
         let c = try TokenResponse.credential(
             from: response, id: id, provider: provider.name, host: host, now: clock.now,
             sentSecrets: sent + (client.secret.map { [$0] } ?? []), configPath: provider.configPath,
             clientTable: provider.clientTable)
-        return provider.issued(boundToKey(c, key: key), previous: nil, now: clock.now)
+        return provider.issued(login.boundToKey(c), previous: nil, now: clock.now)
     }
 
     /// The start of the notice for a userinfo endpoint that wants another scope
