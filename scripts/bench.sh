@@ -13,7 +13,7 @@ cleanup() {
   [ -n "${bus_pid:-}" ] && kill "$bus_pid" 2>/dev/null || true
   [ -n "${provider_pid:-}" ] && kill "$provider_pid" 2>/dev/null || true
   [ -n "${mcp_pid:-}" ] && kill "$mcp_pid" 2>/dev/null || true
-  [ -n "${dpop_pid:-}" ] && kill "$dpop_pid" "${dpop_ed_pid:-}" 2>/dev/null || true
+  [ -n "${dpop_pids[*]:-}" ] && kill "${dpop_pids[@]}" 2>/dev/null || true
   [ -n "${agent_run:-}" ] && XDG_RUNTIME_DIR="$agent_run" "$TV" agent stop >/dev/null 2>&1
   for h in 1 2 3 4; do
     [ -d "$work/hostagent$h/run" ] && XDG_RUNTIME_DIR="$work/hostagent$h/run" "$TV" agent stop >/dev/null 2>&1
@@ -161,32 +161,21 @@ for _ in 1 2 3; do
 done
 # 3b. header: a bearer token against a DPoP-bound one (a fresh proof each
 #     time), against dpop_server.py (PAR and DPoP required), same vault.
-/usr/bin/python3 "$root/Tests/Fixtures/dpop_server.py" > "$work/dpop.out" 2>/dev/null &
-dpop_pid=$!
-for _ in $(seq 100); do [ -s "$work/dpop.out" ] && break; sleep 0.1; done
-dpop_port=$(sed -n 's/^port //p' "$work/dpop.out")
-cat >> "$XDG_CONFIG_HOME/tokenvault/config.toml" <<TOML
-[providers.dp]
-issuer = "http://127.0.0.1:$dpop_port"
-service = "api.dpop.example"
-client_id = "dpop-client"
-client_secret = "dpop-secret"
-scopes = ["profile"]
-dpop = true
-TOML
-/usr/bin/python3 "$root/Tests/Fixtures/dpop_server.py" --algs EdDSA > "$work/dpop-ed.out" 2>/dev/null &
-dpop_ed_pid=$!
-for _ in $(seq 100); do [ -s "$work/dpop-ed.out" ] && break; sleep 0.1; done
-dpop_ed_port=$(sed -n 's/^port //p' "$work/dpop-ed.out")
-cat >> "$XDG_CONFIG_HOME/tokenvault/config.toml" <<TOML
-[providers.dped]
-issuer = "http://127.0.0.1:$dpop_ed_port"
-service = "api.dpop-ed.example"
-client_id = "dpop-client"
-client_secret = "dpop-secret"
-scopes = ["profile"]
-dpop = true
-TOML
+# A dpop_server.py (its options: $4...) as provider $2 for service $3, its port
+# in the variable named $1, its pid in dpop_pids.
+dpop_pids=()
+dpop_provider() {
+  local var=$1 name=$2 service=$3 port; shift 3
+  /usr/bin/python3 "$root/Tests/Fixtures/dpop_server.py" "$@" > "$work/$name.out" 2>/dev/null &
+  dpop_pids+=($!)
+  for _ in $(seq 100); do [ -s "$work/$name.out" ] && break; sleep 0.1; done
+  port=$(sed -n 's/^port //p' "$work/$name.out")
+  printf '[providers.%s]\nissuer = "http://127.0.0.1:%s"\nservice = "%s"\nclient_id = "dpop-client"\nclient_secret = "dpop-secret"\nscopes = ["profile"]\ndpop = true\n' \
+    "$name" "$port" "$service" >> "$XDG_CONFIG_HOME/tokenvault/config.toml"
+  printf -v "$var" %s "$port"
+}
+dpop_provider dpop_port dp api.dpop.example
+dpop_provider dpop_ed_port dped api.dpop-ed.example --algs EdDSA
 BROWSER="$root/Tests/Fixtures/browser.sh" "$TV" login dp 2>/dev/null
 BROWSER="$root/Tests/Fixtures/browser.sh" "$TV" login dped 2>/dev/null
 for _ in $(seq "$ROUNDS"); do
@@ -197,7 +186,7 @@ done
 header_bearer=$(median header_bearer); header_dpop=$(median header_dpop); header_dpop_ed=$(median header_dpop_ed)
 over() { /usr/bin/python3 -c 'import sys; print("%.2f" % (float(sys.argv[1]) - float(sys.argv[2])))' "$1" "$2"; }
 header_over=$(over "$header_dpop" "$header_bearer"); header_ed_over=$(over "$header_dpop_ed" "$header_bearer")
-kill "$dpop_pid" "$dpop_ed_pid" 2>/dev/null || true
+kill "${dpop_pids[@]}" 2>/dev/null || true
 kill "$provider_pid" 2>/dev/null || true
 provider_pid=""
 refresh_wall=$(printf '%s\n' "${refresh_walls[@]}" | sort -n | sed -n 2p)
