@@ -58,4 +58,40 @@ final class ConfigReadAheadTests: XCTestCase {
         try write("backend = \n")
         XCTAssertThrowsError(try Config.backendSetting(Settings(environment: env)), "not TOML")
     }
+
+    /// A file that cannot spell `backend` is not parsed for it; one that can
+    /// -- also in a quoted key, in any spelling TOML allows -- is.
+    func testOnlyAFileThatCanSpellTheBackendKeyIsParsedForIt() throws {
+        try write("min_valid = 60\nbroken = \n")
+        XCTAssertNil(try Config.backendSetting(Settings(environment: env)), "no backend in the text: not parsed")
+        for spelling in [
+            "\"backend\" = \"file\"", "'backend' = \"file\"", "\"\\u0062ackend\" = \"file\"",
+            "\"\\U00000062ackend\" = \"file\"", "  backend=\"file\"",
+        ] {
+            try write("# x\n" + spelling + "\n")
+            XCTAssertEqual(try Config.backendSetting(Settings(environment: env)), "file", spelling)
+        }
+        try write("[etcd]\nbackend = \"x\"\nbroken = \n")
+        XCTAssertThrowsError(try Config.backendSetting(Settings(environment: env)), "spelt: parsed, and not TOML")
+        XCTAssertFalse(Config.mayName("backend", "backen d = 1\nb\\ackend"))
+        XCTAssertTrue(Config.mayName("backend", "xbackend"))
+    }
+
+    /// The read-ahead's thread starts on another CPU, then may run on all of
+    /// them again: it is never left pinned.
+    func testAThreadStartedBesideRunsFreeToUseEveryCPU() throws {
+        @Sendable func allowed() -> String? {
+            let status = (try? String(contentsOfFile: "/proc/thread-self/status", encoding: .utf8)) ?? ""
+            return status.split(separator: "\n").first { $0.hasPrefix("Cpus_allowed_list:") }.map(String.init)
+        }
+        let seen = Locked<String?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Posix.spawnThread(beside: true) {
+            seen.withLock { $0 = allowed() }
+            done.signal()
+        }
+        XCTAssertEqual(done.wait(timeout: .now() + 10), .success)
+        XCTAssertNotNil(seen.withLock { $0 })
+        XCTAssertEqual(seen.withLock { $0 }, allowed())
+    }
 }

@@ -243,10 +243,36 @@ public struct Config: Sendable, Equatable {
     /// The `backend` setting alone, parsed by TOMLKit without decoding the
     /// rest: the `get` head start decides with it while the command loads
     /// the whole config. nil when not set or not a string (the command's own
-    /// load reports a bad file).
+    /// load reports a bad file). A file whose text cannot spell the key (no
+    /// `backend`, and no `\u` escape that could write it in a quoted key)
+    /// does not set it, and is not parsed here: the head start's first
+    /// millisecond (docs/benchmarks.md, "Secret Service head start").
     public static func backendSetting(_ settings: Settings) throws -> String? {
         guard let text = try text(of: settings.configPath) else { return nil }
+        guard mayName("backend", text) else { return nil }
         return try TOMLTable(string: text)["backend"]?.string
+    }
+
+    /// Whether `text` holds `key`, or an escape (`\u`, `\U`) that a quoted key could spell it with.
+    static func mayName(_ key: String, _ text: String) -> Bool {
+        let needle = Array(key.utf8)
+        var text = text
+        return text.withUTF8 { bytes in
+            guard bytes.count >= needle.count else { return false }
+            for i in bytes.indices {
+                if bytes[i] == UInt8(ascii: "\\"), i + 1 < bytes.count,
+                    bytes[i + 1] == UInt8(ascii: "u") || bytes[i + 1] == UInt8(ascii: "U")
+                {
+                    return true
+                }
+                if i + needle.count <= bytes.count, bytes[i] == needle[0],
+                    needle.indices.allSatisfy({ bytes[i + $0] == needle[$0] })
+                {
+                    return true
+                }
+            }
+            return false
+        }
     }
 
     private static func loadFile(_ path: String) throws -> Config {
@@ -282,7 +308,7 @@ private final class ReadAhead: @unchecked Sendable {
     static func start(path: String, _ read: @escaping @Sendable () throws -> Config) {
         let ahead = ReadAhead(path: path)
         pending.withLock { $0 = ahead }
-        Posix.spawnThread(stackSize: 1 << 22) {
+        Posix.spawnThread(stackSize: 1 << 22, beside: true) {
             ahead.result = Result { try read() }
             ahead.done.signal()
         }

@@ -45,8 +45,13 @@ public enum Posix {
 
     public static func write(_ fd: Int32, _ text: String) { write(fd, Array(text.utf8)) }
 
-    /// Runs `body` on a new thread of `stackSize` bytes.
-    public static func spawnThread(stackSize: Int = 1 << 20, _ body: @escaping @Sendable () -> Void) {
+    /// Runs `body` on a new thread of `stackSize` bytes. `beside`: work meant
+    /// to run while this thread goes on (a head start) starts on another CPU
+    /// than this thread's, then may run on any (docs/benchmarks.md, "Threads
+    /// that start beside the main one").
+    public static func spawnThread(
+        stackSize: Int = 1 << 20, beside: Bool = false, _ body: @escaping @Sendable () -> Void
+    ) {
         final class Box: @unchecked Sendable {
             let body: @Sendable () -> Void
             init(_ b: @escaping @Sendable () -> Void) { body = b }
@@ -55,7 +60,14 @@ public enum Posix {
         pthread_attr_init(&attr)
         pthread_attr_setstacksize(&attr, stackSize)
         pthread_attr_setdetachstate(&attr, Int32(PTHREAD_CREATE_DETACHED))
-        let box = Unmanaged.passRetained(Box(body)).toOpaque()
+        var run = body
+        if beside, tv_thread_attr_elsewhere(&attr) == 1 {
+            run = {
+                tv_thread_anywhere()
+                body()
+            }
+        }
+        let box = Unmanaged.passRetained(Box(run)).toOpaque()
         var thread = pthread_t()
         let rc = pthread_create(
             &thread, &attr,

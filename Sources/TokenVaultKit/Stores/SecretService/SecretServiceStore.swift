@@ -355,7 +355,7 @@ public enum SecretServiceHeadStart {
         guard let forced = try? settings.backendOverride.map({ $0 == .auto || $0 == .secretService }) ?? true, forced
         else { return false }
         started = true
-        Posix.spawnThread(stackSize: 1 << 22) {
+        Posix.spawnThread(stackSize: 1 << 22, beside: true) {
             // A config that cannot be read is reported by the command itself.
             let choice = try? settings.backend {
                 var c = Config()
