@@ -37,15 +37,18 @@ public enum TokenVaultMain {
         do {
             // The hot path (docs/reference.md, `get` in every line of a script): the
             // Secret Service is readied -- or, when it will not be asked, the
-            // config read -- while `get` alone is parsed (as the root command:
-            // no tree of every command). Anything it does not parse as a plain
-            // `get` -- help, an error -- goes through the whole parser, so what
-            // the user sees is unchanged.
+            // config read and the file vault opened -- while `get` alone is parsed
+            // (as the root command: no tree of every command). Anything it does
+            // not parse as a plain `get` -- help, an error -- goes through the
+            // whole parser, so what the user sees is unchanged.
             if args.first == "get", decline == nil {
                 if !AgentClient.present(settings), !SecretServiceHeadStart.start(settings) {
-                    Config.readAhead(settings)
+                    Config.readAhead(settings, then: FileStore.readAhead(settings))
                 }
-                defer { Config.forgetReadAhead(settings) }
+                defer {
+                    Config.forgetReadAhead(settings)
+                    FileStore.forgetReadAhead()
+                }
                 if let get = try? TokenVault.Get.parseAsRoot(Array(args.dropFirst())) as? TokenVault.Get {
                     try get.run(settings: settings, agent: agent)
                     Output.flushLater()

@@ -69,8 +69,10 @@ public struct Config: Sendable, Equatable {
     /// Starts reading (and checking) the config on a thread of its own while
     /// the command line is parsed: the `get` hot path. Call on the main
     /// thread, before the command loads the config.
-    public static func readAhead(_ settings: Settings) {
-        ReadAhead.start(path: settings.configPath) { try loadNow(settings) }
+    /// `then` runs on that thread once the config is read (nil: it could
+    /// not be), after the command may take it.
+    public static func readAhead(_ settings: Settings, then: (@Sendable (Config?) -> Void)? = nil) {
+        ReadAhead.start(path: settings.configPath, { try loadNow(settings) }, then: then)
     }
 
     /// Drops what was read ahead and not taken (a command that failed before
@@ -305,12 +307,16 @@ private final class ReadAhead: @unchecked Sendable {
 
     private init(path: String) { self.path = path }
 
-    static func start(path: String, _ read: @escaping @Sendable () throws -> Config) {
+    static func start(
+        path: String, _ read: @escaping @Sendable () throws -> Config, then: (@Sendable (Config?) -> Void)?
+    ) {
         let ahead = ReadAhead(path: path)
         pending.withLock { $0 = ahead }
         Posix.spawnThread(stackSize: 1 << 22, beside: true) {
-            ahead.result = Result { try read() }
+            let result = Result { try read() }
+            ahead.result = result
             ahead.done.signal()
+            then?(try? result.get())
         }
     }
 

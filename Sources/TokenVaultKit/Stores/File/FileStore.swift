@@ -107,28 +107,49 @@ public final class FileStore: CredentialStore {
     }
 
     private func readPlaintext() throws -> VaultPlaintext? {
-        guard let (fd, size) = try openVaultFile() else { return nil }
+        guard let (fd, st) = try openVaultFile() else { return nil }
         defer { close(fd) }
-        guard size >= VaultFormat.headerBytes + Sodium.tagBytes else { throw VaultFormat.corrupt("it is too short") }
-        let buffer = try SensitiveBuffer(mapping: fd, size: size)
-        let header = try VaultFormat.parseHeader(Array(buffer.bytes[0..<VaultFormat.headerBytes]), fileSize: size)
+        if let ahead = VaultAhead.take(path: path, st) {
+            unlocked = (ahead.key, ahead.header.salt, ahead.header.params)
+            return ahead.plain
+        }
+        let (buffer, header) = try mapped(fd, size: Int(st.st_size))
         return try VaultFormat.open(buffer, header: header, key: try key(for: header))
     }
 
+    /// The vault opened with the cached key alone, for the read ahead
+    /// (VaultAhead); nil when there is no vault or no cached key.
+    func openWithCachedKey() throws -> VaultAhead.Opened? {
+        guard let (fd, st) = try openVaultFile() else { return nil }
+        defer { close(fd) }
+        let (buffer, header) = try mapped(fd, size: Int(st.st_size))
+        guard let key = try cachedKey(for: header) else { return nil }
+        return VaultAhead.Opened(
+            plain: try VaultFormat.open(buffer, header: header, key: key), key: key, header: header,
+            identity: VaultAhead.identity(st))
+    }
+
+    /// The vault file mapped privately, and its header.
+    private func mapped(_ fd: Int32, size: Int) throws -> (SensitiveBuffer, VaultFormat.Header) {
+        guard size >= VaultFormat.headerBytes + Sodium.tagBytes else { throw VaultFormat.corrupt("it is too short") }
+        let buffer = try SensitiveBuffer(mapping: fd, size: size)
+        return (buffer, try VaultFormat.parseHeader(Array(buffer.bytes[0..<VaultFormat.headerBytes]), fileSize: size))
+    }
+
     private func readHeaderOnly() throws -> VaultFormat.Header {
-        guard let (fd, size) = try openVaultFile() else { throw TokenVaultError.notFound(service: "", account: "") }
+        guard let (fd, st) = try openVaultFile() else { throw TokenVaultError.notFound(service: "", account: "") }
         defer { close(fd) }
         var head = [UInt8](repeating: 0, count: VaultFormat.headerBytes)
         let n = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, $0.count, 0) }
         guard n == head.count else { throw VaultFormat.corrupt("it is too short") }
-        return try VaultFormat.parseHeader(head, fileSize: size)
+        return try VaultFormat.parseHeader(head, fileSize: Int(st.st_size))
     }
 
     /// Opens the vault after the permission checks; nil when there is none.
     /// The checks look at the file that was opened (fstat), never at the name
     /// again: a writer renaming a new vault into place between a check and the
     /// open cannot make a reader fail, it only decides which vault it reads.
-    private func openVaultFile() throws -> (Int32, Int)? {
+    private func openVaultFile() throws -> (Int32, stat)? {
         // O_NOFOLLOW refuses a symlink (ELOOP); O_NONBLOCK keeps a FIFO from hanging us.
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else {
@@ -154,7 +175,7 @@ public final class FileStore: CredentialStore {
             close(fd)
             throw error
         }
-        return (fd, Int(st.st_size))
+        return (fd, st)
     }
 
     // MARK: Keys
