@@ -20,11 +20,13 @@ RELEASE_SCRATCH ?= .build
 # packed (-z pack-relative-relocs, DT_RELR: a few KiB instead of 1 MiB that
 # every run mapped). scripts/relro.ld moves the writable constant data Swift
 # emits out of .rodata, which would otherwise leave no RELRO segment. The
-# unwinder is linked in (libgcc_eh): no libgcc_s to load. docs/benchmarks.md,
-# "Compact relative relocations".
+# unwinder is linked in (libgcc_eh): no libgcc_s to load. Nothing is
+# exported (--no-export-dynamic: SwiftPM exports every symbol of an
+# executable; nothing loads one from it). docs/benchmarks.md, "Compact
+# relative relocations".
 RELEASE_FLAGS = -c release --static-swift-stdlib --product tokenvault -Xlinker -L$(STATIC_CXX) \
 	-Xswiftc -use-ld=bfd -Xlinker -z -Xlinker now -Xlinker -z -Xlinker relro \
-	-Xlinker -z -Xlinker pack-relative-relocs -Xlinker -T -Xlinker $(CURDIR)/scripts/relro.ld -Xlinker -lgcc_eh \
+	-Xlinker -z -Xlinker pack-relative-relocs -Xlinker -T -Xlinker $(CURDIR)/scripts/relro.ld -Xlinker -lgcc_eh -Xlinker --no-export-dynamic \
 	--scratch-path $(RELEASE_SCRATCH)
 RELEASE_BIN = $(RELEASE_SCRATCH)/release/tokenvault
 
