@@ -67,6 +67,15 @@ mkdir -p "$work/floor"
 swiftc -O -static-stdlib -I "$root/scripts/floor" $(pkg-config --cflags-only-I libsecret-1 | sed 's/-I/-Xcc -I/g') \
   "$root/scripts/floor/main.swift" -o "$floor" 2>/dev/null
 [ "$("$floor" api.bench.example)" = bench-token-0123456789 ]
+# The programs measured as they are once read from disk, not as the build
+# just wrote them: the kernel keeps a file it was given by write() in larger
+# page-cache folios, which a run then maps in bigger pieces (more memory,
+# fewer faults), and how much depends on the layout of the binary, so one
+# build would measure differently from the next. Their cached pages are
+# dropped (the files are unchanged), then read back by the warm-up runs.
+[ "${FROM_DISK:-1}" = 0 ] || /usr/bin/python3 -c 'import os,sys
+for p in sys.argv[1:]:
+    fd = os.open(p, os.O_RDONLY); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED); os.close(fd)' "$TV" "$floor"
 # As a user runs it: a config file with three providers, and no TOKENVAULT_BACKEND.
 mkdir -p "$XDG_CONFIG_HOME/tokenvault"
 cat > "$XDG_CONFIG_HOME/tokenvault/config.toml" <<'TOML'
@@ -130,6 +139,47 @@ file_agent=$(median file_agent)
 XDG_RUNTIME_DIR="$agent_run" "$TV" agent stop >/dev/null 2>&1
 rss_file=$(TOKENVAULT_VAULT="$vault_10" peak_rss "$TV" get api5.example.com)
 size_10k=$(stat -c %s "$vault_10k")
+
+# The cold get's rows, printed now; BENCH_ONLY=get stops here.
+ratio() { /usr/bin/python3 -c 'import sys; print("%.2f" % (float(sys.argv[1]) / float(sys.argv[2])))' "$1" "$2"; }
+verdict() { /usr/bin/python3 -c 'import sys; print("ok" if float(sys.argv[1]) <= float(sys.argv[2]) else "MISSED")' "$1" "$2"; }
+mib() { /usr/bin/python3 -c 'import sys; print("%.1f" % (int(sys.argv[1]) / 1024))' "$1"; }
+r_ss=$(ratio "$ss_tv" "$ss_tool"); r_auto=$(ratio "$ss_auto" "$ss_tool"); r_10k=$(ratio "$file_10k" "$file_10")
+r_file=$(ratio "$file_10" "$ss_tool")
+r_floor=$(ratio "$ss_floor" "$ss_tool"); r_auto_floor=$(ratio "$ss_auto" "$ss_floor")
+r_ss_agent=$(ratio "$ss_agent" "$ss_tool"); r_file_agent=$(ratio "$file_agent" "$ss_tool")
+size_mb=$(/usr/bin/python3 -c 'import os,sys; print("%.1f" % (os.path.getsize(sys.argv[1]) / 1e6))' "$TV")
+cat <<TABLE
+
+tokenvault bench ($(nproc) cores; median of $RUNS runs each, in $ROUNDS interleaved rounds; $(date -u +%F))
+
+| what                                              | median ms | ratio            | target  |      |
+|---------------------------------------------------|----------:|------------------|---------|------|
+| secret-tool lookup (gnome-keyring)                | $(printf %9s "$ss_tool") |                  |         |      |
+| the floor: Swift + libsecret + JSONDecoder        | $(printf %9s "$ss_floor") | $(printf %-16s "${r_floor}x secret-tool") |         |      |
+| tokenvault get, backend secret-service            | $(printf %9s "$ss_tv") | $(printf %-16s "${r_ss}x secret-tool") | <= 1.1x | $(verdict "$r_ss" 1.1) |
+| tokenvault get, auto, config of 3 providers       | $(printf %9s "$ss_auto") | $(printf %-16s "${r_auto}x secret-tool") | <= 1.1x | $(verdict "$r_auto" 1.1) |
+| the distance left: get auto over the floor        |           | $(printf %-16s "${r_auto_floor}x the floor") |         |      |
+| tokenvault get, file vault, cached key, 10 creds  | $(printf %9s "$file_10") | $(printf %-16s "${r_file}x secret-tool") | <= 0.3x | $(verdict "$r_file" 0.3) |
+| get via the agent (started on first use), SS     | $(printf %9s "$ss_agent") | $(printf %-16s "${r_ss_agent}x secret-tool") | <= 0.3x | $(verdict "$r_ss_agent" 0.3) |
+| get via the agent (started on first use), file   | $(printf %9s "$file_agent") | $(printf %-16s "${r_file_agent}x secret-tool") | <= 0.2x | $(verdict "$r_file_agent" 0.2) |
+| tokenvault --version                              | $(printf %9s "$version_ms") |                  |         |      |
+| tokenvault get, file vault, cached key, 10,000    | $(printf %9s "$file_10k") | $(printf %-16s "${r_10k}x 10 creds") | <= 2x   | $(verdict "$r_10k" 2) |
+| TAB after get: services, Secret Service (auto)    | $(printf %9s "$ss_complete") |                  | <= 100  | $(verdict "$ss_complete" 100) |
+| TAB after get: services, file vault, cached key   | $(printf %9s "$file_complete") |                  | <= 100  | $(verdict "$file_complete" 100) |
+
+| what                                              | MiB / MB  |                  | target  |      |
+|---------------------------------------------------|----------:|------------------|---------|------|
+| peak RSS, secret-tool lookup                      | $(printf %9s "$(mib "$rss_ss_tool")") |                  |         |      |
+| peak RSS, the floor (Swift + libsecret)           | $(printf %9s "$(mib "$rss_floor")") |                  |         |      |
+| peak RSS, tokenvault get, Secret Service (auto)   | $(printf %9s "$(mib "$rss_ss")") |                  | <= 17.5 | $(verdict "$(mib "$rss_ss")" 17.5) |
+| peak RSS, tokenvault get, file vault, cached key  | $(printf %9s "$(mib "$rss_file")") |                  | <= 12   | $(verdict "$(mib "$rss_file")" 12) |
+| peak RSS, tokenvault get answered by the agent    | $(printf %9s "$(mib "$rss_agent_client")") |                  | <= 12   | $(verdict "$(mib "$rss_agent_client")" 12) |
+| release binary size (MB)                          | $(printf %9s "$size_mb") |                  |         |      |
+
+(the 10,000-credential vault is $((size_10k / 1024)) KiB)
+TABLE
+[ "${BENCH_ONLY:-}" = get ] && exit 0
 
 # The stored "local" credential, expired (its tokens kept); and how many
 # refreshes the test provider has seen.
@@ -304,34 +354,13 @@ if [ "${FIRST_BUILD:-1}" != 0 ]; then
   fi
 fi
 
-ratio() { /usr/bin/python3 -c 'import sys; print("%.2f" % (float(sys.argv[1]) / float(sys.argv[2])))' "$1" "$2"; }
-verdict() { /usr/bin/python3 -c 'import sys; print("ok" if float(sys.argv[1]) <= float(sys.argv[2]) else "MISSED")' "$1" "$2"; }
-r_etcd=$(ratio "$etcd_tv" "$etcdctl_ms"); r_ss=$(ratio "$ss_tv" "$ss_tool"); r_auto=$(ratio "$ss_auto" "$ss_tool"); r_10k=$(ratio "$file_10k" "$file_10")
-r_file=$(ratio "$file_10" "$ss_tool")
-r_floor=$(ratio "$ss_floor" "$ss_tool"); r_auto_floor=$(ratio "$ss_auto" "$ss_floor")
-r_ss_agent=$(ratio "$ss_agent" "$ss_tool"); r_file_agent=$(ratio "$file_agent" "$ss_tool")
+r_etcd=$(ratio "$etcd_tv" "$etcdctl_ms")
 modern_first_ratio=$(ratio "$modern_bridge_first" "$modern_direct_first")
-mib() { /usr/bin/python3 -c 'import sys; print("%.1f" % (int(sys.argv[1]) / 1024))' "$1"; }
-size_mb=$(/usr/bin/python3 -c 'import os,sys; print("%.1f" % (os.path.getsize(sys.argv[1]) / 1e6))' "$TV")
 
 cat <<TABLE
 
-tokenvault bench ($(nproc) cores; median of $RUNS runs each, in $ROUNDS interleaved rounds; $(date -u +%F))
-
 | what                                              | median ms | ratio            | target  |      |
 |---------------------------------------------------|----------:|------------------|---------|------|
-| secret-tool lookup (gnome-keyring)                | $(printf %9s "$ss_tool") |                  |         |      |
-| the floor: Swift + libsecret + JSONDecoder        | $(printf %9s "$ss_floor") | $(printf %-16s "${r_floor}x secret-tool") |         |      |
-| tokenvault get, backend secret-service            | $(printf %9s "$ss_tv") | $(printf %-16s "${r_ss}x secret-tool") | <= 1.2x | $(verdict "$r_ss" 1.2) |
-| tokenvault get, auto, config of 3 providers       | $(printf %9s "$ss_auto") | $(printf %-16s "${r_auto}x secret-tool") | <= 1.2x | $(verdict "$r_auto" 1.2) |
-| the distance left: get auto over the floor        |           | $(printf %-16s "${r_auto_floor}x the floor") |         |      |
-| tokenvault get, file vault, cached key, 10 creds  | $(printf %9s "$file_10") | $(printf %-16s "${r_file}x secret-tool") | <= 0.4x | $(verdict "$r_file" 0.4) |
-| get via the agent (started on first use), SS     | $(printf %9s "$ss_agent") | $(printf %-16s "${r_ss_agent}x secret-tool") | <= 0.3x | $(verdict "$r_ss_agent" 0.3) |
-| get via the agent (started on first use), file   | $(printf %9s "$file_agent") | $(printf %-16s "${r_file_agent}x secret-tool") | <= 0.2x | $(verdict "$r_file_agent" 0.2) |
-| tokenvault --version                              | $(printf %9s "$version_ms") |                  |         |      |
-| tokenvault get, file vault, cached key, 10,000    | $(printf %9s "$file_10k") | $(printf %-16s "${r_10k}x 10 creds") | <= 2x   | $(verdict "$r_10k" 2) |
-| TAB after get: services, Secret Service (auto)    | $(printf %9s "$ss_complete") |                  | <= 100  | $(verdict "$ss_complete" 100) |
-| TAB after get: services, file vault, cached key   | $(printf %9s "$file_complete") |                  | <= 100  | $(verdict "$file_complete" 100) |
 | 50 concurrent gets at expiry: refreshes seen      | $(printf %9s "${refresh_counts[*]}") | (3 rounds)       | 1       | $([ "$refresh_max" = 1 ] && echo ok || echo MISSED) |
 | 50 concurrent gets at expiry: wall time (median)  | $(printf %9s "$refresh_wall") |                  | <= 2000 | $(verdict "$refresh_wall" 2000) |
 | tokenvault header, bearer token (file vault)      | $(printf %9s "$header_bearer") |                  |         |      |
@@ -356,13 +385,5 @@ tokenvault bench ($(nproc) cores; median of $RUNS runs each, in $ROUNDS interlea
 
 | what                                              | MiB / MB  |                  | target  |      |
 |---------------------------------------------------|----------:|------------------|---------|------|
-| peak RSS, secret-tool lookup                      | $(printf %9s "$(mib "$rss_ss_tool")") |                  |         |      |
-| peak RSS, the floor (Swift + libsecret)           | $(printf %9s "$(mib "$rss_floor")") |                  |         |      |
-| peak RSS, tokenvault get, Secret Service (auto)   | $(printf %9s "$(mib "$rss_ss")") |                  | <= 12   | $(verdict "$(mib "$rss_ss")" 12) |
-| peak RSS, tokenvault get, file vault, cached key  | $(printf %9s "$(mib "$rss_file")") |                  | <= 12   | $(verdict "$(mib "$rss_file")" 12) |
-| peak RSS, tokenvault get answered by the agent    | $(printf %9s "$(mib "$rss_agent_client")") |                  | <= 12   | $(verdict "$(mib "$rss_agent_client")" 12) |
-| release binary size (MB)                          | $(printf %9s "$size_mb") |                  |         |      |
 | first build of the release, clean (s)             | $(printf %9s "$first_build") |                  |         |      |
-
-(the 10,000-credential vault is $((size_10k / 1024)) KiB)
 TABLE

@@ -43,7 +43,7 @@ public enum TokenVaultMain {
             // whole parser, so what the user sees is unchanged.
             if args.first == "get", decline == nil {
                 if !AgentClient.present(settings), !SecretServiceHeadStart.start(settings) {
-                    Config.readAhead(settings, then: FileStore.readAhead(settings))
+                    Config.readAhead(settings, first: FileStore.readAhead(settings))
                 }
                 defer {
                     Config.forgetReadAhead(settings)

@@ -69,10 +69,10 @@ public struct Config: Sendable, Equatable {
     /// Starts reading (and checking) the config on a thread of its own while
     /// the command line is parsed: the `get` hot path. Call on the main
     /// thread, before the command loads the config.
-    /// `then` runs on that thread once the config is read (nil: it could
-    /// not be), after the command may take it.
-    public static func readAhead(_ settings: Settings, then: (@Sendable (Config?) -> Void)? = nil) {
-        ReadAhead.start(path: settings.configPath, { try loadNow(settings) }, then: then)
+    /// `first` runs on that thread before the config is read (the vault a
+    /// `get` reads before it needs the config).
+    public static func readAhead(_ settings: Settings, first: (@Sendable () -> Void)? = nil) {
+        ReadAhead.start(path: settings.configPath, { try loadNow(settings) }, first: first)
     }
 
     /// Drops what was read ahead and not taken (a command that failed before
@@ -249,6 +249,17 @@ public struct Config: Sendable, Equatable {
     /// `backend`, and no `\u` escape that could write it in a quoted key)
     /// does not set it, and is not parsed here: the head start's first
     /// millisecond (docs/benchmarks.md, "Secret Service head start").
+    /// The backend as `TOKENVAULT_BACKEND` and the config's `backend` setting
+    /// alone choose it (`backendSetting`); nil when either is not valid (the
+    /// command reports that). The head starts of a `get` decide with it.
+    public static func backendChoice(_ settings: Settings) -> BackendChoice? {
+        try? settings.backend {
+            var c = Config()
+            c.backend = try backendSetting(settings)
+            return c
+        }.choice
+    }
+
     public static func backendSetting(_ settings: Settings) throws -> String? {
         guard let text = try text(of: settings.configPath) else { return nil }
         guard mayName("backend", text) else { return nil }
@@ -307,16 +318,13 @@ private final class ReadAhead: @unchecked Sendable {
 
     private init(path: String) { self.path = path }
 
-    static func start(
-        path: String, _ read: @escaping @Sendable () throws -> Config, then: (@Sendable (Config?) -> Void)?
-    ) {
+    static func start(path: String, _ read: @escaping @Sendable () throws -> Config, first: (@Sendable () -> Void)?) {
         let ahead = ReadAhead(path: path)
         pending.withLock { $0 = ahead }
         Posix.spawnThread(stackSize: 1 << 22, beside: true) {
-            let result = Result { try read() }
-            ahead.result = result
+            first?()
+            ahead.result = Result { try read() }
             ahead.done.signal()
-            then?(try? result.get())
         }
     }
 

@@ -78,14 +78,14 @@ final class VaultAhead: @unchecked Sendable {
 extension FileStore {
     /// The `get` hot path's vault read ahead: marks the vault of `settings`
     /// now (call on the main thread, before any store reads it) and gives
-    /// the work for the read-ahead thread, which it runs once the config is
-    /// read (nil: it could not be). The vault is opened only where the
-    /// command will read it first: backend file, or auto without a session bus.
-    public static func readAhead(_ settings: Settings) -> @Sendable (Config?) -> Void {
+    /// the work for the read-ahead thread. The vault is opened only where
+    /// the command will read it first: backend file, or auto without a
+    /// session bus (as the environment and the config's `backend` say).
+    public static func readAhead(_ settings: Settings) -> @Sendable () -> Void {
         let ahead = VaultAhead.mark(path: settings.vaultPath)
-        return { config in
+        return {
             var opened: VaultAhead.Opened?
-            if let config, let choice = try? settings.backend(config: { config }).choice,
+            if let choice = Config.backendChoice(settings),
                 choice == .file || (choice == .auto && SecretServiceStore.missingBus(settings) != nil),
                 let store = try? Backends(settings: settings).fileVault()
             {

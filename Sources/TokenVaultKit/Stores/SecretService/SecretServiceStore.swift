@@ -357,11 +357,7 @@ public enum SecretServiceHeadStart {
         started = true
         Posix.spawnThread(stackSize: 1 << 22, beside: true) {
             // A config that cannot be read is reported by the command itself.
-            let choice = try? settings.backend {
-                var c = Config()
-                c.backend = try Config.backendSetting(settings)
-                return c
-            }.choice
+            let choice = Config.backendChoice(settings)
             if choice == .auto || choice == .secretService { _ = tv_secret_prepare() }
             ready.signal()
         }
