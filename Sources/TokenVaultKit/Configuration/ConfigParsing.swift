@@ -248,8 +248,9 @@ extension Config {
         let dotted = path.joined(separator: ".")
         var out: [(line: Int, error: TokenVaultError)] = []
         for (key, value) in table {
-            let at = located.location(table: path, key: key)
-            let line = located.line(table: path, key: key) ?? 0
+            // Where the key is, looked up in the text only for a mistake.
+            var at: String { located.location(table: path, key: key) }
+            var line: Int { located.line(table: path, key: key) ?? 0 }
             guard let declared = known.first(where: { $0.key == key })?.type else {
                 let keys = known.map(\.key).sorted()
                 let close =
@@ -302,16 +303,23 @@ extension Config {
         }
     }
 
-    /// The stored properties of a config table type, each with its declared type.
+    /// The stored properties of a config table type, each with its declared
+    /// type (reflected once per type and process: every provider table asks).
     static func fields<T>(of type: T.Type) -> [(key: String, type: Any.Type)] {
-        let mirror: Mirror
         switch type {
-        case is ProviderConfig.Type: mirror = Mirror(reflecting: ProviderConfig())
-        case is EtcdConfig.Type: mirror = Mirror(reflecting: EtcdConfig())
-        case is HooksConfig.Type: mirror = Mirror(reflecting: HooksConfig())
-        default: return []
+        case is ProviderConfig.Type: providerFields
+        case is EtcdConfig.Type: etcdFields
+        case is HooksConfig.Type: hooksFields
+        default: []
         }
-        return mirror.children.compactMap { child in child.label.map { ($0, Swift.type(of: child.value)) } }
+    }
+
+    private static let providerFields = reflected(ProviderConfig())
+    private static let etcdFields = reflected(EtcdConfig())
+    private static let hooksFields = reflected(HooksConfig())
+
+    private static func reflected(_ value: Any) -> [(key: String, type: Any.Type)] {
+        Mirror(reflecting: value).children.compactMap { child in child.label.map { ($0, Swift.type(of: child.value)) } }
     }
 
     /// The keys a config table type knows.
