@@ -23,14 +23,18 @@ RELEASE_SCRATCH ?= .build
 # unwinder is linked in (libgcc_eh): no libgcc_s to load. Nothing is
 # exported (--no-export-dynamic: SwiftPM exports every symbol of an
 # executable; nothing loads one from it). docs/benchmarks.md, "Compact
-# relative relocations".
+# relative relocations". Each function in a section of its own, and those a
+# get runs (scripts/hot-text.ld, written by make hot-text) linked first and
+# together: docs/benchmarks.md, "The code a get runs, together".
+HOT_TEXT ?= $(CURDIR)/scripts/hot-text.ld
 RELEASE_FLAGS = -c release --static-swift-stdlib --product tokenvault -Xlinker -L$(STATIC_CXX) \
 	-Xswiftc -use-ld=bfd -Xlinker -z -Xlinker now -Xlinker -z -Xlinker relro \
 	-Xlinker -z -Xlinker pack-relative-relocs -Xlinker -T -Xlinker $(CURDIR)/scripts/relro.ld -Xlinker -lgcc_eh -Xlinker --no-export-dynamic \
+	-Xswiftc -Xfrontend -Xswiftc -function-sections -Xlinker -T -Xlinker $(HOT_TEXT) \
 	--scratch-path $(RELEASE_SCRATCH)
 RELEASE_BIN = $(RELEASE_SCRATCH)/release/tokenvault
 
-.PHONY: deps build release test unit lint format demo bench deb install uninstall docs clean
+.PHONY: deps build release test unit lint format demo bench hot-text deb install uninstall docs clean
 
 # What each target installs (scripts/deps.sh): build and release only what
 # compiling needs; deb adds the packaging tools; demo the local provider;
@@ -54,6 +58,8 @@ release:
 	swift build $(RELEASE_FLAGS)
 	@if readelf -d $(RELEASE_BIN) | grep -q 'libstdc++'; then echo "release: libstdc++ is linked dynamically" >&2; exit 1; fi
 	@if ! readelf -lW $(RELEASE_BIN) | grep -q GNU_RELRO; then echo "release: no RELRO segment" >&2; exit 1; fi
+	@if [ "$(HOT_TEXT)" = "$(CURDIR)/scripts/hot-text.ld" ] && ! readelf -SW $(RELEASE_BIN) | grep -q ' \.text\.hot '; then \
+	  echo "release: no .text.hot (scripts/hot-text.ld)" >&2; exit 1; fi
 	@if nm -D --undefined-only $(RELEASE_BIN) | grep -qE ' (secret|g|curl)_'; then \
 	  echo "release: a libsecret/GLib symbol is linked directly; keeping its libraries" >&2; \
 	else \
@@ -92,6 +98,15 @@ demo: release
 bench: release
 	@scripts/deps.sh bench
 	RELEASE_FLAGS="$(RELEASE_FLAGS)" scripts/bench.sh $(RELEASE_BIN)
+
+# scripts/hot-text.ld from a release linked without it, profiled by valgrind
+# (which names no function outside .text): after a change to what a get
+# runs. The next make release links by it.
+hot-text:
+	@scripts/deps.sh hot
+	@mkdir -p .build/hot-profile && printf 'SECTIONS { .text.hot : { } } INSERT BEFORE .text;\n' > .build/hot-profile/none.ld
+	$(MAKE) release RELEASE_SCRATCH=.build/hot-profile HOT_TEXT=$(CURDIR)/.build/hot-profile/none.ld
+	scripts/hot-text.sh .build/hot-profile/release/tokenvault
 
 # A Debian package in .build/deb/ (scripts/deb.sh): apt install ./.build/deb/tokenvault_*.deb
 deb: release

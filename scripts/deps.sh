@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages a make target needs, when they are missing,
-# and nothing more. Usage: scripts/deps.sh [build|deb|demo|test|bench] [--list]
+# and nothing more. Usage: scripts/deps.sh [build|deb|demo|test|bench|hot] [--list]
 # (--list: print the packages, one a line, and install nothing)
 #   build  what compiling and linking tokenvault needs (make build, make release, make install)
 #   deb    build, and the packaging tools (make deb)
@@ -8,6 +8,7 @@
 #   test   everything the tests drive: keyring, etcd, dovecot, git, kubectl,
 #          shells, man tools, the MCP Python SDK (make test; the default)
 #   bench  test, and the benchmark tools (make bench)
+#   hot    test, and valgrind (make hot-text)
 set -euo pipefail
 mode=${1:-test}
 build=(pkg-config gcc libstdc++-12-dev binutils patchelf libsecret-1-dev libsodium-dev libkeyutils-dev
@@ -26,7 +27,8 @@ case $mode in
     # The adapter tests drive a real kubectl: the machine's, else Debian's.
     command -v kubectl >/dev/null || pkgs+=(kubernetes-client)
     [ "$mode" = bench ] && pkgs+=(hyperfine time) ;;
-  *) echo "usage: scripts/deps.sh [build|deb|demo|test|bench]" >&2; exit 64 ;;
+  hot) pkgs=("${build[@]}" "${test[@]}" valgrind) ;;
+  *) echo "usage: scripts/deps.sh [build|deb|demo|test|bench|hot]" >&2; exit 64 ;;
 esac
 if [ "${2:-}" = --list ]; then printf '%s\n' "${pkgs[@]}"; exit 0; fi
 missing=()

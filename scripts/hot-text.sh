@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# `make hot-text`: writes scripts/hot-text.ld, the functions a `get` runs
+# (from the file vault, from the Secret Service, and answered by the agent),
+# which the release links first, together: a command then maps a few hundred
+# KiB of code instead of pieces of all 12 MB (docs/benchmarks.md, "The code a
+# get runs, together"). Give it a release linked without the list (make
+# hot-text builds one: valgrind names no function outside .text); a
+# stale list only costs memory, never correctness. Needs valgrind
+# (scripts/deps.sh hot).
+set -euo pipefail
+TV=$(cd "$(dirname "${1:-.build/release/tokenvault}")" && pwd)/$(basename "${1:-tokenvault}")
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d /tmp/tokenvault-hot.XXXXXX)
+cleanup() {
+  [ -n "${bus_pid:-}" ] && kill "$bus_pid" 2>/dev/null
+  XDG_RUNTIME_DIR="$work/run-agent" "$TV" agent stop >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+export HOME="$work" XDG_DATA_HOME="$work/data" XDG_CONFIG_HOME="$work/config" XDG_RUNTIME_DIR="$work/run"
+export TOKENVAULT_AGENT=manual
+unset TOKENVAULT_PASSPHRASE_FILE TOKENVAULT_PASSPHRASE_COMMAND TOKENVAULT_VAULT TOKENVAULT_BACKEND
+mkdir -m 700 "$XDG_RUNTIME_DIR" "$work/run-agent"
+# valgrind reads the symbol table, not the release's DWARF.
+strip --strip-debug -o "$work/tokenvault" "$TV"
+bin="$work/tokenvault"
+dbus-daemon --session --nofork --print-address=1 --address="unix:dir=$work" > "$work/bus" 2>/dev/null &
+bus_pid=$!
+for _ in $(seq 50); do [ -s "$work/bus" ] && break; sleep 0.1; done
+export DBUS_SESSION_BUS_ADDRESS=$(head -1 "$work/bus")
+printf 'hot' | gnome-keyring-daemon --unlock --components=secrets >/dev/null 2>&1
+echo '{"access_token":"hot-token","expires_in":86400}' | TOKENVAULT_BACKEND=secret-service "$bin" set api.hot.example 2>/dev/null
+mkdir -p "$XDG_CONFIG_HOME/tokenvault"
+printf 'min_valid = 60\n[providers.local]\nservice = "127.0.0.1:9000"\nauthorize_url = "http://127.0.0.1:9000/authorize"\ntoken_url = "http://127.0.0.1:9000/token"\nclient_id = "tv"\n' \
+  > "$XDG_CONFIG_HOME/tokenvault/config.toml"
+vault="$work/v/vault"
+TOKENVAULT_PASSPHRASE=hot /usr/bin/python3 "$root/Tests/Fixtures/make_vault.py" "$vault" 10
+TOKENVAULT_PASSPHRASE=hot TOKENVAULT_BACKEND=file TOKENVAULT_VAULT="$vault" "$bin" get api5.example.com >/dev/null
+profile() {  # name, env..., then the command's arguments after --
+  local name=$1; shift
+  env "$@" valgrind --tool=callgrind --demangle=no --callgrind-out-file="$work/$name.cg" "$bin" get \
+    "${GET_ARGS[@]}" >/dev/null 2>"$work/$name.log" || { cat "$work/$name.log" >&2; exit 1; }
+}
+GET_ARGS=(api5.example.com); profile file TOKENVAULT_BACKEND=file TOKENVAULT_VAULT="$vault"
+GET_ARGS=(api.hot.example); profile secret-service DBUS_SESSION_BUS_ADDRESS="$DBUS_SESSION_BUS_ADDRESS"
+XDG_RUNTIME_DIR="$work/run-agent" TOKENVAULT_AGENT= "$bin" get api.hot.example >/dev/null
+for _ in $(seq 50); do XDG_RUNTIME_DIR="$work/run-agent" "$bin" agent status >/dev/null 2>&1 && break; sleep 0.1; done
+profile agent XDG_RUNTIME_DIR="$work/run-agent"
+# Every function of the tokenvault binary that a run entered, by name.
+/usr/bin/python3 - "$root/scripts/hot-text.ld" "$work"/*.cg <<'PY'
+import re, sys
+names = set()
+for path in sys.argv[2:]:
+    objects, functions, here, entered = {}, {}, None, []
+    for line in open(path, errors="replace").read().split("\n"):
+        m = re.match(r"^(c?ob)=\((\d+)\)(?: (.*))?$", line)
+        if m:
+            kind, i, name = m.groups()
+            if name:
+                objects[i] = name
+            if kind == "ob":
+                here = objects.get(i)
+            continue
+        m = re.match(r"^(c?fn)=\((\d+)\)(?: (.*))?$", line)
+        if m:
+            kind, i, name = m.groups()
+            if name:
+                functions[i] = name
+            if kind == "fn" and here and here.endswith("/tokenvault"):
+                entered.append(i)
+    names.update(functions[i] for i in entered if i in functions)
+names = sorted(n for n in names if re.fullmatch(r"[A-Za-z_$][A-Za-z0-9_$.]*", n))
+with open(sys.argv[1], "w") as out:
+    out.write("/* Written by scripts/hot-text.sh (make hot-text): the functions a get runs,\n"
+              "   linked first and together (docs/benchmarks.md, \"The code a get runs,\n"
+              "   together\"). Each name is the section of one function (-function-sections);\n"
+              "   one that no longer exists matches nothing. */\n")
+    out.write("SECTIONS\n{\n  .text.hot :\n  {\n")
+    for n in names:
+        out.write("    *(.text.%s)\n" % n)
+    out.write("  }\n}\nINSERT BEFORE .text;\n")
+print("scripts/hot-text.ld: %d functions" % len(names))
+PY
