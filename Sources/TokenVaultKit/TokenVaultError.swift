@@ -120,6 +120,14 @@ public enum TokenVaultError: Error, Equatable, LocalizedError, Sendable {
         if case .configDetail(_, let excerpt, _) = self { return excerpt }
         return []
     }
+
+    /// Each mistake the error names, for a list that gives every one a line
+    /// of its own (`doctor`): the message, then the config's other mistakes;
+    /// a TOML syntax error's line and caret belong to its one message.
+    public var mistakes: [String] {
+        let caret = excerpt.last.map { $0.contains("^") && $0.allSatisfy { $0 == " " || $0 == "^" } } ?? false
+        return caret ? [errorText] : [errorText] + excerpt
+    }
 }
 
 extension Error {

@@ -67,6 +67,10 @@ final class DoctorTests: QuirkProviderTestCase {
         XCTAssertEqual(syntax.status, 2)
         XCTAssertTrue(
             line(syntax, "✗ config:").contains("config.toml:1:16: a string is not closed on this line"), syntax.stdout)
+        XCTAssertEqual(
+            syntax.stdout.components(separatedBy: "✗ config:").count, 2,
+            "one failed check; the line and caret are not mistakes of their own: \(syntax.stdout)")
+        XCTAssertTrue(syntax.stdout.hasSuffix("1 check failed\n"), syntax.stdout)
         XCTAssertTrue(line(syntax, "✓ runtime directory").hasPrefix("✓"), syntax.stdout)
     }
 

@@ -42,21 +42,21 @@ final class DoctorChecks {
                     : "\(configPath) does not exist: the defaults apply") + keptText)
             // Every mistake of a table on a line of its own.
             for (name, error) in c.brokenProviders.sorted(by: { $0.key < $1.key }) {
-                for mistake in [error.errorText] + error.excerpt {
+                for mistake in error.mistakes {
                     add(
                         "provider \(name)", .failed, mistake,
                         fix: "fix that line; until then only provider \(name) cannot be used")
                 }
             }
             if let problem = c.etcdProblem {
-                for mistake in [problem.errorText] + problem.excerpt {
+                for mistake in problem.mistakes {
                     add("[etcd]", .failed, mistake, fix: "fix that line of the [etcd] table")
                 }
             }
             return c
         } catch {
             let hint = (error as? TokenVaultError)?.hint ?? "edit \(configPath)"
-            for mistake in [error.errorText] + ((error as? TokenVaultError)?.excerpt ?? []) {
+            for mistake in (error as? TokenVaultError)?.mistakes ?? [error.errorText] {
                 add("config", .failed, mistake, fix: hint)
             }
             return nil
