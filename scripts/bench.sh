@@ -64,7 +64,9 @@ echo '{"access_token":"bench-token-0123456789","expires_in":86400}' | TOKENVAULT
 # that asks libsecret for the same item and decodes it with JSONDecoder.
 floor="$work/floor/floor"
 mkdir -p "$work/floor"
-swiftc -O -static-stdlib -I "$root/scripts/floor" $(pkg-config --cflags-only-I libsecret-1 | sed 's/-I/-Xcc -I/g') \
+swiftc -O -static-stdlib -use-ld=bfd -Xlinker -z -Xlinker now -Xlinker -z -Xlinker relro \
+  -Xlinker -z -Xlinker pack-relative-relocs -Xlinker -T -Xlinker "$root/scripts/relro.ld" -Xlinker -lgcc_eh \
+  -I "$root/scripts/floor" $(pkg-config --cflags-only-I libsecret-1 | sed 's/-I/-Xcc -I/g') \
   "$root/scripts/floor/main.swift" -o "$floor" 2>/dev/null
 [ "$("$floor" api.bench.example)" = bench-token-0123456789 ]
 # The programs measured as they are once read from disk, not as the build
