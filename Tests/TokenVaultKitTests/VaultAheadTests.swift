@@ -40,7 +40,7 @@ final class VaultAheadTests: XCTestCase {
 
     /// What the read-ahead thread does, here on this one.
     func openAhead() {
-        let ahead = VaultAhead.mark(path: dir + "/vault")
+        let ahead = VaultAhead.slot.mark(path: dir + "/vault")
         ahead.finish(try? store(cached: true).openWithCachedKey())
     }
 
@@ -73,7 +73,7 @@ final class VaultAheadTests: XCTestCase {
 
     func testAReadOfAnotherVaultDoesNotTakeIt() throws {
         try save("1")
-        let ahead = VaultAhead.mark(path: dir + "/other")
+        let ahead = VaultAhead.slot.mark(path: dir + "/other")
         ahead.finish(try store(cached: true).openWithCachedKey())
         XCTAssertThrowsError(try store().load(id), "marked for another path")
     }

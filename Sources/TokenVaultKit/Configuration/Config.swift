@@ -1,4 +1,3 @@
-import Dispatch
 import FoundationEssentials
 import Glibc
 internal import TOMLKit
@@ -62,7 +61,7 @@ public struct Config: Sendable, Equatable {
     /// Loads the config file; a missing file is an empty config. The first
     /// load of a file that `readAhead` is reading takes that result.
     public static func load(_ settings: Settings) throws -> Config {
-        if let ahead = ReadAhead.take(path: settings.configPath) { return try ahead.get() }
+        if let ahead = readAheadSlot.take(path: settings.configPath) { return try ahead.get() }
         return try loadNow(settings)
     }
 
@@ -72,12 +71,19 @@ public struct Config: Sendable, Equatable {
     /// `first` runs on that thread before the config is read (the vault a
     /// `get` reads before it needs the config).
     public static func readAhead(_ settings: Settings, first: (@Sendable () -> Void)? = nil) {
-        ReadAhead.start(path: settings.configPath, { try loadNow(settings) }, first: first)
+        let ahead = readAheadSlot.mark(path: settings.configPath)
+        Posix.spawnThread(stackSize: 1 << 22, beside: true) {
+            first?()
+            ahead.finish(Result { try loadNow(settings) })
+        }
     }
+
+    /// The config read ahead of its first `load`.
+    private static let readAheadSlot = AheadSlot<Result<Config, Error>>()
 
     /// Drops what was read ahead and not taken (a command that failed before
     /// it loaded the config): the next command reads the file as it is then.
-    public static func forgetReadAhead(_ settings: Settings) { _ = ReadAhead.take(path: settings.configPath) }
+    public static func forgetReadAhead(_ settings: Settings) { _ = readAheadSlot.take(path: settings.configPath) }
 
     /// The config last read by this process, and the files it came from as
     /// they were then: a long-lived process (the agent) reads them again only
@@ -91,8 +97,7 @@ public struct Config: Sendable, Equatable {
     private static func identity(_ path: String) -> String {
         var st = stat()
         guard stat(path, &st) == 0 else { return "\(path): none" }
-        var id =
-            "\(path): \(st.st_dev) \(st.st_ino) \(st.st_size) \(st.st_mtim.tv_sec).\(st.st_mtim.tv_nsec) \(st.st_ctim.tv_sec).\(st.st_ctim.tv_nsec)"
+        var id = "\(path): \(Posix.identity(st))"
         var paths = [path]
         if let real = realpath(path, nil) {
             paths.append(String(cString: real))
@@ -242,13 +247,6 @@ public struct Config: Sendable, Equatable {
         return out + "\""
     }
 
-    /// The `backend` setting alone, parsed by TOMLKit without decoding the
-    /// rest: the `get` head start decides with it while the command loads
-    /// the whole config. nil when not set or not a string (the command's own
-    /// load reports a bad file). A file whose text cannot spell the key (no
-    /// `backend`, and no `\u` escape that could write it in a quoted key)
-    /// does not set it, and is not parsed here: the head start's first
-    /// millisecond (docs/benchmarks.md, "Secret Service head start").
     /// The backend as `TOKENVAULT_BACKEND` and the config's `backend` setting
     /// alone choose it (`backendSetting`); nil when either is not valid (the
     /// command reports that). The head starts of a `get` decide with it.
@@ -260,6 +258,13 @@ public struct Config: Sendable, Equatable {
         }.choice
     }
 
+    /// The `backend` setting alone, parsed by TOMLKit without decoding the
+    /// rest: the `get` head start decides with it while the command loads
+    /// the whole config. nil when not set or not a string (the command's own
+    /// load reports a bad file). A file whose text cannot spell the key (no
+    /// `backend`, and no `\u` escape that could write it in a quoted key)
+    /// does not set it, and is not parsed here: the head start's first
+    /// millisecond (docs/benchmarks.md, "Secret Service head start").
     public static func backendSetting(_ settings: Settings) throws -> String? {
         guard let text = try text(of: settings.configPath) else { return nil }
         guard mayName("backend", text) else { return nil }
@@ -307,38 +312,4 @@ public struct Config: Sendable, Equatable {
         "backend", "min_valid", "timeout", "warn_before", "agent_keep", "agent", "agent_idle", "providers", "etcd",
         "hooks", "client_metadata_url",
     ]
-}
-
-/// The config read ahead of its first `load`.
-private final class ReadAhead: @unchecked Sendable {
-    private static let pending = Locked<ReadAhead?>(nil)
-    private let path: String
-    private var result: Result<Config, Error>?
-    private let done = DispatchSemaphore(value: 0)
-
-    private init(path: String) { self.path = path }
-
-    static func start(path: String, _ read: @escaping @Sendable () throws -> Config, first: (@Sendable () -> Void)?) {
-        let ahead = ReadAhead(path: path)
-        pending.withLock { $0 = ahead }
-        Posix.spawnThread(stackSize: 1 << 22, beside: true) {
-            first?()
-            ahead.result = Result { try read() }
-            ahead.done.signal()
-        }
-    }
-
-    /// What was read ahead for `path`, waited for, once (a later load reads
-    /// the file again); nil when nothing was.
-    static func take(path: String) -> Result<Config, Error>? {
-        guard
-            let ahead = pending.withLock({ pending -> ReadAhead? in
-                guard let p = pending, p.path == path else { return nil }
-                pending = nil
-                return p
-            })
-        else { return nil }
-        ahead.done.wait()
-        return ahead.result
-    }
 }

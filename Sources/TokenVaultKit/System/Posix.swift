@@ -45,6 +45,15 @@ public enum Posix {
 
     public static func write(_ fd: Int32, _ text: String) { write(fd, Array(text.utf8)) }
 
+    /// A file as a reader that must notice a replaced or rewritten one
+    /// compares it: device, inode, size, and modification and change times.
+    public static func identity(_ st: stat) -> [Int] {
+        [
+            Int(st.st_dev), Int(st.st_ino), Int(st.st_size), Int(st.st_mtim.tv_sec), Int(st.st_mtim.tv_nsec),
+            Int(st.st_ctim.tv_sec), Int(st.st_ctim.tv_nsec),
+        ]
+    }
+
     /// Runs `body` on a new thread of `stackSize` bytes. `beside`: work meant
     /// to run while this thread goes on (a head start) starts on another CPU
     /// than this thread's, then may run on any (docs/benchmarks.md, "Threads

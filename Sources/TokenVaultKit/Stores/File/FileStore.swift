@@ -126,7 +126,7 @@ public final class FileStore: CredentialStore {
         guard let key = try cachedKey(for: header) else { return nil }
         return VaultAhead.Opened(
             plain: try VaultFormat.open(buffer, header: header, key: key), key: key, header: header,
-            identity: VaultAhead.identity(st))
+            identity: Posix.identity(st))
     }
 
     /// The vault file mapped privately, and its header.

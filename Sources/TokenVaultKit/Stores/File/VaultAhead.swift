@@ -1,4 +1,3 @@
-import Dispatch
 import Glibc
 
 /// The file vault opened on the read-ahead thread while `get` is parsed
@@ -7,7 +6,7 @@ import Glibc
 /// process's first read of the same vault file -- the same file by device,
 /// inode, size and times, or it is read again. Whatever goes wrong ahead is
 /// left for that read to meet and report.
-final class VaultAhead: @unchecked Sendable {
+enum VaultAhead {
     struct Opened {
         var plain: VaultPlaintext
         var key: SecureBytes
@@ -15,40 +14,14 @@ final class VaultAhead: @unchecked Sendable {
         var identity: [Int]
     }
 
-    private static let pending = Locked<VaultAhead?>(nil)
-    let path: String
-    private let done = DispatchSemaphore(value: 0)
-    /// Written once, before `done` is signalled.
-    private var opened: Opened?
-
-    private init(path: String) { self.path = path }
-
-    /// Marks `path` as being opened ahead: the first read of it in this
-    /// process waits for `finish`, which the caller runs on another thread.
-    static func mark(path: String) -> VaultAhead {
-        let ahead = VaultAhead(path: path)
-        pending.withLock { $0 = ahead }
-        return ahead
-    }
-
-    func finish(_ opened: Opened?) {
-        self.opened = opened
-        done.signal()
-    }
+    /// The vault being opened ahead; `FileStore.readAhead` marks it.
+    static let slot = AheadSlot<Opened>()
 
     /// What was opened ahead of `path`, when `st` (the file opened now) is
     /// the same file; waited for, and taken once. Anything else is wiped.
     static func take(path: String, _ st: stat) -> Opened? {
-        guard
-            let ahead = pending.withLock({ p -> VaultAhead? in
-                guard let a = p, a.path == path else { return nil }
-                p = nil
-                return a
-            })
-        else { return nil }
-        ahead.done.wait()
-        guard let opened = ahead.opened else { return nil }
-        guard opened.identity == identity(st) else {
+        guard let opened = slot.take(path: path) else { return nil }
+        guard opened.identity == Posix.identity(st) else {
             opened.plain.wipe()
             return nil
         }
@@ -56,23 +29,8 @@ final class VaultAhead: @unchecked Sendable {
     }
 
     /// Drops, and wipes, what was opened ahead and not taken.
-    static func forget() {
-        guard
-            let ahead = pending.withLock({ p -> VaultAhead? in
-                defer { p = nil }
-                return p
-            })
-        else { return }
-        ahead.done.wait()
-        ahead.opened?.plain.wipe()
-    }
+    static func forget() { slot.take(path: nil)?.plain.wipe() }
 
-    static func identity(_ st: stat) -> [Int] {
-        [
-            Int(st.st_dev), Int(st.st_ino), Int(st.st_size), Int(st.st_mtim.tv_sec), Int(st.st_mtim.tv_nsec),
-            Int(st.st_ctim.tv_sec), Int(st.st_ctim.tv_nsec),
-        ]
-    }
 }
 
 extension FileStore {
@@ -82,7 +40,7 @@ extension FileStore {
     /// the command will read it first: backend file, or auto without a
     /// session bus (as the environment and the config's `backend` say).
     public static func readAhead(_ settings: Settings) -> @Sendable () -> Void {
-        let ahead = VaultAhead.mark(path: settings.vaultPath)
+        let ahead = VaultAhead.slot.mark(path: settings.vaultPath)
         return {
             var opened: VaultAhead.Opened?
             if let choice = Config.backendChoice(settings),
