@@ -81,6 +81,23 @@ class Handler(http.server.BaseHTTPRequestHandler):
             stats["refused"][error] = stats["refused"].get(error, 0) + 1
         self.send(status, {"error": error, "error_description": description}, headers)
 
+    def as_proof(self, path, nonce_required, challenges):
+        """The key thumbprint of the DPoP proof of a POST to `path`; None once
+        the request was refused (no proof, a bad one, or a nonce asked for:
+        counted in stats[challenges])."""
+        try:
+            jkt, claims = check_proof(self.headers.get("DPoP"), "POST", self.base() + path)
+        except Exception as e:
+            self.refuse(400, "invalid_dpop_proof", str(e))
+            return None
+        if nonce_required and claims.get("nonce") != AS_NONCE:
+            with lock:
+                stats[challenges] += 1
+            self.send(400, {"error": "use_dpop_nonce", "error_description": "a nonce is required"},
+                      [("DPoP-Nonce", AS_NONCE)])
+            return None
+        return jkt
+
     def form(self):
         n = int(self.headers.get("Content-Length") or 0)
         return dict(urllib.parse.parse_qsl(self.rfile.read(n).decode()))
@@ -173,14 +190,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if "request_uri" in form or form.get("code_challenge_method") != "S256" or not form.get("code_challenge"):
             return self.refuse(400, "invalid_request", "PKCE S256 is required and request_uri is not allowed")
         if "DPoP" in self.headers or args.par_nonce:
-            try:
-                jkt, claims = check_proof(self.headers.get("DPoP"), "POST", self.base() + "/par")
-            except Exception as e:
-                return self.refuse(400, "invalid_dpop_proof", str(e))
-            if args.par_nonce and claims.get("nonce") != AS_NONCE:
-                with lock:
-                    stats["par_nonce_challenges"] += 1
-                return self.send(400, {"error": "use_dpop_nonce"}, [("DPoP-Nonce", AS_NONCE)])
+            jkt = self.as_proof("/par", args.par_nonce, "par_nonce_challenges")
+            if jkt is None:
+                return
             if form.get("dpop_jkt", jkt) != jkt:
                 return self.refuse(400, "invalid_dpop_proof", "dpop_jkt is not the proof's key")
         uri = "urn:ietf:params:oauth:request_uri:" + secrets.token_urlsafe(12)
@@ -192,15 +204,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def token(self, form):
         if not self.client_ok(form):
             return self.refuse(401, "invalid_client", "client authentication failed")
-        try:
-            jkt, claims = check_proof(self.headers.get("DPoP"), "POST", self.base() + "/token")
-        except Exception as e:
-            return self.refuse(400, "invalid_dpop_proof", str(e))
-        if args.nonce and claims.get("nonce") != AS_NONCE:
-            with lock:
-                stats["nonce_challenges"] += 1
-            return self.send(400, {"error": "use_dpop_nonce", "error_description": "a nonce is required"},
-                             [("DPoP-Nonce", AS_NONCE)])
+        jkt = self.as_proof("/token", args.nonce, "nonce_challenges")
+        if jkt is None:
+            return
         grant = form.get("grant_type")
         if grant == "authorization_code":
             with lock:
