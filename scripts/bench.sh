@@ -7,6 +7,7 @@ set -euo pipefail
 TV=$(cd "$(dirname "${1:-.build/release/tokenvault}")" && pwd)/$(basename "${1:-tokenvault}")
 root=$(cd "$(dirname "$0")/.." && pwd)
 source "$root/scripts/local-provider.sh"
+source "$root/scripts/private-bus.sh"
 RUNS=${RUNS:-200}
 work=$(mktemp -d /tmp/tokenvault-bench.XXXXXX)
 cleanup() {
@@ -52,11 +53,7 @@ median() {  # name -> median milliseconds over all rounds
 }
 
 # 1. Secret Service: a private bus with an unlocked gnome-keyring.
-dbus-daemon --session --nofork --print-address=1 --address="unix:dir=$work" > "$work/bus" 2>/dev/null &
-bus_pid=$!
-for _ in $(seq 50); do [ -s "$work/bus" ] && break; sleep 0.1; done
-export DBUS_SESSION_BUS_ADDRESS=$(head -1 "$work/bus")
-printf 'bench' | gnome-keyring-daemon --unlock --components=secrets >/dev/null 2>&1
+start_private_bus "$work" bench
 echo '{"access_token":"bench-token-0123456789","expires_in":86400}' | TOKENVAULT_BACKEND=secret-service "$TV" set api.bench.example 2>/dev/null
 [ "$(TOKENVAULT_BACKEND=secret-service "$TV" get api.bench.example)" = bench-token-0123456789 ]
 [ -n "$(secret-tool lookup service api.bench.example account default)" ]

@@ -10,6 +10,7 @@
 set -euo pipefail
 TV=$(cd "$(dirname "${1:-.build/release/tokenvault}")" && pwd)/$(basename "${1:-tokenvault}")
 root=$(cd "$(dirname "$0")/.." && pwd)
+source "$root/scripts/private-bus.sh"
 work=$(mktemp -d /tmp/tokenvault-hot.XXXXXX)
 cleanup() {
   [ -n "${bus_pid:-}" ] && kill "$bus_pid" 2>/dev/null
@@ -24,11 +25,7 @@ mkdir -m 700 "$XDG_RUNTIME_DIR" "$work/run-agent"
 # valgrind reads the symbol table, not the release's DWARF.
 strip --strip-debug -o "$work/tokenvault" "$TV"
 bin="$work/tokenvault"
-dbus-daemon --session --nofork --print-address=1 --address="unix:dir=$work" > "$work/bus" 2>/dev/null &
-bus_pid=$!
-for _ in $(seq 50); do [ -s "$work/bus" ] && break; sleep 0.1; done
-export DBUS_SESSION_BUS_ADDRESS=$(head -1 "$work/bus")
-printf 'hot' | gnome-keyring-daemon --unlock --components=secrets >/dev/null 2>&1
+start_private_bus "$work" hot
 echo '{"access_token":"hot-token","expires_in":86400}' | TOKENVAULT_BACKEND=secret-service "$bin" set api.hot.example 2>/dev/null
 mkdir -p "$XDG_CONFIG_HOME/tokenvault"
 printf 'min_valid = 60\n[providers.local]\nservice = "127.0.0.1:9000"\nauthorize_url = "http://127.0.0.1:9000/authorize"\ntoken_url = "http://127.0.0.1:9000/token"\nclient_id = "tv"\n' \
