@@ -72,9 +72,14 @@ release:
 # (one per test class) and their own throwaway homes. scripts/run-tests.sh
 # runs each class in a process of its own, TEST_WORKERS (2) at a time, and
 # ends with a summary naming every failure and the wall time.
+# REPEAT=N runs the suite N times on one build and lists every test that
+# failed in any run with its count; TESTS='AgentTests|MCP' runs only the
+# classes the pattern names (docs/hacking.md, "Flaky tests").
+REPEAT ?= 1
+TESTS ?=
 test: deps lint
 	swift build --build-tests
-	@scripts/run-tests.sh
+	@REPEAT=$(REPEAT) scripts/run-tests.sh "$(TESTS)"
 
 # The library's tests alone (docs/hacking.md): no packages installed, no
 # services started; the fast loop. The one library test that needs the MCP

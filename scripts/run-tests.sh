@@ -8,13 +8,40 @@
 # Most of the suite waits (on servers, timeouts, child processes) rather than
 # computes: two classes side by side take about half the time of one.
 #
+# Each class runs in a user namespace of its own (scripts/isolate.py): the
+# same ids, but a kernel user keyring of its own, so the key cache of one
+# class is not another's.
+#
 # Usage: scripts/run-tests.sh [FILTER]   (FILTER: a grep -E pattern on
 # Module.Class; TEST_WORKERS=1 runs one class at a time)
+#        REPEAT=N scripts/run-tests.sh [FILTER]   runs them N times on one
+# build and ends with every test that failed in any run, with its count:
+# the way to find a flaky test before CI does (make test REPEAT=N TESTS=...).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+repeat=${REPEAT:-1}
+if [ "$repeat" -gt 1 ]; then
+  tally=.build/test-repeat
+  rm -rf "$tally" && mkdir -p "$tally"
+  for i in $(seq "$repeat"); do
+    echo "== run $i of $repeat =="
+    REPEAT=1 TEST_LOGS="$tally/run-$i" "$0" "$@" > "$tally/run-$i.out" 2>&1
+    echo "run $i: exit $? — $(tail -1 "$tally/run-$i.out")"
+    grep -E '^(FAILED|CRASHED|NOT RUN) ' "$tally/run-$i.out" | sed 's/ — .*//; s/: its log is .*//' >> "$tally/failures"
+  done
+  echo
+  echo "== tokenvault tests, $repeat runs: what failed in any run (count of runs) =="
+  if [ -s "$tally/failures" ]; then
+    sort "$tally/failures" | uniq -c | sort -k1,1nr
+    echo "each run's output: $tally/run-N.out, its class logs: $tally/run-N/"
+    exit 1
+  fi
+  echo "nothing: every run passed"
+  exit 0
+fi
 bundle=.build/debug/tokenvaultPackageTests.xctest
 workers=${TEST_WORKERS:-2}
-logs=.build/test-logs
+logs=${TEST_LOGS:-.build/test-logs}
 durations=.build/test-durations.tsv   # seconds per class, from the last run here
 rm -rf "$logs" && mkdir -p "$logs"
 [ -x "$bundle" ] || { echo "run-tests: $bundle is not built (swift build --build-tests)" >&2; exit 2; }
@@ -47,7 +74,7 @@ export TV_TEST_BINARY_LOG="$PWD/$logs/binary-tests.log"
 run_class() {
   local c=$1 t0 rc
   t0=$(date +%s)
-  "$bundle" "$c" > "$logs/$c.log" 2>&1 < /dev/null
+  scripts/isolate.py "$bundle" "$c" > "$logs/$c.log" 2>&1 < /dev/null
   rc=$?
   echo "$c $(( $(date +%s) - t0 )) $rc" > "$logs/$c.done"
   flock "$logs/.stdout" cat "$logs/$c.log"

@@ -267,9 +267,10 @@ final class FirstHourTests: QuirkProviderTestCase {
             XCTAssertEqual(r.stderr.split(separator: "\n").count, 2, "one error line and one hint: \(r.stderr)")
         }
         // A URL is no misspelt provider: it is a resource to log in to, here one nobody serves.
-        let url = s.run(["login", "http://127.0.0.1:22303/mcp"])
+        let closed = ClosedPort()
+        let url = s.run(["login", "http://127.0.0.1:\(closed.port)/mcp"])
         XCTAssertEqual(url.status, 75, url.stderr)
-        XCTAssertTrue(url.stderr.contains("cannot reach 127.0.0.1:22303"), url.stderr)
+        XCTAssertTrue(url.stderr.contains("cannot reach 127.0.0.1:\(closed.port)"), url.stderr)
     }
 
     // MARK: A config mistake stays local

@@ -92,6 +92,33 @@ func eventually(_ seconds: Double, _ condition: () -> Bool) -> Bool {
     return condition()
 }
 
+/// A loopback port that refuses connections for as long as this value
+/// lives: a socket is bound to it (so no other test can take it) and never
+/// listens. Where a test needs "nobody serves this port", instead of a
+/// number that another class's server may have been given.
+final class ClosedPort {
+    let port: Int
+    private let fd: Int32
+
+    init() {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { p in
+                bind(fd, p, length) == 0 ? getsockname(fd, p, &length) : -1
+            }
+        }
+        self.fd = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+        precondition(port > 0, "no loopback port could be bound")
+    }
+
+    deinit { close(fd) }
+}
+
 /// True once process `pid` has ended (gone, or a zombie nobody reaped yet).
 func processGone(_ pid: Int32) -> Bool {
     guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return true }

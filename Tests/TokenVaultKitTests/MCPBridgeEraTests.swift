@@ -29,16 +29,38 @@ final class MCPBridgeEraTests: XCTestCase {
         #"{"jsonrpc":"2.0","id":4,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#
 
     /// Runs a bridge over `lines` (stdin, then its end) against `server`; what it wrote for the client.
-    func run(_ lines: [String], server: ScriptedStreams, host: Host = Host()) throws -> [String] {
+    /// It writes `lines` to the bridge's stdin and runs it until that ends.
+    /// With `until`, stdin stays open until what the bridge wrote meets it
+    /// (or 10 s pass): what arrives on a stream of its own (the server's GET
+    /// stream) is then waited for, not raced by the end of input.
+    func run(
+        _ lines: [String], server: ScriptedStreams, host: Host = Host(),
+        until: (@Sendable ([String]) -> Bool)? = nil
+    ) throws -> [String] {
         let written = Locked<[String]>([])
+        let arrived = DispatchSemaphore(value: 0)
         let bridge = try MCPBridge(
             url: "http://127.0.0.1:9/mcp", transport: server, host: host, idleSeconds: 5,
-            writeLine: { line in written.withLock { $0.append(line) } })
+            writeLine: { line in
+                let all = written.withLock {
+                    $0.append(line)
+                    return $0
+                }
+                if until?(all) == true { arrived.signal() }
+            })
         var ends: [Int32] = [-1, -1]
         XCTAssertEqual(pipe(&ends), 0)
         let text = lines.map { $0 + "\n" }.joined()
         XCTAssertEqual(write(ends[1], text, text.utf8.count), text.utf8.count)
-        close(ends[1])
+        let input = ends[1]
+        if until == nil {
+            close(input)
+        } else {
+            DispatchQueue.global().async {
+                _ = arrived.wait(timeout: .now() + 10)
+                close(input)
+            }
+        }
         bridge.run(input: ends[0])
         close(ends[0])
         return written.withLock { $0 }
@@ -185,7 +207,7 @@ final class MCPBridgeEraTests: XCTestCase {
             _ = listened.wait(timeout: .now() + 5)  // the call is answered once the stream was opened
             return ScriptedStreams.result(#"{"content":[]}"#, to: r)
         }
-        let out = try run([Self.initialize, Self.call], server: server)
+        let out = try run([Self.initialize, Self.call], server: server) { $0.contains { $0.contains("own/news") } }
         let notice = try XCTUnwrap(out.firstIndex { $0.contains("notifications/message") }, "\(out)")
         let answer = try XCTUnwrap(out.firstIndex { $0.contains(#""id":1"#) }, "\(out)")
         XCTAssertLessThan(notice, answer, "held, then passed on in order")
