@@ -9,6 +9,13 @@
 
 int tv_accept_cloexec(int listener) { return accept4(listener, NULL, NULL, SOCK_CLOEXEC); }
 
+int tv_accept_nonblocking(int listener) { return accept4(listener, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK); }
+
+int tv_set_blocking(int fd) {
+    int flags = fcntl(fd, F_GETFL);
+    return flags < 0 ? -1 : fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+}
+
 int tv_pipe_cloexec(int ends[2]) { return pipe2(ends, O_CLOEXEC); }
 
 int tv_mkstemp_cloexec(char *template_) { return mkostemp(template_, O_CLOEXEC); }

@@ -22,15 +22,60 @@ enum AgentClient {
     /// An agent that declined this client's build or protocol version (an
     /// upgrade, a removal, another copy of tokenvault) is stopped, so that it
     /// neither serves on nor puts a key back in the cache (docs/agent.md,
-    /// "Upgrades"); the next command starts one of its own build. Only a
-    /// process of this user, found by the socket's SO_PEERCRED. Its pid.
+    /// "Upgrades"); the next command starts one of its own build. It is asked
+    /// over its socket (every build of this protocol answers `stop`, with its
+    /// pid). A signal goes only to a pid the agent reported that is also the
+    /// socket's listener (SO_PEERCRED) and reads as a tokenvault agent in
+    /// /proc: never to a process that merely holds the socket, such as
+    /// systemd for a socket unit. Nil when no agent answered.
     @discardableResult
-    static func stopOther(_ fd: Int32) -> pid_t? {
-        guard AgentSocket.peerUID(fd) == getuid(), let pid = AgentSocket.peerPID(fd), pid != getpid() else {
-            return nil
+    static func stopOther(_ settings: Settings) -> StoppedAgent? {
+        guard let fd = AgentSocket.connect(AgentSocket.path(settings), seconds: 5) else { return nil }
+        defer { close(fd) }
+        let listener = AgentSocket.peerPID(fd)
+        let request: JSONValue = .object([
+            "v": .integer(AgentSocket.version), "op": .string("stop"), "build": .string(AgentSocket.build),
+        ])
+        guard AgentSocket.send(fd, request), let answer = AgentSocket.receive(fd) else { return nil }
+        let reported = (answer["ok"]?["pid"] ?? answer["pid"])?.int64.flatMap { pid_t(exactly: $0) }
+        let stopped = StoppedAgent(pid: reported, ownsSocket: reported != nil && reported == listener)
+        if answer["v"] != .integer(AgentSocket.version) || answer["ok"] == nil,
+            let pid = reported, stopped.ownsSocket, isAgentProcess(pid)
+        {
+            kill(pid, SIGTERM)  // another protocol that has no `stop` for this one
         }
-        kill(pid, SIGTERM)
-        return pid
+        return stopped
+    }
+
+    /// An agent asked to stop: its pid as it reported it, and whether the
+    /// socket is its own (else systemd's, which starts the next agent itself).
+    struct StoppedAgent {
+        var pid: pid_t?
+        var ownsSocket: Bool
+
+        /// Waits up to `seconds` for the agent to have left; true once it has.
+        func waitGone(_ seconds: Double) -> Bool {
+            guard let pid else { return false }
+            let until = Date().timeIntervalSince1970 + seconds
+            while access("/proc/\(pid)", F_OK) == 0 {
+                guard Date().timeIntervalSince1970 < until else { return false }
+                Posix.sleep(0.05)
+            }
+            return true
+        }
+    }
+
+    /// `pid` is this user's tokenvault agent: `tokenvault agent …` by its
+    /// command line, of this uid.
+    static func isAgentProcess(_ pid: pid_t) -> Bool {
+        var st = stat()
+        guard stat("/proc/\(pid)", &st) == 0, st.st_uid == getuid(),
+            let line = try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline"))
+        else { return false }
+        let argv = line.split(separator: 0, omittingEmptySubsequences: false).map {
+            String(decoding: $0, as: UTF8.self)
+        }
+        return argv.count >= 2 && Posix.basename(argv[0]).hasPrefix("tokenvault") && argv[1] == "agent"
     }
 
     /// The declines that mean "another build or version", not another setup.
@@ -66,9 +111,9 @@ enum AgentClient {
             ? AgentSocket.receiveFrame(fd).flatMap(AgentCommandReply.init) : nil
         guard case .ran(let status, let out, let err)? = reply else {
             declined = true  // the command runs here, and does not ask again
-            if case .declined(let why)? = reply, isOtherBuild(why) {
-                stopOther(fd)
-                replaced = true  // and an agent of this build is started
+            if case .declined(let why)? = reply, isOtherBuild(why), let stopped = stopOther(settings) {
+                // An agent of this build is started, unless systemd owns the socket and starts it.
+                replaced = stopped.ownsSocket
             }
             // `--verbose` says why (docs/agent.md, "Falling back").
             if args.contains("--verbose") {
@@ -138,7 +183,7 @@ enum AgentClient {
         guard AgentSocket.send(fd, .object(request)), let answer = AgentSocket.receive(fd) else { return nil }
         guard answer["v"] == .integer(AgentSocket.version), answer["refused"]?.string != anotherBuild else {
             // Another build or protocol version: stopped, and this command goes direct.
-            stopOther(fd)
+            stopOther(settings)
             return nil
         }
         if let error = answer["error"] {
@@ -159,28 +204,26 @@ enum AgentClient {
 
     /// Tells the agent of this runtime directory, if one runs, that the vault
     /// is locked (docs/agent.md, "Locked"), whatever TOKENVAULT_AGENT says: it
-    /// confirms, or (another build, no answer) it is stopped and waited for.
-    /// Throws when an agent neither confirmed nor left: `lock` did not hold.
+    /// confirms, or (another build, no answer) it is asked to stop over its
+    /// socket and waited for. Throws when an agent neither confirmed nor
+    /// left: it may cache the key again. `lock` has forgotten the key first.
     static func lock(settings: Settings) throws {
         let path = AgentSocket.path(settings)
         guard let fd = AgentSocket.connect(path, seconds: 2) else { return }  // none, or a socket left behind
-        defer { close(fd) }
         let request: JSONValue = .object([
             "v": .integer(AgentSocket.version), "op": .string("lock"), "scope": settings.agentScope,
             "build": .string(AgentSocket.build),
         ])
-        if AgentSocket.send(fd, request), let answer = AgentSocket.receive(fd),
-            answer["v"] == .integer(AgentSocket.version), answer["ok"] != nil
-        {
-            return
-        }
-        let pid = stopOther(fd)
-        for _ in 0..<60 {
-            if let pid, kill(pid, 0) != 0, errno == ESRCH { return }
-            Posix.sleep(0.05)
-        }
+        let confirmed =
+            AgentSocket.send(fd, request)
+            && AgentSocket.receive(fd).map { $0["v"] == .integer(AgentSocket.version) && $0["ok"] != nil } == true
+        close(fd)
+        if confirmed { return }
+        let stopped = stopOther(settings)
+        if stopped?.waitGone(3) == true { return }
+        let who = stopped?.pid.map { "the agent (process \($0))" } ?? "the agent"
         throw TokenVaultError.temporary(
-            "the agent (process \(pid.map(String.init) ?? "unknown")) did not confirm the lock and did not stop, so it may cache the key again; stop it (tokenvault agent stop), then run tokenvault lock again"
+            "\(who) did not confirm the lock and did not stop, so it may cache the key again; stop it (tokenvault agent stop), then run tokenvault lock again"
         )
     }
 

@@ -73,7 +73,7 @@ extension AgentServer {
                         return true
                     }
                 }
-                if start { Posix.onWorker { self.renew(c, policy: policy, settings: own) } }
+                if start { renewals.run { self.renew(c, policy: policy, settings: own) } }
             }
             return Double(max(next - now, 1))
         }

@@ -53,12 +53,22 @@ final class AgentServer: @unchecked Sendable {
     }
     let state = Locked(State())
     let wake = DispatchSemaphore(value: 0)
-    private var listener: Int32 = -1
-    /// The socket came from systemd, which keeps it: it is not removed on stop.
-    private var activated = false
+    var listener: Int32 = -1
+    /// The socket came from systemd, which keeps it: it is neither shut nor
+    /// removed on stop (AgentServer+Listener.swift).
+    var activated = false
     /// The socket file as it was when the agent began to serve (device, inode):
     /// one removed or replaced by another agent's is no longer its own.
-    private var socketIdentity: (dev_t, ino_t)?
+    var socketIdentity: (dev_t, ino_t)?
+    /// Written once when the agent stops listening: the accept loop's poll
+    /// wakes and polls the listener no more.
+    var stopEnds: [Int32] = [-1, -1]
+    /// Three kinds of work, three pools: a request that waits (on a slow
+    /// provider, behind another's renewal) never holds up another request, a
+    /// renewal, or a D-Bus call under its deadline (`Posix.onWorker`'s own
+    /// pool); none of them reads a request (the accept loop does).
+    let requests = WorkerPool(most: 512)
+    let renewals = WorkerPool(most: 64)
 
     /// Started by a command on first use: it stops after `agent_idle` without a request.
     let startedOnUse: Bool
@@ -92,6 +102,9 @@ final class AgentServer: @unchecked Sendable {
         SecretServiceStore.keepsItemPaths = true
         // No mount kept busy by the directory it was started in (docs/agent.md).
         _ = chdir("/")
+        guard Descriptors.pipe(&stopEnds) else {
+            throw TokenVaultError.internal("pipe: \(String(cString: strerror(errno)))")
+        }
         if let passed = activatedSocket() {
             listener = passed
             activated = true
@@ -122,18 +135,7 @@ final class AgentServer: @unchecked Sendable {
         }
         Posix.spawnThread { self.renewAhead() }
         Posix.spawnThread { self.watch() }
-        while true {
-            let fd = Descriptors.accept(listener)
-            if fd < 0 {
-                if state.withLock({ $0.leaving }) { Posix.sleep(3600) }
-                continue
-            }
-            guard AgentSocket.peerUID(fd) == getuid() else {
-                close(fd)
-                continue
-            }
-            Posix.onWorker { self.handle(fd) }
-        }
+        acceptRequests()
     }
 
     /// Every few seconds (a stat or two, nothing else): the agent leaves when
@@ -161,17 +163,6 @@ final class AgentServer: @unchecked Sendable {
         }
     }
 
-    /// No more requests: the listener shut, the socket removed if still its own.
-    private func stopListening() {
-        let first = state.withLock { s -> Bool in
-            defer { s.leaving = true }
-            return !s.leaving
-        }
-        guard first else { return }
-        shutdown(listener, Int32(SHUT_RDWR))
-        if !activated, socketIdentity != nil { unlink(AgentSocket.path(settings)) }
-    }
-
     /// The records the agent decoded stay no longer than the vault's key
     /// (docs/security.md): once it has expired from the kernel keyring, they go.
     private func forgetRecordsOnceTheKeyIsGone() {
@@ -192,21 +183,14 @@ final class AgentServer: @unchecked Sendable {
         exit(0)
     }
 
-    /// The socket systemd passed (LISTEN_FDS, LISTEN_PID: fd 3), if any.
-    func activatedSocket() -> Int32? {
-        guard settings[.listenPID] == String(getpid()), settings[.listenFDs] == "1" else { return nil }
-        return 3
-    }
-
-    private func handle(_ fd: Int32) {
+    /// Answers one request whose frame has arrived whole (`body`), on a
+    /// worker of `requests`; the connection is closed after.
+    func handle(_ fd: Int32, _ body: [UInt8]) {
         state.withLock { $0.inFlight += 1 }
         defer {
             close(fd)
             state.withLock { $0.inFlight -= 1 }
         }
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        guard let body = AgentSocket.receiveFrame(fd) else { return }
         guard body.first == UInt8(ascii: "{") else {
             _ = AgentSocket.sendFrame(fd, run(AgentCommandRequest(bytes: body)).bytes)
             return
@@ -215,7 +199,7 @@ final class AgentServer: @unchecked Sendable {
         var answer: [String: JSONValue] = ["v": .integer(AgentSocket.version)]
         let op = request["op"]?.string
         guard request["v"] == .integer(AgentSocket.version),
-            request["build"]?.string == AgentSocket.build || op == "status" || op == "stop"
+            request["build"]?.string == AgentSocket.build || op == "status" || op == "stop" || op == "lock"
         else {
             answer["refused"] = .string(AgentClient.anotherBuild)
             _ = AgentSocket.send(fd, .object(answer))
@@ -330,7 +314,9 @@ final class AgentServer: @unchecked Sendable {
                 "started_on_use": .bool(startedOnUse), "build": .string(AgentSocket.build),
             ])
         case "stop":
-            return .object([:])
+            // Its pid, which a client that asked another build to stop waits
+            // for, and may signal only when it is the socket's own listener.
+            return .object(["pid": .integer(Int64(getpid()))])
         case "lock":
             // Its own passphrase sources are not used again; a key in the kernel
             // keyring (put back by a command the user runs) still opens the vault.

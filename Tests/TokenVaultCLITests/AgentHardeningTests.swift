@@ -92,18 +92,7 @@ final class AgentHardeningTests: QuirkProviderTestCase {
     func testAnAgentOfAnotherBuildIsStoppedAndReplaced() throws {
         let s = try sandbox()
         let other = s.home + "/old-tokenvault"
-        var bytes = try Data(contentsOf: URL(fileURLWithPath: Paths.binary))
-        let id = runProcess("/usr/bin/readelf", ["-n", Paths.binary], env: ["PATH": "/usr/bin:/bin"]).stdout
-            .components(separatedBy: "Build ID: ").dropFirst().first?.prefix(40)
-        let build = try XCTUnwrap(id.map(String.init))
-        let raw = Data(
-            stride(from: 0, to: build.count, by: 2).map {
-                UInt8(build.dropFirst($0).prefix(2), radix: 16)!
-            })
-        let at = try XCTUnwrap(bytes.range(of: raw), "the build ID is in the file")
-        bytes[at.lowerBound] ^= 0xFF
-        try bytes.write(to: URL(fileURLWithPath: other))
-        chmod(other, 0o755)
+        let build = try copyOfAnotherBuild(to: other)
         s.expect("set", "api.build.example", stdin: "t1\n")
         XCTAssertEqual(runProcess(other, ["agent"], env: s.env).status, 0)
         let old = try XCTUnwrap(try agentStatus(s)["pid"] as? Int)

@@ -5,6 +5,12 @@
 
 /* accept4(listener, NULL, NULL, SOCK_CLOEXEC). */
 int tv_accept_cloexec(int listener);
+/* accept4(listener, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK): the
+   connection non-blocking, the listener's own flags untouched (a listener
+   systemd passed shares its flags with systemd). */
+int tv_accept_nonblocking(int listener);
+/* Clears O_NONBLOCK on fd; -1 on failure. */
+int tv_set_blocking(int fd);
 /* pipe2(ends, O_CLOEXEC); 0 on success. */
 int tv_pipe_cloexec(int ends[2]);
 /* mkostemp(template, O_CLOEXEC). */

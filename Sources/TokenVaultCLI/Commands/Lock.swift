@@ -18,34 +18,56 @@ extension TokenVault {
 
         func run(in context: Context) throws {
             // A derivation under way (in the agent or any process) will not cache
-            // its key from here on; the agent stops using a passphrase source of
-            // its own, so that it does not put the key back (docs/agent.md, "Locked").
+            // its key from here on. The key is forgotten first; then the agent
+            // is told, so that it stops using a passphrase source of its own and
+            // does not put the key back (docs/agent.md, "Locked"); then it is
+            // forgotten again, in case the agent cached it in between. An agent
+            // that did not confirm is reported after, the key gone all the same.
             KernelKeyring().advanceGeneration()
-            if !context.isAgent { try AgentClient.lock(settings: context.settings) }
+            let forget = try forgetter(in: context)
+            let result = forget()
+            var agentFailure: Error?
+            if !context.isAgent {
+                do { try AgentClient.lock(settings: context.settings) } catch { agentFailure = error }
+                _ = forget()
+            }
+            context.result(result.text, json: json, result.fields)
+            if let agentFailure { throw agentFailure }
+        }
+
+        /// What forgets the key this `lock` is about, and says what it did.
+        private func forgetter(in context: Context) throws -> () -> (text: String, fields: [String: JSONValue]) {
             if all {
-                let n = KernelKeyring().forgetAll()
-                context.result(
-                    n == 0 ? "no cached vault key" : "forgot \(n) cached vault key\(n == 1 ? "" : "s")", json: json,
-                    ["forgotten": .integer(Int64(n))])
-                return
+                return {
+                    let n = KernelKeyring().forgetAll()
+                    return (
+                        n == 0 ? "no cached vault key" : "forgot \(n) cached vault key\(n == 1 ? "" : "s")",
+                        ["forgotten": .integer(Int64(n))]
+                    )
+                }
             }
             var backends = Backends(settings: context.settings, keyCache: KernelKeyring())
             backends.config = { try context.config }
             if try context.backendChoice == .etcd {
                 let etcd = try backends.etcdStore()
-                let forgot = etcd.forgetCachedKey()
-                context.result(
-                    forgot
-                        ? "forgot the cached key of the fleet vault (prefix \(etcd.settings.prefix))"
-                        : "no cached key for the fleet vault (prefix \(etcd.settings.prefix))", json: json,
-                    ["forgotten": .integer(forgot ? 1 : 0), "vault": .string("etcd " + etcd.settings.prefix)])
-                return
+                return {
+                    let forgot = etcd.forgetCachedKey()
+                    return (
+                        forgot
+                            ? "forgot the cached key of the fleet vault (prefix \(etcd.settings.prefix))"
+                            : "no cached key for the fleet vault (prefix \(etcd.settings.prefix))",
+                        ["forgotten": .integer(forgot ? 1 : 0), "vault": .string("etcd " + etcd.settings.prefix)]
+                    )
+                }
             }
             let vault = try backends.fileVault()
-            let forgot = vault.forgetCachedKey()
-            context.result(
-                forgot ? "forgot the cached key of \(vault.path)" : "no cached key for \(vault.path)", json: json,
-                ["forgotten": .integer(forgot ? 1 : 0), "vault": .string(vault.path)])
+            return {
+                let forgot = vault.forgetCachedKey()
+                return (
+                    forgot ? "forgot the cached key of \(vault.path)" : "no cached key for \(vault.path)",
+                    ["forgotten": .integer(forgot ? 1 : 0), "vault": .string(vault.path)]
+                )
+            }
         }
     }
 }

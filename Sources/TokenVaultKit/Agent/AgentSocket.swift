@@ -148,6 +148,33 @@ public enum AgentSocket {
         return read(fd, n)
     }
 
+    /// A frame that arrives in pieces on a descriptor no thread waits on: the
+    /// agent reads every connection's request this way, from one thread, so a
+    /// client that sends half a frame holds no thread (docs/agent.md).
+    public struct FrameAssembly: Sendable {
+        private var bytes: [UInt8] = []
+
+        public init() {}
+
+        public enum Progress: Equatable, Sendable {
+            /// More is to come.
+            case more
+            /// The frame's body, whole.
+            case complete([UInt8])
+            /// It announced more than `maxMessage`, or sent past its end.
+            case invalid
+        }
+
+        /// Adds what arrived and says how the frame stands.
+        public mutating func add(_ chunk: ArraySlice<UInt8>) -> Progress {
+            bytes += chunk
+            guard bytes.count >= 4 else { return .more }
+            let n = AgentSocket.length(in: bytes, at: 0)
+            guard n <= maxMessage, bytes.count <= 4 + n else { return .invalid }
+            return bytes.count == 4 + n ? .complete(Array(bytes[4...])) : .more
+        }
+    }
+
     /// Reads `count` bytes, keeping only what has arrived: a frame that
     /// announces a megabyte and sends nothing costs nothing.
     private static func read(_ fd: Int32, _ count: Int) -> [UInt8]? {

@@ -18,6 +18,17 @@ public enum Descriptors {
         tv_accept_cloexec(listener)
     }
 
+    /// The next connection on `listener`, close-on-exec and non-blocking
+    /// (the listener's flags untouched); -1 when none is waiting.
+    public static func acceptNonBlocking(_ listener: Int32) -> Int32 {
+        tv_accept_nonblocking(listener)
+    }
+
+    /// `fd` made blocking again; false when it could not be.
+    @discardableResult public static func setBlocking(_ fd: Int32) -> Bool {
+        tv_set_blocking(fd) == 0
+    }
+
     /// A file made from `template` (`…XXXXXX`, rewritten to its name), close-on-exec.
     public static func temporaryFile(_ template: inout [CChar]) -> Int32 {
         tv_mkstemp_cloexec(&template)

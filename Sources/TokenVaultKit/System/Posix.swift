@@ -92,11 +92,11 @@ public enum Posix {
         }
     }
 
-    /// Runs `body` on a thread kept for reuse: an idle one when there is one,
-    /// else a new one (1 MiB of stack) that waits for more work once done. A
-    /// process that runs many short jobs (the agent) creates no thread per job.
+    /// Runs `body` on a thread kept for reuse (`WorkerPool.shared`, the pool
+    /// of calls that may never answer: a D-Bus call under a deadline). A
+    /// process that runs many short jobs creates no thread per job.
     public static func onWorker(_ body: @escaping @Sendable () -> Void) {
-        Workers.shared.run(body)
+        WorkerPool.shared.run(body)
     }
 
     /// Starts `argv` in the background with stdin from /dev/null and its
@@ -243,14 +243,19 @@ public final class Locked<Value>: @unchecked Sendable {
     }
 }
 
-/// The threads of `Posix.onWorker`: each runs a job, then waits idle for the
-/// next. At most `most` of them: a job beyond that waits in line for the first
-/// free one (a hundred clients that send half a request each hold no hundred
-/// threads). One idle for `idleSeconds` leaves.
-private final class Workers: @unchecked Sendable {
-    static let shared = Workers()
-    static let most = 32
+/// Threads kept for reuse: each runs a job, then waits idle for the next
+/// (1 MiB of stack each). At most `most` of them: a job beyond that waits in
+/// line for the first free one. One idle for `idleSeconds` leaves. Work that
+/// may wait long gets a pool of its own, so that it never holds up work of
+/// another kind: the agent answers requests, renews and makes its D-Bus calls
+/// from three (docs/agent.md, "Requests side by side").
+public final class WorkerPool: @unchecked Sendable {
+    /// `Posix.onWorker`'s: calls made under a deadline (`withDeadline`).
+    public static let shared = WorkerPool(most: 32)
     static let idleSeconds = 30.0
+    public let most: Int
+
+    public init(most: Int) { self.most = most }
 
     final class Worker: @unchecked Sendable {
         let ready = DispatchSemaphore(value: 0)
@@ -265,13 +270,15 @@ private final class Workers: @unchecked Sendable {
     }
     private let state = Locked(State())
 
-    func run(_ body: @escaping @Sendable () -> Void) {
+    /// Runs `body` on an idle thread of the pool, a new one, or (all `most`
+    /// busy) the first that comes free.
+    public func run(_ body: @escaping @Sendable () -> Void) {
         let (handed, start) = state.withLock { s -> (Worker?, Worker?) in
             if let worker = s.idle.popLast() {
                 worker.job = body
                 return (worker, nil)
             }
-            guard s.threads < Self.most else {
+            guard s.threads < most else {
                 s.waiting.append(body)
                 return (nil, nil)
             }
@@ -311,7 +318,7 @@ private final class Workers: @unchecked Sendable {
 /// A value each thread has its own of: what one of the agent's requests sets
 /// (its client, what it printed) is seen only by the thread that answers it,
 /// so requests run side by side (docs/agent.md, "Requests side by side").
-/// The threads that use it are kept ones (`Posix.onWorker`): a value is
+/// The threads that use it are kept ones (`WorkerPool`): a value is
 /// reset by whoever set it, not at the thread's end.
 public final class ThreadLocal<Value>: @unchecked Sendable {
     private final class Box {
