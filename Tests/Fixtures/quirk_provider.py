@@ -10,6 +10,7 @@ token endpoint; every answer counts in /stats.
   /invalid-client  401 invalid_client with a description
   /html502         a proxy's HTML 502 page
   /hang            answers nothing for 60 s
+  /held            a new access and refresh token, once GET /release was asked (60 s at most)
   /markup-refusal  400 invalid_grant whose description is notification markup (a link, bold)
   /huge            a 5 MiB body
   /rotate          a new access and refresh token on every call
@@ -36,6 +37,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 lock = threading.Lock()
 counts = {}
+released = threading.Event()
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -57,6 +59,9 @@ class Handler(BaseHTTPRequestHandler):
         with lock:
             counts[self.path] = counts.get(self.path, 0) + 1
         base = f"http://127.0.0.1:{self.server.server_port}"
+        if self.path == "/release":
+            released.set()
+            return self.send(200, "{}", "application/json")
         if self.path == "/escape-userinfo":
             return self.send(200, json.dumps({"name": "Mallory\x1b]0;pwned\x07\x1b[2J\u2028\u202eEve"}), "application/json")
         for name, endpoint, token in (("esc", "/authorize\x1b[2J\x1b]0;pwned\x07", "/escape-token"),
@@ -98,6 +103,10 @@ class Handler(BaseHTTPRequestHandler):
         elif path == "/hang":
             time.sleep(60)
             self.send(200, "{}", "application/json")
+        elif path == "/held":
+            released.wait(60)
+            self.send(200, json.dumps({"access_token": f"held-at-{n}", "refresh_token": f"held-rt-{n}",
+                                       "expires_in": 3600}), "application/json")
         elif path == "/rotate":
             self.send(200, json.dumps({"access_token": f"rot-at-{n}", "refresh_token": f"rot-rt-{n}", "expires_in": 3600}),
                       "application/json")

@@ -1,4 +1,5 @@
 import Foundation
+import TokenVaultKit
 import XCTest
 
 /// What a hostile local process or a hanging provider does to the agent, the
@@ -20,6 +21,11 @@ final class HostileLocalTests: QuirkProviderTestCase {
         let status = s.tv("agent", "status", "--json")
         let o = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
         return try XCTUnwrap(o["pid"] as? Int32)
+    }
+
+    func agentStatus(_ s: Sandbox) throws -> [String: Any]? {
+        let status = s.tv("agent", "status", "--json")
+        return try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any]
     }
 
     func agentRequests(_ s: Sandbox) throws -> Int {
@@ -227,6 +233,52 @@ final class HostileLocalTests: QuirkProviderTestCase {
         XCTAssertEqual(same.out, "still-good", "valid for some seconds more: handed out, not held: \(same.stderr)")
         XCTAssertEqual(try agentRequests(s) - before, 3, "both answered by the agent")
         XCTAssertLessThan(seconds, 10, "answered while the provider hangs (it holds on for 60 s, timeout 30 s)")
+    }
+
+    /// Forty clients wait for one renewal the provider holds: a request of
+    /// another credential (a Secret Service read, with its D-Bus deadline),
+    /// `agent status` and `lock` are answered meanwhile — none of the forty
+    /// has its answer yet — and once the provider answers, all forty get the
+    /// one new token.
+    func testRequestsThatWaitHoldUpNothingElse() throws {
+        let s = sandbox("secret-service")
+        try s.writeConfig(
+            """
+            [providers.q]
+            service = "api.quirk.example"
+            token_url = "http://127.0.0.1:\(Self.port)/held"
+            client_id = "cid"
+            """)
+        s.expect("set", "q", "--provider", "q", stdin: #"{"access_token":"a","refresh_token":"r","expires_at":1}"#)
+        s.expect("set", "api.other.example", stdin: "other-tok\n")
+        _ = try startAgent(s)
+        let before = try agentRequests(s)
+        let answers = Locked<[Run]>([])
+        let all = DispatchGroup()
+        for _ in 0..<40 {
+            DispatchQueue.global().async(group: all) {
+                let r = s.tv("get", "q")
+                answers.withLock { $0.append(r) }
+            }
+        }
+        defer {
+            _ = runProcess("/usr/bin/curl", ["-s", "http://127.0.0.1:\(Self.port)/release"], env: [:])
+            all.wait()
+        }
+        XCTAssertTrue(
+            eventually(30) { ((try? self.agentRequests(s)) ?? 0) - before > 40 },
+            "the agent took all forty requests (and the status requests that ask), none waiting for a thread")
+        XCTAssertEqual(try stats()["/held"], 1, "one renewal, held by the provider")
+        let other = s.tv("get", "api.other.example")
+        XCTAssertEqual(other.out, "other-tok", other.stderr)
+        let lock = s.tv("lock")
+        XCTAssertEqual(lock.status, 0, lock.stderr)
+        XCTAssertEqual(try XCTUnwrap(try agentStatus(s))["locked"] as? Bool, true)
+        XCTAssertEqual(answers.withLock { $0.count }, 0, "all of that while the forty still wait")
+        _ = runProcess("/usr/bin/curl", ["-s", "http://127.0.0.1:\(Self.port)/release"], env: [:])
+        all.wait()
+        XCTAssertEqual(Set(answers.withLock { $0.map(\.out) }), ["held-at-1"])
+        XCTAssertEqual(try stats()["/held"], 1, "renewed once for all forty")
     }
 
     /// A sandbox holding an expired credential of provider `q`, whose token
