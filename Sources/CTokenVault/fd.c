@@ -20,6 +20,10 @@ int tv_pipe_cloexec(int ends[2]) { return pipe2(ends, O_CLOEXEC); }
 
 int tv_mkstemp_cloexec(char *template_) { return mkostemp(template_, O_CLOEXEC); }
 
+int tv_spawn_chdir(void *actions, const char *path) {
+    return posix_spawn_file_actions_addchdir_np((posix_spawn_file_actions_t *)actions, path);
+}
+
 int tv_spawn_close_from(void *actions, int lowest) {
     return posix_spawn_file_actions_addclosefrom_np((posix_spawn_file_actions_t *)actions, lowest);
 }

@@ -86,7 +86,9 @@ enum AgentClient {
     /// run it here. No JSON and no argument parsing on this side: a `get`
     /// costs little more than starting the process.
     static func run(_ args: [String]) -> Int32? {
-        guard let first = args.first, commands.contains(first) else { return nil }
+        guard let first = args.first, commands.contains(first), !AgentCommandRequest.readsStandardInput(args) else {
+            return nil
+        }
         let sources = EnvironmentVariable.passphraseSources
         let settings = Settings.reading(EnvironmentVariable.sentToAgent + sources)
         guard present(settings) else {
@@ -105,7 +107,7 @@ enum AgentClient {
         let request = AgentCommandRequest(
             arguments: args, environment: environment,
             hasPassphraseSource: sources.contains { settings[$0] != nil } || isatty(0) == 1,
-            terminal: stdout.isTerminal ? stdout.columns ?? 0 : nil)
+            terminal: stdout.isTerminal ? stdout.columns ?? 0 : nil, child: clientContext)
         let reply =
             AgentSocket.sendFrame(fd, request.bytes)
             ? AgentSocket.receiveFrame(fd).flatMap(AgentCommandReply.init) : nil
@@ -167,6 +169,12 @@ enum AgentClient {
         return lstat(AgentSocket.path(settings), &st) == 0 && st.st_mode & S_IFMT == S_IFSOCK
     }
 
+    /// This process as a command the agent runs for it sees it: its whole
+    /// environment and its working directory (docs/agent.md).
+    static var clientContext: ChildContext {
+        ChildContext(environment: ProcessInfo.processInfo.environment, directory: ChildContext.currentDirectory)
+    }
+
     /// The agent's answer to `request` (an object; version and scope are
     /// added): its `ok` value, or its failure thrown. Nil: go direct.
     static func ask(_ op: String, _ fields: [String: JSONValue], settings: Settings, seconds: Int) throws -> JSONValue?
@@ -180,6 +188,10 @@ enum AgentClient {
         request["op"] = .string(op)
         request["scope"] = settings.agentScope
         request["build"] = .string(AgentSocket.build)
+        let client = clientContext
+        request["directory"] = client.directory.map { .string($0) }
+        request["environment"] = .object(
+            (client.environment ?? [:]).filter { !ChildEnvironment.isPrivate($0.key) }.mapValues { .string($0) })
         guard AgentSocket.send(fd, .object(request)), let answer = AgentSocket.receive(fd) else { return nil }
         guard answer["v"] == .integer(AgentSocket.version), answer["refused"]?.string != anotherBuild else {
             // Another build or protocol version: stopped, and this command goes direct.

@@ -73,7 +73,10 @@ extension AgentServer {
                         return true
                     }
                 }
-                if start { renewals.run { self.renew(c, policy: policy, settings: own) } }
+                guard start else { continue }
+                var settings = own
+                settings.child = k.child  // the secret commands of the client that asked last
+                renewals.run { [settings] in self.renew(c, policy: policy, settings: settings) }
             }
             return Double(max(next - now, 1))
         }

@@ -31,6 +31,9 @@ final class AgentServer: @unchecked Sendable {
         var attempt: (at: Int64, failed: Bool)?
         /// A renewal is under way on a thread of its own.
         var renewing = false
+        /// Where the last client that asked for it would run a secret
+        /// command: its renewals ahead of need run them there too.
+        var child = ChildContext()
     }
 
     /// What the agent keeps between requests.
@@ -73,7 +76,11 @@ final class AgentServer: @unchecked Sendable {
     /// Started by a command on first use: it stops after `agent_idle` without a request.
     let startedOnUse: Bool
 
+    /// `settings` with the directory it was started in: where its own
+    /// relative paths and secret commands are taken from, though it works in /.
     init(settings: Settings, startedOnUse: Bool = false) {
+        var settings = settings
+        if settings.child.directory == nil { settings.child.directory = ChildContext.currentDirectory }
         self.settings = settings
         self.startedOnUse = startedOnUse
     }
@@ -102,6 +109,13 @@ final class AgentServer: @unchecked Sendable {
         SecretServiceStore.keepsItemPaths = true
         // No mount kept busy by the directory it was started in (docs/agent.md).
         _ = chdir("/")
+        // No request reads the agent's own stdin or terminal: a command that
+        // reads stdin is its client's to run (AgentCommandRequest).
+        let null = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        if null > 0 {
+            dup2(null, 0)
+            close(null)
+        }
         guard Descriptors.pipe(&stopEnds) else {
             throw TokenVaultError.internal("pipe: \(String(cString: strerror(errno)))")
         }
@@ -238,11 +252,19 @@ final class AgentServer: @unchecked Sendable {
         guard let command = request.arguments.first, AgentClient.commands.contains(command) else {
             return .declined("not a command the agent runs")
         }
+        guard !AgentCommandRequest.readsStandardInput(request.arguments) else {
+            return .declined("it reads the client's stdin")
+        }
+        // Relative paths and secret commands are the client's directory's: none known, none guessed.
+        guard let directory = request.child.directory, directory.hasPrefix("/") else {
+            return .declined("the client's working directory is unknown")
+        }
         // The client's settings, with the agent's own passphrase sources (a client never sends its own).
         var environment = request.environment
         let own = self.own
         for v in EnvironmentVariable.passphraseSources { environment[v.name] = own[v] }
-        let client = Settings(environment: environment)
+        var client = Settings(environment: environment)
+        client.child = request.child
         let differ = differences(client.agentScope)
         guard differ.isEmpty else {
             return .declined("another setup: \(Format.list(differ)) \(differ.count == 1 ? "differs" : "differ")")
@@ -275,12 +297,14 @@ final class AgentServer: @unchecked Sendable {
         let now = context.clock.now
         let policy = AheadOfNeed(minValid: (try? context.config.minValidSeconds) ?? 60)
         let due = c.expiresAt.map { $0 - policy.lead(for: c) }
+        let child = context.settings.child
         let sooner = state.withLock { s -> Bool in
             guard var k = s.kept[id] else {
-                s.kept[id] = Kept(askedAt: now)
+                s.kept[id] = Kept(askedAt: now, child: child)
                 return true
             }
             k.askedAt = now
+            k.child = child
             s.kept[id] = k
             // A record stored meanwhile may fall due before the one the loop waits for.
             return due.map { $0 < (k.nextRenewal ?? .max) } ?? false
@@ -328,7 +352,15 @@ final class AgentServer: @unchecked Sendable {
             guard let service = request["service"]?.string, let account = request["account"]?.string else {
                 throw TokenVaultError.usage("the request names no service")
             }
-            let context = Context(settings: own, agent: self.request)
+            // Its secret commands run where the client's would (docs/agent.md).
+            var settings = own
+            if case .object(let environment)? = request["environment"], let directory = request["directory"]?.string,
+                directory.hasPrefix("/")
+            {
+                settings.child = ChildContext(
+                    environment: environment.compactMapValues(\.string), directory: directory)
+            }
+            let context = Context(settings: settings, agent: self.request)
             defer { context.flushWarnings() }
             let id = CredentialID(service: try ServiceKey(parsing: service), account: account)
             let minValid = request["min_valid"]?.int64.map { Int($0) }

@@ -86,4 +86,43 @@ final class AgentRunsCommandsTests: AgentTestCase {
         XCTAssertEqual(try agentStatus(s)?["pid"] as? Int32, started().last)
         XCTAssertNotEqual(started().last, first)
     }
+
+    /// A relative TOKENVAULT_VAULT or TOKENVAULT_CONFIG names a file of the
+    /// client's working directory, whoever answers: the agent (started on
+    /// first use in one project, working in /) answers each project from
+    /// its own vault, never from /.tv/vault.
+    func testRelativePathsAreTheClientsDirectorys() throws {
+        let s = sandbox("file")
+        for project in ["one", "two"] {
+            try FileManager.default.createDirectory(
+                atPath: s.home + "/\(project)/.tv", withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
+            try "min_valid = 5\n".write(
+                toFile: s.home + "/\(project)/.tv/config.toml", atomically: true, encoding: .utf8)
+        }
+        let env = [
+            "TOKENVAULT_VAULT": ".tv/vault", "TOKENVAULT_CONFIG": ".tv/config.toml", "TOKENVAULT_AGENT": "auto",
+        ]
+        func inProject(_ project: String, _ command: String, stdin: String = "") -> Run {
+            s.shell(#"cd "$HOME/\#(project)" && printf %s "\#(stdin)" | "$TV" \#(command)"#, env: env)
+        }
+        for (project, token) in [("one", "tok-one"), ("two", "tok-two")] {
+            let set = inProject(project, "set api.example.com", stdin: token)
+            XCTAssertEqual(set.status, 0, set.stderr)
+        }
+        XCTAssertEqual(inProject("one", "get api.example.com").stdout, "tok-one\n")
+        var pid: Int32 = 0
+        XCTAssertTrue(
+            eventually(10) {
+                pid = (try? self.agentStatus(s))??["pid"] as? Int32 ?? 0
+                return pid > 0
+            }, "an agent was started on first use")
+        addTeardownBlock { _ = s.tv("agent", "stop") }
+        let before = try requests(s)
+        XCTAssertEqual(inProject("one", "get api.example.com").stdout, "tok-one\n")
+        XCTAssertEqual(try requests(s) - before, 2, "answered by the agent (and one status)")
+        XCTAssertEqual(inProject("two", "get api.example.com").stdout, "tok-two\n")
+        XCTAssertEqual(inProject("two", "status api.example.com").status, 0)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: "/.tv"), "nothing was made in /")
+    }
 }

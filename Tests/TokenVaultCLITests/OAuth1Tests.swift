@@ -20,7 +20,9 @@ final class OAuth1Tests: XCTestCase {
         }
     }
 
-    func sandbox(consumerSecret: String = "tvconsumersecret") throws -> Sandbox {
+    func sandbox(
+        consumerSecret: String = "tvconsumersecret", command: String = "printf tvconsumersecret"
+    ) throws -> Sandbox {
         let s = Sandbox()
         s.env["BROWSER"] = Paths.fixtures.appendingPathComponent("browser.sh").path
         try s.writeConfig(
@@ -32,7 +34,8 @@ final class OAuth1Tests: XCTestCase {
             authorize_url = "\(base)/oauth/authorize"
             access_token_url = "\(base)/oauth/access_token"
             consumer_key = "tvconsumerkey"
-            consumer_secret_command = "printf \(consumerSecret)"
+            consumer_secret_command = '\(command.replacingOccurrences(of: "tvconsumersecret", with: consumerSecret))'
+
             """)
         return s
     }
@@ -77,6 +80,35 @@ final class OAuth1Tests: XCTestCase {
             "set", "localtw", "--provider", "localtw",
             stdin: #"{"oauth_token":"\#(token)","oauth_token_secret":"wrong"}"#)
         XCTAssertEqual(curl(["-H", s.tv("header", "localtw", "--url", url).out, url]), "401")
+    }
+
+    /// Through the agent (docs/agent.md): the consumer secret comes from a
+    /// command that needs a variable only the client has (as `pass` needs
+    /// PASSWORD_STORE_DIR), and is run with the client's environment; a
+    /// signed form body is read from the client's stdin, by the client
+    /// (which still asks the agent for the credential).
+    func testTheAgentSignsWithTheClientsCommandAndBody() throws {
+        let s = try sandbox(command: #"printf %s "$TV_CONSUMER_SECRET""#)
+        let client = ["TV_CONSUMER_SECRET": "tvconsumersecret", "TOKENVAULT_AGENT": "auto"]
+        XCTAssertEqual(s.tv("login", "localtw", env: client, limit: 60).status, 0)
+        XCTAssertEqual(s.tv("agent").status, 0)  // without TV_CONSUMER_SECRET
+        defer { _ = s.tv("agent", "stop") }
+        func requests() -> Int {
+            let status = s.tv("agent", "status", "--json").stdout
+            let o = (try? JSONSerialization.jsonObject(with: Data(status.utf8))) as? [String: Any]
+            return o?["requests"] as? Int ?? -1
+        }
+        let url = base + "/1.1/account/verify_credentials.json"
+        let before = requests()
+        let header = s.tv("header", "localtw", "--url", url, env: client)
+        XCTAssertEqual(requests() - before, 2, "answered by the agent (and one status)")
+        XCTAssertEqual(curl(["-H", header.out, url]), "200", header.stderr)
+        let post = base + "/1.1/statuses/update.json"
+        let body = "status=through%20the%20agent&lat=2.5"
+        let signed = s.tv("header", "localtw", "--method", "POST", "--url", post, "--data", stdin: body, env: client)
+        XCTAssertEqual(curl(["-H", signed.out, "-d", body, post]), "200", signed.stderr)
+        // The client ran it (one request: the credential asked of the agent, then the status).
+        XCTAssertEqual(requests() - before, 4, "--data is run by the client, which has the body")
     }
 
     func testPINLogin() throws {

@@ -20,5 +20,8 @@ int tv_mkstemp_cloexec(char *template_);
    `actions` is a posix_spawn_file_actions_t * (void here: spawn.h stays out of
    the header Swift reads, so its types keep coming from Glibc). */
 int tv_spawn_close_from(void *actions, int lowest);
+/* posix_spawn_file_actions_addchdir_np(actions, path) (glibc 2.29): the
+   child starts in `path`. */
+int tv_spawn_chdir(void *actions, const char *path);
 
 #endif

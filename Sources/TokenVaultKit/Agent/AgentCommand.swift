@@ -17,12 +17,27 @@ public struct AgentCommandRequest: Equatable, Sendable {
     public var terminal: Int?
     /// The client's build (`AgentSocket.build`): an agent of another declines.
     public var build = AgentSocket.build
+    /// The client's whole environment (but the passphrase variables) and
+    /// working directory: where a secret command run for it runs, and where
+    /// its relative paths are taken from (docs/agent.md).
+    public var child: ChildContext
 
-    public init(arguments: [String], environment: [String: String], hasPassphraseSource: Bool, terminal: Int? = nil) {
+    public init(
+        arguments: [String], environment: [String: String], hasPassphraseSource: Bool, terminal: Int? = nil,
+        child: ChildContext = ChildContext()
+    ) {
         self.arguments = arguments
         self.environment = environment
         self.hasPassphraseSource = hasPassphraseSource
         self.terminal = terminal
+        self.child = child
+    }
+
+    /// The command reads its stdin (`header --data`): the client runs it
+    /// itself, and an agent declines it — an agent never reads its own stdin
+    /// for a client.
+    public static func readsStandardInput(_ arguments: [String]) -> Bool {
+        arguments.first == "header" && arguments.contains { $0 == "--data" }
     }
 
     /// The fields' first: a tag and the protocol's version; then the build.
@@ -33,6 +48,11 @@ public struct AgentCommandRequest: Equatable, Sendable {
             [Self.tag, build, hasPassphraseSource ? "p" : "", terminal.map(String.init) ?? "", String(arguments.count)]
             + arguments
         for (name, value) in environment { fields.append(name + "=" + value) }
+        // The child's environment as `+NAME=VALUE`, its directory as `@DIR`.
+        for (name, value) in child.environment ?? [:] where !ChildEnvironment.isPrivate(name) {
+            fields.append("+" + name + "=" + value)
+        }
+        if let directory = child.directory { fields.append("@" + directory) }
         var out: [UInt8] = []
         for f in fields {
             out += f.utf8
@@ -56,11 +76,23 @@ public struct AgentCommandRequest: Equatable, Sendable {
         terminal = Int(fields[3])
         arguments = Array(fields[5..<5 + count])
         var environment: [String: String] = [:]
+        var child = ChildContext()
         for entry in fields[(5 + count)...] {
+            if entry.hasPrefix("@") {
+                child.directory = String(entry.dropFirst())
+                continue
+            }
             guard let eq = entry.firstIndex(of: "=") else { return nil }
-            environment[String(entry[..<eq])] = String(entry[entry.index(after: eq)...])
+            let (name, value) = (entry[..<eq], String(entry[entry.index(after: eq)...]))
+            if name.hasPrefix("+") {
+                child.environment = child.environment ?? [:]
+                child.environment?[String(name.dropFirst())] = value
+            } else {
+                environment[String(name)] = value
+            }
         }
         self.environment = environment
+        self.child = child
     }
 }
 

@@ -33,6 +33,9 @@ public struct Config: Sendable, Equatable {
     public var etcdProblem: TokenVaultError?
     /// One line per mistake that does not stop every command (`file:line: …`).
     public var warnings: [String] = []
+    /// Where its `*_command` secret sources run and its relative secret
+    /// files are found: the settings' (`Settings.child`), given at each load.
+    public var child = ChildContext()
 
     public init() {}
 
@@ -61,8 +64,12 @@ public struct Config: Sendable, Equatable {
     /// Loads the config file; a missing file is an empty config. The first
     /// load of a file that `readAhead` is reading takes that result.
     public static func load(_ settings: Settings) throws -> Config {
-        if let ahead = readAheadSlot.take(path: settings.configPath) { return try ahead.get() }
-        return try loadNow(settings)
+        var config =
+            if let ahead = readAheadSlot.take(path: settings.configPath) { try ahead.get() } else {
+                try loadNow(settings)
+            }
+        config.child = settings.child
+        return config
     }
 
     /// Starts reading (and checking) the config on a thread of its own while

@@ -165,11 +165,16 @@ extension ProviderConfig {
 
     /// The one-of-three secret setting (`client_secret`, `client_secret_file`,
     /// `client_secret_command`, or the `consumer_` ones): nil when none is set.
+    /// A file's path and a command are taken where `child` says (the
+    /// client's, for a command the agent runs).
     static func secretSource(
-        value: String?, file: String?, command: String?, provider name: String, prefix: String
+        value: String?, file: String?, command: String?, provider name: String, prefix: String,
+        in child: ChildContext
     ) throws -> SecretSource? {
-        let sources = [value.map { SecretSource.value($0) }, file.map { .file($0) }, command.map { .command($0) }]
-            .compactMap { $0 }
+        let sources = [
+            value.map { SecretSource.value($0) }, file.map { .file(child.absolute($0)) },
+            command.map { .command($0, child) },
+        ].compactMap { $0 }
         guard sources.count <= 1 else {
             throw TokenVaultError.config(
                 "provider \(name): set only one of \(prefix)_secret, \(prefix)_secret_file, \(prefix)_secret_command")

@@ -118,6 +118,11 @@ public struct Settings: Sendable {
         self.environment = environment
     }
 
+    /// Where this run's secret commands run, and where a relative
+    /// `TOKENVAULT_VAULT` or `TOKENVAULT_CONFIG` is taken from: this
+    /// process's, or for a command the agent runs, its client's.
+    public var child = ChildContext()
+
     /// This process's environment, copied once: the start-up, the command and
     /// the helpers that need a setting all read this one.
     public static let process = Settings()
@@ -248,13 +253,17 @@ public struct Settings: Sendable {
     }
 
     /// `TOKENVAULT_CONFIG`, else `$XDG_CONFIG_HOME/tokenvault/config.toml`.
-    public var configPath: String { self[.config] ?? base(.xdgConfigHome, ".config") + "/tokenvault/config.toml" }
+    public var configPath: String {
+        self[.config].map(child.absolute) ?? base(.xdgConfigHome, ".config") + "/tokenvault/config.toml"
+    }
 
     /// Providers that `login --issuer` added: `providers.toml` beside the config file.
     public var discoveredProvidersPath: String { Posix.dirname(configPath) + "/providers.toml" }
 
     /// `TOKENVAULT_VAULT`, else `$XDG_DATA_HOME/tokenvault/vault`.
-    public var vaultPath: String { self[.vault] ?? base(.xdgDataHome, ".local/share") + "/tokenvault/vault" }
+    public var vaultPath: String {
+        self[.vault].map(child.absolute) ?? base(.xdgDataHome, ".local/share") + "/tokenvault/vault"
+    }
 
     /// `$XDG_CACHE_HOME/tokenvault` (by default `~/.cache/tokenvault`).
     public var cacheDirectory: String { base(.xdgCacheHome, ".cache") + "/tokenvault" }

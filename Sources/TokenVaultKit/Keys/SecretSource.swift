@@ -7,7 +7,8 @@ import Glibc
 enum SecretSource: Sendable {
     case value(String)
     case file(String)
-    case command(String)
+    /// A shell command, run where `ChildContext` says.
+    case command(String, ChildContext = ChildContext())
 
     /// What the source holds, with one trailing newline (LF or CR LF)
     /// removed; the caller wipes it. `failure` words the error for a file
@@ -22,9 +23,9 @@ enum SecretSource: Sendable {
                 throw failure("cannot read \(what) from \(path)")
             }
             bytes = data
-        case .command(let command):
+        case .command(let command, let child):
             let status: Int32
-            (status, bytes) = try ShellCommand.run(command, failure: failure)
+            (status, bytes) = try ShellCommand.run(command, in: child, failure: failure)
             guard status == 0 else {
                 Sodium.wipe(&bytes)
                 throw failure("the command giving \(what) failed (exit \(status))")
@@ -44,15 +45,17 @@ enum SecretSource: Sendable {
 }
 
 /// `/bin/sh -c COMMAND`, its stdout captured, stdin from /dev/null, in the
-/// environment without the passphrase variables (`ChildEnvironment`).
+/// environment and directory `child` gives, without the passphrase variables
+/// (`ChildEnvironment`).
 enum ShellCommand {
     static func run(
-        _ command: String, failure: (String) -> TokenVaultError = { .config($0) }
+        _ command: String, in child: ChildContext = ChildContext(),
+        failure: (String) -> TokenVaultError = { .config($0) }
     ) throws -> (Int32, [UInt8]) {
         do {
             return try Posix.spawn(
-                ["/bin/sh", "-c", command], env: ChildEnvironment.scrubbed(ProcessInfo.processInfo.environment),
-                capture: true, showErrors: true, wait: true)
+                ["/bin/sh", "-c", command], env: child.childEnvironment, capture: true, showErrors: true,
+                wait: true, directory: child.directory)
         } catch {
             throw failure("cannot run /bin/sh")
         }

@@ -47,7 +47,7 @@ public struct OAuth1Provider: Sendable {
         guard
             let secret = try ProviderConfig.secretSource(
                 value: p.consumer_secret, file: p.consumer_secret_file,
-                command: p.consumer_secret_command, provider: name, prefix: "consumer")
+                command: p.consumer_secret_command, provider: name, prefix: "consumer", in: config.child)
         else {
             throw TokenVaultError.config(
                 "no consumer secret for \(name)",

@@ -131,7 +131,7 @@ public struct OAuth2Provider: Sendable {
         let (grant, auth, clientID) = try clientSettings(p, provider: name, configPath: configPath)
         let secret = try ProviderConfig.secretSource(
             value: p.client_secret, file: p.client_secret_file,
-            command: p.client_secret_command, provider: name, prefix: "client")
+            command: p.client_secret_command, provider: name, prefix: "client", in: config.child)
         let header = try ProviderConfig.checkedHeader(p.header ?? "Authorization: Bearer {token}", provider: name)
         return OAuth2Provider(
             name: name, service: service, issuedBy: p.issuedBy ?? tokenURL, tokenURL: tokenURL,

@@ -168,11 +168,12 @@ public enum Posix {
     @discardableResult
     public static func spawn(
         _ argv: [String], env: [String: String], capture: Bool, showErrors: Bool = false,
-        wait: Bool
+        wait: Bool, directory: String? = nil
     ) throws -> (status: Int32, output: [UInt8]) {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
+        if let directory { tv_spawn_chdir(&actions, directory) }
         var pipeFDs: [Int32] = [-1, -1]
         if capture {
             guard Descriptors.pipe(&pipeFDs) else {
