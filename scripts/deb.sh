@@ -78,6 +78,24 @@ Package: tokenvault
 Architecture: any
 EOF
 linked=$(cd "$out/shlibs" && dpkg-shlibdeps -O -e"$stage/usr/bin/tokenvault" 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
+# The glibc the binary needs, from its own version references: the newest
+# GLIBC_x.y it names, and glibc 2.36 for packed relative relocations
+# (GLIBC_ABI_DT_RELR), which dpkg-shlibdeps does not know. The libc6 bound
+# is raised to it; the build fails if the control file still says less
+# (a loader older than that refuses the binary).
+needed=$(readelf -VW "$stage/usr/bin/tokenvault" | sed -n 's/.*Name: GLIBC_\([0-9][0-9.]*\).*/\1/p; s/.*Name: GLIBC_ABI_DT_RELR.*/2.36/p' | sort -V | tail -1)
+[ -n "$needed" ] || { echo "deb: no GLIBC version reference in the binary" >&2; exit 1; }
+bound=$(sed -n 's/.*libc6 (>= \([^)]*\)).*/\1/p' <<<"$linked")
+if [ -z "$bound" ]; then
+  linked="libc6 (>= $needed), $linked"
+elif dpkg --compare-versions "$bound" lt "$needed"; then
+  linked=$(sed "s/libc6 (>= [^)]*)/libc6 (>= $needed)/" <<<"$linked")
+fi
+bound=$(sed -n 's/.*libc6 (>= \([^)]*\)).*/\1/p' <<<"$linked")
+if ! dpkg --compare-versions "$bound" ge "$needed"; then
+  echo "deb: Depends says libc6 (>= $bound), the binary needs glibc $needed" >&2
+  exit 1
+fi
 size=$(du -sk --exclude=DEBIAN "$stage" | cut -f1)
 cat > "$stage/DEBIAN/control" <<EOF
 Package: tokenvault
