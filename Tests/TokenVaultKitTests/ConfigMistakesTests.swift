@@ -78,4 +78,29 @@ final class ConfigMistakesTests: XCTestCase {
         XCTAssertTrue(c.warnings[0].contains("config.toml:4: providers.x.scopes must be an array of strings"))
         XCTAssertTrue(c.warnings[1].contains("config.toml:5: providers.x.auth_params must be a table of strings"))
     }
+
+    /// A syntax error on a secret's line names the line and the key, never
+    /// the value: an unquoted secret, a secret given twice, a bad escape.
+    func testASyntaxErrorNeverQuotesASecret() {
+        let cases = [
+            ("client_secret = hunter2secret", 2),
+            ("client_secret = \"s3cr3t-one\"\nclient_secret = \"hunter2secret\"", 3),
+            ("client_secret = \"abc\\qhunter2secret\"", 2),
+            ("consumer_secret_command = 'pass show x' hunter2secret", 2),
+            ("auth_params = { password = hunter2secret }", 2),
+        ]
+        for (line, number) in cases {
+            XCTAssertThrowsError(try Config.parse("[providers.x]\n" + line + "\n", path: "c.toml"), line) { error in
+                let e = error as? TokenVaultError
+                let text = ([e?.errorText ?? ""] + (e?.excerpt ?? [])).joined(separator: "\n")
+                XCTAssertTrue(text.hasPrefix("c.toml:\(number):"), text)
+                XCTAssertFalse(text.contains("hunter2") || text.contains("s3cr3t") || text.contains("\\q"), text)
+                XCTAssertTrue(text.contains("the value is not shown"), text)
+            }
+        }
+        // Any other line is shown whole, as before.
+        XCTAssertThrowsError(try Config.parse("[providers.x]\nscopes = [a b]\n", path: "c.toml")) { error in
+            XCTAssertEqual((error as? TokenVaultError)?.excerpt.first, "scopes = [a b]")
+        }
+    }
 }

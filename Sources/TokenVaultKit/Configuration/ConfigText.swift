@@ -76,17 +76,65 @@ struct ConfigText {
 
     /// A TOML syntax error: `file:line:column: what`, the line itself and a
     /// caret under the column, and a hint.
+    /// A line that mentions a secret (`client_secret`, `consumer_secret`,
+    /// `password_…`, a passphrase) is shown up to its `=` only, and a quoted
+    /// part of the parser's words other than the key is left out: a syntax
+    /// error never prints a secret value (docs/security.md).
     func syntaxError(line: Int, column: Int, description: String) -> TokenVaultError {
-        let source = line >= 1 && line <= lines.count ? String(lines[line - 1]) : ""
+        var source = line >= 1 && line <= lines.count ? String(lines[line - 1]) : ""
         var what = description
         if description.contains("control character"), source.filter({ $0 == "\"" }).count % 2 == 1 {
             what = "a string is not closed on this line (\(description))"
         }
+        var under = column
+        if Self.mayHoldSecret(source) {
+            let key = source.split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
+            source = key.hasSuffix(" ") ? key + "= …" : key + " = …"
+            under = source.count
+            what = Self.withoutQuotedValues(what, key: key)
+            what += " (the value is not shown: it may be a secret)"
+        }
         let shown = OutsideText.line(source, limit: 120)
-        let caret = String(repeating: " ", count: max(0, min(column - 1, shown.count))) + "^"
+        let caret = String(repeating: " ", count: max(0, min(under - 1, shown.count))) + "^"
         return .configDetail(
             "\(path):\(line):\(column): \(what)", excerpt: [shown, caret],
             hint: "fix line \(line) of \(path); every command that reads the config stops until it is fixed")
+    }
+}
+
+extension ConfigText {
+    /// The words naming a setting that holds a secret, or its source.
+    static let secretWords = ["secret", "password", "passphrase"]
+
+    static func mayHoldSecret(_ line: String) -> Bool {
+        let lower = line.lowercased()
+        return secretWords.contains { lower.contains($0) }
+    }
+
+    /// `text` with each '…' part that is not `key`'s own name left out.
+    static func withoutQuotedValues(_ text: String, key: String) -> String {
+        let name = key.trimmedSpaces().split(separator: ".").last.map {
+            String($0.filter { $0 != "\"" && $0 != "'" }).trimmedSpaces()
+        }
+        var out = ""
+        var quoted: String?
+        for c in text {
+            if var q = quoted {
+                if c == "'" {
+                    out += q == name ? "'\(q)'" : "'…'"
+                    quoted = nil
+                } else {
+                    q.append(c)
+                    quoted = q
+                }
+            } else if c == "'" {
+                quoted = ""
+            } else {
+                out.append(c)
+            }
+        }
+        if quoted != nil { out += "'…" }
+        return out
     }
 }
 
