@@ -104,7 +104,24 @@ final class AgentServer: @unchecked Sendable {
         return Settings(environment: environment)
     }
 
+    /// Every byte the agent frees is overwritten: glibc's malloc perturbs
+    /// what is freed, with the per-thread cache off so that no free skips it.
+    /// What the agent decrypted for a client, and every copy a request made of
+    /// it, is gone once dropped, not left in freed heap (docs/security.md). The
+    /// tunables are read at start only: the agent runs itself again with them,
+    /// once, as the same process (a socket from systemd stays fd 3 of this pid).
+    static func wipeWhatIsFreed() {
+        let ours = "glibc.malloc.tcache_count=0:glibc.malloc.perturb=165"
+        let given = getenv("GLIBC_TUNABLES").map { String(cString: $0) }
+        guard given?.contains("glibc.malloc.perturb=") != true else { return }
+        setenv("GLIBC_TUNABLES", given.map { ours + ":" + $0 } ?? ours, 1)
+        execv("/proc/self/exe", CommandLine.unsafeArgv)
+        unsetenv("GLIBC_TUNABLES")  // not run again: it serves as it is
+        if let given { setenv("GLIBC_TUNABLES", given, 1) }
+    }
+
     func serve() throws -> Never {
+        Self.wipeWhatIsFreed()
         ProcessHardening.disableCoreDumps()
         SecretServiceStore.keepsItemPaths = true
         // No mount kept busy by the directory it was started in (docs/agent.md).

@@ -325,4 +325,24 @@ final class AgentHardeningTests: QuirkProviderTestCase {
         XCTAssertEqual(r.status, 75, r.stderr)
         XCTAssertTrue(r.stderr.contains("did not confirm the lock"), r.stderr)
     }
+
+    /// What the agent decrypted for a client is gone from its memory once
+    /// `lock` is run: no copy of the refresh token (never printed) nor of
+    /// the access token it printed is left in its heap (docs/security.md).
+    func testLockWipesWhatTheAgentDecrypted() throws {
+        let s = try sandbox()
+        s.env["TOKENVAULT_KEY_TTL"] = "600"
+        let refresh = "rt-wipe-" + UUID().uuidString, access = "at-wipe-" + UUID().uuidString
+        s.expect(
+            "set", "api.wipe.example",
+            stdin: #"{"access_token":"\#(access)","refresh_token":"\#(refresh)","expires_in":3600}"#)
+        startAgent(s)
+        let pid = Int32(try XCTUnwrap(agentPID(s)))
+        XCTAssertEqual(s.expect("get", "api.wipe.example").stdout, access + "\n")
+        XCTAssertEqual(s.expect("status", "api.wipe.example").status, 0)
+        XCTAssertGreaterThan(occurrencesInMemory(of: refresh, pid: pid), 0, "the test sees what the agent holds")
+        s.expect("lock")
+        XCTAssertEqual(occurrencesInMemory(of: refresh, pid: pid), 0, "no copy of the refresh token after lock")
+        XCTAssertEqual(occurrencesInMemory(of: access, pid: pid), 0, "no copy of the access token after lock")
+    }
 }

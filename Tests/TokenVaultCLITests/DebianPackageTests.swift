@@ -34,11 +34,14 @@ final class DebianPackageTests: XCTestCase {
         XCTAssertTrue(control.contains("libsodium23") && control.contains("libcurl4"), control)
         XCTAssertTrue(control.contains("Recommends: libsecret-1-0"), control)
         // The libc6 bound is what the binary needs: its newest GLIBC_x.y, and 2.36 for DT_RELR.
-        let versions = runProcess("/usr/bin/readelf", ["-VW", Paths.root.path + "/.build/package/release/tokenvault"], env: env)
-            .stdout
-        var needed = versions.components(separatedBy: "Name: GLIBC_").dropFirst().compactMap {
-            $0.prefix { $0.isNumber || $0 == "." }.split(separator: ".").compactMap { Int($0) }
-        }.filter { !$0.isEmpty }.max { $0.lexicographicallyPrecedes($1) } ?? []
+        let versions = runProcess(
+            "/usr/bin/readelf", ["-VW", Paths.root.path + "/.build/package/release/tokenvault"], env: env
+        )
+        .stdout
+        var needed =
+            versions.components(separatedBy: "Name: GLIBC_").dropFirst().compactMap {
+                $0.prefix { $0.isNumber || $0 == "." }.split(separator: ".").compactMap { Int($0) }
+            }.filter { !$0.isEmpty }.max { $0.lexicographicallyPrecedes($1) } ?? []
         if versions.contains("GLIBC_ABI_DT_RELR"), needed.lexicographicallyPrecedes([2, 36]) { needed = [2, 36] }
         XCTAssertFalse(needed.isEmpty, versions)
         let bound = try XCTUnwrap(control.components(separatedBy: "libc6 (>= ").dropFirst().first?.prefix { $0 != ")" })

@@ -136,6 +136,35 @@ func copyOfAnotherBuild(to path: String) throws -> String {
     return build
 }
 
+/// How many times `needle` is in the writable memory of process `pid`
+/// (its heap, stacks and anonymous maps, read through /proc/PID/mem): where
+/// a secret that should have been wiped would still be.
+func occurrencesInMemory(of needle: String, pid: Int32) -> Int {
+    guard let maps = try? String(contentsOfFile: "/proc/\(pid)/maps", encoding: .utf8) else { return -1 }
+    let fd = open("/proc/\(pid)/mem", O_RDONLY)
+    guard fd >= 0 else { return -1 }
+    defer { close(fd) }
+    let pattern = Array(needle.utf8)
+    var count = 0
+    for line in maps.split(separator: "\n") {
+        let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+        guard fields.count >= 5, fields[1].hasPrefix("rw") else { continue }
+        let path = fields.count >= 6 ? String(fields[5]) : ""
+        guard path.isEmpty || path.hasPrefix("[heap") || path.hasPrefix("[stack") else { continue }
+        let range = fields[0].split(separator: "-").compactMap { UInt64($0, radix: 16) }
+        guard range.count == 2, range[1] > range[0], range[1] - range[0] <= 1 << 30 else { continue }
+        var buffer = [UInt8](repeating: 0, count: Int(range[1] - range[0]))
+        let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(range[0])) }
+        guard n > 0 else { continue }
+        var i = 0
+        while i + pattern.count <= n {
+            if buffer[i] == pattern[0], buffer[i..<(i + pattern.count)].elementsEqual(pattern) { count += 1 }
+            i += 1
+        }
+    }
+    return count
+}
+
 /// True once process `pid` has ended (gone, or a zombie nobody reaped yet).
 func processGone(_ pid: Int32) -> Bool {
     guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return true }

@@ -160,7 +160,8 @@ final class HostileLocalTests: QuirkProviderTestCase {
         // The frame of this protocol, with this build (`agent status` says it).
         let status = try JSONSerialization.jsonObject(with: Data(s.tv("agent", "status", "--json").stdout.utf8))
         let build = try XCTUnwrap((status as? [String: Any])?["build"] as? String)
-        let get = rawFrame(s, ["C3", build, "", "", "2", "get", "api.keep.example"] + env)
+        // The client says where it works (relative paths and secret commands are its directory's).
+        let get = rawFrame(s, ["C3", build, "", "", "2", "get", "api.keep.example"] + env + ["@" + s.home])
         XCTAssertTrue(
             rawFrame(s, ["C3", "0ther", "", "", "2", "get", "api.keep.example"] + env).hasPrefix("D another build"),
             "another build is declined")
