@@ -14,6 +14,7 @@ token endpoint; every answer counts in /stats.
   /markup-refusal  400 invalid_grant whose description is notification markup (a link, bold)
   /huge            a 5 MiB body
   /rotate          a new access and refresh token on every call
+  /secret-rotate   the same for client cid with secret csecret (post or basic), else 401 invalid_client
   /slow-rotate     the same, answered after 6 s
   /nan-rotate      a new refresh token, but expires_in "nan"
   /echo-secret     400 invalid_request whose description repeats the request body
@@ -29,6 +30,7 @@ token endpoint; every answer counts in /stats.
 Usage: quirk_provider.py [--tls CERT KEY]   (prints "port N" once listening on 127.0.0.1)
 With --tls it speaks HTTPS with that (self-signed) certificate.
 """
+import base64
 import json
 import sys
 import threading
@@ -107,6 +109,13 @@ class Handler(BaseHTTPRequestHandler):
             released.wait(60)
             self.send(200, json.dumps({"access_token": f"held-at-{n}", "refresh_token": f"held-rt-{n}",
                                        "expires_in": 3600}), "application/json")
+        elif path == "/secret-rotate":
+            basic = "Basic " + base64.b64encode(b"cid:csecret").decode()
+            if "client_secret=csecret" in body.split("&") or self.headers.get("Authorization") == basic:
+                self.send(200, json.dumps({"access_token": f"sr-at-{n}", "refresh_token": f"sr-rt-{n}",
+                                           "expires_in": 3600}), "application/json")
+            else:
+                self.send(401, json.dumps({"error": "invalid_client"}), "application/json")
         elif path == "/rotate":
             self.send(200, json.dumps({"access_token": f"rot-at-{n}", "refresh_token": f"rot-rt-{n}", "expires_in": 3600}),
                       "application/json")

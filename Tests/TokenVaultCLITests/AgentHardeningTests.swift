@@ -62,6 +62,34 @@ final class AgentHardeningTests: QuirkProviderTestCase {
         XCTAssertEqual(try agentStatus(s)["renewals"] as? Int, 0)
     }
 
+    /// A renewal ahead of need runs the client's secret command where the
+    /// client that asked for the credential would: with its environment (a
+    /// `pass`-style command that needs a variable the agent was not given).
+    func testARenewalAheadOfNeedRunsTheSecretCommandAsItsClientWould() throws {
+        let s = try sandbox(token: "/secret-rotate")
+        try s.writeConfig(
+            """
+            min_valid = 1
+            [providers.q]
+            service = "api.quirk.example"
+            token_url = "http://127.0.0.1:\(Self.port)/secret-rotate"
+            client_id = "cid"
+            client_secret_command = 'printf %s "$TV_CLIENT_SECRET"'
+            """)
+        startAgent(s)  // without TV_CLIENT_SECRET
+        let client = ["TV_CLIENT_SECRET": "csecret"]
+        let expires = Int(Date().timeIntervalSince1970) + 8
+        s.expect(
+            "set", "q", "--provider", "q",
+            stdin: #"{"access_token":"old","refresh_token":"r-old","expires_at":\#(expires)}"#)
+        XCTAssertEqual(s.expect("get", "q", env: client).stdout, "old\n")
+        XCTAssertTrue(
+            eventually(20) { ((try? self.agentStatus(s))?["renewals"] as? Int ?? 0) >= 1 }, "renewed ahead of need")
+        let kept = try XCTUnwrap((try agentStatus(s)["credentials"] as? [[String: Any]])?.first)
+        XCTAssertEqual((kept["last"] as? [String: Any])?["outcome"] as? String, "renewed")
+        XCTAssertEqual(s.expect("get", "q", env: client).stdout, "sr-at-1\n")
+    }
+
     /// `lock` while the agent derives the key for a request (a slow
     /// passphrase command): that derivation's key is not cached.
     func testALockDuringTheAgentsDerivationLeavesNoKeyCached() throws {
