@@ -115,6 +115,43 @@ final class AgentHardeningTests: QuirkProviderTestCase {
         XCTAssertEqual(after.status, 77, "the key was not cached after the lock: \(after.stdout) \(after.stderr)")
     }
 
+    /// An agent that takes `lock` and never answers (hung, or not tokenvault
+    /// at all): `lock` fails (75) and says so, but only after it forgot the
+    /// key — the vault is locked all the same — and it signals no one.
+    func testALockThatNoAgentConfirmsStillForgetsTheKey() throws {
+        let s = try sandbox()
+        s.expect("set", "api.mute.example", stdin: "t-mute\n")
+        XCTAssertEqual(s.tv("get", "api.mute.example", env: ["TOKENVAULT_PASSPHRASE": ""]).out, "t-mute", "cached")
+        let socket = s.home + "/run/tokenvault/agent.sock"
+        // Listens where the agent would, reads each request, answers nothing, and stays.
+        let mute = Process()
+        mute.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        mute.arguments = [
+            "-c",
+            """
+            import os, socket, sys
+            path = sys.argv[1]
+            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+            s = socket.socket(socket.AF_UNIX); s.bind(path); s.listen(8)
+            print("ready", flush=True)
+            held = []
+            while True:
+                c, _ = s.accept(); c.recv(65536); held.append(c)
+            """, socket,
+        ]
+        let ready = Pipe()
+        mute.standardOutput = ready
+        try mute.runNoted()
+        defer { mute.terminate() }
+        _ = ready.fileHandleForReading.availableData
+        let lock = s.tv("lock")
+        XCTAssertEqual(lock.status, 75, lock.stderr)
+        XCTAssertTrue(lock.stderr.contains("did not confirm the lock"), lock.stderr)
+        XCTAssertTrue(mute.isRunning, "nothing was signalled")
+        let after = s.tv("get", "api.mute.example", env: ["TOKENVAULT_PASSPHRASE": "", "TOKENVAULT_AGENT": "off"])
+        XCTAssertEqual(after.status, 77, "the key was forgotten all the same: \(after.stdout)")
+    }
+
     /// A copy of tokenvault whose build ID differs stands for the agent of an
     /// older install: a command of this build stops it and starts its own.
     func testAnAgentOfAnotherBuildIsStoppedAndReplaced() throws {
