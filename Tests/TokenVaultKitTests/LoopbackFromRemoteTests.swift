@@ -102,4 +102,46 @@ final class LoopbackFromRemoteTests: XCTestCase {
         XCTAssertNil(try kept("https://localhost:8443/register/c1"))
         XCTAssertNil(try kept("http://auth.example.com/register/c1"), "another scheme is another origin")
     }
+
+    /// The provider a login, refresh, revocation, PAR or userinfo uses is
+    /// held to the same rule as the discovery that found it, whichever
+    /// document or cache each endpoint came from: the OpenID document (asked
+    /// first, cached a day) or providers.toml itself.
+    func testEveryEndpointOfAResourcesProviderIsHeldToTheRule() throws {
+        let remote = "https://mcp.example.com/mcp", issuer = "https://auth.example.com"
+        let config = try Config.parse(
+            """
+            [providers.r]
+            issuer = "\(issuer)"
+            resource = "\(remote)"
+            client_id = "c1"
+            """, path: "providers.toml")
+        let safe = [
+            "authorize_url": issuer + "/authorize", "token_url": issuer + "/token",
+            "revoke_url": issuer + "/revoke", "userinfo_url": issuer + "/userinfo", "par_url": issuer + "/par",
+        ]
+        XCTAssertNoThrow(try OAuth2Provider.resolve("r", config: config, configPath: "c.toml") { _, _ in safe })
+        for key in safe.keys.sorted() {
+            for home in ["http://127.0.0.1:9/x", "https://localhost:8443/x"] {
+                var found = safe
+                found[key] = home
+                XCTAssertThrowsError(
+                    try OAuth2Provider.resolve("r", config: config, configPath: "c.toml") { _, _ in found }, key
+                ) {
+                    XCTAssertEqual(($0 as? TokenVaultError)?.exitCode, 65, $0.errorText)
+                    XCTAssertTrue($0.errorText.contains("names \(key)"), $0.errorText)
+                }
+            }
+        }
+        // Written into the table itself (providers.toml edited, or kept from before): the same.
+        var table = config
+        table.providers["r"]?.token_url = "http://127.0.0.1:9/token"
+        XCTAssertThrowsError(try OAuth2Provider.resolve("r", config: table, configPath: "c.toml") { _, _ in safe })
+        // A resource on loopback may use its own machine.
+        var local = config
+        local.providers["r"]?.resource = "http://127.0.0.1:8/mcp"
+        var home = safe
+        home["token_url"] = "http://127.0.0.1:9/token"
+        XCTAssertNoThrow(try OAuth2Provider.resolve("r", config: local, configPath: "c.toml") { _, _ in home })
+    }
 }

@@ -98,9 +98,19 @@ public struct OAuth2Provider: Sendable {
         guard type == "oauth2" else {
             throw TokenVaultError.config("\(name) is an \(type) provider, not OAuth 2.0")
         }
+        // Every endpoint of a resource's provider, whatever document or cache it
+        // came from (the RFC 8414 one, the OpenID one, providers.toml), is held
+        // to the rule the resource's discovery was: a remote resource never
+        // leads tokenvault to this machine (docs/security.md).
+        let resource = p.resource
         func url(_ key: String, _ value: String?) throws -> String? {
             guard let value else { return nil }
             try checkEndpoint(value, provider: name, key: key, configPath: configPath)
+            if let resource, !isSafeEndpoint(value, reachedFrom: resource) {
+                throw TokenVaultError.badInput(
+                    "the authorization server of \(OutsideText.line(resource, limit: 200)) names \(key) \(Quoted.text(value)), on this machine: a remote resource cannot lead tokenvault to it (nothing was sent there)"
+                )
+            }
             return value
         }
         // The service comes from the table as written, so that naming the
