@@ -205,8 +205,8 @@ final class Context {
         p.registeredClient = registered
         if c.discoveredProviders.contains(name) {
             // Its client from a provider of config.toml: that table is where a refused client is fixed.
-            if !registered, let issuer = c.providers[name]?.issuer,
-                let (own, _) = ResourceClient.configured(issuer: issuer, config: c)
+            if !registered, let issuer = c.providers[name]?.issuer, let resource = c.providers[name]?.resource,
+                let (own, _) = ResourceClient.configured(issuer: issuer, resource: resource, config: c)
             {
                 p.clientTable = own
             } else {

@@ -78,6 +78,7 @@ final class ConformanceAuthTests: ConformanceTestCase {
             issuer = "\(c.origin)"
             client_id = "conformance-client"
             client_secret = "%@"
+            resources = ["\(c.url)"]
             """
         try s.writeConfig(table.replacingOccurrences(of: "%@", with: "conformance-secret"))
         login(s, c)

@@ -22,17 +22,57 @@ final class ConformanceClientCredentialsTests: ConformanceTestCase {
         -> Sandbox
     {
         let s = sandbox()
-        try s.writeConfig(
-            """
-            [providers.machine]
-            issuer = "\(c.origin)"
-            grant = "client_credentials"
-            client_id = "conformance-test-client"
-            \(secret)
-            """)
+        try s.writeConfig(machine(c, secret, resources: [c.url]))
         login(s, c, file: file, line: line)
         assertCallsGoThrough(s, c.url, file: file, line: line)
         return s
+    }
+
+    /// The suite's client for the scenario's issuer, with `resources`.
+    func machine(_ c: Scenario, _ secret: String, resources: [String], scopes: [String]? = nil) -> String {
+        """
+        [providers.machine]
+        issuer = "\(c.origin)"
+        grant = "client_credentials"
+        client_id = "conformance-test-client"
+        \(secret)
+        resources = [\(resources.map { "\"\($0)\"" }.joined(separator: ", "))]
+        \(scopes.map { "scopes = [\($0.map { "\"\($0)\"" }.joined(separator: ", "))]" } ?? "")
+        """
+    }
+
+    /// A resource that names the issuer of the user's own client, but is not
+    /// one of the client's `resources`, never gets that client: no
+    /// client-credentials request, no secret sent, and the error says which
+    /// table to change if the resource is meant for it. The bridge starts no
+    /// login with it either.
+    func testAResourceNotListedNeverGetsTheUsersOwnClient() throws {
+        let c = try start("client-credentials-basic")
+        let s = sandbox()
+        try s.writeConfig(
+            machine(c, #"client_secret = "conformance-test-secret""#, resources: ["https://elsewhere.example/mcp"]))
+        let r = s.tv("login", c.url, limit: 60)
+        XCTAssertNotEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(try count(c, "client-credentials-basic-auth"), 0, "the client was not used: \(r.stderr)")
+        XCTAssertFalse(r.stderr.contains("conformance-test-secret"), r.stderr)
+        if r.stderr.contains("offers no client registration") {
+            XCTAssertTrue(r.stderr.contains("resources = [\"\(c.url)"), r.stderr)
+        }
+        let bridged = s.run(["get", c.url])
+        XCTAssertNotEqual(bridged.status, 0)
+        XCTAssertEqual(try count(c, "client-credentials-basic-auth"), 0)
+    }
+
+    /// Listed, it logs in with the scopes its configuration gives, not the
+    /// ones the resource lists.
+    func testAListedResourceGetsTheConfiguredScopes() throws {
+        let c = try start("client-credentials-basic")
+        let s = sandbox()
+        try s.writeConfig(
+            machine(c, #"client_secret = "conformance-test-secret""#, resources: [c.url + "/"], scopes: ["mine"]))
+        login(s, c)
+        let scope = s.tv("get", c.url, "--field", "scope")
+        XCTAssertEqual(scope.out, "mine", scope.stderr)
     }
 
     func testClientCredentialsBasic() throws {

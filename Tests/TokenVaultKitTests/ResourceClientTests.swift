@@ -60,17 +60,41 @@ final class ResourceClientTests: XCTestCase {
         XCTAssertEqual(
             try ResourceClient.filled(table(clientID: nil), config: Config(), registration: lookup).client_id,
             "confidential")
-        // A provider configured for the issuer wins over any registration.
-        let config = try Config.parse(
-            """
+        // A provider configured for the issuer wins over any registration, for the resources it lists.
+        let corp = """
             [providers.corp]
             issuer = "\(issuer)"
             client_id = "corp-cli"
             client_secret_file = "/etc/secret"
-            """)
+            """
+        let config = try Config.parse(corp + "\nresources = [\"https://mcp.example.com/mcp\"]\n")
         let own = try ResourceClient.filled(table(clientID: nil), config: config, registration: lookup)
         XCTAssertEqual(own.client_id, "corp-cli")
         XCTAssertEqual(own.client_secret_file, "/etc/secret")
+        // Not listed (or listed elsewhere): a resource that names the issuer gets its own registration.
+        for withheld in [corp, corp + "\nresources = [\"https://other.example.com/mcp\"]\n"] {
+            let other = try ResourceClient.filled(
+                table(clientID: nil), config: try Config.parse(withheld), registration: lookup)
+            XCTAssertEqual(other.client_id, "confidential", withheld)
+            XCTAssertNil(other.client_secret_file, withheld)
+        }
+        // A public client of the user's own (no secret, the user signs in) serves any resource of its issuer.
+        let public_ = try Config.parse("[providers.corp]\nissuer = \"\(issuer)\"\nclient_id = \"corp-public\"\n")
+        XCTAssertEqual(
+            try ResourceClient.filled(table(clientID: nil), config: public_, registration: lookup).client_id,
+            "corp-public")
+        // A server with no metadata (the 2025-03-26 fallback endpoints kept in the table): the
+        // secret goes to the token_url the configuration names, and with none named, nowhere.
+        var fallback = table(clientID: nil)
+        (fallback.authorize_url, fallback.token_url) = (issuer + "/authorize", issuer + "/token")
+        XCTAssertThrowsError(try ResourceClient.filled(fallback, config: config, registration: lookup)) {
+            XCTAssertEqual(($0 as? TokenVaultError)?.exitCode, 78, $0.errorText)
+        }
+        let named = try Config.parse(
+            corp + "\nresources = [\"https://mcp.example.com/mcp\"]\ntoken_url = \"\(issuer)/oauth/v2/token\"\n")
+        XCTAssertEqual(
+            try ResourceClient.filled(fallback, config: named, registration: lookup).token_url,
+            issuer + "/oauth/v2/token")
         // The registration is gone: a login is needed, and the hint names the resource.
         XCTAssertThrowsError(
             try ResourceClient.filled(table(clientID: "gone"), config: Config(), registration: { _, _ in nil })

@@ -297,8 +297,10 @@ final class DoctorChecks {
     /// a configured provider's `client_auth` wins).
     func checkResourceClients(_ config: Config) {
         for name in config.discoveredProviders.sorted() {
-            guard let table = config.providers[name], table.resource != nil, let issuer = table.issuer else { continue }
-            let own = ResourceClient.configured(issuer: issuer, config: config)
+            guard let table = config.providers[name], let resource = table.resource, let issuer = table.issuer else {
+                continue
+            }
+            let own = ResourceClient.configured(issuer: issuer, resource: resource, config: config)
             let client = own?.table.client_id ?? table.client_id ?? "the newest registration kept for it"
             let how = ClientAuthChoice.described(own?.table.client_auth ?? table.client_auth)
             add(

@@ -25,6 +25,13 @@ extension TokenVault.Login {
         }
         // Step-up keeps what is held: the union of the scopes of the stored grant and the ones asked for.
         var wanted = server.loginScopes(scopes.isEmpty ? server.scopes : scopes)
+        // A client of the user's own asks for the scopes its configuration gives, not the ones a resource lists.
+        if scopes.isEmpty, let (_, own) = ResourceClient.configured(
+            issuer: server.issuer, resource: server.resource, config: config),
+            own.isConfidential, let configured = own.scopes
+        {
+            wanted = configured
+        }
         if let stored = try context.vault().load(id), stored.issuer == server.issuer, let held = stored.scope {
             let heldScopes = held.split(separator: " ").map(String.init)
             wanted = heldScopes + wanted.filter { !heldScopes.contains($0) }
@@ -71,7 +78,7 @@ extension TokenVault.Login {
         try ResourceDiscovery.discover(
             url, issuer: issuer, transport: transport,
             ownGrant: { issuer in
-                let grant = ResourceClient.configured(issuer: issuer, config: config)?.table.grant
+                let grant = ResourceClient.configured(issuer: issuer, resource: url, config: config)?.table.grant
                 return grant.flatMap(OAuth2Provider.Grant.init(rawValue:))?.fetchesAgain == true
             }
         ) { step in
@@ -88,7 +95,9 @@ extension TokenVault.Login {
         var registered: String?
         var hasSecret = false
         var hasKey = false
-        if let (_, own) = ResourceClient.configured(issuer: server.issuer, config: config), own.client_id == clientID {
+        if let (_, own) = ResourceClient.configured(issuer: server.issuer, resource: server.resource, config: config),
+            own.client_id == clientID
+        {
             configured = own.client_auth
             hasSecret = own.client_secret != nil || own.client_secret_file != nil || own.client_secret_command != nil
             hasKey = own.private_key_file != nil || own.credentials_file != nil
@@ -139,7 +148,8 @@ extension TokenVault.Login {
         _ server: ResourceServer, scopes: [String], context: Context, transport: HTTPTransport
     ) throws -> String {
         let issuer = OutsideText.line(server.issuer)
-        if let (_, own) = ResourceClient.configured(issuer: server.issuer, config: try context.config),
+        if let (_, own) = ResourceClient.configured(
+            issuer: server.issuer, resource: server.resource, config: try context.config),
             let id = own.client_id
         {
             return id
@@ -182,6 +192,15 @@ extension TokenVault.Login {
                     "\(issuer) takes clients by their metadata document only, and no client_metadata_url is set in \(context.settings.configPath)",
                     hint:
                         "host the document tokenvault setup client-metadata https://HOST/PATH/client.json prints at that URL, then set client_metadata_url = \"https://HOST/PATH/client.json\" in \(context.settings.configPath)"
+                )
+            }
+            if let (name, _) = ResourceClient.withheld(
+                issuer: server.issuer, resource: server.resource, config: try context.config)
+            {
+                throw TokenVaultError.config(
+                    "\(issuer) offers no client registration, and your client [providers.\(Config.tableKey(name))] for it does not list \(OutsideText.line(server.resource, limit: 200)) in its resources",
+                    hint:
+                        "if that client is meant for this resource, add it: resources = [\"\(OutsideText.line(server.resource, limit: 200))\"] in [providers.\(Config.tableKey(name))] of \(context.settings.configPath)"
                 )
             }
             throw TokenVaultError.config(

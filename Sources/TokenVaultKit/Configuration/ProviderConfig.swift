@@ -47,6 +47,10 @@ public struct ProviderConfig: Codable, Sendable, Equatable {
     public var subject: String?
     /// RFC 8707: the resource (an MCP server's URL, an API) tokens are asked for and bound to.
     public var resource: String?
+    /// The resources (MCP servers, by URL) a client of the user's own with a
+    /// secret, a key or a grant without a user may log in to; a resource not
+    /// listed never gets it (docs/providers.md, "Login by URL").
+    public var resources: [String]?
     /// The https URL of tokenvault's client metadata document for this
     /// provider's issuer (docs/providers.md, "Login by URL").
     public var client_metadata_url: String?
@@ -142,6 +146,7 @@ public struct ProviderConfig: Codable, Sendable, Equatable {
             take(field)
         }
         take(\.scopes)
+        take(\.resources)
         take(\.git_hosts)
         take(\.refresh_token_lifetime)
         take(\.refresh_token_idle)
@@ -207,4 +212,19 @@ public struct HooksConfig: Codable, Sendable, Equatable {
     public var notify: Bool?
 
     public init() {}
+}
+
+extension ProviderConfig {
+    /// A client that holds a secret or a key, or fetches tokens with no user
+    /// (client credentials, a JWT bearer): what only the resources it lists get.
+    public var isConfidential: Bool {
+        client_secret != nil || client_secret_file != nil || client_secret_command != nil || private_key_file != nil
+            || credentials_file != nil || grant == "client_credentials" || grant == "jwt_bearer"
+    }
+
+    /// `resource` is one of `resources` (a trailing slash aside).
+    public func serves(_ resource: String) -> Bool {
+        func bare(_ url: String) -> String { url.hasSuffix("/") ? String(url.dropLast()) : url }
+        return (resources ?? []).contains { bare($0) == bare(resource) }
+    }
 }

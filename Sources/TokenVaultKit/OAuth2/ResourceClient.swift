@@ -23,13 +23,31 @@ public enum ResourceClient {
         return true
     }
 
-    /// The provider of config.toml that logs in to `issuer` with its own
-    /// client id, if any: it wins over any registration.
-    public static func configured(issuer: String, config: Config) -> (name: String, table: ProviderConfig)? {
-        config.providers.keys.sorted().lazy.filter { !config.discoveredProviders.contains($0) }
-            .filter { config.providers[$0]?.resource == nil }
-            .compactMap { name in config.providers[name].map { (name, $0) } }
-            .first { $0.1.issuer == issuer && !($0.1.client_id ?? "").isEmpty }
+    /// The provider of config.toml that logs in to `resource` at `issuer`
+    /// with its own client id, if any: it wins over any registration. A
+    /// public client (the user signs in, in the browser) serves any resource
+    /// that names its issuer; a client that holds a secret or a key, or
+    /// fetches tokens with no user (client credentials, a JWT bearer), serves
+    /// only the resources its `resources` lists: a resource cannot choose to
+    /// be given the user's own client (docs/security.md).
+    public static func configured(
+        issuer: String, resource: String, config: Config
+    ) -> (name: String, table: ProviderConfig)? {
+        forIssuer(issuer, config: config).first { !$0.table.isConfidential || $0.table.serves(resource) }
+    }
+
+    /// A client of the user's own for `issuer` that `resource` is not listed
+    /// for: what an error about that resource names.
+    public static func withheld(
+        issuer: String, resource: String, config: Config
+    ) -> (name: String, table: ProviderConfig)? {
+        forIssuer(issuer, config: config).first { $0.table.isConfidential && !$0.table.serves(resource) }
+    }
+
+    private static func forIssuer(_ issuer: String, config: Config) -> [(name: String, table: ProviderConfig)] {
+        config.providers.keys.sorted().filter { !config.discoveredProviders.contains($0) }
+            .compactMap { name in config.providers[name].map { (name: name, table: $0) } }
+            .filter { $0.table.resource == nil && $0.table.issuer == issuer && !($0.table.client_id ?? "").isEmpty }
     }
 
     /// The URL of tokenvault's client metadata document for `issuer`: a
@@ -71,7 +89,7 @@ public enum ResourceClient {
         var t = table
         // A client metadata document's URL: a public client, nothing kept beside it.
         if let id = table.client_id, ClientMetadataDocument.isClientID(id) { return t }
-        let own = configured(issuer: issuer, config: config)?.table
+        let own = configured(issuer: issuer, resource: resource, config: config)?.table
         if let own, table.client_id == nil || table.client_id == own.client_id {
             // The whole client: its secret or key, and the grant it uses (a client of its own, client
             // credentials or a JWT bearer, logs in to the resource without a user).
@@ -80,6 +98,20 @@ public enum ResourceClient {
                 \.redirect_uri, \.grant, \.private_key_file, \.credentials_file, \.audience, \.subject,
             ] {
                 t[keyPath: field] = own[keyPath: field]
+            }
+            // Its endpoints where the configuration names them: its secret goes only to an
+            // endpoint the configuration or the server's metadata named, never to the
+            // 2025-03-26 fallback guess at the issuer's origin.
+            for field in [
+                \ProviderConfig.authorize_url, \.token_url, \.revoke_url, \.device_authorization_url, \.par_url,
+                \.userinfo_url,
+            ] where own[keyPath: field] != nil {
+                t[keyPath: field] = own[keyPath: field]
+            }
+            if own.isConfidential, table.token_url != nil, own.token_url == nil {
+                throw TokenVaultError.config(
+                    "\(OutsideText.line(issuer, limit: 200)) publishes no metadata, so nothing names the token endpoint the secret of your client \(OutsideText.line(own.client_id ?? "", limit: 80)) would go to",
+                    hint: "set token_url (and authorize_url) in the provider of \(OutsideText.line(issuer, limit: 200)) in config.toml")
             }
             // The method decided at login (ClientAuthChoice), unless the configured provider names one.
             t.client_auth = own.client_auth ?? table.client_auth
