@@ -56,4 +56,47 @@ final class JSONRPCTests: XCTestCase {
             + #""}"#
         XCTAssertEqual(refusal(huge)?.code, -32600)
     }
+
+    /// What the bridge only passes on is read with pass-through rules: any
+    /// RFC 8259 text whose top level is a JSON-RPC message (an unpaired
+    /// surrogate escape, an integer beyond a double, nesting past 64). Strict
+    /// rules stay for what tokenvault itself interprets (a token answer).
+    func testValidJSONThatIsOnlyPassedOnIsTaken() throws {
+        for line in [
+            #"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"text":"\ud83d"}}"#,
+            #"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"text":"\udc00\ud83dx"}}"#,
+            #"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"n":123456789012345678901234567890}}"#,
+            #"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"n":1e400,"m":-1e999}}"#,
+            #"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":"# + String(repeating: "[", count: 100)
+                + String(repeating: "]", count: 100) + "}",
+        ] {
+            XCTAssertNoThrow(try message(line), line)
+            XCTAssertNotNil(JSONRPC.serverMessage(Array(line.utf8)), "a server's message too: \(line)")
+        }
+        XCTAssertEqual(try message(#"{"jsonrpc":"2.0","id":"s","method":"m","params":["\ud83d"]}"#)["id"], .string("s"))
+        XCTAssertNil(JSONValue.parsed(Array(#"{"access_token":"\ud83d"}"#.utf8)), "strict where tokenvault reads")
+        XCTAssertNil(JSONValue.parsed(Array(#"{"expires_in":1e400}"#.utf8)))
+    }
+
+    /// A line that is not JSON after all is answered with its id where the
+    /// id can still be read at the top level, so the request gets an answer.
+    func testAMalformedLineIsAnsweredWithItsIdWhereItCanBeRead() {
+        let deep =
+            #"{"jsonrpc":"2.0","id":9,"method":"m","params":"# + String(repeating: "[", count: 600)
+            + String(repeating: "]", count: 600) + "}"
+        let cases: [(String, JSONValue)] = [
+            (#"{"jsonrpc":"2.0","id":1,"method":"x",}"#, .integer(1)),
+            (#"{"jsonrpc":"2.0","id":"abc","method":"x","params":{"#, .string("abc")),
+            (#"{"params":{"id":8},"jsonrpc":"2.0","id":-3,"method":"x" x}"#, .integer(-3)),
+            (#"{"jsonrpc":"2.0", "id" : "sp\"q" ,"method":"x",]"#, .string("sp\"q")),
+            (deep, .integer(9)),
+            (#"{"params":{"id":8},"method":"x",}"#, .null),
+            ("{not json", .null),
+        ]
+        for (line, id) in cases {
+            let r = refusal(line)
+            XCTAssertEqual(r?.code, -32700, line)
+            XCTAssertEqual(r?.id, id, line)
+        }
+    }
 }

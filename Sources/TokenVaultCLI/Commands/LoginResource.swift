@@ -26,8 +26,9 @@ extension TokenVault.Login {
         // Step-up keeps what is held: the union of the scopes of the stored grant and the ones asked for.
         var wanted = server.loginScopes(scopes.isEmpty ? server.scopes : scopes)
         // A client of the user's own asks for the scopes its configuration gives, not the ones a resource lists.
-        if scopes.isEmpty, let (_, own) = ResourceClient.configured(
-            issuer: server.issuer, resource: server.resource, config: config),
+        if scopes.isEmpty,
+            let (_, own) = ResourceClient.configured(
+                issuer: server.issuer, resource: server.resource, config: config),
             own.isConfidential, let configured = own.scopes
         {
             wanted = configured

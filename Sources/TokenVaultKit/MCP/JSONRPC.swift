@@ -31,9 +31,13 @@ public enum JSONRPC {
         guard line.count <= maxLineBytes else {
             throw Refusal(code: -32600, message: "the message is larger than \(maxLineBytes >> 20) MiB", id: .null)
         }
-        // Strict JSON (JSONSyntax): what is forwarded as sent must be read the same way by every peer.
-        guard let value = JSONValue.parsed(line) else {
-            throw Refusal(code: -32700, message: "parse error: the line is not JSON", id: .null)
+        // Any RFC 8259 text (JSONSyntax's pass-through rules): the bridge forwards the
+        // line's own bytes and reads only a message's id, method and routing fields.
+        let value: JSONValue
+        do {
+            value = try JSONSyntax.parse(line, rules: .passingOn)
+        } catch {
+            throw Refusal(code: -32700, message: "parse error: the line is not JSON", id: readableID(line))
         }
         switch value {
         case .object(let o):
@@ -70,6 +74,54 @@ public enum JSONRPC {
         guard isResponse || o["method"]?.string != nil else {
             throw Refusal(code: -32600, message: "invalid request: no method", id: id)
         }
+    }
+
+    /// The top-level `"id"` of a line that is not JSON as a whole, where it
+    /// can still be read (a string or a whole number, at the object's first
+    /// level): its answer then reaches the request that is waiting for it.
+    static func readableID(_ line: ArraySlice<UInt8>) -> JSONValue {
+        let bytes = Array(line)
+        var depth = 0
+        var i = 0
+        var lastString: (start: Int, end: Int)?
+        while i < bytes.count {
+            let c = bytes[i]
+            if c == UInt8(ascii: "\"") {
+                let start = i
+                i += 1
+                while i < bytes.count, bytes[i] != UInt8(ascii: "\"") { i += bytes[i] == UInt8(ascii: "\\") ? 2 : 1 }
+                lastString = (start, min(i + 1, bytes.count))
+                i += 1
+                continue
+            }
+            switch c {
+            case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
+            case UInt8(ascii: "}"), UInt8(ascii: "]"): depth -= 1
+            case UInt8(ascii: ":") where depth == 1:
+                if let key = lastString, Array(bytes[key.start..<key.end]) == Array(#""id""#.utf8) {
+                    var j = i + 1
+                    while j < bytes.count, bytes[j] == 0x20 || bytes[j] == 0x09 { j += 1 }
+                    var end = j
+                    if j < bytes.count, bytes[j] == UInt8(ascii: "\"") {
+                        end = j + 1
+                        while end < bytes.count, bytes[end] != UInt8(ascii: "\"") {
+                            end += bytes[end] == UInt8(ascii: "\\") ? 2 : 1
+                        }
+                        end += 1
+                    } else {
+                        while end < bytes.count, bytes[end] == UInt8(ascii: "-") || (0x30...0x39).contains(bytes[end]) {
+                            end += 1
+                        }
+                    }
+                    guard end <= bytes.count, end > j, let id = JSONValue.parsed(bytes[j..<end]) else { return .null }
+                    return validID(id)
+                }
+            default: break
+            }
+            lastString = c == UInt8(ascii: ":") || c == UInt8(ascii: ",") ? nil : lastString
+            i += 1
+        }
+        return .null
     }
 
     private static func validID(_ id: JSONValue) -> JSONValue {

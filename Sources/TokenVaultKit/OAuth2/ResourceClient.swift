@@ -111,7 +111,9 @@ public enum ResourceClient {
             if own.isConfidential, table.token_url != nil, own.token_url == nil {
                 throw TokenVaultError.config(
                     "\(OutsideText.line(issuer, limit: 200)) publishes no metadata, so nothing names the token endpoint the secret of your client \(OutsideText.line(own.client_id ?? "", limit: 80)) would go to",
-                    hint: "set token_url (and authorize_url) in the provider of \(OutsideText.line(issuer, limit: 200)) in config.toml")
+                    hint:
+                        "set token_url (and authorize_url) in the provider of \(OutsideText.line(issuer, limit: 200)) in config.toml"
+                )
             }
             // The method decided at login (ClientAuthChoice), unless the configured provider names one.
             t.client_auth = own.client_auth ?? table.client_auth

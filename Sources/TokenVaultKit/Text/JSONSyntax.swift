@@ -27,7 +27,22 @@ public enum JSONSyntax {
         /// An integer beyond Int64: refused (it would be rounded when written back).
         public var refuseInexactIntegers = false
         public var maxDepth = JSONSyntax.maxDepth
+        /// What RFC 8259 allows but tokenvault would not read back the same
+        /// way, taken as far as it can be: an unpaired surrogate escape (read
+        /// as U+FFFD), a number beyond a double (read as its text). For what
+        /// is only passed on (the MCP bridge's messages), whose bytes are
+        /// forwarded as they came.
+        public var passThrough = false
         public init() {}
+
+        /// The rules for text tokenvault only passes on: any RFC 8259 text,
+        /// nested up to 512 deep (recursion still bounded).
+        public static var passingOn: Rules {
+            var r = Rules()
+            r.passThrough = true
+            r.maxDepth = 512
+            return r
+        }
     }
 
     /// The value of `bytes`; throws `Problem` for anything that is not one JSON value.
@@ -226,18 +241,27 @@ public enum JSONSyntax {
                     case UInt8(ascii: "t"): out.append(0x09)
                     case UInt8(ascii: "u"):
                         var scalar = try hex4()
+                        let unpaired = "a \\u escape of half a character (an unpaired surrogate)"
                         if (0xD800..<0xDC00).contains(scalar) {
-                            guard current == UInt8(ascii: "\\"), at + 1 < bytes.count,
-                                bytes[at + 1] == UInt8(ascii: "u")
-                            else { throw problem("a \\u escape of half a character (an unpaired surrogate)") }
-                            at += 2
-                            let low = try hex4()
-                            guard (0xDC00..<0xE000).contains(low) else {
-                                throw problem("a \\u escape of half a character (an unpaired surrogate)")
+                            if current == UInt8(ascii: "\\"), at + 1 < bytes.count, bytes[at + 1] == UInt8(ascii: "u") {
+                                let mark = at
+                                at += 2
+                                let low = try hex4()
+                                if (0xDC00..<0xE000).contains(low) {
+                                    scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                                } else if rules.passThrough {
+                                    (scalar, at) = (0xFFFD, mark)
+                                } else {
+                                    throw problem(unpaired)
+                                }
+                            } else if rules.passThrough {
+                                scalar = 0xFFFD
+                            } else {
+                                throw problem(unpaired)
                             }
-                            scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
                         } else if (0xDC00..<0xE000).contains(scalar) {
-                            throw problem("a \\u escape of half a character (an unpaired surrogate)")
+                            guard rules.passThrough else { throw problem(unpaired) }
+                            scalar = 0xFFFD
                         }
                         out.append(contentsOf: String(Character(Unicode.Scalar(scalar)!)).utf8)
                     default:
@@ -282,6 +306,7 @@ public enum JSONSyntax {
                 }
             }
             guard let d = Double(text), d.isFinite else {
+                if rules.passThrough { return .string(text) }
                 at = start
                 throw problem("a number too large for a double")
             }
