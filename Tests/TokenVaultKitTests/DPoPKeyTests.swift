@@ -38,6 +38,13 @@ final class DPoPKeyTests: XCTestCase {
         let claims = try XCTUnwrap(JWT.claims(of: proof))
         XCTAssertEqual(claims["htm"]?.string, "POST")
         XCTAssertEqual(claims["htu"]?.string, "https://rs.example/mcp", "no query, no fragment")
+        for (url, htu) in [
+            ("https://user:pw@rs.example/mcp", "https://rs.example/mcp"),
+            ("https://u%40x:p@w@rs.example:8443/a/b?q=1", "https://rs.example:8443/a/b"),
+            ("https://rs.example/a@b", "https://rs.example/a@b"),
+        ] {
+            XCTAssertEqual(DPoPKey.htu(url), htu, "no userinfo in htu: \(url)")
+        }
         XCTAssertEqual(claims["iat"]?.int64, 1_700_000_000)
         XCTAssertEqual(claims["nonce"]?.string, "n-1")
         // ath: base64url(SHA-256("tok")), computed apart.

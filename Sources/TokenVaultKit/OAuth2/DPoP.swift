@@ -126,9 +126,18 @@ public struct DPoPKey: Sendable {
         return try JWT.sign(claims: claims, key: signer, header: ["typ": .string("dpop+jwt"), "jwk": .object(jwk)])
     }
 
-    /// The `htu` of a URL: without its query or fragment (RFC 9449 §4.2).
+    /// The `htu` of a URL: without its query or fragment (RFC 9449 §4.2),
+    /// and without userinfo (`user:pw@`), which is no part of the resource
+    /// the proof is for and must never travel in a signed claim.
     static func htu(_ url: String) -> String {
-        String(url.prefix { $0 != "?" && $0 != "#" })
+        let u = String(url.prefix { $0 != "?" && $0 != "#" })
+        let parts = u.split(separator: "/", maxSplits: 3, omittingEmptySubsequences: false)
+        // "scheme:", "", "authority", "path…": the authority's userinfo goes.
+        guard parts.count >= 3, parts[0].hasSuffix(":"), parts[1].isEmpty,
+            let at = parts[2].lastIndex(of: "@")
+        else { return u }
+        let authority = parts[2][parts[2].index(after: at)...]
+        return ([parts[0], parts[1], authority] + parts.dropFirst(3)).joined(separator: "/")
     }
 }
 
