@@ -24,6 +24,8 @@ server BASE/as-MODE (or BASE/as-ok):
             (as-nested) answers a refresh with a body nested as deep
   pages     tools/list answered after a second with no tool and a next cursor,
             page after page (counted in /stats as "pages")
+  denied    its authorization server (as-denied) refuses every login at once:
+            /authorize redirects with error=access_denied
   routing   GET /last-headers: the headers of the last request; tools/list
             lists "echo", whose argument "region" is mirrored in
             Mcp-Param-Region (both eras answered alike)
@@ -108,7 +110,7 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send(200, dict(last_headers))
         if path.startswith("/.well-known/oauth-protected-resource/"):
             mode = path.split("/")[3]
-            server = base + ("/as-" + mode if mode in ("space", "nested") else "/as-ok")
+            server = base + ("/as-" + mode if mode in ("space", "nested", "denied") else "/as-ok")
             return self.send(200, {"resource": f"{base}/{mode}/mcp", "authorization_servers": [server]})
         if path.startswith("/.well-known/oauth-authorization-server/as-"):
             issuer = base + "/" + path.split("/")[3]
@@ -122,6 +124,10 @@ class Handler(BaseHTTPRequestHandler):
         if path.endswith("/authorize"):
             q = urllib.parse.parse_qs(url.query)
             count("authorizations")
+            if "/as-denied/" in path:
+                target = q["redirect_uri"][0] + "?" + urllib.parse.urlencode(
+                    {"error": "access_denied", "state": q.get("state", [""])[0]})
+                return self.send(302, b"", [("Location", target)])
             code = "code-" + secrets.token_hex(8)
             target = q["redirect_uri"][0] + "?" + urllib.parse.urlencode(
                 {"code": code, "state": q.get("state", [""])[0]})

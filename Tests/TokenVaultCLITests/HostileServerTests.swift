@@ -333,4 +333,24 @@ final class HostileServerTests: XCTestCase {
         XCTAssertTrue(later.contains("tokenvault login \(url("scope403")) --scope"), later)
         XCTAssertEqual(s.tv("get", url("scope403")).status, 0, "the grant is kept")
     }
+
+    /// A server whose logins are refused at once: the bridge starts one
+    /// login by itself (one browser window), none again after the refusal,
+    /// and every request after it gets an error naming `tokenvault login URL`.
+    func testARefusedLoginIsNotStartedAgainForEveryMessage() throws {
+        let s = sandbox()
+        let opened = s.home + "/browser-opened"
+        s.env["BROWSER_LOG"] = opened
+        let before = try stats()["authorizations"] ?? 0
+        let call = { (id: Int) in #"{"jsonrpc":"2.0","id":\#(id),"method":"tools/call","params":{"name":"x"}}"# }
+        let d = try drive(s, url("denied"), (1...6).map { (Double($0 - 1) * 1.5, call($0)) }, until: Array(1...6))
+        for id in 1...6 {
+            XCTAssertNotNil(d.answer(id), "answered: \(id)")
+        }
+        let opens = ((try? String(contentsOfFile: opened, encoding: .utf8)) ?? "").split(separator: "\n").count
+        XCTAssertEqual(opens, 1, "one browser window for six messages")
+        XCTAssertEqual(try stats()["authorizations"] ?? 0, before + 1)
+        let last = try XCTUnwrap(d.answer(6)?.message["error"] as? [String: Any])
+        XCTAssertTrue((last["message"] as? String ?? "").contains("tokenvault login \(url("denied"))"), "\(last)")
+    }
 }

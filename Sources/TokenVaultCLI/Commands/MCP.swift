@@ -119,6 +119,9 @@ final class BridgeHost: MCPBridgeHost, @unchecked Sendable {
         var current: Credential?
         /// The login started in the background, if any.
         var login: pid_t = 0
+        /// When the bridge last started one, and how the last one ended.
+        var loginStarted: Int64?
+        var loginRefused = false
         var resolved: CredentialID?
         /// The DPoP key of `current`, read from its PEM once.
         var key: (pem: String, key: DPoPKey)?
@@ -190,7 +193,9 @@ final class BridgeHost: MCPBridgeHost, @unchecked Sendable {
                     throw TokenVaultError.loginRequired(
                         "\(error.errorText); a login was started in the browser: try again once it is done")
                 }
-                throw TokenVaultError.loginRequired(error.errorText, hint: "run: tokenvault login \(loginWords)")
+                let refused = s.loginRefused ? " (the login the bridge started was refused)" : ""
+                throw TokenVaultError.loginRequired(
+                    error.errorText + refused, hint: "run: tokenvault login \(loginWords)")
             default:
                 throw error
             }
@@ -222,17 +227,29 @@ final class BridgeHost: MCPBridgeHost, @unchecked Sendable {
         return true
     }
 
-    /// `tokenvault login URL` in the background, its output on stderr; one
-    /// at a time. False where no browser can open.
+    /// Seconds after a login the bridge started before it starts another.
+    static let loginPause: Int64 = 600
+
+    /// `tokenvault login URL` in the background, its output on stderr: one
+    /// at a time, at most one per `loginPause`, and none again once one was
+    /// refused (the provider said access_denied: exit 4) — a server that
+    /// fails logins fast never has the bridge open a window per message.
+    /// False where no browser can open, or no login is started now; the
+    /// request's error then names `tokenvault login URL`.
     private func startLogin(_ s: inout Shared) -> Bool {
         guard Browser.unavailable(context.settings) == nil else { return false }
-        if s.login > 0, kill(s.login, 0) == 0 {
+        if s.login > 0 {
             var status: Int32 = 0
-            if waitpid(s.login, &status, WNOHANG) == 0 { return true }
+            let ended = waitpid(s.login, &status, WNOHANG)
+            if ended == 0 { return true }  // under way
+            if ended == s.login, status & 0x7F == 0, (status >> 8) & 0xFF == 4 { s.loginRefused = true }
+            s.login = 0
         }
+        let now = context.clock.now
+        guard !s.loginRefused, s.loginStarted.map({ now - $0 >= Self.loginPause }) ?? true else { return false }
         guard let pid = try? Posix.startInBackground(loginArguments(scopes: []), env: context.settings.environment)
         else { return false }
-        s.login = pid
+        (s.login, s.loginStarted) = (pid, now)
         return true
     }
 
