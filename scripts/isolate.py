@@ -11,7 +11,9 @@ namespace made here maps every uid and gid to itself, so files, sockets,
 SO_PEERCRED, chown and setpriv see the same ids as outside (run as
 another user than root, only that user's own ids are mapped); only the user
 keyring (and what else the kernel keeps per user namespace) is the class's
-own. The map is written by a helper child that is still in the outer
+own. In a mount namespace of its own, /run/user is a fresh tmpfs: a class
+that plays a systemd login (/run/user/UID with its bus) has it to itself,
+whatever else runs as this user. The map is written by a helper child that is still in the outer
 namespace (only a process with CAP_SETUID there may map ids other than its
 own), then the command is exec'd in place, so its exit status and signals
 are this process's. Where no namespace can be made (a kernel or container
@@ -22,6 +24,18 @@ import os
 import sys
 
 CLONE_NEWUSER = 0x10000000
+CLONE_NEWNS = 0x00020000
+MS_REC, MS_PRIVATE = 0x4000, 1 << 18
+
+
+def own_run_user(libc):
+    """/run/user as a tmpfs of this namespace's own; False where it cannot be."""
+    if libc.unshare(CLONE_NEWNS) != 0:
+        return False
+    if libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+        return False
+    os.makedirs("/run/user", mode=0o755, exist_ok=True)
+    return libc.mount(b"tmpfs", b"/run/user", b"tmpfs", 0, b"mode=0755") == 0
 
 
 def main():
@@ -62,6 +76,8 @@ def main():
               file=sys.stderr)
     elif not mapped:
         sys.exit("isolate: could not map the ids of the new user namespace")
+    elif not own_run_user(libc):
+        print(f"isolate: no /run/user of its own ({os.strerror(ctypes.get_errno())})", file=sys.stderr)
     os.execvp(sys.argv[1], sys.argv[1:])
 
 

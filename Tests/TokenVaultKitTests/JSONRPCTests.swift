@@ -57,10 +57,11 @@ final class JSONRPCTests: XCTestCase {
         XCTAssertEqual(refusal(huge)?.code, -32600)
     }
 
-    /// What the bridge only passes on is read with pass-through rules: any
-    /// RFC 8259 text whose top level is a JSON-RPC message (an unpaired
-    /// surrogate escape, an integer beyond a double, nesting past 64). Strict
-    /// rules stay for what tokenvault itself interprets (a token answer).
+    /// What the bridge only passes on from its client is read with
+    /// pass-through rules: any RFC 8259 text whose top level is a JSON-RPC
+    /// message (an unpaired surrogate escape, an integer beyond a double,
+    /// nesting past 64). Strict rules stay for what tokenvault itself
+    /// interprets (a token answer, a server's messages).
     func testValidJSONThatIsOnlyPassedOnIsTaken() throws {
         for line in [
             #"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"text":"\ud83d"}}"#,
@@ -71,7 +72,11 @@ final class JSONRPCTests: XCTestCase {
                 + String(repeating: "]", count: 100) + "}",
         ] {
             XCTAssertNoThrow(try message(line), line)
-            XCTAssertNotNil(JSONRPC.serverMessage(Array(line.utf8)), "a server's message too: \(line)")
+        }
+        for strict in [
+            #"{"jsonrpc":"2.0","id":1,"result":{"text":"\ud83d"}}"#, #"{"jsonrpc":"2.0","id":1,"result":1e400}"#,
+        ] {
+            XCTAssertNil(JSONRPC.serverMessage(Array(strict.utf8)), "a server's message is read strictly: \(strict)")
         }
         XCTAssertEqual(try message(#"{"jsonrpc":"2.0","id":"s","method":"m","params":["\ud83d"]}"#)["id"], .string("s"))
         XCTAssertNil(JSONValue.parsed(Array(#"{"access_token":"\ud83d"}"#.utf8)), "strict where tokenvault reads")

@@ -12,9 +12,8 @@ final class MCPBridgeEraTests: XCTestCase {
     final class Host: MCPBridgeHost, @unchecked Sendable {
         let said = Locked<[String]>([])
         var key: DPoPKey?
-        func dpopKey() throws -> DPoPKey? { key }
-        func token() throws -> String { "tok" }
-        func renewed(after rejected: String) throws -> String { "tok" }
+        func token() throws -> BridgeToken { BridgeToken("tok", key: key) }
+        func renewed(after rejected: BridgeToken) throws -> BridgeToken { BridgeToken("tok", key: key) }
         func stepUp(_ scopes: [String]) throws -> Bool { false }
         func say(_ line: String) { said.withLock { $0.append(line) } }
     }
@@ -34,7 +33,7 @@ final class MCPBridgeEraTests: XCTestCase {
     /// (or 10 s pass): what arrives on a stream of its own (the server's GET
     /// stream) is then waited for, not raced by the end of input.
     func run(
-        _ lines: [String], server: ScriptedStreams, host: Host = Host(),
+        _ lines: [String], server: ScriptedStreams, host: any MCPBridgeHost = Host(),
         until: (@Sendable ([String]) -> Bool)? = nil
     ) throws -> [String] {
         let written = Locked<[String]>([])
@@ -324,5 +323,45 @@ final class MCPBridgeEraTests: XCTestCase {
             jtis.insert(claims["jti"]?.string ?? "")
         }
         XCTAssertEqual(jtis.count, 3, "a fresh proof each time")
+    }
+
+    /// The token and its key travel together: whatever happens to the
+    /// credential the host holds meanwhile (another thread's renewal failed
+    /// and dropped it), a bound token goes with its own key and proof, on
+    /// the message, the tool listing, the server's own stream and the end
+    /// of the session alike; never as Bearer.
+    func testABoundTokenKeepsItsKeyWhateverTheHostHoldsMeanwhile() throws {
+        final class Dropping: MCPBridgeHost, @unchecked Sendable {
+            /// What the host holds now: each token is handed out bound, and
+            /// the next moment the host holds no credential (another thread's
+            /// renewal failed). Nothing the bridge sends may depend on it.
+            let held = Locked<DPoPKey?>(nil)
+            func token() throws -> BridgeToken {
+                let key = try DPoPKey(pem: SecureBytes(Array(DPoPKeyTests.pem.utf8)))
+                held.withLock { $0 = nil }
+                return BridgeToken("tok", key: key)
+            }
+            func renewed(after rejected: BridgeToken) throws -> BridgeToken { rejected }
+            func stepUp(_ scopes: [String]) throws -> Bool { false }
+            func say(_ line: String) {}
+        }
+        let server = ScriptedStreams { r in
+            if r.method == "GET" { return HTTPResponse(status: 405, body: Data()) }
+            if r.method == "DELETE" { return HTTPResponse(status: 200, body: Data()) }
+            if String(decoding: r.body, as: UTF8.self).contains("\"initialize\"") {
+                return ScriptedStreams.result(
+                    #"{"protocolVersion":"2025-11-25","capabilities":{}}"#, to: r, headers: [("mcp-session-id", "s-3")])
+            }
+            return ScriptedStreams.result(#"{"content":[]}"#, to: r)
+        }
+        let out = try run(
+            [Self.initialize, Self.call, Self.modern(43, "tools/call", #""name":"echo","arguments":{}"#)],
+            server: server, host: Dropping())
+        XCTAssertTrue(out.contains { $0.contains(#""id":43"#) }, "\(out)")
+        XCTAssertGreaterThanOrEqual(server.requests.count, 4, "\(server.requests.map(\.method))")
+        for r in server.requests {
+            XCTAssertEqual(header(r, "Authorization"), "DPoP tok", "\(r.method): never Bearer")
+            XCTAssertNotNil(header(r, "DPoP"), "\(r.method): with its proof")
+        }
     }
 }

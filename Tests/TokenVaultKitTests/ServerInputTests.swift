@@ -31,8 +31,8 @@ final class ServerInputTests: XCTestCase {
     }
 
     final class NoHost: MCPBridgeHost, @unchecked Sendable {
-        func token() throws -> String { "t" }
-        func renewed(after rejected: String) throws -> String { "t" }
+        func token() throws -> BridgeToken { BridgeToken("t") }
+        func renewed(after rejected: BridgeToken) throws -> BridgeToken { BridgeToken("t") }
         func stepUp(_ scopes: [String]) throws -> Bool { false }
         func say(_ line: String) {}
     }

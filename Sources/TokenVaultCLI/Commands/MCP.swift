@@ -151,40 +151,51 @@ final class BridgeHost: MCPBridgeHost, @unchecked Sendable {
         return id
     }
 
-    func token() throws -> String {
+    func token() throws -> BridgeToken {
         try state.withLock { s in
             if let c = s.current, let minValid = try? context.minValid(nil),
                 c.expiresAt.map({ $0 - context.clock.now > minValid }) ?? true
             {
-                return c.accessToken
+                return try sent(c, &s)
             }
             return try usable(force: false, &s)
         }
     }
 
-    func renewed(after rejected: String) throws -> String {
+    func renewed(after rejected: BridgeToken) throws -> BridgeToken {
         try state.withLock { s in
             // Another process may have renewed it already: the stored token is then the one to use.
             let fresh = context.fresh()
             defer { fresh.flushWarnings() }
-            if let stored = try fresh.load(try credentialID(&s)), stored.accessToken != rejected,
+            if let stored = try fresh.load(try credentialID(&s)), stored.accessToken != rejected.value,
                 !stored.isExpired(at: fresh.clock.now)
             {
                 s.current = stored
-                return stored.accessToken
+                return try sent(stored, &s)
             }
             return try usable(force: true, &s)
         }
     }
 
-    private func usable(force: Bool, _ s: inout Shared) throws -> String {
+    /// `c` as the bridge sends it: its token with the key it is bound to,
+    /// both taken under the same lock; a bound token whose key cannot be
+    /// read is an error, never sent (as Bearer or at all).
+    private func sent(_ c: Credential, _ s: inout Shared) throws -> BridgeToken {
+        guard let pem = c.dpopKey else { return BridgeToken(c.accessToken) }
+        if let kept = s.key, kept.pem == pem { return BridgeToken(c.accessToken, key: kept.key) }
+        let key = try DPoPKey(pem: SecureBytes(Array(pem.utf8)))
+        s.key = (pem, key)
+        return BridgeToken(c.accessToken, key: key)
+    }
+
+    private func usable(force: Bool, _ s: inout Shared) throws -> BridgeToken {
         let fresh = context.fresh()
         fresh.interactive = false  // the bridge never prompts: a failure is the request's JSON-RPC error
         defer { fresh.flushWarnings() }
         do {
             let c = try fresh.usable(try credentialID(&s), minValid: nil, force: force)
             s.current = c
-            return c.accessToken
+            return try sent(c, &s)
         } catch let error as TokenVaultError {
             s.current = nil
             switch error {
@@ -260,14 +271,4 @@ final class BridgeHost: MCPBridgeHost, @unchecked Sendable {
     }
 
     func say(_ line: String) { sayLine(line) }
-
-    func dpopKey() throws -> DPoPKey? {
-        try state.withLock { s in
-            guard let pem = s.current?.dpopKey else { return nil }
-            if let kept = s.key, kept.pem == pem { return kept.key }
-            let key = try DPoPKey(pem: SecureBytes(Array(pem.utf8)))
-            s.key = (pem, key)
-            return key
-        }
-    }
 }

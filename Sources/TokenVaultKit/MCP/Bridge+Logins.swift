@@ -16,11 +16,12 @@ extension MCPBridge {
     /// once, then logs in once; a 403 for scopes logs in for them once per
     /// bridge), or nil when the message's error was written.
     func retry(
-        after response: HTTPResponse, token: String, attempt: inout Attempt, request: JSONValue?, errorBody: [UInt8],
+        after response: HTTPResponse, token: BridgeToken, attempt: inout Attempt, request: JSONValue?,
+        errorBody: [UInt8],
         exchange: any MCPExchange
-    ) -> String? {
+    ) -> BridgeToken? {
         // A resource that wants its nonce in the proof (RFC 9449 §9): the same token, once more.
-        if DPoPNonces.asksForNonce(response), !attempt.nonced, (try? host.dpopKey()) != nil,
+        if DPoPNonces.asksForNonce(response), !attempt.nonced, token.key != nil,
             DPoPNonces.kept(from: response, origin: origin) != nil
         {
             attempt.nonced = true
@@ -58,7 +59,7 @@ extension MCPBridge {
     /// the resource may name another authorization server now. A login where
     /// one can run, at most one per bridge, and the token to send again; else
     /// the error (nil).
-    func logInAgain(_ request: JSONValue?) -> String? {
+    func logInAgain(_ request: JSONValue?) -> BridgeToken? {
         let refused =
             "\(shown) refuses the renewed token (HTTP 401); log in again: tokenvault login \(ShellWord.word(url))"
         guard state.once(\.loggedInAgain) else {
@@ -70,7 +71,9 @@ extension MCPBridge {
 
     /// A login through the host, then the token to send again; nil when none
     /// could run (`otherwise` is the message's error) or it failed (its error).
-    private func login(_ scopes: [String], request: JSONValue?, code: ErrorCode, otherwise: String) -> String? {
+    private func login(
+        _ scopes: [String], request: JSONValue?, code: ErrorCode, otherwise: String
+    ) -> BridgeToken? {
         do {
             guard try host.stepUp(scopes) else {
                 fail(request, otherwise, code: code)
@@ -99,7 +102,7 @@ extension MCPBridge {
 
     /// A 403: with `insufficient_scope`, a login for more scopes where one
     /// can run, and the token to send again; else the error (nil).
-    func stepUp(_ response: HTTPResponse, request: JSONValue?) -> String? {
+    func stepUp(_ response: HTTPResponse, request: JSONValue?) -> BridgeToken? {
         let challenge = response.header("WWW-Authenticate").flatMap(AuthChallenge.tokenChallenge)
         guard challenge?.parameters["error"] == "insufficient_scope" else {
             fail(request, "\(shown) refused the request (HTTP 403)", code: .authorization)

@@ -16,17 +16,15 @@ extension MCPBridge {
     /// `DPoP TOKEN` and a fresh proof of this request, with the server's
     /// latest nonce (docs/adapters.md, "MCP servers"). A bound token is never
     /// sent as Bearer.
-    func authorization(token: String, method: String) -> [String] {
-        let bound: DPoPKey?
-        do { bound = try host.dpopKey() } catch { return ["Authorization: DPoP \(token)"] }  // refused, never Bearer
-        guard let key = bound else { return ["Authorization: Bearer \(token)"] }
+    func authorization(token: BridgeToken, method: String) -> [String] {
+        guard let key = token.key else { return ["Authorization: Bearer \(token.value)"] }
         let proof = try? key.proof(
-            method: method, url: url, accessToken: token, nonce: DPoPNonces.latest(origin))
-        return ["Authorization: DPoP \(token)"] + (proof.map { ["DPoP: \($0)"] } ?? [])
+            method: method, url: url, accessToken: token.value, nonce: DPoPNonces.latest(origin))
+        return ["Authorization: DPoP \(token.value)"] + (proof.map { ["DPoP: \($0)"] } ?? [])
     }
 
     /// A POST of one message, with the headers its era adds (`MCPExchange`).
-    func post(_ body: [UInt8], token: String, eraHeaders: [String]) -> HTTPRequest {
+    func post(_ body: [UInt8], token: BridgeToken, eraHeaders: [String]) -> HTTPRequest {
         HTTPRequest(
             url: url,
             headers: authorization(token: token, method: "POST") + eraHeaders + [
@@ -35,7 +33,7 @@ extension MCPBridge {
     }
 
     /// A GET (or DELETE) of the handshake era's session.
-    func get(token: String, method: String = "GET") -> HTTPRequest {
+    func get(token: BridgeToken, method: String = "GET") -> HTTPRequest {
         HTTPRequest(
             method: method, url: url,
             headers: authorization(token: token, method: method) + sessionHeaders() + ["Accept: text/event-stream"])

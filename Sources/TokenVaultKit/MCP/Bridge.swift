@@ -4,11 +4,27 @@ import Glibc
 
 /// What the bridge asks of the command that runs it: the vault's token,
 /// its renewal, a login, and a line on stderr.
+/// One token as the bridge sends it, taken whole from one credential
+/// (docs/adapters.md, "MCP servers"): a DPoP-bound token travels with its key
+/// through every request path (a message, a tool listing, a resumed or
+/// listening stream, the end of the session), so it is never sent with the
+/// scheme of another credential; one whose key cannot be read is not sent.
+public struct BridgeToken: Sendable {
+    public var value: String
+    /// The key it is bound to (DPoP); nil for a bearer token.
+    public var key: DPoPKey?
+
+    public init(_ value: String, key: DPoPKey? = nil) {
+        self.value = value
+        self.key = key
+    }
+}
+
 public protocol MCPBridgeHost: AnyObject, Sendable {
-    /// The access token to send now, renewed first when it is about to expire.
-    func token() throws -> String
+    /// The token to send now, renewed first when it is about to expire.
+    func token() throws -> BridgeToken
     /// After the server refused `rejected` (401): a renewed token.
-    func renewed(after rejected: String) throws -> String
+    func renewed(after rejected: BridgeToken) throws -> BridgeToken
     /// The server asked for `scopes` (403 insufficient_scope), or refused a
     /// renewed token (401; no scopes: the login asks for what it held): true
     /// once a login finished; false when nobody can answer a login here, or
@@ -16,13 +32,6 @@ public protocol MCPBridgeHost: AnyObject, Sendable {
     func stepUp(_ scopes: [String]) throws -> Bool
     /// One line on stderr.
     func say(_ line: String)
-    /// The key the token in hand is bound to (DPoP), or nil for a bearer
-    /// token; an error when it is bound to a key that cannot be read.
-    func dpopKey() throws -> DPoPKey?
-}
-
-extension MCPBridgeHost {
-    public func dpopKey() throws -> DPoPKey? { nil }
 }
 
 /// `tokenvault mcp URL` (docs/adapters.md, "MCP servers"): a stdio MCP
@@ -211,7 +220,7 @@ public final class MCPBridge: @unchecked Sendable {
                 listings.withLock { _ = $0.removeValue(forKey: request) }  // a listing left unanswered
             }
         }
-        var token: String
+        var token: BridgeToken
         do { token = try host.token() } catch { return fail(request, error, code: .authorization) }
         guard let eraHeaders = exchange.headers(for: message, request: request, token: token, cancel: cancel, on: self)
         else { return }
@@ -258,7 +267,7 @@ public final class MCPBridge: @unchecked Sendable {
     /// `holding`, with the events it held back); an answer cut short is picked up again
     /// where its events had ids, else its error.
     private func finish(
-        _ x: inout Transfer, _ response: HTTPResponse, request: JSONValue?, holding: Bool, token: String
+        _ x: inout Transfer, _ response: HTTPResponse, request: JSONValue?, holding: Bool, token: BridgeToken
     ) {
         if holding, !x.answered {
             if !x.jsonBody.isEmpty { x.held.append(String(decoding: x.jsonBody, as: UTF8.self)) }

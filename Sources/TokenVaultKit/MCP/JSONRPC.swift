@@ -27,15 +27,18 @@ public enum JSONRPC {
 
     /// One line from the client as a message: a request, a notification or a
     /// response (an object with `"jsonrpc": "2.0"`), or a batch of them.
-    public static func message(_ line: ArraySlice<UInt8>) throws(Refusal) -> JSONValue {
+    /// A client's line is read with pass-through rules (JSONSyntax): the
+    /// bridge forwards its own bytes and reads only its id, method and routing
+    /// fields. A server's message is read strictly (`serverMessage`).
+    public static func message(
+        _ line: ArraySlice<UInt8>, rules: JSONSyntax.Rules = .passingOn
+    ) throws(Refusal) -> JSONValue {
         guard line.count <= maxLineBytes else {
             throw Refusal(code: -32600, message: "the message is larger than \(maxLineBytes >> 20) MiB", id: .null)
         }
-        // Any RFC 8259 text (JSONSyntax's pass-through rules): the bridge forwards the
-        // line's own bytes and reads only a message's id, method and routing fields.
         let value: JSONValue
         do {
-            value = try JSONSyntax.parse(line, rules: .passingOn)
+            value = try JSONSyntax.parse(line, rules: rules)
         } catch {
             throw Refusal(code: -32700, message: "parse error: the line is not JSON", id: readableID(line))
         }
@@ -55,10 +58,11 @@ public enum JSONRPC {
         return value
     }
 
-    /// A message from the server, checked as strictly as a line from the
-    /// client; nil when it is none (docs/adapters.md, "MCP servers").
+    /// A message from the server, read strictly (what the bridge interprets
+    /// of it, a tool listing, and round four's limits on what a hostile server
+    /// sends); nil when it is none (docs/adapters.md, "MCP servers").
     public static func serverMessage(_ bytes: [UInt8]) -> JSONValue? {
-        try? message(bytes[...])
+        try? message(bytes[...], rules: JSONSyntax.Rules())
     }
 
     private static func check(_ o: [String: JSONValue]) throws(Refusal) {

@@ -32,7 +32,7 @@ struct PerRequestExchange: MCPExchange {
     /// The message's routing headers (a call of a tool no listing showed
     /// lists the tools first).
     func headers(
-        for message: JSONValue, request: JSONValue?, token: String, cancel: Cancellation?, on bridge: MCPBridge
+        for message: JSONValue, request: JSONValue?, token: BridgeToken, cancel: Cancellation?, on bridge: MCPBridge
     ) -> [String]? {
         if message["method"]?.string == "tools/call", let name = message["params"]?["name"]?.string {
             bridge.listToolsOnce(unless: name, like: message, version: version, token: token, cancel: cancel)
@@ -87,7 +87,7 @@ extension MCPBridge {
     /// listing stops with the call: a cancelled call sends no more pages,
     /// and the page under way is closed.
     func listToolsOnce(
-        unless name: String, like message: JSONValue, version: String, token: String, cancel: Cancellation?
+        unless name: String, like message: JSONValue, version: String, token: BridgeToken, cancel: Cancellation?
     ) {
         let first = state.once(\.listedTools)
         guard first, toolMaps.withLock({ $0[name] }) == nil else { return }
@@ -101,6 +101,7 @@ extension MCPBridge {
             ])
             guard let headers = MCPRouting.headers(for: listing, version: version, tools: { _ in nil }),
                 let response = try? whole(
+                    bound: token.key != nil,
                     { self.post(Array(listing.text.utf8), token: token, eraHeaders: headers) }, cancel: cancel),
                 (200..<300).contains(response.status), let result = Self.answer(in: response)?["result"]
             else { return }
@@ -113,7 +114,7 @@ extension MCPBridge {
     /// One exchange read whole (at most `JSONRPC.maxLineBytes`), closed as
     /// soon as `cancel` is set; made again once (a fresh proof) when a
     /// resource asks for its DPoP nonce.
-    private func whole(_ request: () -> HTTPRequest, cancel: Cancellation?) throws -> HTTPResponse {
+    private func whole(bound: Bool, _ request: () -> HTTPRequest, cancel: Cancellation?) throws -> HTTPResponse {
         var nonced = false
         while true {
             var body: [UInt8] = []
@@ -124,7 +125,7 @@ extension MCPBridge {
                     body += bytes
                     return body.count <= JSONRPC.maxLineBytes
                 })
-            if !nonced, DPoPNonces.asksForNonce(response), (try? host.dpopKey()) != nil {
+            if !nonced, DPoPNonces.asksForNonce(response), bound {
                 nonced = true
                 continue
             }
