@@ -132,6 +132,11 @@ int tv_http_request(const char *method, const char *url, const char *const *head
     if (o->key_blob) c->curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &key);
     else if (o->key_file) c->curl_easy_setopt(h, CURLOPT_SSLKEY, o->key_file);
     c->curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+    int proxied = 0;
+    if (o->use_proxy) {
+        proxied = o->proxy && o->proxy[0];
+        c->curl_easy_setopt(h, CURLOPT_PROXY, proxied ? o->proxy : "");
+    }
     if (o->user_agent) c->curl_easy_setopt(h, CURLOPT_USERAGENT, o->user_agent);
     c->curl_easy_setopt(h, CURLOPT_HTTPHEADER, list);
     c->curl_easy_setopt(h, CURLOPT_ERRORBUFFER, out->error);
@@ -153,6 +158,14 @@ int tv_http_request(const char *method, const char *url, const char *const *head
         c->curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
     }
     CURLcode rc = c->curl_easy_perform(h);
+    if (proxied) {
+        c->curl_easy_getinfo(h, CURLINFO_HTTP_CONNECTCODE, &out->connect_code);
+        /* A plain-http request the proxy answered 407 and then cut (before it read the body). */
+        long answered = 0;
+        if (rc != CURLE_OK && out->connect_code == 0 && c->curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &answered) == CURLE_OK &&
+            answered == 407)
+            out->connect_code = 407;
+    }
     if (rc == CURLE_OK) {
         char *ct = NULL;
         c->curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &out->status);
@@ -165,6 +178,8 @@ int tv_http_request(const char *method, const char *url, const char *const *head
     if (rc == CURLE_OK) return TV_HTTP_OK;
     if (out->stopped) return TV_HTTP_STOPPED;
     if (out->too_large) return TV_HTTP_TOO_LARGE;
+    if (proxied && (rc == CURLE_COULDNT_RESOLVE_PROXY || rc == CURLE_COULDNT_CONNECT)) return TV_HTTP_PROXY_UNREACHABLE;
+    if (proxied && out->connect_code >= 300) return TV_HTTP_PROXY_REFUSED;
     if (rc == CURLE_OPERATION_TIMEDOUT) return TV_HTTP_TIMEOUT;
     if (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE || rc == CURLE_SSL_CERTPROBLEM ||
         rc == CURLE_SSL_ISSUER_ERROR)

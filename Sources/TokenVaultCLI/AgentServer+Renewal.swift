@@ -74,8 +74,9 @@ extension AgentServer {
                     }
                 }
                 guard start else { continue }
-                var settings = own
-                settings.child = k.child  // the secret commands of the client that asked last
+                // The secret commands and the proxies of the client that asked last.
+                var settings = own.withProxies(of: k.child.environment ?? [:])
+                settings.child = k.child
                 renewals.run { [settings] in self.renew(c, policy: policy, settings: settings) }
             }
             return Double(max(next - now, 1))

@@ -374,8 +374,9 @@ final class AgentServer: @unchecked Sendable {
             if case .object(let environment)? = request["environment"], let directory = request["directory"]?.string,
                 directory.hasPrefix("/")
             {
-                settings.child = ChildContext(
-                    environment: environment.compactMapValues(\.string), directory: directory)
+                let client = environment.compactMapValues(\.string)
+                settings = settings.withProxies(of: client)
+                settings.child = ChildContext(environment: client, directory: directory)
             }
             let context = Context(settings: settings, agent: self.request)
             defer { context.flushWarnings() }

@@ -219,7 +219,8 @@ final class Context {
     func discovery() throws -> Discovery {
         Discovery(
             cacheDirectory: Discovery.defaultDirectory(settings),
-            transport: CurlTransport(timeout: try httpTimeout), now: clock.now, warn: { Output.warning($0) })
+            transport: CurlTransport(timeout: try httpTimeout, proxies: proxies), now: clock.now,
+            warn: { Output.warning($0) })
     }
 
     /// A provider's grant from its table alone (the hot path of `get`).
@@ -239,13 +240,17 @@ final class Context {
         try OAuth1Provider.resolve(name, config: try config, configPath: settings.configPath)
     }
 
+    /// The proxies this run's requests go through (its settings': for the
+    /// agent, its client's).
+    var proxies: ProxySettings { ProxySettings(settings: settings) }
+
     var httpTimeout: Int {
         get throws { try config.httpTimeout }
     }
 
     func refresher() throws -> Refresher {
         var r = Refresher(
-            vault: try vault(), transport: CurlTransport(timeout: try httpTimeout), clock: clock,
+            vault: try vault(), transport: CurlTransport(timeout: try httpTimeout, proxies: proxies), clock: clock,
             provider: { try self.oauth2Provider($0) }, warn: { Output.warning($0) })
         r.grant = { self.grant(of: $0) }
         r.events = { event, id, reason in self.events.emit(event, id, reason: reason) }

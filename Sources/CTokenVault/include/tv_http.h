@@ -16,6 +16,7 @@ typedef struct {
     char *headers;           /* malloc'd: the final response's header lines, "Name: value\r\n" each; or NULL */
     size_t headers_len;
     int stopped;             /* the sink asked to stop */
+    long connect_code;       /* a proxy's answer to CONNECT, when there was one */
 } tv_http_response;
 
 enum {
@@ -28,6 +29,8 @@ enum {
     TV_HTTP_TLS = 6,           /* the peer's certificate, or ours, was refused */
     TV_HTTP_STOPPED = 7,       /* the sink asked to stop the transfer */
     TV_HTTP_REFUSED = 8,       /* the host resolved, but no connection could be made (refused, no route) */
+    TV_HTTP_PROXY_UNREACHABLE = 9, /* the proxy's name did not resolve, or it took no connection */
+    TV_HTTP_PROXY_REFUSED = 10,    /* the proxy answered CONNECT with an error (connect_code) */
 };
 
 /* Takes the body as it arrives, with the response's status, content type
@@ -54,6 +57,10 @@ typedef struct {
     void *sink_context;
     long idle_timeout_s;      /* with timeout_ms 0: give up after this many seconds without a byte */
     const volatile int *cancel; /* when set and nonzero, the transfer stops within about a second */
+    /* With use_proxy: `proxy` is the proxy for this request ("" or NULL: none),
+       and libcurl's proxy variables of this process are not read. */
+    int use_proxy;
+    const char *proxy;
 } tv_http_options;
 
 /* One request. `headers` is a NULL-terminated list of "Name: value" lines.

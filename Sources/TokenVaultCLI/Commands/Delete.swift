@@ -32,7 +32,7 @@ extension DeletesCredential {
             !all.contains(where: { $0.credential.issuer == issuer }),
             let kept = try? vault.registrations(for: issuer)
         else { return }
-        let transport = CurlTransport(timeout: (try? context.httpTimeout) ?? 30)
+        let transport = CurlTransport(timeout: (try? context.httpTimeout) ?? 30, proxies: context.proxies)
         for r in kept where r.registrationClientURI != nil {
             guard r.deleteAtServer(transport: transport),
                 let regID = try? ClientRegistration.id(issuer: issuer, clientID: r.clientID),

@@ -8,18 +8,31 @@ import TokenVaultKit
 /// the client id, and each configured client metadata document.
 extension DoctorChecks {
     func checkProviders(_ config: Config) {
-        let transport = CurlTransport(timeout: config.httpTimeout)
+        let proxies = ProxySettings(settings: settings)
+        let transport = CurlTransport(timeout: config.httpTimeout, proxies: proxies)
         for (name, table) in config.providers.sorted(by: { $0.key < $1.key }) {
             guard let url = table.issuer.map({ Discovery.urls($0)[0] }) ?? table.token_url ?? table.access_token_url
             else { continue }
+            // Which way it is reached: directly, or through which proxy (never its credentials).
+            let proxy = try? proxies.proxy(for: url)
+            let via = proxy.map { " through the proxy \($0.shown) (\($0.variable))" } ?? ""
             let started = DispatchTime.now()
             do {
                 let r = try transport.send(HTTPRequest(method: "GET", url: url, headers: []))
                 let ms = (DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1_000_000
+                // Through a proxy, a 401 with a Basic challenge may be the proxy's own refusal
+                // (a wrong password): this check cannot tell, and says so.
+                if let proxy, r.status == 401, r.header("WWW-Authenticate")?.lowercased().hasPrefix("basic") == true {
+                    add(
+                        "provider \(name)", .failed,
+                        "\(url) answered HTTP 401 with a Basic challenge\(via): that may be the proxy refusing its credentials, not \(name)",
+                        fix: "check the user name and password in \(proxy.variable)")
+                    continue
+                }
                 guard let at = r.dateSeconds else {
                     add(
                         "provider \(name)", .ok,
-                        "\(url) answered HTTP \(r.status) in \(ms) ms (no Date header to compare clocks)")
+                        "\(url) answered HTTP \(r.status) in \(ms) ms\(via) (no Date header to compare clocks)")
                     continue
                 }
                 let skew = at - SystemClock().now
@@ -30,7 +43,7 @@ extension DoctorChecks {
                 } else {
                     add(
                         "provider \(name)", .ok,
-                        "\(url) answered HTTP \(r.status) in \(ms) ms; clocks agree within \(abs(skew)) s")
+                        "\(url) answered HTTP \(r.status) in \(ms) ms\(via); clocks agree within \(abs(skew)) s")
                 }
             } catch {
                 add(
@@ -91,7 +104,7 @@ extension DoctorChecks {
     /// Each configured client metadata document fetched, and compared with
     /// the one tokenvault's logins need (docs/providers.md, "Client ID Metadata Documents").
     func checkClientMetadata(_ config: Config) {
-        let transport = CurlTransport(timeout: config.httpTimeout)
+        let transport = CurlTransport(timeout: config.httpTimeout, proxies: ProxySettings(settings: settings))
         for (setting, url) in ResourceClient.metadataURLs(config) {
             let fix = "host what tokenvault setup client-metadata \(ShellWord.word(url)) prints at that URL"
             do {

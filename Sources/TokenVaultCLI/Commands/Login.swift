@@ -205,7 +205,7 @@ extension TokenVault {
             }
             defer { held?.release() }
             var login = OAuth2Login(
-                provider: p, transport: CurlTransport(timeout: try context.httpTimeout),
+                provider: p, transport: CurlTransport(timeout: try context.httpTimeout, proxies: context.proxies),
                 clock: context.clock,
                 notify: { line in
                     // That userinfo wants a scope not asked for is said once per provider, not at every login.

@@ -14,7 +14,7 @@ extension TokenVault.Login {
         }
         let p = try context.oauth1Provider(name)
         let login = OAuth1Login(
-            provider: p, transport: CurlTransport(timeout: try context.httpTimeout),
+            provider: p, transport: CurlTransport(timeout: try context.httpTimeout, proxies: context.proxies),
             clock: context.clock, notify: { Output.notice($0) })
         let id = CredentialID(service: p.service, account: account)
         var pin = mode == .noBrowser

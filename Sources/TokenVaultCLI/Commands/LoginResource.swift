@@ -9,7 +9,7 @@ extension TokenVault.Login {
     /// is kept in providers.toml once the login worked; its client, in the
     /// backend or the config, is found again at each use.
     func loginResource(_ url: String, account: String, context: Context) throws {
-        let transport = CurlTransport(timeout: try context.httpTimeout)
+        let transport = CurlTransport(timeout: try context.httpTimeout, proxies: context.proxies)
         let config = try context.config
         try ResourceClient.checkMetadataURLs(config)
         let server = try discover(url, config: config, transport: transport)

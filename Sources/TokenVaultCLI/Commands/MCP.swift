@@ -64,7 +64,8 @@ extension TokenVault {
             let host = BridgeHost(context: context, account: account.name, url: url)
             let timeout = (try? context.httpTimeout) ?? Config().httpTimeout
             let bridge = try MCPBridge(
-                url: url, transport: CurlTransport(timeout: timeout), host: host, writeLine: Output.lineWriter())
+                url: url, transport: CurlTransport(timeout: timeout, proxies: context.proxies), host: host,
+                writeLine: Output.lineWriter())
             bridge.run()
         }
     }

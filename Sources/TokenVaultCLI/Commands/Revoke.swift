@@ -29,7 +29,9 @@ extension TokenVault {
                     hint: "delete the local copy with: tokenvault delete \(ShellWord.word(id.service.description))")
             }
             let provider = try context.oauth2Provider(name)
-            try Revocation.revoke(c, provider: provider, transport: CurlTransport(timeout: try context.httpTimeout))
+            try Revocation.revoke(
+                c, provider: provider,
+                transport: CurlTransport(timeout: try context.httpTimeout, proxies: context.proxies))
             // Deleted only if it is still the record that was revoked (not a new login made meanwhile).
             try context.vault().delete(id, if: .computed(from: c))
             context.result(

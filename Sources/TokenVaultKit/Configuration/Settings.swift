@@ -44,6 +44,14 @@ public enum EnvironmentVariable: String, CaseIterable, Sendable {
     case term = "TERM"
     case columns = "COLUMNS"
     case kubernetesExecInfo = "KUBERNETES_EXEC_INFO"
+    /// The proxies libcurl's own variables name (docs/config.md, "Behind a proxy").
+    case httpProxy = "http_proxy"
+    case httpsProxy = "https_proxy"
+    case httpsProxyUpper = "HTTPS_PROXY"
+    case allProxy = "all_proxy"
+    case allProxyUpper = "ALL_PROXY"
+    case noProxy = "no_proxy"
+    case noProxyUpper = "NO_PROXY"
 
     public var name: String { rawValue }
 
@@ -94,6 +102,11 @@ public enum EnvironmentVariable: String, CaseIterable, Sendable {
         case .columns: "The width tables fit when the terminal does not say."
         case .kubernetesExecInfo:
             "Set by kubectl for get --format kubectl: the ExecCredential apiVersion it wants, and whether anyone can answer a prompt."
+        case .httpProxy: "The proxy for http:// providers, as libcurl reads it (only this lower-case spelling)."
+        case .httpsProxy, .httpsProxyUpper: "The proxy for https:// providers (CONNECT)."
+        case .allProxy, .allProxyUpper: "The proxy for either scheme when the one of its scheme is not set."
+        case .noProxy, .noProxyUpper:
+            "Hosts reached directly: comma-separated names (a domain's subdomains too), addresses, or *."
         }
     }
 
@@ -133,6 +146,23 @@ public struct Settings: Sendable {
         e[variable.name] = value
         var s = Settings(environment: e)
         s.executable = executable
+        s.child = child
+        return s
+    }
+
+    /// The proxy variables (docs/config.md, "Behind a proxy").
+    public static let proxyVariables: [EnvironmentVariable] = [
+        .httpProxy, .httpsProxy, .httpsProxyUpper, .allProxy, .allProxyUpper, .noProxy, .noProxyUpper,
+    ]
+
+    /// These settings with the proxies of `environment` (a client's) in
+    /// place of their own: what the agent renews or answers with for it.
+    public func withProxies(of environment: [String: String]) -> Settings {
+        var e = self.environment
+        for v in Self.proxyVariables { e[v.name] = environment[v.name] }
+        var s = Settings(environment: e)
+        s.executable = executable
+        s.child = child
         return s
     }
 

@@ -116,19 +116,24 @@ extension HTTPStreamingTransport {
 public struct CurlTransport: HTTPTransport {
     public var timeout: Int
     public var maxBody: Int
+    /// The proxies of the run's settings (docs/config.md, "Behind a proxy");
+    /// nil: libcurl reads this process's own variables.
+    public var proxies: ProxySettings?
 
     public static let userAgent = "tokenvault/0.1 (+https://github.com/tokenvault)"
 
-    public init(timeout: Int = 30, maxBody: Int = maxTokenInputBytes) {
+    public init(timeout: Int = 30, maxBody: Int = maxTokenInputBytes, proxies: ProxySettings? = nil) {
         self.timeout = timeout
         self.maxBody = maxBody
+        self.proxies = proxies
     }
 
     /// One exchange with a provider; a failure is worded for a provider's user (75, 65, 69).
     public func send(_ request: HTTPRequest) throws -> HTTPResponse {
         let host = (try? ServiceKey(parsing: request.url).description) ?? "the provider"
         do {
-            return try CurlTransport.exchange(request, timeoutMilliseconds: timeout * 1000, maxBody: maxBody)
+            return try CurlTransport.exchange(
+                request, timeoutMilliseconds: timeout * 1000, maxBody: maxBody, proxies: proxies)
         } catch let failure as HTTPFailure {
             throw failure.error(peer: host, what: "a provider")
         }
@@ -162,11 +167,11 @@ public struct CurlTransport: HTTPTransport {
     /// endpoint is left quickly for the next.
     static func exchange(
         _ request: HTTPRequest, timeoutMilliseconds: Int, connectMilliseconds: Int = 0,
-        maxBody: Int, tls: TLSFiles = TLSFiles()
+        maxBody: Int, tls: TLSFiles = TLSFiles(), proxies: ProxySettings? = nil
     ) throws -> HTTPResponse {
         try transfer(
             request, timeoutMilliseconds: timeoutMilliseconds, connectMilliseconds: connectMilliseconds,
-            maxBody: maxBody, tls: tls)
+            maxBody: maxBody, tls: tls, proxies: proxies)
     }
 
     /// The one call into libcurl: the whole body into the response, or with
@@ -174,8 +179,12 @@ public struct CurlTransport: HTTPTransport {
     static func transfer(
         _ request: HTTPRequest, timeoutMilliseconds: Int, connectMilliseconds: Int = 0,
         maxBody: Int, tls: TLSFiles = TLSFiles(), idleSeconds: Int = 0, sink: BodySink? = nil,
-        cancel: Cancellation? = nil
+        cancel: Cancellation? = nil, proxies: ProxySettings? = nil
     ) throws -> HTTPResponse {
+        // The proxy, checked before anything is sent (its URL is never shown).
+        let proxy = try proxies?.proxy(for: request.url)
+        let proxyURL = proxy.map { strdup($0.url) } ?? nil
+        defer { free(proxyURL) }
         var response = tv_http_response()
         let headers = request.headers.map { strdup(HTTPRequest.curlLine($0)) } + [nil]
         let files = [tls.caFile, tls.certFile, tls.keyFile].map { $0.map { strdup($0) } ?? nil }
@@ -191,7 +200,9 @@ public struct CurlTransport: HTTPTransport {
             cert_blob: nil, key_blob: nil, ca_blob_len: 0, cert_blob_len: 0, key_blob_len: 0,
             sink: sink == nil ? nil : BodySink.deliver,
             sink_context: sink.map { Unmanaged.passUnretained($0).toOpaque() },
-            idle_timeout_s: idleSeconds, cancel: cancel.map { UnsafePointer($0.flag) })
+            idle_timeout_s: idleSeconds, cancel: cancel.map { UnsafePointer($0.flag) },
+            use_proxy: proxies == nil ? 0 : 1,
+            proxy: proxyURL.map { UnsafePointer($0) })
         let rc = (tls.ca ?? []).withUnsafeBufferPointer { ca in
             (tls.cert ?? []).withUnsafeBufferPointer { cert in
                 (tls.key ?? []).withUnsafeBufferPointer { key in
@@ -211,9 +222,12 @@ public struct CurlTransport: HTTPTransport {
         defer { tv_http_response_free(&response) }
         withExtendedLifetime(sink) {}
         withExtendedLifetime(cancel) {}
-        let detail = withUnsafeBytes(of: response.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        var detail = withUnsafeBytes(of: response.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        if let proxy { detail = proxy.masked(detail) }
         let kind: HTTPFailure.Kind
         switch Int(rc) {
+        case TV_HTTP_OK where proxy != nil && response.status == 407:
+            kind = .proxyRefused(status: 407)
         case TV_HTTP_OK:
             let body = response.body.map { Data(bytes: $0, count: response.body_len) } ?? Data()
             var r = HTTPResponse(
@@ -229,9 +243,11 @@ public struct CurlTransport: HTTPTransport {
         case TV_HTTP_NO_LIBRARY: kind = .noLibrary
         case TV_HTTP_TLS: kind = .tls
         case TV_HTTP_STOPPED: kind = .stopped
+        case TV_HTTP_PROXY_UNREACHABLE: kind = .proxyUnreachable
+        case TV_HTTP_PROXY_REFUSED: kind = .proxyRefused(status: Int(response.connect_code))
         default: kind = .failed
         }
-        throw HTTPFailure(kind: kind, detail: detail)
+        throw HTTPFailure(kind: kind, detail: detail, proxy: proxy)
     }
 }
 
@@ -255,16 +271,27 @@ public struct HTTPFailure: Error, Sendable {
         case failed
         /// The receiver of a streamed body stopped it.
         case stopped
+        /// The proxy could not be reached: nothing was sent to the server.
+        case proxyUnreachable
+        /// The proxy refused to take the request on (407: it wants
+        /// credentials): nothing was sent to the server.
+        case proxyRefused(status: Int)
     }
 
     public var kind: Kind
-    /// libcurl's words.
+    /// libcurl's words (a proxy's credentials never in them).
     public var detail: String
+    /// The proxy the exchange went through, if any.
+    public var proxy: Proxy?
+
+    public init(kind: Kind, detail: String, proxy: Proxy? = nil) {
+        (self.kind, self.detail, self.proxy) = (kind, detail, proxy)
+    }
 
     /// False when the server cannot have seen the request.
     public var maybeSent: Bool {
         switch kind {
-        case .unreachable, .refused, .tls, .noLibrary: false
+        case .unreachable, .refused, .tls, .noLibrary, .proxyUnreachable, .proxyRefused: false
         case .timedOut, .tooLarge, .failed, .stopped: true
         }
     }
@@ -297,6 +324,21 @@ public struct HTTPFailure: Error, Sendable {
             return .temporary("the exchange with \(peer) failed: \(detail)")
         case .stopped:
             return .badInput("the answer of \(peer) was refused while it arrived")
+        case .proxyUnreachable:
+            let p = proxy.map { "the proxy \($0.shown) (\($0.variable))" } ?? "the proxy"
+            return .temporary(
+                "cannot reach \(p) on the way to \(peer): \(detail)",
+                hint:
+                    "nothing was sent to \(peer); start the proxy or fix \(proxy?.variable ?? "the proxy variable"), or set no_proxy for \(peer) to reach it directly"
+            )
+        case .proxyRefused(let status):
+            let p = proxy.map { "the proxy \($0.shown) (\($0.variable))" } ?? "the proxy"
+            let why = status == 407 ? ": it wants credentials, or took none of the ones given" : ""
+            return .config(
+                "\(p) refused to take the request to \(peer) on (HTTP \(status)\(why)); nothing was sent to \(peer)",
+                hint:
+                    "set the proxy's user name and password in \(proxy?.variable ?? "the proxy variable") (http://USER:PASSWORD@HOST:PORT, percent-encoded), or ask its administrator"
+            )
         }
     }
 }

@@ -52,7 +52,8 @@ extension CurlTransport: HTTPStreamingTransport {
         do {
             return try CurlTransport.transfer(
                 request, timeoutMilliseconds: 0, connectMilliseconds: timeout * 1000, maxBody: maxBody,
-                idleSeconds: max(idleSeconds, 1), sink: BodySink(headers: headers, receive), cancel: cancel)
+                idleSeconds: max(idleSeconds, 1), sink: BodySink(headers: headers, receive), cancel: cancel,
+                proxies: proxies)
         } catch let failure as HTTPFailure {
             if case .timedOut = failure.kind {
                 throw TokenVaultError.temporary(
