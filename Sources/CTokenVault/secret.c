@@ -281,6 +281,109 @@ char *tv_lookup_item(const char *service, const char *account, const char *known
     return secret;
 }
 
+/* Every unlocked item for service+account, in any collection: cb(ctx, path,
+   secret) for each whose secret could be read, all in one GetSecrets after
+   one SearchItems on libsecret's session. Returns how many; -1 with *message
+   on failure; 0 when none is unlocked (tv_lookup then decides: it may unlock). */
+int tv_lookup_copies(const char *service, const char *account, void *context, tv_copy_callback callback,
+                     char **message) {
+    const tv_secret_api *a = tv_api();
+    if (!a) { tv_no_library(message); return -1; }
+    GError *error = NULL;
+    SecretService *s = a->secret_service_get_sync(SECRET_SERVICE_OPEN_SESSION, NULL, &error);
+    if (!s) { tv_take_error(a, &error, message); return -1; }
+    GDBusConnection *bus = a->g_dbus_proxy_get_connection((GDBusProxy *)s);
+    const char *session = a->secret_service_get_session_dbus_path(s);
+    GVariant *r = a->g_dbus_connection_call_sync(
+        bus, "org.freedesktop.secrets", "/org/freedesktop/secrets", "org.freedesktop.Secret.Service",
+        "SearchItems", a->g_variant_new_parsed("({'service': %s, 'account': %s},)", service, account),
+        (const GVariantType *)"(aoao)", G_DBUS_CALL_FLAGS_NONE, -1, NULL, &error);
+    if (!r) { a->g_object_unref(s); tv_take_error(a, &error, message); return -1; }
+    GVariant *unlocked = a->g_variant_get_child_value(r, 0);
+    a->g_variant_unref(r);
+    int found = 0;
+    if (a->g_variant_n_children(unlocked) > 0 && session) {
+        GVariant *secrets = a->g_dbus_connection_call_sync(
+            bus, "org.freedesktop.secrets", "/org/freedesktop/secrets", "org.freedesktop.Secret.Service",
+            "GetSecrets", a->g_variant_new("(@aoo)", unlocked, session), (const GVariantType *)"(a{o(oayays)})",
+            G_DBUS_CALL_FLAGS_NONE, -1, NULL, &error);
+        if (!secrets) { a->g_variant_unref(unlocked); a->g_object_unref(s); tv_take_error(a, &error, message); return -1; }
+        GVariant *all = a->g_variant_get_child_value(secrets, 0);
+        a->g_variant_unref(secrets);
+        size_t n = a->g_variant_n_children(all);
+        for (size_t i = 0; i < n; i++) {
+            GVariant *entry = a->g_variant_get_child_value(all, i);
+            const char *path = NULL;
+            a->g_variant_get_child(entry, 0, "&o", &path);
+            GVariant *encoded = a->g_variant_get_child_value(entry, 1);
+            SecretValue *value = a->secret_service_decode_dbus_secret(s, encoded);
+            a->g_variant_unref(encoded);
+            char *secret = value ? a->secret_value_unref_to_password(value, NULL) : NULL;
+            if (secret) {
+                callback(context, path, secret);
+                a->secret_password_free(secret);
+                found++;
+            }
+            a->g_variant_unref(entry);
+        }
+        a->g_variant_unref(all);
+    }
+    a->g_variant_unref(unlocked);
+    a->g_object_unref(s);
+    return found;
+}
+
+/* After a write to the default collection: deletes the unlocked items for
+   service+account in every other collection, so that one credential is one
+   item. An item whose deletion would need a prompt is left. Returns how many
+   were deleted; -1 with *message on failure. */
+int tv_prune_copies(const char *service, const char *account, char **message) {
+    const tv_secret_api *a = tv_api();
+    if (!a) { tv_no_library(message); return -1; }
+    GError *error = NULL;
+    GDBusConnection *bus = a->g_bus_get_sync(G_BUS_TYPE_SESSION, NULL, &error);
+    if (!bus) { tv_take_error(a, &error, message); return -1; }
+    GVariant *alias = a->g_dbus_connection_call_sync(
+        bus, "org.freedesktop.secrets", "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "ReadAlias",
+        a->g_variant_new("(s)", "default"), (const GVariantType *)"(o)", G_DBUS_CALL_FLAGS_NONE, -1, NULL, &error);
+    if (!alias) { a->g_object_unref(bus); tv_take_error(a, &error, message); return -1; }
+    const char *home = NULL;
+    a->g_variant_get(alias, "(&o)", &home);
+    size_t home_len = strlen(home);
+    int removed = 0;
+    GVariant *r = home_len > 1 ? a->g_dbus_connection_call_sync(
+        bus, "org.freedesktop.secrets", "/org/freedesktop/secrets", "org.freedesktop.Secret.Service",
+        "SearchItems", a->g_variant_new_parsed("({'service': %s, 'account': %s},)", service, account),
+        (const GVariantType *)"(aoao)", G_DBUS_CALL_FLAGS_NONE, -1, NULL, &error) : NULL;
+    if (r) {
+        GVariant *unlocked = a->g_variant_get_child_value(r, 0);
+        size_t n = a->g_variant_n_children(unlocked);
+        for (size_t i = 0; i < n; i++) {
+            const char *path = NULL;
+            a->g_variant_get_child(unlocked, i, "&o", &path);
+            if (strncmp(path, home, home_len) == 0 && path[home_len] == '/') continue;
+            GVariant *d = a->g_dbus_connection_call_sync(
+                bus, "org.freedesktop.secrets", path, "org.freedesktop.Secret.Item", "Delete", NULL,
+                (const GVariantType *)"(o)", G_DBUS_CALL_FLAGS_NONE, -1, NULL, &error);
+            if (!d) { a->g_clear_error(&error); continue; }
+            const char *prompt = NULL;
+            a->g_variant_get(d, "(&o)", &prompt);
+            if (strcmp(prompt, "/") == 0) removed++;
+            a->g_variant_unref(d);
+        }
+        a->g_variant_unref(unlocked);
+        a->g_variant_unref(r);
+    } else if (error) {
+        a->g_variant_unref(alias);
+        a->g_object_unref(bus);
+        tv_take_error(a, &error, message);
+        return -1;
+    }
+    a->g_variant_unref(alias);
+    a->g_object_unref(bus);
+    return removed;
+}
+
 /* Stores the secret (NUL-terminated text); first removes items of other types
    for the same service+account, which would otherwise stay beside it. 1: ok. */
 int tv_store(const char *service, const char *account, const char *type,

@@ -5,6 +5,8 @@
 
 /* One found item: its service and account, and the secret (NULL when not loaded). */
 typedef void (*tv_item_callback)(void *context, const char *service, const char *account, const char *secret);
+/* One copy of an item: its D-Bus path and its secret. */
+typedef void (*tv_copy_callback)(void *context, const char *path, const char *secret);
 
 /* 1 when libsecret-1.so.0 can be loaded. */
 int tv_secret_library_available(void);
@@ -31,6 +33,15 @@ char *tv_lookup(const char *service, const char *account, char **message);
 /* The same in D-Bus calls of its own: one when `known` still names the item;
    *found (tv_free) is the item's path. NULL and no message: ask tv_lookup. */
 char *tv_lookup_item(const char *service, const char *account, const char *known, char **found, char **message);
+/* Every unlocked item for service+account in any collection, read in one
+   GetSecrets: callback(context, path, secret) each. How many; -1 (*message)
+   on failure; 0 when none is unlocked. */
+int tv_lookup_copies(const char *service, const char *account, void *context, tv_copy_callback callback,
+                     char **message);
+/* After a write to the default collection, deletes the unlocked items for
+   service+account in the others (never one that would prompt): how many; -1
+   (*message) on failure. */
+int tv_prune_copies(const char *service, const char *account, char **message);
 /* Stores a NUL-terminated secret, then removes items of `other_types` (NULL-terminated). 1: ok. */
 int tv_store(const char *service, const char *account, const char *type, const char *const *other_types,
              const char *label, const char *secret, char **message);

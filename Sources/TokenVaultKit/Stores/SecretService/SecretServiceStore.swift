@@ -37,6 +37,9 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
 
     /// The session bus as wait lines name it.
     let bus: String
+    /// What a lookup noticed (copies of one credential in two collections), said once each.
+    private let noticed = Locked<[String]>([])
+    public var warnings: [String] { noticed.withLock { $0 } }
 
     init(timeout: Double, unlock: UnlockPolicy, bus: String) {
         self.timeout = timeout
@@ -94,7 +97,7 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
         return glibMessage
     }
 
-    private func call<T: Sendable>(
+    func call<T: Sendable>(
         _ what: String, _ body: @escaping @Sendable () -> Result<T, TokenVaultError>
     ) throws -> T {
         let (bound, bus) = (timeout, self.bus)
@@ -118,7 +121,7 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
     }
 
     /// The text of a message the shim allocated, freed.
-    private static func takeMessage(_ message: inout UnsafeMutablePointer<CChar>?) -> String {
+    static func takeMessage(_ message: inout UnsafeMutablePointer<CChar>?) -> String {
         guard let m = message else { return "unknown error" }
         defer {
             tv_free(m)
@@ -143,63 +146,6 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
         return try lookup(id)
     }
 
-    /// Waits for a locked default collection to be unlocked: through the
-    /// keyring's own prompt on a desktop session, else by whoever unlocks it,
-    /// for at most `unlock.timeout` seconds; 77 naming the collection when it
-    /// stays locked. False when it was not locked, true when it was unlocked.
-    @discardableResult
-    func ensureUnlocked(_ what: String) throws -> Bool {
-        let (locked, label) = try call("check whether the keyring is locked") {
-            () -> Result<(Bool, String?), TokenVaultError> in
-            var label: UnsafeMutablePointer<CChar>?
-            let state = tv_default_collection_state(&label)
-            return .success((state == 1, label.map { _ in SecretServiceStore.takeMessage(&label) }))
-        }
-        guard locked else { return false }
-        let name = label.map { "\u{201C}\($0)\u{201D}" } ?? "(the default one)"
-        let deadline = Date().addingTimeInterval(unlock.timeout)
-        var why =
-            unlock.timeout > 0
-            ? "it was not unlocked within \(unlock.timeout.shortText) s"
-            : "\(EnvironmentVariable.unlockTimeout.name) is 0 (the default without a desktop session)"
-        let most = unlock.timeout.shortText
-        let drawn = { (seconds: Int) in
-            "waiting for the keyring \(name) to be unlocked (\(seconds) s of at most \(most) s)"
-        }
-        if unlock.timeout > 0, unlock.desktop {
-            let answer = withDeadline(unlock.timeout, waiting: drawn) { () -> Int32 in
-                var message: UnsafeMutablePointer<CChar>?
-                let r = tv_unlock_default_collection(&message)
-                if message != nil { _ = SecretServiceStore.takeMessage(&message) }
-                return r
-            }
-            if answer == 1 { return true }
-            if answer == 0 { why = "its unlock prompt was dismissed" }
-        } else if unlock.timeout > 0 {
-            // No prompt can be shown here: wait for it to be unlocked elsewhere, saying so on a terminal.
-            let started = Date()
-            var shown = 0
-            defer { if shown > 0 { WaitLine.clear() } }
-            while Date() < deadline {
-                Posix.sleep(0.25)
-                if withDeadline(timeout, { tv_default_collection_state(nil) }) == 0 { return true }
-                let elapsed = Int(Date().timeIntervalSince(started))
-                if WaitLine.enabled, elapsed > shown {
-                    shown = elapsed
-                    WaitLine.draw(drawn(elapsed))
-                }
-            }
-        }
-        // On a desktop its own prompt or seahorse unlocks it; without one, the daemon itself does.
-        let how =
-            unlock.desktop
-            ? "unlock the keyring (its prompt, or seahorse)"
-            : "unlock the keyring from this session: gnome-keyring-daemon --unlock, then type its password and Ctrl-D (or your keyring's own command)"
-        throw TokenVaultError.permission(
-            "the Secret Service collection \(name) is locked and \(why); cannot \(what); nothing was changed",
-            hint: "\(how), then try again; \(EnvironmentVariable.unlockTimeout.name)=SECONDS waits for it")
-    }
-
     /// Where each item was last found, per bus: a lookup asks that item for
     /// its secret in one call, and searches again only when it is gone or
     /// locked (docs/design.md) -- what an agent answering many `get`s saves.
@@ -209,29 +155,67 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
     /// Set once by the agent before it answers anything; read-only afterwards.
     nonisolated(unsafe) public static var keepsItemPaths = false
 
+    /// A credential's copies (the item in each collection that holds one).
+    private final class Copies: @unchecked Sendable { var found: [(path: String, record: Data)] = [] }
+
     private func lookup(_ id: CredentialID) throws -> Credential? {
         let service = id.service.description, account = id.account, bus = self.bus
-        let record: Data? = try call("look up \(id)") {
+        let key = [bus, service, account].joined(separator: "\u{0}")
+        let copies: [(path: String, record: Data)] = try call("look up \(id)") {
             var message: UnsafeMutablePointer<CChar>?
-            var secret: UnsafeMutablePointer<CChar>?
-            if SecretServiceStore.keepsItemPaths {
-                let key = [bus, service, account].joined(separator: "\u{0}")
+            if SecretServiceStore.keepsItemPaths, let known = SecretServiceStore.itemPaths.withLock({ $0[key] }) {
+                // The item found last time, in one call, while it is still there and unlocked.
                 var found: UnsafeMutablePointer<CChar>?
-                let known = SecretServiceStore.itemPaths.withLock { $0[key] }
-                secret = tv_lookup_item(service, account, known, &found, &message)
-                let path = found.map { _ in SecretServiceStore.takeMessage(&found) }
-                SecretServiceStore.itemPaths.withLock { $0[key] = path }
+                if let secret = tv_lookup_item(service, account, known, &found, &message) {
+                    defer { tv_password_free(secret) }
+                    let path = found.map { _ in SecretServiceStore.takeMessage(&found) } ?? known
+                    return .success([(path, Data(bytes: secret, count: strlen(secret)))])
+                }
+                if message != nil { return SecretServiceStore.failure("look up \(id)", &message) }
             }
-            // Nothing unlocked found that way: libsecret's lookup decides (it unlocks, or answers nothing).
-            if secret == nil, message == nil { secret = tv_lookup(service, account, &message) }
-            guard let secret else {
-                return message == nil ? .success(nil) : SecretServiceStore.failure("look up \(id)", &message)
+            // Every unlocked copy, whatever collection holds it (docs/config.md: one item per credential).
+            let found = Copies()
+            let n = tv_lookup_copies(
+                service, account, Unmanaged.passUnretained(found).toOpaque(),
+                { context, path, secret in
+                    Unmanaged<Copies>.fromOpaque(context!).takeUnretainedValue().found.append(
+                        (String(cString: path!), Data(bytes: secret!, count: strlen(secret!))))
+                }, &message)
+            if n < 0 { return SecretServiceStore.failure("look up \(id)", &message) }
+            if !found.found.isEmpty { return .success(found.found) }
+            // None unlocked: libsecret's lookup decides (it unlocks, or answers nothing).
+            guard let secret = tv_lookup(service, account, &message) else {
+                return message == nil ? .success([]) : SecretServiceStore.failure("look up \(id)", &message)
             }
             defer { tv_password_free(secret) }
-            return .success(Data(bytes: secret, count: strlen(secret)))
+            return .success([("", Data(bytes: secret, count: strlen(secret)))])
         }
-        guard let record else { return nil }
-        return try Credential.fromRecord(record, id: id)
+        guard !copies.isEmpty else {
+            SecretServiceStore.itemPaths.withLock { $0[key] = nil }
+            return nil
+        }
+        // A copy that cannot be read is passed over where another can; alone, its error is the answer.
+        let read = copies.compactMap { c in
+            (try? Credential.fromRecord(c.record, id: id)).map { (path: c.path, credential: $0) }
+        }
+        guard !read.isEmpty else { return try Credential.fromRecord(copies[0].record, id: id) }
+        // Copies in two collections (a second database, a moved default alias): the newest is
+        // the credential; an older one holds a refresh token already used. Said once.
+        let newest = read.max {
+            ($0.credential.generation, $0.credential.updatedAt ?? 0) < (
+                $1.credential.generation, $1.credential.updatedAt ?? 0
+            )
+        }!
+        if read.count > 1 {
+            let collections = Set(read.map { Posix.dirname($0.path) }).sorted().joined(separator: ", ")
+            let note =
+                "\(read.count) copies of \(id) are in the Secret Service (\(collections)); the newest, in \(Posix.dirname(newest.path)), is used, and the next write keeps only it"
+            noticed.withLock { if !$0.contains(note) { $0.append(note) } }
+        }
+        if SecretServiceStore.keepsItemPaths, !newest.path.isEmpty, read.count == 1 {
+            SecretServiceStore.itemPaths.withLock { $0[key] = newest.path }
+        }
+        return newest.credential
     }
 
     public func save(_ credential: Credential) throws {
@@ -241,6 +225,15 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
             // A locked collection refuses new items: unlock (or 77), then once more.
             guard try ensureUnlocked("store \(credential.id)") else { throw error }
             try store(credential)
+        }
+        // One item per credential: the copies other collections hold (where the default alias
+        // pointed before, a second database) go, so that no read finds a stale refresh token.
+        let service = credential.service.description, account = credential.account
+        _ = try? call("remove the other copies of \(credential.id)") { () -> Result<Int32, TokenVaultError> in
+            var message: UnsafeMutablePointer<CChar>?
+            let n = tv_prune_copies(service, account, &message)
+            if message != nil { _ = SecretServiceStore.takeMessage(&message) }
+            return .success(n)
         }
     }
 

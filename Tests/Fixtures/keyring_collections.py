@@ -1,0 +1,33 @@
+#!/usr/bin/env python3
+"""Makes and points gnome-keyring's collections on the session bus
+(DBUS_SESSION_BUS_ADDRESS) the way a second database or a moved default
+alias leaves them: a new collection created with its password through
+gnome-keyring's own call (no prompt), and the `default` alias pointed at
+any collection.
+
+Usage: keyring_collections.py create LABEL   (password on stdin; prints the collection's path)
+       keyring_collections.py alias PATH     (the default alias now names PATH)
+       keyring_collections.py items SERVICE  (the paths of the items for SERVICE, one a line)
+"""
+import sys
+
+import dbus
+
+bus = dbus.SessionBus()
+service = bus.get_object("org.freedesktop.secrets", "/org/freedesktop/secrets")
+if sys.argv[1] == "create":
+    password = sys.stdin.buffer.read()
+    _, session = service.OpenSession("plain", dbus.String("", variant_level=1),
+                                     dbus_interface="org.freedesktop.Secret.Service")
+    secret = dbus.Struct((session, dbus.ByteArray(b""), dbus.ByteArray(password), "text/plain"))
+    props = {"org.freedesktop.Secret.Collection.Label": dbus.String(sys.argv[2], variant_level=1)}
+    path = service.CreateWithMasterPassword(
+        props, secret, dbus_interface="org.gnome.keyring.InternalUnsupportedGuiltRiddenInterface")
+    print(path)
+elif sys.argv[1] == "items":
+    unlocked, locked = service.SearchItems({"service": sys.argv[2]}, dbus_interface="org.freedesktop.Secret.Service")
+    for path in list(unlocked) + list(locked):
+        print(path)
+elif sys.argv[1] == "alias":
+    service.SetAlias("default", dbus.ObjectPath(sys.argv[2]), dbus_interface="org.freedesktop.Secret.Service")
+    print(service.ReadAlias("default", dbus_interface="org.freedesktop.Secret.Service"))
