@@ -29,7 +29,7 @@
     X(g_main_context_iteration) X(g_main_context_unref) X(g_variant_new_parsed) \
     X(g_dbus_proxy_get_connection) X(secret_service_get_session_dbus_path) X(secret_service_decode_dbus_secret) \
     X(g_variant_n_children) X(g_variant_get_child) X(g_variant_get_child_value) X(g_variant_lookup_value) \
-    X(g_variant_ref_sink)
+    X(g_variant_ref_sink) X(secret_service_disconnect)
 
 /* The loaded API, or NULL when libsecret cannot be loaded. */
 TV_DL_API(tv_secret_api, TV_SECRET_FUNCS, "libsecret-1.so.0", tv_api)
@@ -279,6 +279,37 @@ char *tv_lookup_item(const char *service, const char *account, const char *known
     }
     a->g_object_unref(s);
     return secret;
+}
+
+/* The unique name that owned org.freedesktop.secrets when last looked at. */
+static char *tv_owner;
+
+/* Whether the Secret Service's owner changed since the last call (a keyring
+   restarted, KeePassXC or kwalletd started again): then libsecret's shared
+   service, its session and connection, are dropped, so the next call opens
+   new ones on the daemon that answers now. 1: dropped; 0: the same owner. */
+int tv_secret_reconnect(void) {
+    const tv_secret_api *a = tv_api();
+    if (!a) return 0;
+    GError *error = NULL;
+    GDBusConnection *bus = a->g_bus_get_sync(G_BUS_TYPE_SESSION, NULL, &error);
+    if (!bus) { a->g_clear_error(&error); return 0; }
+    GVariant *r = a->g_dbus_connection_call_sync(
+        bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetNameOwner",
+        a->g_variant_new("(s)", "org.freedesktop.secrets"), (const GVariantType *)"(s)", G_DBUS_CALL_FLAGS_NONE, -1,
+        NULL, &error);
+    a->g_object_unref(bus);
+    const char *owner = "";
+    if (r) a->g_variant_get(r, "(&s)", &owner);
+    else a->g_clear_error(&error);
+    int changed = tv_owner == NULL || strcmp(tv_owner, owner) != 0;
+    if (changed) {
+        a->g_free(tv_owner);
+        tv_owner = a->g_strdup(owner);
+        a->secret_service_disconnect();
+    }
+    if (r) a->g_variant_unref(r);
+    return changed;
 }
 
 /* Every unlocked item for service+account, in any collection: cb(ctx, path,

@@ -386,4 +386,26 @@ final class AgentTests: AgentTestCase {
         XCTAssertTrue(viaAgent.stdout.contains("password=gho_token"), viaAgent.stdout)
         XCTAssertGreaterThan(try requests(s) - before, 1, "looked up and handed out by the agent")
     }
+
+    /// gnome-keyring restarted (a crash, an upgrade, a KeePassXC or
+    /// kwalletd restarted) while the agent runs: the agent's next request
+    /// reaches the new daemon, as a direct command does, without an `agent stop`.
+    func testTheAgentFollowsAKeyringThatWasRestarted() throws {
+        let keyring = try PrivateKeyring()
+        defer { keyring.stop() }
+        let s = Sandbox(backend: "secret-service")
+        s.env.merge(keyring.env) { $1 }
+        XCTAssertEqual(s.tv("set", "api.restart.example", stdin: "before").status, 0)
+        _ = try startAgent(s)
+        XCTAssertTrue(s.tv("list").stdout.contains("api.restart.example"))
+        XCTAssertEqual(s.tv("get", "api.restart.example").out, "before")
+        let asked = try requests(s)
+        try keyring.restart()
+        let after = s.tv("get", "api.restart.example")
+        XCTAssertEqual(after.out, "before", after.stderr)
+        XCTAssertEqual(try requests(s) - asked, 2, "answered by the agent (and one status)")
+        XCTAssertEqual(s.tv("set", "api.restart.example", stdin: "after").status, 0)
+        XCTAssertEqual(s.tv("get", "api.restart.example").out, "after")
+        XCTAssertTrue(s.tv("list").stdout.contains("api.restart.example"))
+    }
 }

@@ -354,22 +354,37 @@ final class PrivateKeyring {
         }
         var kenv = env
         kenv["DBUS_SESSION_BUS_ADDRESS"] = address
+        try Self.startDaemon(env: kenv)
+    }
+
+    private static func startDaemon(env: [String: String], replace: Bool = false) throws {
         // The daemon forks and would keep open every descriptor it inherits,
         // including the one Foundation's Process watches to see a child exit:
         // Python's subprocess starts it with only stdin/stdout/stderr.
         let start = """
             import subprocess, sys
-            r = subprocess.run(["gnome-keyring-daemon", "--unlock", "--components=secrets"],
+            r = subprocess.run(["gnome-keyring-daemon", "--unlock", "--components=secrets"\(replace ? ", \"--replace\"" : "")],
                                input=b"keyring-test-password", stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL, close_fds=True)
             sys.exit(r.returncode)
             """
-        let r = runProcess("/usr/bin/python3", ["-c", start], env: kenv, limit: 30)
+        let r = runProcess("/usr/bin/python3", ["-c", start], env: env, limit: 30)
         guard r.status == 0 else {
             throw NSError(
                 domain: "PrivateKeyring", code: Int(r.status),
                 userInfo: [NSLocalizedDescriptionKey: "gnome-keyring-daemon --unlock failed: \(r.stderr)"])
         }
+    }
+
+    /// gnome-keyring started again (a new daemon replaces the running one
+    /// on the bus, as after a crash or an upgrade), its keyrings as they were.
+    func restart() throws {
+        try Self.startDaemon(
+            env: [
+                "HOME": dir, "XDG_RUNTIME_DIR": dir + "/run", "PATH": "/usr/bin:/bin",
+                "DBUS_SESSION_BUS_ADDRESS": address,
+            ],
+            replace: true)
     }
 
     /// The environment a client needs to reach it.

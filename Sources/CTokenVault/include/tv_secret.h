@@ -33,6 +33,10 @@ char *tv_lookup(const char *service, const char *account, char **message);
 /* The same in D-Bus calls of its own: one when `known` still names the item;
    *found (tv_free) is the item's path. NULL and no message: ask tv_lookup. */
 char *tv_lookup_item(const char *service, const char *account, const char *known, char **found, char **message);
+/* After a failed call: 1 when the Secret Service's owner on the bus changed
+   (a keyring restarted), and libsecret's shared service, session and
+   connection were dropped so that the next call opens new ones; else 0. */
+int tv_secret_reconnect(void);
 /* Every unlocked item for service+account in any collection, read in one
    GetSecrets: callback(context, path, secret) each. How many; -1 (*message)
    on failure; 0 when none is unlocked. */

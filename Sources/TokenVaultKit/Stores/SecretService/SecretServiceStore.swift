@@ -97,9 +97,26 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
         return glibMessage
     }
 
+    /// One call, under the D-Bus deadline. A call the Secret Service answered
+    /// with a failure is made once more when its owner on the bus changed
+    /// meanwhile (a keyring restarted): libsecret's cached session is dropped
+    /// first, so a long-lived process (the agent) follows the new daemon
+    /// (docs/config.md). A call that was not answered in time is not repeated.
     func call<T: Sendable>(
         _ what: String, _ body: @escaping @Sendable () -> Result<T, TokenVaultError>
     ) throws -> T {
+        let first = try answered(what, body)
+        guard case .failure(let error) = first, case .backendUnavailable = error,
+            withDeadline(timeout, { tv_secret_reconnect() }) == 1
+        else { return try first.get() }
+        SecretServiceStore.itemPaths.withLock { $0 = [:] }
+        return try answered(what, body).get()
+    }
+
+    /// What the Secret Service answered, or the deadline's error when it did not in time.
+    private func answered<T: Sendable>(
+        _ what: String, _ body: @escaping @Sendable () -> Result<T, TokenVaultError>
+    ) throws -> Result<T, TokenVaultError> {
         let (bound, bus) = (timeout, self.bus)
         let answer = withDeadline(
             timeout,
@@ -117,7 +134,7 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
                     "is the keyring locked or the session bus stuck? unlock it, or use \(EnvironmentVariable.backend.name)=file"
             )
         }
-        return try result.get()
+        return result
     }
 
     /// The text of a message the shim allocated, freed.
