@@ -312,6 +312,27 @@ int tv_secret_reconnect(void) {
     return changed;
 }
 
+/* 1 when a process owns org.freedesktop.secrets on the session bus now (it
+   may hold a call: a prompt pending, a database waiting to be unlocked), 0
+   when none does, -1 when the bus itself does not say. */
+int tv_secret_owned(void) {
+    const tv_secret_api *a = tv_api();
+    if (!a) return -1;
+    GError *error = NULL;
+    GDBusConnection *bus = a->g_bus_get_sync(G_BUS_TYPE_SESSION, NULL, &error);
+    if (!bus) { a->g_clear_error(&error); return -1; }
+    GVariant *r = a->g_dbus_connection_call_sync(
+        bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "NameHasOwner",
+        a->g_variant_new("(s)", "org.freedesktop.secrets"), (const GVariantType *)"(b)", G_DBUS_CALL_FLAGS_NONE, 1000,
+        NULL, &error);
+    a->g_object_unref(bus);
+    if (!r) { a->g_clear_error(&error); return -1; }
+    gboolean owned = FALSE;
+    a->g_variant_get(r, "(b)", &owned);
+    a->g_variant_unref(r);
+    return owned ? 1 : 0;
+}
+
 /* Every unlocked item for service+account, in any collection: cb(ctx, path,
    secret) for each whose secret could be read, all in one GetSecrets after
    one SearchItems on libsecret's session. Returns how many; -1 with *message

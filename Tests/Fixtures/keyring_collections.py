@@ -8,6 +8,7 @@ any collection.
 Usage: keyring_collections.py create LABEL   (password on stdin; prints the collection's path)
        keyring_collections.py alias PATH     (the default alias now names PATH)
        keyring_collections.py items SERVICE  (the paths of the items for SERVICE, one a line)
+       keyring_collections.py pid            (the process that owns org.freedesktop.secrets)
 """
 import sys
 
@@ -28,6 +29,9 @@ elif sys.argv[1] == "items":
     unlocked, locked = service.SearchItems({"service": sys.argv[2]}, dbus_interface="org.freedesktop.Secret.Service")
     for path in list(unlocked) + list(locked):
         print(path)
+elif sys.argv[1] == "pid":
+    daemon = bus.get_object("org.freedesktop.DBus", "/org/freedesktop/DBus")
+    print(daemon.GetConnectionUnixProcessID("org.freedesktop.secrets", dbus_interface="org.freedesktop.DBus"))
 elif sys.argv[1] == "alias":
     service.SetAlias("default", dbus.ObjectPath(sys.argv[2]), dbus_interface="org.freedesktop.Secret.Service")
     print(service.ReadAlias("default", dbus_interface="org.freedesktop.Secret.Service"))

@@ -73,4 +73,34 @@ final class LockedKeyringTests: XCTestCase {
         XCTAssertTrue(s.tv("status", "api.example.com").stdout.contains("stored in:   secret-service"))
         XCTAssertEqual(s.tv("get", "api.new.example").status, 3, "the refused set stored nothing anywhere")
     }
+
+    /// A provider that is there but holds every call — as KeePassXC and
+    /// KWallet do while their database waits to be unlocked or an access
+    /// request waits for an answer; here gnome-keyring stopped (SIGSTOP) —
+    /// is waited for up to the unlock timeout, then 77: never "not stored"
+    /// (3), never a write to the file vault instead, on every command.
+    func testAProviderThatHoldsTheCallIsNeitherNotStoredNorWorkedAround() throws {
+        let s = Sandbox(backend: "auto")
+        s.env.merge(keyring.env) { $1 }
+        s.env["TOKENVAULT_DBUS_TIMEOUT"] = "1"
+        s.env["TOKENVAULT_UNLOCK_TIMEOUT"] = "2"
+        XCTAssertEqual(s.tv("set", "api.held.example", stdin: "kept-token").status, 0)
+        let owner = runProcess(
+            "/usr/bin/python3", [Paths.fixtures.appendingPathComponent("keyring_collections.py").path, "pid"],
+            env: keyring.env.merging(["PATH": "/usr/bin:/bin"]) { $1 })
+        let pid = try XCTUnwrap(Int32(owner.out), owner.stderr)
+        XCTAssertEqual(kill(pid, SIGSTOP), 0)
+        defer { kill(pid, SIGCONT) }
+        for args in [["get", "api.held.example"], ["status", "api.held.example"], ["delete", "api.held.example"]] {
+            let r = s.run(args)
+            XCTAssertEqual(r.status, 77, "\(args): \(r.stderr)")
+            XCTAssertTrue(r.stderr.contains("the Secret Service holds the request"), "\(args): \(r.stderr)")
+            XCTAssertFalse(r.stderr.contains("login"), "\(args): no login for what is stored: \(r.stderr)")
+        }
+        let set = s.tv("set", "api.new.example", stdin: "new-token")
+        XCTAssertEqual(set.status, 77, set.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: s.vault), "nothing was written to the file vault")
+        kill(pid, SIGCONT)
+        XCTAssertEqual(s.tv("get", "api.held.example").out, "kept-token", "kept, once it answers")
+    }
 }

@@ -37,6 +37,8 @@ char *tv_lookup_item(const char *service, const char *account, const char *known
    (a keyring restarted), and libsecret's shared service, session and
    connection were dropped so that the next call opens new ones; else 0. */
 int tv_secret_reconnect(void);
+/* 1: a process owns org.freedesktop.secrets on the session bus; 0: none; -1: the bus does not say. */
+int tv_secret_owned(void);
 /* Every unlocked item for service+account in any collection, read in one
    GetSecrets: callback(context, path, secret) each. How many; -1 (*message)
    on failure; 0 when none is unlocked. */

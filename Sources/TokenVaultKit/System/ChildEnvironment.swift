@@ -19,10 +19,10 @@ public enum ChildEnvironment {
     /// `LISTEN_*` of systemd, no hook's variables, no passphrase source.
     public static func forAgent(_ environment: [String: String]) -> [String: String] {
         let settings = Set(EnvironmentVariable.sentToAgent.map(\.name))
+        // The proxies are settings (EnvironmentVariable) already.
         let session: Set = [
             "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR", "XAUTHORITY", "SSL_CERT_FILE",
-            "SSL_CERT_DIR", "CURL_CA_BUNDLE", "http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY",
-            "no_proxy", "NO_PROXY",
+            "SSL_CERT_DIR", "CURL_CA_BUNDLE",
         ]
         return environment.filter {
             (settings.contains($0.key) || session.contains($0.key) || $0.key.hasPrefix("LC_")) && !isPrivate($0.key)

@@ -113,28 +113,50 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
         return try answered(what, body).get()
     }
 
-    /// What the Secret Service answered, or the deadline's error when it did not in time.
+    /// What the Secret Service answered, or the deadline's error when it did
+    /// not in time. A provider that is there (it owns its name on the bus) but
+    /// holds the call — KeePassXC and KWallet do while their database waits to
+    /// be unlocked or an access request waits for an answer — is waited for up
+    /// to the unlock timeout, then 77 (docs/config.md): never taken for a
+    /// Secret Service that is not there, so nothing reads as "not stored" and
+    /// nothing is written to the file vault instead.
     private func answered<T: Sendable>(
         _ what: String, _ body: @escaping @Sendable () -> Result<T, TokenVaultError>
     ) throws -> Result<T, TokenVaultError> {
         let (bound, bus) = (timeout, self.bus)
+        let job: @Sendable () -> Result<T, TokenVaultError> = {
+            SecretServiceHeadStart.wait()
+            return body()
+        }
         let answer = withDeadline(
             timeout,
             waiting: {
                 "waiting for the Secret Service: \(WaitLine.left(bound, $0)) of \(bound.shortText) s to \(what) (bus \(bus))"
-            }
-        ) {
-            SecretServiceHeadStart.wait()
-            return body()
-        }
-        guard let result = answer else {
+            }, job)
+        if let answer { return answer }
+        guard withDeadline(1, { tv_secret_owned() }) == 1 else {
             throw TokenVaultError.backendUnavailable(
                 "the Secret Service did not answer within \(timeout.shortText) s while trying to \(what)",
                 hint:
                     "is the keyring locked or the session bus stuck? unlock it, or use \(EnvironmentVariable.backend.name)=file"
             )
         }
-        return result
+        // It is there, and holds the call: an unlock or an access request is pending.
+        let more = max(unlock.timeout - timeout, 0)
+        if more > 0 {
+            let held = withDeadline(
+                more,
+                waiting: {
+                    "waiting for the Secret Service to be unlocked, or its access request answered (\($0) s of at most \(more.shortText) s)"
+                }, job)
+            if let held { return held }
+        }
+        let waited = (timeout + more).shortText
+        throw TokenVaultError.permission(
+            "the Secret Service holds the request to \(what) and did not answer within \(waited) s: its database is locked, or an access request waits for an answer; nothing was changed",
+            hint:
+                "unlock it (or answer its access request), then try again; \(EnvironmentVariable.unlockTimeout.name)=SECONDS waits that long for it"
+        )
     }
 
     /// The text of a message the shim allocated, freed.
