@@ -70,4 +70,18 @@ final class KeyringCopiesTests: QuirkProviderTestCase {
         XCTAssertEqual(items().map(Posix.dirname), [second])
         XCTAssertEqual(try stats()["/rotate"], 2, "r-old was never sent again")
     }
+
+    /// `doctor` names the provider, the collection a write would go to and
+    /// its state.
+    func testDoctorNamesTheCollectionItWouldUse() throws {
+        let s = try sandbox()
+        let ok = s.tv("doctor", "--color", "never")
+        XCTAssertTrue(
+            ok.stdout.contains("gnome-keyring-daemon, default collection unlocked (\u{201C}Login\u{201D}, "), ok.stdout)
+        let second = collections(["create", "Work \(UUID().uuidString.prefix(6))"], stdin: "work-pw")
+        addTeardownBlock { _ = self.collections(["alias", "/org/freedesktop/secrets/collection/login"]) }
+        XCTAssertEqual(collections(["alias", second]), second)
+        let moved = s.tv("doctor", "--color", "never")
+        XCTAssertTrue(moved.stdout.contains("default collection unlocked (\u{201C}Work "), moved.stdout)
+    }
 }

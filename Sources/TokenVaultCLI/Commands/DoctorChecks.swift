@@ -95,15 +95,31 @@ final class DoctorChecks {
                 "secret service", choice == .secretService ? .failed : .info, "\(probe.detail) (\(ms) ms)",
                 fix: choice == .secretService
                     ? "start gnome-keyring (or another Secret Service), or set backend = \"file\"" : nil)
+        } else if probe.locked == nil {
+            // No collection the `default` alias names: a write has nowhere to go.
+            add(
+                "secret service", usesSecretService ? .failed : .info,
+                "\(probe.detail) answers, but no collection is its default one (\(ms) ms)",
+                fix: usesSecretService
+                    ? "make one the default: in seahorse, KeePassXC (Secret Service Integration: expose a group) or KWallet's settings"
+                    : nil)
         } else if probe.locked == true {
             add(
                 "secret service", usesSecretService ? .failed : .info,
-                "\(probe.detail), default collection locked (\(ms) ms)",
-                fix: usesSecretService ? "unlock the keyring (log in to the desktop, or seahorse)" : nil)
+                "\(probe.detail), default collection locked (\(quoted(probe.collection)), \(ms) ms)",
+                fix: usesSecretService
+                    ? "unlock it: log in to the desktop, or in \(probe.detail.contains("keepassxc") ? "KeePassXC" : probe.detail.contains("kwallet") ? "KWallet" : "seahorse")"
+                    : nil)
         } else {
-            let state = probe.locked == false ? "default collection unlocked" : "collection state unknown"
-            add("secret service", .ok, "\(probe.detail), \(state) (\(ms) ms)")
+            add(
+                "secret service", .ok,
+                "\(probe.detail), default collection unlocked (\(quoted(probe.collection)), \(ms) ms)")
         }
+    }
+
+    /// A collection's label as messages show it.
+    private func quoted(_ label: String?) -> String {
+        label.map { "\u{201C}\(OutsideText.line($0, limit: 80))\u{201D}" } ?? "(unnamed)"
     }
 
     /// The file vault: permissions, format, whether its key is cached.

@@ -31,6 +31,9 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
         public var detail: String
         /// Whether the default collection is locked, when known.
         public var locked: Bool?
+        /// The default collection's label ("Login"); nil when there is none
+        /// (or it was not asked).
+        public var collection: String?
         /// False when there is no session bus at all, as on a server.
         public var sessionBusConfigured = true
     }
@@ -73,7 +76,9 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
                 return Status(available: false, detail: describe(takeMessage(&message)))
             }
             guard detailed else { return Status(available: true, detail: "") }
-            let lockedState = tv_default_collection_locked()
+            var label: UnsafeMutablePointer<CChar>?
+            let lockedState = tv_default_collection_state(&label)
+            let collection = label.map { _ in takeMessage(&label) }
             let pid = tv_secrets_owner_pid(Int32(timeout * 1000))
             var who = "a Secret Service"
             if pid > 0, let cmdline = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline"),
@@ -81,7 +86,8 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
             {
                 who = String(decoding: argv0, as: UTF8.self).split(separator: "/").last.map(String.init) ?? who
             }
-            return Status(available: true, detail: who, locked: lockedState < 0 ? nil : lockedState == 1)
+            return Status(
+                available: true, detail: who, locked: lockedState < 0 ? nil : lockedState == 1, collection: collection)
         }
         return answer
             ?? Status(available: false, detail: "the session bus did not answer within \(timeout.shortText) s")
