@@ -119,7 +119,8 @@ final class DoctorChecks {
 
     /// A collection's label as messages show it.
     private func quoted(_ label: String?) -> String {
-        label.map { "\u{201C}\(OutsideText.line($0, limit: 80))\u{201D}" } ?? "(unnamed)"
+        // KeePassXC names a collection after its database, which may have no name.
+        label.flatMap { $0.isEmpty ? nil : "\u{201C}\(OutsideText.line($0, limit: 80))\u{201D}" } ?? "(unnamed)"
     }
 
     /// The file vault: permissions, format, whether its key is cached.
