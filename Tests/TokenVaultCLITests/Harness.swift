@@ -201,6 +201,21 @@ class QuirkProviderTestCase: XCTestCase {
     func stats() throws -> [String: Int] {
         try fixtureStats("http://127.0.0.1:\(Self.port)/stats")
     }
+
+    /// `s` holding an expired credential (refresh token `r`) of provider `q`
+    /// (service api.quirk.example), whose token endpoint is the quirk server's `path`.
+    @discardableResult
+    func expiredAtQuirk(_ path: String, in s: Sandbox) throws -> Sandbox {
+        try s.writeConfig(
+            """
+            [providers.q]
+            service = "api.quirk.example"
+            token_url = "http://127.0.0.1:\(Self.port)/\(path)"
+            client_id = "cid"
+            """)
+        s.expect("set", "q", "--provider", "q", stdin: #"{"access_token":"a","refresh_token":"r","expires_at":1}"#)
+        return s
+    }
 }
 
 /// A throwaway home: its own XDG directories, vault and config.

@@ -242,15 +242,7 @@ final class HostileLocalTests: QuirkProviderTestCase {
     /// has its answer yet — and once the provider answers, all forty get the
     /// one new token.
     func testRequestsThatWaitHoldUpNothingElse() throws {
-        let s = sandbox("secret-service")
-        try s.writeConfig(
-            """
-            [providers.q]
-            service = "api.quirk.example"
-            token_url = "http://127.0.0.1:\(Self.port)/held"
-            client_id = "cid"
-            """)
-        s.expect("set", "q", "--provider", "q", stdin: #"{"access_token":"a","refresh_token":"r","expires_at":1}"#)
+        let s = try expiredAtQuirk("held", in: sandbox("secret-service"))
         s.expect("set", "api.other.example", stdin: "other-tok\n")
         _ = try startAgent(s)
         let before = try agentRequests(s)
@@ -284,18 +276,7 @@ final class HostileLocalTests: QuirkProviderTestCase {
 
     /// A sandbox holding an expired credential of provider `q`, whose token
     /// endpoint is the quirk server's `path`.
-    func expiredAtQuirk(_ path: String) throws -> Sandbox {
-        let s = sandbox()
-        try s.writeConfig(
-            """
-            [providers.q]
-            service = "api.quirk.example"
-            token_url = "http://127.0.0.1:\(Self.port)/\(path)"
-            client_id = "cid"
-            """)
-        s.expect("set", "q", "--provider", "q", stdin: #"{"access_token":"a","refresh_token":"r","expires_at":1}"#)
-        return s
-    }
+    func expiredAtQuirk(_ path: String) throws -> Sandbox { try expiredAtQuirk(path, in: sandbox()) }
 
     // MARK: Notifications
 

@@ -87,18 +87,7 @@ final class ProxyTests: QuirkProviderTestCase {
     }
 
     /// A sandbox holding an expired credential of provider `q` at the quirk provider's /rotate.
-    func expired(_ service: String = "q") throws -> Sandbox {
-        let s = Sandbox()
-        try s.writeConfig(
-            """
-            [providers.q]
-            service = "api.quirk.example"
-            token_url = "http://127.0.0.1:\(Self.port)/rotate"
-            client_id = "cid"
-            """)
-        s.expect("set", "q", "--provider", "q", stdin: #"{"access_token":"a","refresh_token":"r","expires_at":1}"#)
-        return s
-    }
+    func expired() throws -> Sandbox { try expiredAtQuirk("rotate", in: Sandbox()) }
 
     func forwarded(_ proxy: TinyProxy, _ path: String) -> Int {
         proxy.requests.filter { $0.contains("127.0.0.1:\(Self.port)\(path)") }.count

@@ -100,8 +100,7 @@ extension TokenVault.Login {
             own.client_id == clientID
         {
             configured = own.client_auth
-            hasSecret = own.client_secret != nil || own.client_secret_file != nil || own.client_secret_command != nil
-            hasKey = own.private_key_file != nil || own.credentials_file != nil
+            (hasSecret, hasKey) = (own.hasSecret, own.hasKey)
         } else if let id = clientID, let r = try context.vault().registration(for: server.issuer, clientID: id) {
             registered = r.tokenEndpointAuthMethod
             hasSecret = r.clientSecret != nil

@@ -254,7 +254,7 @@ final class BridgeHost: MCPBridgeHost, @unchecked Sendable {
             var status: Int32 = 0
             let ended = waitpid(s.login, &status, WNOHANG)
             if ended == 0 { return true }  // under way
-            if ended == s.login, status & 0x7F == 0, (status >> 8) & 0xFF == 4 { s.loginRefused = true }
+            if ended == s.login, Posix.exitStatus(status) == 4 { s.loginRefused = true }
             s.login = 0
         }
         let now = context.clock.now

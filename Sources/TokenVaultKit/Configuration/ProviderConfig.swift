@@ -218,9 +218,14 @@ extension ProviderConfig {
     /// A client that holds a secret or a key, or fetches tokens with no user
     /// (client credentials, a JWT bearer): what only the resources it lists get.
     public var isConfidential: Bool {
-        client_secret != nil || client_secret_file != nil || client_secret_command != nil || private_key_file != nil
-            || credentials_file != nil || grant == "client_credentials" || grant == "jwt_bearer"
+        hasSecret || hasKey || grant == "client_credentials" || grant == "jwt_bearer"
     }
+
+    /// A client secret, in any of its three forms.
+    public var hasSecret: Bool { client_secret != nil || client_secret_file != nil || client_secret_command != nil }
+
+    /// A key the client signs with (a PEM file, or a Google credentials file).
+    public var hasKey: Bool { private_key_file != nil || credentials_file != nil }
 
     /// `resource` is one of `resources` (a trailing slash aside).
     public func serves(_ resource: String) -> Bool {

@@ -142,24 +142,13 @@ public struct Settings: Sendable {
 
     /// These settings with `variable` set to `value` (nil: unset).
     public func with(_ variable: EnvironmentVariable, _ value: String?) -> Settings {
-        var e = environment
-        e[variable.name] = value
-        var s = Settings(environment: e)
-        s.executable = executable
-        s.child = child
-        return s
+        withEnvironment { $0[variable.name] = value }
     }
 
-    /// The proxy variables (docs/config.md, "Behind a proxy").
-    public static let proxyVariables: [EnvironmentVariable] = [
-        .httpProxy, .httpsProxy, .httpsProxyUpper, .allProxy, .allProxyUpper, .noProxy, .noProxyUpper,
-    ]
-
-    /// These settings with the proxies of `environment` (a client's) in
-    /// place of their own: what the agent renews or answers with for it.
-    public func withProxies(of environment: [String: String]) -> Settings {
-        var e = self.environment
-        for v in Self.proxyVariables { e[v.name] = environment[v.name] }
+    /// These settings with their environment changed by `change`, all else kept.
+    func withEnvironment(_ change: (inout [String: String]) -> Void) -> Settings {
+        var e = environment
+        change(&e)
         var s = Settings(environment: e)
         s.executable = executable
         s.child = child

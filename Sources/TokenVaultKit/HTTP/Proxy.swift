@@ -60,6 +60,21 @@ public struct ProxySettings: Sendable, Equatable {
     }
 }
 
+extension Settings {
+    /// The proxy variables (docs/config.md, "Behind a proxy").
+    public static let proxyVariables: [EnvironmentVariable] = [
+        .httpProxy, .httpsProxy, .httpsProxyUpper, .allProxy, .allProxyUpper, .noProxy, .noProxyUpper,
+    ]
+
+    /// These settings with the proxies of `environment` (a client's) in
+    /// place of their own: what the agent renews or answers with for it.
+    public func withProxies(of environment: [String: String]) -> Settings {
+        withEnvironment { e in
+            for v in Self.proxyVariables { e[v.name] = environment[v.name] }
+        }
+    }
+}
+
 /// One proxy, checked before anything is sent through it. What is shown of
 /// it (`shown`) never holds its user name or password.
 public struct Proxy: Sendable, Equatable {

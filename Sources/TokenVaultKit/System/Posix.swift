@@ -207,8 +207,13 @@ public enum Posix {
         guard wait else { return (0, output) }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0, errno == EINTR {}
-        let exited = status & 0x7F == 0
-        return (exited ? (status >> 8) & 0xFF : 128 + (status & 0x7F), output)
+        return (exitStatus(status), output)
+    }
+
+    /// What a shell says of a child that ended with `status` (waitpid's):
+    /// its exit code, or 128 plus the signal that ended it.
+    public static func exitStatus(_ status: Int32) -> Int32 {
+        status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
     }
 }
 
