@@ -29,7 +29,8 @@
     X(g_main_context_iteration) X(g_main_context_unref) X(g_variant_new_parsed) \
     X(g_dbus_proxy_get_connection) X(secret_service_get_session_dbus_path) X(secret_service_decode_dbus_secret) \
     X(g_variant_n_children) X(g_variant_get_child) X(g_variant_get_child_value) X(g_variant_lookup_value) \
-    X(g_variant_ref_sink) X(secret_service_disconnect)
+    X(g_variant_ref_sink) X(secret_service_disconnect) X(secret_item_new_for_dbus_path_sync) \
+    X(secret_item_set_secret_sync) X(secret_value_new) X(secret_value_unref) X(secret_item_delete_sync)
 
 /* The loaded API, or NULL when libsecret cannot be loaded. */
 TV_DL_API(tv_secret_api, TV_SECRET_FUNCS, "libsecret-1.so.0", tv_api)
@@ -393,12 +394,19 @@ int tv_prune_copies(const char *service, const char *account, char **message) {
     const tv_secret_api *a = tv_api();
     if (!a) { tv_no_library(message); return -1; }
     GError *error = NULL;
+    SecretService *s = a->secret_service_get_sync(SECRET_SERVICE_OPEN_SESSION, NULL, &error);
+    if (!s) { tv_take_error(a, &error, message); return -1; }
     GDBusConnection *bus = a->g_bus_get_sync(G_BUS_TYPE_SESSION, NULL, &error);
-    if (!bus) { tv_take_error(a, &error, message); return -1; }
+    if (!bus) { a->g_object_unref(s); tv_take_error(a, &error, message); return -1; }
     GVariant *alias = a->g_dbus_connection_call_sync(
         bus, "org.freedesktop.secrets", "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "ReadAlias",
         a->g_variant_new("(s)", "default"), (const GVariantType *)"(o)", G_DBUS_CALL_FLAGS_NONE, -1, NULL, &error);
-    if (!alias) { a->g_object_unref(bus); tv_take_error(a, &error, message); return -1; }
+    if (!alias) {
+        a->g_object_unref(bus);
+        a->g_object_unref(s);
+        tv_take_error(a, &error, message);
+        return -1;
+    }
     const char *home = NULL;
     a->g_variant_get(alias, "(&o)", &home);
     size_t home_len = strlen(home);
@@ -414,26 +422,67 @@ int tv_prune_copies(const char *service, const char *account, char **message) {
             const char *path = NULL;
             a->g_variant_get_child(unlocked, i, "&o", &path);
             if (strncmp(path, home, home_len) == 0 && path[home_len] == '/') continue;
-            GVariant *d = a->g_dbus_connection_call_sync(
-                bus, "org.freedesktop.secrets", path, "org.freedesktop.Secret.Item", "Delete", NULL,
-                (const GVariantType *)"(o)", G_DBUS_CALL_FLAGS_NONE, -1, NULL, &error);
-            if (!d) { a->g_clear_error(&error); continue; }
-            const char *prompt = NULL;
-            a->g_variant_get(d, "(&o)", &prompt);
-            if (strcmp(prompt, "/") == 0) removed++;
-            a->g_variant_unref(d);
+            /* Through libsecret, which completes the prompt a Delete may answer
+               with (KeePassXC's, shown only when it confirms deletions). */
+            SecretItem *item = s ? a->secret_item_new_for_dbus_path_sync(s, path, SECRET_ITEM_NONE, NULL, &error) : NULL;
+            if (item && a->secret_item_delete_sync(item, NULL, &error)) removed++;
+            if (item) a->g_object_unref(item);
+            a->g_clear_error(&error);
         }
         a->g_variant_unref(unlocked);
         a->g_variant_unref(r);
     } else if (error) {
         a->g_variant_unref(alias);
         a->g_object_unref(bus);
+        a->g_object_unref(s);
         tv_take_error(a, &error, message);
         return -1;
     }
     a->g_variant_unref(alias);
     a->g_object_unref(bus);
+    a->g_object_unref(s);
     return removed;
+}
+
+/* The item in the default collection with exactly these attributes, given
+   the new secret. 1: done; 0: there is none (or it is locked); -1: failed. */
+static int tv_set_existing(const tv_secret_api *a, const char *service, const char *account, const char *type,
+                           const char *secret, GError **error) {
+    SecretService *s = a->secret_service_get_sync(SECRET_SERVICE_OPEN_SESSION, NULL, error);
+    if (!s) return -1;
+    GDBusConnection *bus = a->g_dbus_proxy_get_connection((GDBusProxy *)s);
+    GVariant *alias = a->g_dbus_connection_call_sync(
+        bus, "org.freedesktop.secrets", "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "ReadAlias",
+        a->g_variant_new("(s)", "default"), (const GVariantType *)"(o)", G_DBUS_CALL_FLAGS_NONE, -1, NULL, error);
+    if (!alias) { a->g_object_unref(s); return -1; }
+    const char *home = NULL;
+    a->g_variant_get(alias, "(&o)", &home);
+    size_t home_len = strlen(home);
+    GVariant *r = home_len > 1 ? a->g_dbus_connection_call_sync(
+        bus, "org.freedesktop.secrets", "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "SearchItems",
+        a->g_variant_new_parsed("({'service': %s, 'account': %s, 'type': %s},)", service, account, type),
+        (const GVariantType *)"(aoao)", G_DBUS_CALL_FLAGS_NONE, -1, NULL, error) : NULL;
+    int result = r ? 0 : (*error ? -1 : 0);
+    if (r) {
+        GVariant *unlocked = a->g_variant_get_child_value(r, 0);
+        size_t n = a->g_variant_n_children(unlocked);
+        for (size_t i = 0; i < n && result == 0; i++) {
+            const char *path = NULL;
+            a->g_variant_get_child(unlocked, i, "&o", &path);
+            if (strncmp(path, home, home_len) != 0 || path[home_len] != '/') continue;
+            SecretItem *item = a->secret_item_new_for_dbus_path_sync(s, path, SECRET_ITEM_NONE, NULL, error);
+            if (!item) { result = -1; break; }
+            SecretValue *value = a->secret_value_new(secret, -1, "text/plain");
+            result = a->secret_item_set_secret_sync(item, value, NULL, error) ? 1 : -1;
+            a->secret_value_unref(value);
+            a->g_object_unref(item);
+        }
+        a->g_variant_unref(unlocked);
+        a->g_variant_unref(r);
+    }
+    a->g_variant_unref(alias);
+    a->g_object_unref(s);
+    return result;
 }
 
 /* Stores the secret (NUL-terminated text); first removes items of other types
@@ -443,12 +492,18 @@ int tv_store(const char *service, const char *account, const char *type,
     const tv_secret_api *a = tv_api();
     if (!a) { tv_no_library(message); return 0; }
     GError *error = NULL;
-    /* Store first (the keyring replaces an item with the same attributes in one
-       step), then remove the items of other types: a reader never finds none. */
-    GHashTable *attrs = tv_attributes(a, service, account, type);
-    gboolean ok = a->secret_password_storev_sync(tv_schema(), attrs, SECRET_COLLECTION_DEFAULT, label, secret, NULL, &error);
-    a->g_hash_table_unref(attrs);
-    if (!ok || error) { tv_take_error(a, &error, message); return 0; }
+    /* Store first, then remove the items of other types: a reader never finds
+       none. An item already there is given its new secret (SetSecret); only a
+       new one is created: KeePassXC asks its user before it lets CreateItem
+       replace an item (docs/config.md, "KeePassXC"). */
+    int set = tv_set_existing(a, service, account, type, secret, &error);
+    if (set < 0) { tv_take_error(a, &error, message); return 0; }
+    if (set == 0) {
+        GHashTable *attrs = tv_attributes(a, service, account, type);
+        gboolean ok = a->secret_password_storev_sync(tv_schema(), attrs, SECRET_COLLECTION_DEFAULT, label, secret, NULL, &error);
+        a->g_hash_table_unref(attrs);
+        if (!ok || error) { tv_take_error(a, &error, message); return 0; }
+    }
     for (; *other_types; other_types++) {
         GHashTable *others = tv_attributes(a, service, account, *other_types);
         a->secret_password_clearv_sync(tv_lookup_schema(), others, NULL, &error);

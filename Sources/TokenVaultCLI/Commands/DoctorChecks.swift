@@ -108,7 +108,7 @@ final class DoctorChecks {
                 "secret service", usesSecretService ? .failed : .info,
                 "\(probe.detail), default collection locked (\(quoted(probe.collection)), \(ms) ms)",
                 fix: usesSecretService
-                    ? "unlock it: log in to the desktop, or in \(probe.detail.contains("keepassxc") ? "KeePassXC" : probe.detail.contains("kwallet") ? "KWallet" : "seahorse")"
+                    ? (probe.provider ?? .gnomeKeyring).unlockHint(desktop: settings.desktop)
                     : nil)
         } else {
             add(

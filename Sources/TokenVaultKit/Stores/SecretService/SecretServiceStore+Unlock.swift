@@ -53,10 +53,8 @@ extension SecretServiceStore {
             }
         }
         // On a desktop its own prompt or seahorse unlocks it; without one, the daemon itself does.
-        let how =
-            unlock.desktop
-            ? "unlock the keyring (its prompt, or seahorse)"
-            : "unlock the keyring from this session: gnome-keyring-daemon --unlock, then type its password and Ctrl-D (or your keyring's own command)"
+        let how = (SecretServiceProvider.answering(timeout: timeout) ?? .gnomeKeyring).unlockHint(
+            desktop: unlock.desktop)
         throw TokenVaultError.permission(
             "the Secret Service collection \(name) is locked and \(why); cannot \(what); nothing was changed",
             hint: "\(how), then try again; \(EnvironmentVariable.unlockTimeout.name)=SECONDS waits for it")

@@ -29,6 +29,8 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
         public var available: Bool
         /// Why not, or who answers ("gnome-keyring-daemon").
         public var detail: String
+        /// Who answers, when known.
+        public var provider: SecretServiceProvider? = nil
         /// Whether the default collection is locked, when known.
         public var locked: Bool?
         /// The default collection's label ("Login"); nil when there is none
@@ -79,15 +81,10 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
             var label: UnsafeMutablePointer<CChar>?
             let lockedState = tv_default_collection_state(&label)
             let collection = label.map { _ in takeMessage(&label) }
-            let pid = tv_secrets_owner_pid(Int32(timeout * 1000))
-            var who = "a Secret Service"
-            if pid > 0, let cmdline = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline"),
-                let argv0 = cmdline.split(separator: 0).first
-            {
-                who = String(decoding: argv0, as: UTF8.self).split(separator: "/").last.map(String.init) ?? who
-            }
+            let provider = SecretServiceProvider.answering(timeout: timeout)
             return Status(
-                available: true, detail: who, locked: lockedState < 0 ? nil : lockedState == 1, collection: collection)
+                available: true, detail: provider?.program ?? "a Secret Service", provider: provider,
+                locked: lockedState < 0 ? nil : lockedState == 1, collection: collection)
         }
         return answer
             ?? Status(available: false, detail: "the session bus did not answer within \(timeout.shortText) s")
@@ -117,52 +114,6 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
         else { return try first.get() }
         SecretServiceStore.itemPaths.withLock { $0 = [:] }
         return try answered(what, body).get()
-    }
-
-    /// What the Secret Service answered, or the deadline's error when it did
-    /// not in time. A provider that is there (it owns its name on the bus) but
-    /// holds the call — KeePassXC and KWallet do while their database waits to
-    /// be unlocked or an access request waits for an answer — is waited for up
-    /// to the unlock timeout, then 77 (docs/config.md): never taken for a
-    /// Secret Service that is not there, so nothing reads as "not stored" and
-    /// nothing is written to the file vault instead.
-    private func answered<T: Sendable>(
-        _ what: String, _ body: @escaping @Sendable () -> Result<T, TokenVaultError>
-    ) throws -> Result<T, TokenVaultError> {
-        let (bound, bus) = (timeout, self.bus)
-        let job: @Sendable () -> Result<T, TokenVaultError> = {
-            SecretServiceHeadStart.wait()
-            return body()
-        }
-        let answer = withDeadline(
-            timeout,
-            waiting: {
-                "waiting for the Secret Service: \(WaitLine.left(bound, $0)) of \(bound.shortText) s to \(what) (bus \(bus))"
-            }, job)
-        if let answer { return answer }
-        guard withDeadline(1, { tv_secret_owned() }) == 1 else {
-            throw TokenVaultError.backendUnavailable(
-                "the Secret Service did not answer within \(timeout.shortText) s while trying to \(what)",
-                hint:
-                    "is the keyring locked or the session bus stuck? unlock it, or use \(EnvironmentVariable.backend.name)=file"
-            )
-        }
-        // It is there, and holds the call: an unlock or an access request is pending.
-        let more = max(unlock.timeout - timeout, 0)
-        if more > 0 {
-            let held = withDeadline(
-                more,
-                waiting: {
-                    "waiting for the Secret Service to be unlocked, or its access request answered (\($0) s of at most \(more.shortText) s)"
-                }, job)
-            if let held { return held }
-        }
-        let waited = (timeout + more).shortText
-        throw TokenVaultError.permission(
-            "the Secret Service holds the request to \(what) and did not answer within \(waited) s: its database is locked, or an access request waits for an answer; nothing was changed",
-            hint:
-                "unlock it (or answer its access request), then try again; \(EnvironmentVariable.unlockTimeout.name)=SECONDS waits that long for it"
-        )
     }
 
     /// The text of a message the shim allocated, freed.
@@ -247,9 +198,7 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
         // Copies in two collections (a second database, a moved default alias): the newest is
         // the credential; an older one holds a refresh token already used. Said once.
         let newest = read.max {
-            ($0.credential.generation, $0.credential.updatedAt ?? 0) < (
-                $1.credential.generation, $1.credential.updatedAt ?? 0
-            )
+            ($0.credential.generation, $0.credential.updatedAt) < ($1.credential.generation, $1.credential.updatedAt)
         }!
         if read.count > 1 {
             let collections = Set(read.map { Posix.dirname($0.path) }).sorted().joined(separator: ", ")
