@@ -12,6 +12,7 @@
 #include <libsecret/secret-paths.h>
 #undef __SECRET_INSIDE_HEADER__
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -168,6 +169,50 @@ int tv_default_collection_state(char **label) {
     return locked;
 }
 
+/* The unique name owning a well-known one, or NULL (g_free). */
+static char *tv_name_owner(const tv_secret_api *a, GDBusConnection *bus, const char *name) {
+    GError *error = NULL;
+    GVariant *r = a->g_dbus_connection_call_sync(
+        bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetNameOwner",
+        a->g_variant_new("(s)", name), (const GVariantType *)"(s)", G_DBUS_CALL_FLAGS_NONE, 1000, NULL, &error);
+    if (!r) { a->g_clear_error(&error); return NULL; }
+    char *owner = NULL;
+    a->g_variant_get(r, "(s)", &owner);
+    a->g_variant_unref(r);
+    return owner;
+}
+
+/* Unlocks the default collection where that asks nobody: KWallet reports a
+   wallet's collection locked until a Secret Service client unlocks it, though
+   the wallet is open (pam_kwallet5 opens it at login), and its unlock prompt
+   then completes without a dialog. Other providers' unlock prompts ask their
+   user, and are not run here. 1: unlocked; 0: it needs its user; -1: no answer. */
+int tv_unlock_quietly(void) {
+    const tv_secret_api *a = tv_api();
+    if (!a) return -1;
+    GError *error = NULL;
+    GDBusConnection *bus = a->g_bus_get_sync(G_BUS_TYPE_SESSION, NULL, &error);
+    if (!bus) { a->g_clear_error(&error); return -1; }
+    char *secrets = tv_name_owner(a, bus, "org.freedesktop.secrets");
+    char *kwallet = tv_name_owner(a, bus, "org.kde.kwalletd5");
+    int same = secrets && kwallet && strcmp(secrets, kwallet) == 0;
+    a->g_free(secrets);
+    a->g_free(kwallet);
+    char *label = NULL;
+    int open = 0;
+    if (same && tv_default_collection_state(&label) == 1 && label) {
+        GVariant *r = a->g_dbus_connection_call_sync(
+            bus, "org.kde.kwalletd5", "/modules/kwalletd5", "org.kde.KWallet", "isOpen", a->g_variant_new("(s)", label),
+            (const GVariantType *)"(b)", G_DBUS_CALL_FLAGS_NONE, -1, NULL, &error);
+        if (r) { gboolean b = FALSE; a->g_variant_get(r, "(b)", &b); open = b ? 1 : 0; a->g_variant_unref(r); }
+        a->g_clear_error(&error);
+    }
+    a->g_free(label);
+    a->g_object_unref(bus);
+    if (!open) return 0;
+    return tv_unlock_default_collection(NULL) == 1 ? 1 : 0;
+}
+
 int tv_unlock_default_collection(char **message) {
     const tv_secret_api *a = tv_api();
     if (!a) { tv_no_library(message); return -1; }
@@ -303,12 +348,16 @@ int tv_secret_reconnect(void) {
     const char *owner = "";
     if (r) a->g_variant_get(r, "(&s)", &owner);
     else a->g_clear_error(&error);
+    /* The agent asks from several threads at once. */
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&lock);
     int changed = tv_owner == NULL || strcmp(tv_owner, owner) != 0;
     if (changed) {
         a->g_free(tv_owner);
         tv_owner = a->g_strdup(owner);
         a->secret_service_disconnect();
     }
+    pthread_mutex_unlock(&lock);
     if (r) a->g_variant_unref(r);
     return changed;
 }

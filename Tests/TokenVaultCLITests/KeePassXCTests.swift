@@ -40,24 +40,6 @@ final class KeePassXCTests: XCTestCase {
         return s
     }
 
-    /// The requests the sandbox's agent answered.
-    func requests(_ s: Sandbox) throws -> Int {
-        let r = s.tv("agent", "status", "--json")
-        XCTAssertEqual(r.status, 0, r.stderr)
-        let status = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
-        return status?["requests"] as? Int ?? -1
-    }
-
-    /// The items that hold a credential for `service`, by their D-Bus paths.
-    func items(_ service: String) -> [String] {
-        let r = runProcess(
-            "/usr/bin/python3",
-            [Paths.fixtures.appendingPathComponent("keyring_collections.py").path, "items", service],
-            env: keepass.env.merging(["PATH": "/usr/bin:/bin"]) { $1 })
-        XCTAssertEqual(r.status, 0, r.stderr)
-        return r.out.split(separator: "\n").map(String.init)
-    }
-
     func testTheEverydayStepsWorkAndAnOverwriteAfterARestartAsksNobody() throws {
         try keepass.start(["Passwords"])
         let s = try sandbox()
@@ -80,7 +62,7 @@ final class KeePassXCTests: XCTestCase {
         let second = s.tv("set", "api.kx.example", stdin: "second-token")
         XCTAssertEqual(second.status, 0, second.stderr)
         XCTAssertEqual(s.tv("get", "api.kx.example").out, "second-token")
-        XCTAssertEqual(items("api.kx.example").count, 1, "one item")
+        XCTAssertEqual(items("api.kx.example", on: keepass).count, 1, "one item")
         XCTAssertEqual(s.tv("delete", "api.kx.example").status, 0)
         XCTAssertEqual(s.tv("get", "api.kx.example").status, 3)
         XCTAssertFalse(FileManager.default.fileExists(atPath: s.vault), "the file vault was never used")
@@ -154,12 +136,12 @@ final class KeePassXCTests: XCTestCase {
         s.expect("agent")
         defer { s.expect("agent", "stop") }
         XCTAssertTrue(s.tv("list").stdout.contains("api.kx.example"))
-        let before = try requests(s)
+        let before = try agentRequests(s)
         try keepass.start(["Passwords"])
         let got = s.tv("get", "api.kx.example")
         XCTAssertEqual(got.status, 0, got.stderr)
         XCTAssertEqual(got.out, "kept-token")
-        XCTAssertEqual(try requests(s), before + 2, "the agent answered it (and the status asked after it)")
+        XCTAssertEqual(try agentRequests(s), before + 2, "the agent answered it (and the status asked after it)")
     }
 
     /// A second database opened after the first takes the `default` alias:
@@ -169,16 +151,17 @@ final class KeePassXCTests: XCTestCase {
         try keepass.start(["Passwords"])
         let s = try sandbox()
         s.expect("set", "q", "--provider", "q", stdin: #"{"access_token":"a","refresh_token":"r-kx","expires_at":1}"#)
-        XCTAssertEqual(items("api.kx.example").map(Posix.dirname), ["/org/freedesktop/secrets/collection/Passwords"])
+        XCTAssertEqual(
+            items("api.kx.example", on: keepass).map(Posix.dirname), ["/org/freedesktop/secrets/collection/Passwords"])
         try keepass.start(["Passwords", "Work"])
         let renewed = s.tv("get", "q")
         XCTAssertTrue(renewed.out.hasPrefix("rot-at-"), renewed.stderr)
         XCTAssertEqual(
-            items("api.kx.example").map(Posix.dirname), ["/org/freedesktop/secrets/collection/Work"],
+            items("api.kx.example", on: keepass).map(Posix.dirname), ["/org/freedesktop/secrets/collection/Work"],
             "one item, in the database the default alias names")
         try s.expireStored("api.kx.example")
         let again = s.tv("get", "q")
         XCTAssertTrue(again.out.hasPrefix("rot-at-"), again.stderr)
-        XCTAssertEqual(items("api.kx.example").count, 1)
+        XCTAssertEqual(items("api.kx.example", on: keepass).count, 1)
     }
 }

@@ -44,50 +44,38 @@ final class PrivateBus {
     deinit { stop() }
 }
 
-/// Debian's KeePassXC with its Secret Service integration on, as a user runs
-/// it, on a private bus (Tests/Fixtures/keepassxc_provider.py): databases
-/// with an exposed group, opened with their passwords, locked with
-/// `keepassxc --lock`, quit and started again.
-final class PrivateKeePassXC {
+/// A Secret Service provider other than gnome-keyring, run by a fixture
+/// script on a private bus as its users run it, in a directory of its own
+/// (its HOME and XDG directories).
+class PrivateProvider {
     let bus: PrivateBus
     let dir: String
-    private(set) var pid: pid_t = 0
-    /// Each database's password (its file and label are its name).
-    static let passwords = ["Passwords": "pw-one", "Work": "pw-two"]
+    let script: String
+    /// The provider's process, once started (the fixture's child, left running).
+    var pid: pid_t = 0
 
-    init() throws {
+    init(script: String) throws {
         bus = try PrivateBus()
-        dir = bus.dir + "/keepassxc"
+        dir = bus.dir + "/provider"
+        self.script = script
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        for (name, password) in Self.passwords { try tool(["make", dir, name], stdin: password) }
     }
 
     var env: [String: String] { bus.env }
 
+    /// What the fixture printed; a failure throws with its stderr.
     @discardableResult
-    private func tool(_ args: [String], stdin: String? = nil) throws -> String {
+    func tool(_ args: [String], stdin: String? = nil) throws -> String {
         let r = runProcess(
-            "/usr/bin/python3", [Paths.fixtures.appendingPathComponent("keepassxc_provider.py").path] + args,
+            "/usr/bin/python3", [Paths.fixtures.appendingPathComponent(script).path] + args,
             stdin: stdin, env: bus.env.merging(["PATH": "/usr/bin:/bin"]) { $1 }, limit: 60)
         guard r.status == 0 else {
             throw NSError(
-                domain: "PrivateKeePassXC", code: Int(r.status),
-                userInfo: [NSLocalizedDescriptionKey: "keepassxc_provider.py \(args[0]): \(r.stderr)"])
+                domain: script, code: Int(r.status),
+                userInfo: [NSLocalizedDescriptionKey: "\(script) \(args[0]): \(r.stderr)"])
         }
         return r.out
     }
-
-    /// Started (again) with these databases open, the last one active (the
-    /// one the `default` alias names); `confirm`: whether each access asks.
-    func start(_ databases: [String] = ["Passwords"], confirm: Bool = false) throws {
-        stop()
-        try tool(["confirm", dir, confirm ? "yes" : "no"])
-        let passwords = databases.map { Self.passwords[$0]! + "\n" }.joined()
-        pid = try XCTUnwrap(pid_t(try tool(["start", dir] + databases, stdin: passwords)))
-    }
-
-    /// Every open database locked, as `keepassxc --lock` does.
-    func lock() throws { try tool(["lock", dir]) }
 
     /// Quit as its user quits it (SIGTERM: it saves what a client wrote
     /// last), or killed when a pending dialog keeps it from quitting.
@@ -108,4 +96,82 @@ final class PrivateKeePassXC {
         stop()
         bus.stop()
     }
+}
+
+/// Debian's KeePassXC with its Secret Service integration on
+/// (Tests/Fixtures/keepassxc_provider.py): databases with an exposed group,
+/// opened with their passwords, locked with `keepassxc --lock`, quit and
+/// started again.
+final class PrivateKeePassXC: PrivateProvider {
+    /// Each database's password (its file and label are its name).
+    static let passwords = ["Passwords": "pw-one", "Work": "pw-two"]
+
+    init() throws {
+        try super.init(script: "keepassxc_provider.py")
+        for (name, password) in Self.passwords { try tool(["make", dir, name], stdin: password) }
+    }
+
+    /// Started (again) with these databases open, the last one active (the
+    /// one the `default` alias names); `confirm`: whether each access asks.
+    func start(_ databases: [String] = ["Passwords"], confirm: Bool = false) throws {
+        stop()
+        try tool(["confirm", dir, confirm ? "yes" : "no"])
+        let passwords = databases.map { Self.passwords[$0]! + "\n" }.joined()
+        pid = try XCTUnwrap(pid_t(try tool(["start", dir] + databases, stdin: passwords)))
+    }
+
+    /// Every open database locked, as `keepassxc --lock` does.
+    func lock() throws { try tool(["lock", dir]) }
+}
+
+/// KWallet's kwalletd5 with its Secret Service API on
+/// (Tests/Fixtures/kwallet_provider.py): the wallet `kdewallet` opened as
+/// pam_kwallet5 opens it at login, closed as after its idle timeout.
+final class PrivateKWallet: PrivateProvider {
+    static let password = "wallet-pw"
+
+    init() throws { try super.init(script: "kwallet_provider.py") }
+
+    /// Started (again), `kdewallet` open.
+    func start() throws {
+        stop()
+        pid = try XCTUnwrap(pid_t(try tool(["start", dir], stdin: Self.password)))
+    }
+
+    /// Every wallet closed: the next access asks for the wallet's password.
+    func close() throws { try tool(["close", dir]) }
+
+    /// Quit as a logout quits it: its wallets closed first, which writes
+    /// them (kwalletd5 writes a change to disk only seconds later, and not
+    /// at all when it is stopped before: docs/config.md, "KWallet").
+    override func stop() {
+        if pid > 0 { try? close() }
+        super.stop()
+    }
+
+    /// A second wallet, `name`, beside `kdewallet` (a copy of it, closed), from the next start.
+    func addWallet(_ name: String) throws {
+        let wallets = dir + "/data/kwalletd/"
+        for ext in ["kwl", "salt"] where !FileManager.default.fileExists(atPath: wallets + name + "." + ext) {
+            try FileManager.default.copyItem(atPath: wallets + "kdewallet." + ext, toPath: wallets + name + "." + ext)
+        }
+    }
+}
+
+/// The items of the Secret Service on `provider`'s bus that hold a
+/// credential for `service`, by their D-Bus paths.
+func items(_ service: String, on provider: PrivateProvider) -> [String] {
+    let r = runProcess(
+        "/usr/bin/python3", [Paths.fixtures.appendingPathComponent("keyring_collections.py").path, "items", service],
+        env: provider.env.merging(["PATH": "/usr/bin:/bin"]) { $1 })
+    XCTAssertEqual(r.status, 0, r.stderr)
+    return r.out.split(separator: "\n").map(String.init)
+}
+
+/// The requests the sandbox's agent has answered.
+func agentRequests(_ s: Sandbox) throws -> Int {
+    let r = s.tv("agent", "status", "--json")
+    XCTAssertEqual(r.status, 0, r.stderr)
+    let status = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
+    return status?["requests"] as? Int ?? -1
 }

@@ -26,6 +26,8 @@ int tv_default_collection_state(char **label);
 /* Unlocks the default collection through the keyring's own prompt, waiting
    for its answer. 1: unlocked, 0: dismissed, -1: failed (*message). */
 int tv_unlock_default_collection(char **message);
+/* The default collection unlocked where no one is asked: 1 unlocked, 0 it needs its user, -1 no answer. */
+int tv_unlock_quietly(void);
 /* The process id owning org.freedesktop.secrets on the session bus, or 0. */
 unsigned int tv_secrets_owner_pid(int timeout_ms);
 /* The secret for service+account, or NULL (*message set on failure, NULL when absent). */

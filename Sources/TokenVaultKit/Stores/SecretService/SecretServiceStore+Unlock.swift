@@ -18,6 +18,8 @@ extension SecretServiceStore {
             return .success((state == 1, label.map { _ in SecretServiceStore.takeMessage(&label) }))
         }
         guard locked else { return false }
+        // Unlocked where nobody needs to be asked (KWallet's open wallet reads as locked until then).
+        if withDeadline(timeout, { tv_unlock_quietly() }) == 1 { return true }
         let name = label.map { "\u{201C}\($0)\u{201D}" } ?? "(the default one)"
         let deadline = Date().addingTimeInterval(unlock.timeout)
         var why =

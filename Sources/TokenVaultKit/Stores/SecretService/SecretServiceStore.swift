@@ -79,7 +79,9 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
             }
             guard detailed else { return Status(available: true, detail: "") }
             var label: UnsafeMutablePointer<CChar>?
-            let lockedState = tv_default_collection_state(&label)
+            var lockedState = tv_default_collection_state(&label)
+            // What a command would find: a collection that unlocks without asking anyone is not locked.
+            if lockedState == 1, tv_unlock_quietly() == 1 { lockedState = 0 }
             let collection = label.map { _ in takeMessage(&label) }
             let provider = SecretServiceProvider.answering(timeout: timeout)
             return Status(
@@ -108,6 +110,12 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
     func call<T: Sendable>(
         _ what: String, _ body: @escaping @Sendable () -> Result<T, TokenVaultError>
     ) throws -> T {
+        // A long-lived process asks first: KWallet started again numbers its
+        // sessions afresh, so the old session's path can name another
+        // client's session there, and its answer would be encrypted for that one.
+        if SecretServiceStore.keepsItemPaths, withDeadline(timeout, { tv_secret_reconnect() }) == 1 {
+            SecretServiceStore.itemPaths.withLock { $0 = [:] }
+        }
         let first = try answered(what, body)
         guard case .failure(let error) = first, case .backendUnavailable = error,
             withDeadline(timeout, { tv_secret_reconnect() }) == 1

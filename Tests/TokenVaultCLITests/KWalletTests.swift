@@ -1,0 +1,129 @@
+import Foundation
+import TokenVaultKit
+import XCTest
+
+/// KWallet's kwalletd5 as the Secret Service (docs/config.md, "KWallet"),
+/// started by the tests as a Plasma login starts it: the wallet opened by
+/// pam_kwallet5's pipe, closed, restarted, and with the `default` alias
+/// moved to a second, closed wallet. Each state gives what gnome-keyring's
+/// and KeePassXC's give (LockedKeyringTests, KeePassXCTests).
+final class KWalletTests: XCTestCase {
+    nonisolated(unsafe) static var wallet: PrivateKWallet!
+    nonisolated(unsafe) static var server: Process!
+    nonisolated(unsafe) static var port = 0
+
+    override class func setUp() {
+        (server, port) = try! startFixtureServer("quirk_provider.py")
+        wallet = try! PrivateKWallet()
+    }
+
+    override class func tearDown() {
+        wallet.shutdown()
+        server.terminate()
+        server.waitUntilExit()
+    }
+
+    var wallet: PrivateKWallet { Self.wallet }
+
+    func sandbox() throws -> Sandbox {
+        let s = Sandbox(backend: "auto", inProcess: false)
+        s.env.merge(wallet.env) { $1 }
+        s.env["TOKENVAULT_DBUS_TIMEOUT"] = "1"
+        try s.writeConfig(
+            """
+            [providers.q]
+            service = "api.kw.example"
+            token_url = "http://127.0.0.1:\(Self.port)/rotate"
+            client_id = "cid"
+            """)
+        return s
+    }
+
+    /// A wallet opened at login reads as a locked collection until a client
+    /// unlocks it, which asks nobody: every step works, and `doctor` says
+    /// unlocked (it said "locked — fix: seahorse").
+    func testAWalletOpenedAtLoginServesEveryStep() throws {
+        try wallet.start()
+        let s = try sandbox()
+        let doctor = s.tv("doctor", "--color", "never")
+        XCTAssertTrue(
+            doctor.stdout.contains("secret service: kwalletd5, default collection unlocked (\u{201C}kdewallet\u{201D}"),
+            doctor.stdout + doctor.stderr)
+        try wallet.start()
+        s.expect("set", "q", "--provider", "q", stdin: #"{"access_token":"a","refresh_token":"r-kw","expires_at":1}"#)
+        let read = s.tv("get", "q", "--field", "refresh_token", "--no-refresh")
+        XCTAssertEqual(read.out, "r-kw", read.stderr)
+        XCTAssertTrue(s.tv("status", "q").stdout.contains("stored in:   secret-service"))
+        XCTAssertTrue(s.tv("list").stdout.contains("api.kw.example"))
+        // Refreshed on read, the rotated refresh token kept, in one item.
+        let renewed = s.tv("get", "q")
+        XCTAssertTrue(renewed.out.hasPrefix("rot-at-"), renewed.stderr)
+        XCTAssertEqual(items("api.kw.example", on: wallet).count, 1)
+        let tool = runProcess(
+            "/usr/bin/secret-tool", ["lookup", "service", "api.kw.example", "account", "default"],
+            env: wallet.env.merging(["PATH": "/usr/bin:/bin"]) { $1 })
+        XCTAssertTrue(tool.out.contains("\"rot-rt-"), "the same record for other clients")
+        s.expect("delete", "q")
+        XCTAssertEqual(s.tv("get", "q").status, 3)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: s.vault), "the file vault was never used")
+    }
+
+    /// A closed wallet asks for its password before any access: 77 naming
+    /// it, never "not stored", never the file vault.
+    func testAClosedWalletIsRefusedNamingItAndNeverWorkedAround() throws {
+        try wallet.start()
+        let s = try sandbox()
+        s.expect("set", "api.kw.example", stdin: "kept-token")
+        try wallet.close()
+        for args in [
+            ["get", "api.kw.example"], ["status", "api.kw.example"], ["delete", "api.kw.example"], ["list"],
+        ] {
+            let r = s.run(args)
+            XCTAssertEqual(r.status, 77, "\(args): \(r.stderr)")
+            XCTAssertTrue(
+                r.stderr.hasPrefix(
+                    "tokenvault: error: the Secret Service collection \u{201C}kdewallet\u{201D} is locked"),
+                "\(args): \(r.stderr)")
+            XCTAssertTrue(r.stderr.contains("hint: open the wallet in KWallet"), "\(args): \(r.stderr)")
+        }
+        XCTAssertEqual(s.tv("set", "api.new.example", stdin: "new-token").status, 77)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: s.vault), "nothing went to the file vault")
+        let doctor = s.tv("doctor", "--color", "never")
+        XCTAssertTrue(doctor.stdout.contains("default collection locked (\u{201C}kdewallet\u{201D}"), doctor.stdout)
+        XCTAssertTrue(doctor.stdout.contains("fix: open the wallet in KWallet"), doctor.stdout)
+        try wallet.start()
+        XCTAssertEqual(s.tv("get", "api.kw.example").out, "kept-token", "kept")
+    }
+
+    /// The agent follows kwalletd5 started again; the `default` alias moved
+    /// to a closed wallet makes a write wait for it (77 naming it), while
+    /// what the open wallet holds is still read.
+    func testTheAgentFollowsARestartAndAMovedAliasIsNamed() throws {
+        try wallet.start()
+        let s = try sandbox()
+        s.expect("set", "api.kw.example", stdin: "kept-token")
+        s.expect("agent")
+        defer { s.expect("agent", "stop") }
+        XCTAssertTrue(s.tv("list").stdout.contains("api.kw.example"))
+        let before = try agentRequests(s)
+        try wallet.addWallet("work")
+        try wallet.start()
+        let got = s.tv("get", "api.kw.example")
+        XCTAssertEqual(got.status, 0, got.stderr)
+        XCTAssertEqual(got.out, "kept-token")
+        XCTAssertEqual(try agentRequests(s), before + 2, "the agent answered it (and the status asked after it)")
+
+        let moved = runProcess(
+            "/usr/bin/python3",
+            [
+                Paths.fixtures.appendingPathComponent("keyring_collections.py").path, "alias",
+                "/org/freedesktop/secrets/collection/work",
+            ], env: wallet.env.merging(["PATH": "/usr/bin:/bin"]) { $1 })
+        XCTAssertEqual(moved.out, "/org/freedesktop/secrets/collection/work", moved.stderr)
+        XCTAssertEqual(s.tv("get", "api.kw.example").out, "kept-token")
+        let set = s.tv("set", "api.kw.example", stdin: "new-token", env: ["TOKENVAULT_AGENT": "off"])
+        XCTAssertEqual(set.status, 77, set.stderr)
+        XCTAssertTrue(set.stderr.contains("collection \u{201C}work\u{201D} is locked"), set.stderr)
+        XCTAssertEqual(s.tv("get", "api.kw.example").out, "kept-token", "nothing was changed")
+    }
+}
