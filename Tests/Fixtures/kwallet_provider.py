@@ -8,6 +8,8 @@ dialog appears, and no display is needed (Qt's offscreen platform).
 Usage: kwallet_provider.py start DIR     (the wallet's password on stdin; created at
                                          the first start; prints kwalletd5's pid once
                                          it owns org.freedesktop.secrets)
+       kwallet_provider.py first DIR     (the same, and at the first start kwalletd5 left
+                                         as the very first login leaves it)
        kwallet_provider.py close DIR     (every wallet closed, as after its idle timeout or
                                          "close wallet": the next access asks for its password)
 
@@ -74,7 +76,14 @@ def owner():
     return int(daemon.GetConnectionUnixProcessID("org.freedesktop.secrets", dbus_interface="org.freedesktop.DBus"))
 
 
-def start(directory, password):
+def default_alias():
+    bus, _ = bus_daemon()
+    return str(bus.call_blocking("org.freedesktop.secrets", "/org/freedesktop/secrets", "org.freedesktop.Secret.Service",
+                                 "ReadAlias", "s", ("default",)))
+
+
+def start(directory, password, named=True):
+    """kwalletd5 started, its wallet open; `named`: and its `default` alias there."""
     env = environment(directory)
     settings(env)
     hash_read, hash_write = os.pipe()
@@ -101,7 +110,7 @@ def start(directory, password):
     while time.monotonic() < deadline:
         if process.poll() is not None:
             sys.exit("kwalletd5 exited with %d" % process.returncode)
-        if owner() == process.pid and opened():
+        if owner() == process.pid and opened() and (not named or default_alias() != "/"):
             return process.pid
         time.sleep(0.1)
     sys.exit("kwalletd5 did not open its wallet and take org.freedesktop.secrets within 30 s")
@@ -119,11 +128,11 @@ def opened():
 
 def main():
     command, directory = sys.argv[1], sys.argv[2]
-    if command == "start":
+    if command in ("start", "first"):
         password = sys.stdin.buffer.read().strip(b"\n")
         first = not os.path.exists(os.path.join(directory, "data", "kwalletd", "kdewallet.kwl"))
-        pid = start(directory, password)
-        if first:
+        pid = start(directory, password, named=not first)
+        if first and command == "start":
             # The first login creates the wallet, and kwalletd5 names it the
             # `default` alias only when it starts with the wallet there: the
             # second login is what users have from then on.

@@ -68,6 +68,32 @@ final class KWalletTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: s.vault), "the file vault was never used")
     }
 
+    /// The very first login creates the wallet, and kwalletd5 names no
+    /// `default` collection until it starts again: `doctor` says so, and a
+    /// write is refused, never sent to the file vault.
+    func testTheFirstLoginsWalletIsNamedByDoctor() throws {
+        let first = try PrivateKWallet()
+        defer { first.shutdown() }
+        try first.start(firstLogin: true)
+        let s = try sandbox()
+        s.env.merge(first.env) { $1 }
+        let doctor = s.tv("doctor", "--color", "never")
+        XCTAssertNotEqual(doctor.status, 0)
+        XCTAssertTrue(
+            doctor.stdout.contains("secret service: kwalletd5 answers, but no collection is its default one"),
+            doctor.stdout)
+        XCTAssertTrue(doctor.stdout.contains("fix: start kwalletd5 again"), doctor.stdout)
+        let set = s.tv("set", "api.kw.example", stdin: "new-token")
+        XCTAssertEqual(set.status, 77, set.stderr)
+        XCTAssertTrue(
+            set.stderr.hasPrefix("tokenvault: error: the Secret Service (kwalletd5) has no default collection"),
+            set.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: s.vault), "nothing went to the file vault")
+        try first.start()
+        let named = s.tv("doctor", "--color", "never")
+        XCTAssertTrue(named.stdout.contains("default collection unlocked"), named.stdout)
+    }
+
     /// A closed wallet asks for its password before any access: 77 naming
     /// it, never "not stored", never the file vault.
     func testAClosedWalletIsRefusedNamingItAndNeverWorkedAround() throws {

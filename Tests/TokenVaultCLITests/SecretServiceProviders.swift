@@ -132,10 +132,11 @@ final class PrivateKWallet: PrivateProvider {
 
     init() throws { try super.init(script: "kwallet_provider.py") }
 
-    /// Started (again), `kdewallet` open.
-    func start() throws {
+    /// Started (again), `kdewallet` open; `firstLogin`: as the very first
+    /// login leaves it, the wallet just created and no `default` alias.
+    func start(firstLogin: Bool = false) throws {
         stop()
-        pid = try XCTUnwrap(pid_t(try tool(["start", dir], stdin: Self.password)))
+        pid = try XCTUnwrap(pid_t(try tool([firstLogin ? "first" : "start", dir], stdin: Self.password)))
     }
 
     /// Every wallet closed: the next access asks for the wallet's password.

@@ -100,9 +100,7 @@ final class DoctorChecks {
             add(
                 "secret service", usesSecretService ? .failed : .info,
                 "\(probe.detail) answers, but no collection is its default one (\(ms) ms)",
-                fix: usesSecretService
-                    ? "make one the default: in seahorse, KeePassXC (Secret Service Integration: expose a group) or KWallet's settings"
-                    : nil)
+                fix: usesSecretService ? (probe.provider ?? .other("its application")).defaultCollectionHint : nil)
         } else if probe.locked == true {
             add(
                 "secret service", usesSecretService ? .failed : .info,

@@ -54,6 +54,17 @@ public enum SecretServiceProvider: Sendable, Equatable {
         }
     }
 
+    /// How its user gives it a default collection (where a write goes).
+    public var defaultCollectionHint: String {
+        switch self {
+        case .gnomeKeyring: "make a keyring the default one in seahorse"
+        case .keepassxc: "expose a group of the open database (Database Settings: Secret Service Integration)"
+        case .kwallet:
+            "start kwalletd5 again (it names its wallet the default one when it starts with it; the next login does too)"
+        case .other(let name): "make a collection the default one in \(name)"
+        }
+    }
+
     /// How its user lets tokenvault read an item it asks about.
     public var accessHint: String {
         switch self {

@@ -57,25 +57,36 @@ private struct Held {
     var locked: Bool?
     var provider: SecretServiceProvider?
     var desktop: Bool
+    /// It answered, and has no collection the `default` alias names (a write
+    /// then asks its user to create one).
+    var noDefault: Bool
 
     init(state: (Int32, String?)?, provider: SecretServiceProvider?, desktop: Bool) {
         name = state?.1.map { $0.isEmpty ? "(unnamed)" : "\u{201C}\($0)\u{201D}" } ?? "(default)"
         locked = state.flatMap { $0.0 < 0 ? nil : $0.0 == 1 }
+        noDefault = state.map { $0.0 < 0 } ?? false
         self.provider = provider
         self.desktop = desktop
     }
 
     var waitsFor: String {
+        if noDefault { return "waiting for the Secret Service, which has no default collection, to answer" }
         switch locked {
-        case true?: "waiting for the Secret Service collection \(name) to be unlocked in its application"
-        case false?: "waiting for an answer to the Secret Service's access request in its application"
-        case nil: "waiting for the Secret Service to answer (an unlock or an access request is pending)"
+        case true?: return "waiting for the Secret Service collection \(name) to be unlocked in its application"
+        case false?: return "waiting for an answer to the Secret Service's access request in its application"
+        case nil: return "waiting for the Secret Service to answer (an unlock or an access request is pending)"
         }
     }
 
     func error(_ what: String, waited: Double) -> TokenVaultError {
         let within = "within \(waited.shortText) s"
         let wait = "\(EnvironmentVariable.unlockTimeout.name)=SECONDS waits that long for it"
+        if noDefault {
+            let who = provider.map { " (\($0.program))" } ?? ""
+            return .permission(
+                "the Secret Service\(who) has no default collection and holds the request to \(what) (it asks its user to create one); nothing was changed",
+                hint: "\((provider ?? .other("")).defaultCollectionHint), then try again")
+        }
         switch locked {
         case true?:
             let how = provider?.unlockHint(desktop: desktop) ?? "unlock it in its application"
