@@ -230,7 +230,7 @@ _tokenvault_set() {
     non_repeating_flags=(--verbose --force --json --version -h --help)
     repeating_options=()
     non_repeating_options=(--account --provider)
-    __tokenvault_offer_flags_options 1
+    __tokenvault_offer_flags_options -1
 
     # Offer option value completions
     case "${prev}" in

@@ -282,6 +282,7 @@ final class AgentServer: @unchecked Sendable {
         for v in EnvironmentVariable.passphraseSources { environment[v.name] = own[v] }
         var client = Settings(environment: environment)
         client.child = request.child
+        client.clientCanUnlock = request.hasPassphraseSource
         let differ = differences(client.agentScope)
         guard differ.isEmpty else {
             return .declined("another setup: \(Format.list(differ)) \(differ.count == 1 ? "differs" : "differ")")

@@ -172,11 +172,13 @@ final class Context {
     /// accounts that exist, or `set` (`NextStep.missing`).
     func notFound(_ id: CredentialID) throws -> TokenVaultError {
         let stored = (try? vault().listIDs()) ?? []
-        let owners =
-            (try? providers)?.owners(of: id.service) ?? ProviderDirectory(config: Config()).owners(of: id.service)
+        let directory = (try? providers) ?? ProviderDirectory(config: Config())
+        let next = NextStep.missing(
+            id, stored: stored, owners: directory.owners(of: id.service), providers: directory.names)
+        // What was not looked at comes first: it may hold the credential (never a second login for it).
         return .notFound(
             service: id.service.description, account: id.account, unchecked: try store().uncheckedNote,
-            hint: NextStep.missing(id, stored: stored, owners: owners))
+            hint: try store().uncheckedFix.map { "\($0) (\(next))" } ?? next)
     }
 
     /// `min_valid`: the option, else the config, else 60 seconds.

@@ -150,7 +150,9 @@ final class DPoPLoginTests: XCTestCase {
         let after = s.expect("header", "api.dpop.example", "--method", "GET", "--url", url).stdout
         XCTAssertEqual(userinfo(Self.plainPort, headers: after), "200")
         st = try stats(Self.plainPort)
-        XCTAssertEqual(st["refreshes"] as? Int, 2, "\(st)")
+        // The forced renewal and the one after expiry; on a loaded machine the steps before
+        // may outlast the 3-second token, and a use then renews it once more.
+        XCTAssertGreaterThanOrEqual(st["refreshes"] as? Int ?? 0, 2, "\(st)")
         XCTAssertEqual(Set(st["jkts"] as? [String] ?? []), [jkt], "every token bound to the one key")
     }
 

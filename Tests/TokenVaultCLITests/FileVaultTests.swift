@@ -96,6 +96,7 @@ final class FileVaultTests: XCTestCase {
         s.expect("set", "api.x.com", stdin: "tok\n")
         let file = s.home + "/pass"
         try "correct horse\n".write(toFile: file, atomically: true, encoding: .utf8)
+        XCTAssertEqual(chmod(file, 0o600), 0, "a passphrase file others can read is refused")
         // The file wins over a wrong variable; the command wins over a wrong variable.
         XCTAssertEqual(
             s.tv("get", "api.x.com", env: ["TOKENVAULT_PASSPHRASE_FILE": file, "TOKENVAULT_PASSPHRASE": "bad"]).out,

@@ -167,6 +167,12 @@ final class FirstHourTests: QuirkProviderTestCase {
         XCTAssertEqual(
             try String(contentsOfFile: fresh.env["XDG_CONFIG_HOME"]! + "/tokenvault/config.toml", encoding: .utf8),
             "# tokenvault migrate: backend was unset, credentials in file\nbackend = \"secret-service\"\n")
+        // Back to the file: `file`, not the unset setting that was (auto would choose the keyring).
+        let back = fresh.tv("migrate", "--to", "file")
+        XCTAssertEqual(back.status, 0, back.stderr)
+        XCTAssertTrue(back.stderr.contains("set backend = \"file\""), back.stderr)
+        XCTAssertTrue(fresh.tv("backend").stdout.hasPrefix("file"), fresh.tv("backend").stdout)
+        XCTAssertEqual(fresh.tv("migrate", "--to", "secret-service").status, 0)
         let nowhere = fresh.tv("migrate", "--to", "file", env: ["TOKENVAULT_CONFIG": "/dev/null/config.toml"])
         XCTAssertEqual(nowhere.status, 0, nowhere.stderr)
         XCTAssertTrue(nowhere.stderr.contains("add this line at its top: backend = \"file\""), nowhere.stderr)

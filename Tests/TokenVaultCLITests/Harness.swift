@@ -291,13 +291,18 @@ final class Sandbox: @unchecked Sendable {
 
     /// Runs `tokenvault ARGS` on a pseudo-terminal `columns` wide (on_pty.py);
     /// its stdout is everything the terminal showed. With `interruptAfter`,
-    /// Ctrl-C is typed once that text has been shown.
+    /// Ctrl-C is typed once that text has been shown; with `answer`, its line
+    /// once its prompt has.
     func onTerminal(
-        _ args: [String], columns: Int = 200, interruptAfter: String? = nil, env extra: [String: String] = [:]
+        _ args: [String], columns: Int = 200, interruptAfter: String? = nil,
+        answer: (prompt: String, line: String)? = nil,
+        env extra: [String: String] = [:]
     ) -> Run {
         var e = env.merging(extra) { $1 }
         e["PTY_COLUMNS"] = String(columns)
         e["PTY_INTERRUPT_AFTER"] = interruptAfter
+        e["PTY_PROMPT"] = answer?.prompt
+        e["PTY_ANSWER"] = answer?.line
         return runProcess(
             "/usr/bin/python3", [Paths.fixtures.appendingPathComponent("on_pty.py").path, Paths.binary] + args, env: e,
             limit: 90)

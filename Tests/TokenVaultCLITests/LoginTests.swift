@@ -52,10 +52,13 @@ final class LoginTests: XCTestCase {
 
     func testDeniedLoginExits4AndStoresNothing() throws {
         let s = try sandbox()
-        let r = s.tv("login", "local", env: ["BROWSER_MODE": "deny"], limit: 60)
+        let r = s.tv("login", "local", "--account", "bob", env: ["BROWSER_MODE": "deny"], limit: 60)
         XCTAssertEqual(r.status, 4, r.stderr)
-        XCTAssertTrue(r.stderr.contains("access_denied"), r.stderr)
-        XCTAssertEqual(s.tv("get", "local").status, 3)
+        XCTAssertTrue(r.stderr.contains("the access was not approved at local's page (access_denied"), r.stderr)
+        // The hint, literally, is this login again: the same account.
+        XCTAssertTrue(
+            r.stderr.contains("hint: to try again, run: tokenvault login local --account bob and approve"), r.stderr)
+        XCTAssertEqual(s.tv("get", "local", "--account", "bob").status, 3)
     }
 
     func testForgedStateDoesNotEndTheLogin() throws {

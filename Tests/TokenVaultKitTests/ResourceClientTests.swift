@@ -139,18 +139,21 @@ final class ResourceClientTests: XCTestCase {
             client_id = "c"
             """)
         var p = try OAuth2Provider.resolve("p", config: config, configPath: "c")
+        let id = CredentialID(service: try ServiceKey(parsing: "api.p.example"), account: "default")
         let login = {
             OAuth2Login(provider: p, transport: ScriptedTransport([]), clock: FixedClock(0), notify: { _ in })
         }
-        XCTAssertEqual(try login().checkedCode(["code": "x", "state": "s"], state: "s"), "x")
+        XCTAssertEqual(try login().checkedCode(["code": "x", "state": "s"], state: "s", id: id), "x")
         p.issParameterRequired = true
-        XCTAssertEqual(try login().checkedCode(["code": "x", "state": "s", "iss": issuer], state: "s"), "x")
-        XCTAssertThrowsError(try login().checkedCode(["code": "x", "state": "s"], state: "s")) {
+        XCTAssertEqual(try login().checkedCode(["code": "x", "state": "s", "iss": issuer], state: "s", id: id), "x")
+        XCTAssertThrowsError(try login().checkedCode(["code": "x", "state": "s"], state: "s", id: id)) {
             XCTAssertEqual(($0 as? TokenVaultError)?.exitCode, 65)
             XCTAssertTrue($0.errorText.hasPrefix("possible mix-up"), $0.errorText)
         }
         // Another issuer is refused before anything else is looked at, an error included.
-        XCTAssertThrowsError(try login().checkedCode(["error": "access_denied", "iss": "https://evil"], state: "s")) {
+        XCTAssertThrowsError(
+            try login().checkedCode(["error": "access_denied", "iss": "https://evil"], state: "s", id: id)
+        ) {
             XCTAssertTrue($0.errorText.hasPrefix("mix-up"), $0.errorText)
         }
     }

@@ -105,7 +105,7 @@ extension TokenVault {
             help: "With a URL: register tokenvault at the authorization server anew, as when it forgot the client.")
         var registerAgain = false
 
-        @Flag(help: "Print the result as JSON: service, account, provider, user, expires_at.")
+        @Flag(help: "Print the result as JSON: service, account, provider, user, expires_at, stored_in.")
         var json = false
 
         @Flag(help: "With a URL: say on stderr each step of finding its authorization server.")
@@ -269,16 +269,18 @@ extension TokenVault {
             return chosen
         }
 
-        /// "logged in to PROVIDER as NAME; stored under ID" on stderr.
+        /// "logged in to PROVIDER as NAME; stored under ID in BACKEND" on stderr.
         func announce(_ credential: Credential, provider: String, prefix: String = "", context: Context) {
             let name = Summary.displayName(credential)
             let who = name.map { " as \($0)" } ?? ""
+            let backend = (try? context.store().writesTo) ?? "the vault"
             context.result(
-                "\(prefix)logged in to \(provider)\(who); stored under \(credential.id)", json: json,
+                "\(prefix)logged in to \(provider)\(who); stored under \(credential.id) in \(backend)", json: json,
                 [
                     "service": .string(credential.service.description), "account": .string(credential.account),
                     "provider": .string(provider), "user": name.map { .string($0) } ?? .null,
                     "expires_at": credential.expiresAt.map { .integer($0) } ?? .null,
+                    "stored_in": .string(backend),
                 ])
         }
 

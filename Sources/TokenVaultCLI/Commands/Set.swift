@@ -31,7 +31,19 @@ extension TokenVault {
         @Flag(help: "Print what was stored as JSON: service, account, provider, stored_in, expires_at.")
         var json = false
 
+        /// Words after the service (`set HOST TOKEN`): refused without being
+        /// shown, since the word is most likely the token itself.
+        @Argument(help: .hidden) var stray: [String] = []
+
         func run(in context: Context) throws {
+            if !stray.isEmpty {
+                let service = ShellWord.word(credential.service)
+                throw TokenVaultError.usage(
+                    "set reads the token from stdin, never from the command line: \(stray.count == 1 ? "the word" : "the \(stray.count) words") after \(service) \(stray.count == 1 ? "was" : "were") not used and \(stray.count == 1 ? "is" : "are") not shown (a token there is in your shell's history now)",
+                    hint:
+                        "type it at the prompt of: tokenvault set \(service) (or pipe it in: printf '%s\\n' \"$TOKEN\" | tokenvault set \(service))"
+                )
+            }
             let id = try credential.id(in: context)
             if let provider, try context.providers.service(of: provider) == nil {
                 throw TokenVaultError.config("unknown provider \(provider)", hint: "see: tokenvault providers")

@@ -195,7 +195,20 @@ public struct Config: Sendable, Equatable {
             lines[$0].dropFirst(migrateNote.count).split(separator: ",").map { $0.trimmedSpaces() }
         }
         var restored: String?
-        if let noteAt, let note, note.count == 2, note[1] == "credentials in \(value)" {
+        let back = note.map { $0.count == 2 && $0[1] == "credentials in \(value)" } ?? false
+        // The setting that was is put back only where it chooses VALUE again: an
+        // unset or `auto` backend chooses the Secret Service while one answers,
+        // so going back to the file writes `file` (docs/config.md).
+        let restorable =
+            back
+            && (note?[0] == value
+                || (["unset", "auto"].contains(note?[0]) && value == BackendChoice.secretService.rawValue))
+        if back, !restorable, let noteAt {
+            lines.remove(at: noteAt)
+            firstTable -= 1
+            if let e = existing, e > noteAt { existing = e - 1 }
+        }
+        if restorable, let noteAt, let note {
             // Back where they came from: the setting that was there before.
             restored = note[0]
             lines.remove(at: noteAt)
@@ -212,7 +225,7 @@ public struct Config: Sendable, Equatable {
             if let existing { lines[existing] = line } else { lines.insert(line, at: firstTable) }
             // Noted only where the setting pointed at the credentials' backend (itself, or auto,
             // which picks a local one): going back there then means going back to it.
-            if noteAt == nil, let source, source != value,
+            if noteAt == nil || back, let source, source != value,
                 was == source || (["unset", "auto"].contains(was) && source != BackendChoice.etcd.rawValue)
             {
                 let at = existing ?? firstTable

@@ -188,8 +188,11 @@ public enum NextStep {
     /// The hint for "nothing stored for `id`": the accounts that are stored
     /// for the service when another one was asked for; else a login, when a
     /// provider (`owners`) stores under the service; else a stored service
-    /// the name is close to; else `set`.
-    public static func missing(_ id: CredentialID, stored: [CredentialID], owners: [String]) -> String {
+    /// the name is close to, or a provider's (`providers`: every name `login`
+    /// takes), as `login` suggests one; else `set`.
+    public static func missing(
+        _ id: CredentialID, stored: [CredentialID], owners: [String], providers: [String] = []
+    ) -> String {
         let accounts = stored.filter { $0.service == id.service }.map(\.account).sorted()
         if !accounts.isEmpty {
             let close =
@@ -209,6 +212,13 @@ public enum NextStep {
             id.service.path == nil
             ? "tokenvault set \(ShellWord.word(id.service.description))\(acct) < token.json"
             : "tokenvault login \(ShellWord.word(id.service.url))\(acct)"
+        // A word with no dot is a provider's name mistyped more often than a host.
+        if !id.service.description.contains("."),
+            let close = Suggestion.closest(to: id.service.description, in: providers)
+        {
+            return
+                "did you mean \(ShellWord.word(close))? (a provider: tokenvault login \(ShellWord.word(close))\(acct))"
+        }
         let services = Array(Set(stored.map(\.service.description))).sorted()
         if let close = Suggestion.closest(to: id.service.description, in: services) {
             return

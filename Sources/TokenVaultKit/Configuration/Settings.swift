@@ -136,6 +136,12 @@ public struct Settings: Sendable {
     /// process's, or for a command the agent runs, its client's.
     public var child = ChildContext()
 
+    /// A command the agent runs for a client that can give the file vault's
+    /// passphrase itself (a passphrase source, or a terminal to prompt on): a
+    /// locked file vault is then the client's to open, never skipped as one
+    /// nobody can open here (docs/agent.md).
+    public var clientCanUnlock = false
+
     /// This process's environment, copied once: the start-up, the command and
     /// the helpers that need a setting all read this one.
     public static let process = Settings()

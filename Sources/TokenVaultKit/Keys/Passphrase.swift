@@ -17,7 +17,7 @@ public struct PassphraseSource: Sendable {
             EnvironmentVariable.passphraseSources.lazy.compactMap { v -> (EnvironmentVariable, SecretSource)? in
                 guard let value = settings[v] else { return nil }
                 switch v {
-                case .passphraseFile: return (v, .file(settings.expandingHome(value)))
+                case .passphraseFile: return (v, .secretFile(settings.expandingHome(value)))
                 case .passphraseCommand: return (v, .command(value))
                 default: return (v, .value(value))
                 }

@@ -7,6 +7,8 @@ import Glibc
 enum SecretSource: Sendable {
     case value(String)
     case file(String)
+    /// A file only its owner may read (the vault passphrase's).
+    case secretFile(String)
     /// A shell command, run where `ChildContext` says.
     case command(String, ChildContext = ChildContext())
 
@@ -18,8 +20,8 @@ enum SecretSource: Sendable {
         switch self {
         case .value(let v):
             bytes = Array(v.utf8)
-        case .file(let path):
-            guard let data = try TrustedFile.read(path, what: "the file holding \(what)") else {
+        case .file(let path), .secretFile(let path):
+            guard let data = try TrustedFile.read(path, what: "the file holding \(what)", secret: isSecretFile) else {
                 throw failure("cannot read \(what) from \(path)")
             }
             bytes = data
@@ -34,6 +36,11 @@ enum SecretSource: Sendable {
         if bytes.last == 0x0A { bytes.removeLast() }
         if bytes.last == 0x0D { bytes.removeLast() }
         return bytes
+    }
+
+    private var isSecretFile: Bool {
+        if case .secretFile = self { return true }
+        return false
     }
 
     /// The first line of what the source holds (a config secret: 78 when it cannot be read).

@@ -88,13 +88,19 @@ public struct OAuth2Login {
                     """
             }
         }
-        let code = try checkedCode(params, state: state)
+        let code = try checkedCode(params, state: state, id: id)
         return try exchange(code: code, redirectURI: redirectURI, pkce: pkce, id: id, nonce: nonce)
     }
 
     /// Seconds of waiting for the browser before a line says what to check
     /// (a third of a shorter wait).
     static let quietSeconds = 20
+
+    /// The command that logs in to this provider again as `id`'s account.
+    func loginCommand(_ id: CredentialID) -> String {
+        "tokenvault login \(ShellWord.word(provider.name))"
+            + (id.account == Credential.defaultAccount ? "" : " --account \(ShellWord.word(id.account))")
+    }
 
     /// Where this provider's client is set, for hints: its table and file.
     var clientPlace: String {
@@ -124,7 +130,7 @@ public struct OAuth2Login {
             let params = Dictionary(
                 FormEncoding.decode(query.split(separator: "#").first.map(String.init) ?? "") ?? [],
                 uniquingKeysWith: { first, _ in first })
-            let code = try checkedCode(params, state: state)
+            let code = try checkedCode(params, state: state, id: id)
             return try exchange(code: code, redirectURI: redirectURI, pkce: pkce, id: id, nonce: nonce)
         }
         guard !line.contains(where: { $0.isWhitespace || $0.isNewline }) else {
@@ -215,7 +221,7 @@ public struct OAuth2Login {
                 guard Date() < deadline else {
                     throw TokenVaultError.loginRequired(
                         "the device code expired before it was approved; nothing was stored",
-                        hint: "run: tokenvault login \(ShellWord.word(provider.name)) --device")
+                        hint: "run: \(loginCommand(id)) --device")
                 }
                 let poll =
                     [("grant_type", "urn:ietf:params:oauth:grant-type:device_code"), ("device_code", deviceCode)]
@@ -230,7 +236,8 @@ public struct OAuth2Login {
                     default:
                         throw TokenResponse.error(
                             code: code, description: fields["error_description"]?.text, provider: provider.name,
-                            sentSecrets: sent, configPath: provider.configPath, clientTable: provider.clientTable)
+                            sentSecrets: sent, configPath: provider.configPath, clientTable: provider.clientTable,
+                            login: ("\(loginCommand(id)) --device", true))
                     }
                 }
                 let c = try TokenResponse.credential(
@@ -257,7 +264,7 @@ public struct OAuth2Login {
 
     /// The code of a redirect, after checking who sent it (RFC 9207 `iss`,
     /// also on an error), `state` and any `error`.
-    func checkedCode(_ params: [String: String], state: String) throws -> String {
+    func checkedCode(_ params: [String: String], state: String, id: CredentialID) throws -> String {
         // RFC 9207: a response that names its issuer names this one (mix-up defence).
         if let iss = params["iss"], let expected = provider.issuer, iss != expected {
             throw TokenVaultError.badInput(
@@ -270,7 +277,9 @@ public struct OAuth2Login {
             )
         }
         if let error = params["error"] {
-            throw TokenResponse.error(code: error, description: params["error_description"], provider: provider.name)
+            throw TokenResponse.error(
+                code: error, description: params["error_description"], provider: provider.name,
+                login: (loginCommand(id), true))
         }
         guard params["state"] == state else {
             throw TokenVaultError.badInput(

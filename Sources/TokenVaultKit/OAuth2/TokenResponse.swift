@@ -78,17 +78,25 @@ public enum TokenResponse {
     }
 
     /// RFC 6749 §5.2 (and RFC 8628 §3.5) error codes to exit codes.
+    /// `login`: the command that logs in again (its `--account` included),
+    /// and whether the answer came at the end of a login the user was asked
+    /// to approve (`access_denied` then means the approval was refused).
     public static func error(
         code: String, description: String?, provider: String, sentSecrets: [String] = [], configPath: String? = nil,
-        clientTable: String? = nil
+        clientTable: String? = nil, login: (command: String, approving: Bool)? = nil
     ) -> TokenVaultError {
         let desc = description.map { OutsideText.line($0, redacting: sentSecrets) }
         let shown = OutsideText.line(code, redacting: sentSecrets)
+        let again = login?.command ?? "tokenvault login \(ShellWord.word(provider))"
         switch code {
+        case "access_denied" where login?.approving == true:
+            return .loginRequired(
+                "the access was not approved at \(provider)'s page (access_denied\(desc.map { ": \($0)" } ?? "")); nothing was stored",
+                hint: "to try again, run: \(again) and approve the access it asks for")
         case "invalid_grant", "access_denied", "expired_token":
             return .loginRequired(
                 "the provider answered \(shown)\(desc.map { ": \($0)" } ?? "")",
-                hint: "run: tokenvault login \(ShellWord.word(provider))")
+                hint: "run: \(again)")
         case "server_error", "temporarily_unavailable":
             return .temporary("the provider answered \(shown)\(desc.map { ": \($0)" } ?? "")")
         case "invalid_client", "unauthorized_client":

@@ -15,17 +15,38 @@ public final class AutoStore: CredentialStore {
     /// Things the user should know that do not stop the command.
     public private(set) var warnings: [String] = []
     private var unchecked: [String] = []
+    /// The fix for the first backend not checked (`uncheckedFix`).
+    private var fixes: [String] = []
+
+    /// What reaches a Secret Service that could not be asked.
+    static let keyringFix =
+        "if it is stored in the keyring, run this where the keyring answers (a desktop session, or with \(EnvironmentVariable.dbusSessionBusAddress.name) set); only if it is not: a login here stores a new one in the file vault"
 
     /// Where there is no session bus at all (a server), the file is simply the
     /// backend: no warnings, though a failed lookup still says what it did not check.
     let quiet: Bool
 
-    init(secretService: CredentialStore?, unavailableReason: String?, quiet: Bool, file: FileStore) {
+    /// Whether a locked file vault nobody can open here is looked past (false
+    /// for the agent's run of a client that can open it: the client runs it).
+    let skipsLockedFile: Bool
+
+    init(
+        secretService: CredentialStore?, unavailableReason: String?, quiet: Bool, file: FileStore,
+        skipsLockedFile: Bool = true
+    ) {
+        self.skipsLockedFile = skipsLockedFile
         self.secretService = secretService
         self.unavailableReason = unavailableReason
         self.quiet = quiet
         self.file = file
-        if let unavailableReason { unchecked.append("the Secret Service was not checked (\(unavailableReason))") }
+        if let unavailableReason {
+            notChecked("the Secret Service was not checked (\(unavailableReason))", fix: Self.keyringFix)
+        }
+    }
+
+    private func notChecked(_ note: String, fix: String) {
+        if !unchecked.contains(note) { unchecked.append(note) }
+        if !fixes.contains(fix) { fixes.append(fix) }
     }
 
     /// A Secret Service that failed once is not waited on again in this run.
@@ -43,6 +64,7 @@ public final class AutoStore: CredentialStore {
     }
 
     public var uncheckedNote: String? { unchecked.isEmpty ? nil : unchecked.joined(separator: "; ") }
+    public var uncheckedFix: String? { fixes.first }
 
     /// With the Secret Service answering, a file vault nobody can open here
     /// (locked: no passphrase source, no terminal) does not stop the command:
@@ -53,12 +75,16 @@ public final class AutoStore: CredentialStore {
             try body()
             return false
         } catch TokenVaultError.permission(let message, _)
-            where secretService != nil
+            where secretService != nil && skipsLockedFile
             && message.hasPrefix("the vault is locked")
         {
             let note =
                 "the file vault \(file.path) is locked (no passphrase source, no terminal), so what it holds was not looked at; tokenvault unlock opens it"
-            if !unchecked.contains(note) { unchecked.append(note) }
+            notChecked(
+                note,
+                fix:
+                    "unlock the file vault first: tokenvault unlock (it asks for the passphrase on a terminal), then try again"
+            )
             if !warnings.contains(note) { warnings.append(note) }
             return true
         }
@@ -78,7 +104,7 @@ public final class AutoStore: CredentialStore {
                 if let c = try secretService.locate(id) { found.append(c) }
             } catch let e as TokenVaultError {
                 try giveUp(on: e)
-                unchecked.append("the Secret Service was not checked (\(e.errorText))")
+                notChecked("the Secret Service was not checked (\(e.errorText))", fix: Self.keyringFix)
             }
         }
         // The file is read when it may hold the only copy, or when that costs no prompt.
@@ -145,7 +171,11 @@ public final class AutoStore: CredentialStore {
                 warnings.append("the Secret Service was not checked (\(e.errorText))")
             }
         }
-        warnUnchecked()
+        // A list says what it could not look at, even where no bus is the rule (a server).
+        if let unavailableReason {
+            let note = "the Secret Service was not checked (\(unavailableReason)), so what it may hold is not listed"
+            if !warnings.contains(note) { warnings.append(note) }
+        }
         if file.exists { _ = try fileUnlessLocked { add(try file.listLocated()) } }
         return all.values.sorted { $0.credential.id < $1.credential.id }
     }

@@ -68,7 +68,8 @@ public struct Backends {
                 return AutoStore(secretService: nil, unavailableReason: missing, quiet: true, file: try fileVault())
             }
             return AutoStore(
-                secretService: try secretService(), unavailableReason: nil, quiet: false, file: try fileVault())
+                secretService: try secretService(), unavailableReason: nil, quiet: false, file: try fileVault(),
+                skipsLockedFile: !settings.clientCanUnlock)
         }
     }
 }

@@ -22,6 +22,9 @@ public protocol CredentialStore: AnyObject {
     var name: String { get }
     /// What could not be looked at, when a lookup came back empty-handed.
     var uncheckedNote: String? { get }
+    /// What makes the backend that was not checked checkable (unlock the file
+    /// vault, reach the keyring): the next step of a lookup that found nothing.
+    var uncheckedFix: String? { get }
     func load(_ id: CredentialID) throws -> Credential?
     func locate(_ id: CredentialID) throws -> StoredCredential?
     func listLocated() throws -> [StoredCredential]
@@ -46,6 +49,7 @@ public protocol CredentialStore: AnyObject {
 
 extension CredentialStore {
     public var uncheckedNote: String? { nil }
+    public var uncheckedFix: String? { nil }
     public var warnings: [String] { [] }
     public var writesTo: String { name }
     public var sharedLockDirectory: String? { nil }

@@ -15,7 +15,8 @@ enum TrustedFile {
     /// they are read from; nil when there is no such file. A symbolic link is
     /// followed (a config kept with the user's dotfiles), and both the
     /// directory it is in and the directory of the file it names are checked.
-    static func read(_ path: String, what: String, maxBytes: Int = 1 << 20) throws -> [UInt8]? {
+    /// `secret`: a file only its owner may read (the vault passphrase).
+    static func read(_ path: String, what: String, maxBytes: Int = 1 << 20, secret: Bool = false) throws -> [UInt8]? {
         guard let real = realpath(path, nil) else {
             if errno == ENOENT || errno == ENOTDIR { return nil }
             throw TokenVaultError.config("cannot read \(what) \(path): \(String(cString: strerror(errno)))")
@@ -42,6 +43,12 @@ enum TrustedFile {
             throw TokenVaultError.config("cannot read \(what) \(path): \(String(cString: strerror(errno)))")
         }
         try check(st, path: path, what: what)
+        if secret, st.st_mode & 0o044 != 0 {
+            throw TokenVaultError.permission(
+                "\(what) \(path) is readable by others (mode \(String(st.st_mode & 0o777, radix: 8))); refusing to use it",
+                hint:
+                    "run: chmod 600 \(ShellWord.word(path)) (and choose a new passphrase if others could have read it)")
+        }
         guard st.st_mode & S_IFMT == S_IFREG else {
             throw TokenVaultError.config("\(what) \(path) is not a regular file")
         }

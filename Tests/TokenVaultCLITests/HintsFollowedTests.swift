@@ -1,0 +1,101 @@
+import Foundation
+import XCTest
+
+/// The first hour, fourth pass (docs/reference.md, "Exit codes"): each hint
+/// followed literally leads to the fix of that failure, never to a second
+/// login for a credential that is stored but could not be read. Against the
+/// quirk provider and a private gnome-keyring, started once.
+final class HintsFollowedTests: QuirkProviderTestCase {
+    var base: String { "http://127.0.0.1:\(Self.port)" }
+
+    func sandbox(backend: String = "auto") throws -> Sandbox {
+        let s = Sandbox(backend: backend, inProcess: false)
+        s.env.merge(Self.keyring.env) { $1 }
+        try s.writeConfig(
+            """
+            [providers.django]
+            service = "api.django.example"
+            token_url = "\(base)/rotate"
+            client_id = "cid"
+            """)
+        return s
+    }
+
+    /// A credential only the locked file vault holds, the agent running (it
+    /// has no passphrase): at a terminal the `get` asks for the passphrase,
+    /// as it does without the agent; without one, the hint unlocks the vault.
+    func testALockedFileVaultAsksOnTheTerminalThroughTheAgentToo() throws {
+        let s = try sandbox()
+        s.expect(
+            "set", "django", "--provider", "django", stdin: #"{"access_token":"in-the-file","expires_in":3600}"#,
+            env: ["TOKENVAULT_BACKEND": "file"])
+        s.env["TOKENVAULT_PASSPHRASE"] = nil
+        s.expect("agent")
+        defer { s.expect("agent", "stop") }
+        let asked = s.onTerminal(["get", "django"], answer: ("Vault passphrase: ", "correct horse"))
+        XCTAssertEqual(asked.status, 0, asked.stdout)
+        XCTAssertTrue(asked.stdout.hasSuffix("in-the-file\n"), asked.stdout)
+        // No terminal: 3, and the hint opens the vault instead of a login.
+        let r = s.tv("get", "django")
+        XCTAssertEqual(r.status, 3, r.stderr)
+        XCTAssertTrue(r.stderr.contains("hint: unlock the file vault first: tokenvault unlock"), r.stderr)
+        XCTAssertFalse(r.stderr.contains("hint: run: tokenvault login"), r.stderr)
+    }
+
+    /// Stored in the keyring, asked where no session bus is: the hint is to
+    /// reach the keyring, a login comes only after; `list` says what it did
+    /// not look at; a login says where it stored the credential.
+    func testNoSessionBusNeverLeadsStraightToASecondLogin() throws {
+        let s = try sandbox()
+        s.expect(
+            "set", "django", "--provider", "django", stdin: #"{"access_token":"in-the-keyring","expires_in":3600}"#)
+        let away = ["DBUS_SESSION_BUS_ADDRESS": ""]
+        let r = s.tv("get", "django", env: away)
+        XCTAssertEqual(r.status, 3, r.stderr)
+        XCTAssertTrue(r.stderr.contains("the Secret Service was not checked"), r.stderr)
+        XCTAssertTrue(
+            r.stderr.contains("hint: if it is stored in the keyring, run this where the keyring answers"), r.stderr)
+        let listed = s.tv("list", env: away)
+        XCTAssertEqual(listed.status, 0, listed.stderr)
+        XCTAssertTrue(
+            listed.stderr.contains("the Secret Service was not checked (no D-Bus session bus"), listed.stderr)
+        XCTAssertTrue(listed.stderr.contains("what it may hold is not listed"), listed.stderr)
+        let stored = s.tv("set", "api.other.example", stdin: "x", env: away)
+        XCTAssertTrue(stored.stderr.contains("in file"), stored.stderr)
+    }
+
+    /// A provider's name mistyped in `get` or `status` is suggested, as
+    /// `login` suggests it, instead of `set` under the typo.
+    func testAMistypedProviderIsSuggested() throws {
+        let s = try sandbox(backend: "file")
+        for command in ["get", "status"] {
+            let r = s.tv(command, "djnago")
+            XCTAssertEqual(r.status, 3, r.stderr)
+            XCTAssertTrue(
+                r.stderr.contains("hint: did you mean django? (a provider: tokenvault login django)"), r.stderr)
+            XCTAssertFalse(r.stderr.contains("tokenvault set djnago"), r.stderr)
+        }
+    }
+
+    /// A token typed after the service is refused and never echoed; a
+    /// passphrase file others can read is refused.
+    func testSecretsInTheWrongPlaceAreRefusedWithoutBeingShown() throws {
+        let s = try sandbox(backend: "file")
+        let r = s.tv("set", "api.example.com", "ghp_secret123")
+        XCTAssertEqual(r.status, 64, r.stderr)
+        XCTAssertFalse(r.stderr.contains("ghp_secret123"), r.stderr)
+        XCTAssertTrue(r.stderr.contains("set reads the token from stdin"), r.stderr)
+        XCTAssertTrue(r.stderr.contains("hint: type it at the prompt of: tokenvault set api.example.com"), r.stderr)
+        let file = s.home + "/passphrase"
+        try "correct horse\n".write(toFile: file, atomically: true, encoding: .utf8)
+        XCTAssertEqual(chmod(file, 0o644), 0)
+        s.env["TOKENVAULT_PASSPHRASE"] = nil
+        s.env["TOKENVAULT_PASSPHRASE_FILE"] = file
+        let open = s.tv("set", "api.example.com", stdin: "tok")
+        XCTAssertEqual(open.status, 77, open.stderr)
+        XCTAssertTrue(open.stderr.contains("is readable by others (mode 644)"), open.stderr)
+        XCTAssertTrue(open.stderr.contains("hint: run: chmod 600 \(file)"), open.stderr)
+        XCTAssertEqual(chmod(file, 0o600), 0)
+        s.expect("set", "api.example.com", stdin: "tok")
+    }
+}
