@@ -32,6 +32,7 @@ With --tls it speaks HTTPS with that (self-signed) certificate.
 """
 import base64
 import json
+import urllib.parse
 import sys
 import threading
 import time
@@ -64,6 +65,14 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/release":
             released.set()
             return self.send(200, "{}", "application/json")
+        if self.path.startswith("/signin-first/authorize"):
+            # As django-oauth-toolkit does: a visitor not signed in goes to the sign-in
+            # page before the client is looked at, whatever the client_id.
+            self.send_response(302)
+            self.send_header("Location", "/accounts/login/?next=" + urllib.parse.quote(self.path))
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         if self.path == "/escape-userinfo":
             return self.send(200, json.dumps({"name": "Mallory\x1b]0;pwned\x07\x1b[2J\u2028\u202eEve"}), "application/json")
         for name, endpoint, token in (("esc", "/authorize\x1b[2J\x1b]0;pwned\x07", "/escape-token"),

@@ -98,4 +98,48 @@ final class HintsFollowedTests: QuirkProviderTestCase {
         XCTAssertEqual(chmod(file, 0o600), 0)
         s.expect("set", "api.example.com", stdin: "tok")
     }
+
+    /// `doctor --network` does not approve a client id that the provider
+    /// never looked at: a redirect to its sign-in page is "cannot tell".
+    func testDoctorCannotTellFromASignInRedirect() throws {
+        let s = try sandbox(backend: "file")
+        try s.writeConfig(
+            """
+            [providers.django]
+            service = "api.django.example"
+            authorize_url = "\(base)/signin-first/authorize"
+            token_url = "\(base)/rotate"
+            client_id = "tokenvault-cl1"
+            """)
+        let r = s.tv("doctor", "--network", "--color", "never")
+        XCTAssertFalse(r.stdout.contains("takes client_id"), r.stdout)
+        XCTAssertTrue(
+            r.stdout.contains(
+                "- login django: cannot tell whether the authorization endpoint knows client_id tokenvault-cl1: it sends a visitor who is not signed in to /accounts/login/ first (HTTP 302)"
+            ), r.stdout)
+    }
+
+    /// A login while the provider is down says so at once, as a refresh
+    /// does, and opens no browser on a refused connection.
+    func testALoginToAProviderThatIsDownSaysSoBeforeAnyBrowser() throws {
+        let closed = ClosedPort()
+        let s = try sandbox(backend: "file")
+        try s.writeConfig(
+            """
+            [providers.django]
+            service = "api.django.example"
+            authorize_url = "http://127.0.0.1:\(closed.port)/o/authorize/"
+            token_url = "http://127.0.0.1:\(closed.port)/o/token/"
+            client_id = "cid"
+            """)
+        let opened = s.home + "/browser-opened"
+        let r = s.tv(
+            "login", "django", "--browser", "--timeout", "30",
+            env: ["BROWSER": "/bin/sh -c 'touch \(opened)'"], limit: 20)
+        XCTAssertEqual(r.status, 75, r.stderr)
+        XCTAssertTrue(r.stderr.contains("cannot reach 127.0.0.1:\(closed.port)"), r.stderr)
+        XCTAssertFalse(r.stderr.contains("open this URL"), r.stderr)
+        XCTAssertFalse(r.stderr.contains("client_id"), r.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: opened), "no browser was opened")
+    }
 }

@@ -82,8 +82,23 @@ extension DoctorChecks {
             let r = try? transport.send(HTTPRequest(method: "GET", url: url, headers: ["Accept: text/html"]))
         else { return }
         let place = "[providers.\(Config.tableKey(name))] of \(settings.configPath)"
-        let redirectError = r.header("Location").flatMap { URLComponents(string: $0) }?.queryItems?
-            .first { $0.name == "error" }?.value
+        let location = r.header("Location").flatMap { URLComponents(string: $0) }
+        let redirectError = location?.queryItems?.first { $0.name == "error" }?.value
+        // A redirect that is not an answer to the client (no code, no error: a sign-in page
+        // for a visitor not signed in) says nothing about the client id.
+        if (300..<400).contains(r.status), redirectError == nil,
+            location?.queryItems?.contains(where: { $0.name == "code" }) != true
+        {
+            let to =
+                location.map { OutsideText.line(($0.host.map { "\($0)" } ?? "") + $0.path, limit: 80) } ?? "elsewhere"
+            add(
+                "login \(name)", .info,
+                "cannot tell whether the authorization endpoint knows client_id \(OutsideText.line(clientID, limit: 80)): it sends a visitor who is not signed in to \(to) first (HTTP \(r.status))",
+                fix:
+                    "log in once (tokenvault login \(ShellWord.word(name))): an error page there means client_id or redirect_uri in \(place)"
+            )
+            return
+        }
         let bodyError: String? = {
             guard case .object(let o)? = JSONValue.parsed(r.body), let error = o["error"]?.string else { return nil }
             return error + (o["error_description"]?.string.map { " (\($0))" } ?? "")

@@ -89,6 +89,9 @@ public struct HTTPResponse: Sendable {
 /// Sends requests: libcurl in the product, a double in unit tests.
 public protocol HTTPTransport: Sendable {
     func send(_ request: HTTPRequest) throws -> HTTPResponse
+    /// Throws the error a request would meet when `url`'s server takes no
+    /// connection at all; sends nothing (`Reachability.swift`).
+    func checkConnects(to url: String) throws
 }
 
 /// A transport that also hands a body over as it arrives (the MCP bridge's

@@ -69,6 +69,7 @@ public struct OAuth2Login {
         let pkce = provider.pkce ? PKCE() : nil
         let nonce = Self.nonce(for: scopes)
         let url = try authorizationURL(redirectURI: redirectURI, state: state, pkce: pkce, scopes: scopes, nonce: nonce)
+        try checkReachable()
         notify("open this URL to log in to \(provider.name):\n\n    \(url)\n")
         openBrowser(url)
         notify("waiting for the browser to come back to \(redirectURI) (up to \(Int(timeout)) s; Ctrl-C to stop)…")
@@ -90,6 +91,14 @@ public struct OAuth2Login {
         }
         let code = try checkedCode(params, state: state, id: id)
         return try exchange(code: code, redirectURI: redirectURI, pkce: pkce, id: id, nonce: nonce)
+    }
+
+    /// The authorization endpoint takes a connection at all, before a
+    /// browser is sent there: a provider that is down is said at
+    /// once, as a refresh says it, never after a wait that blames client_id.
+    func checkReachable() throws {
+        guard let authorize = provider.authorizeURL else { return }
+        try transport.checkConnects(to: authorize)
     }
 
     /// Seconds of waiting for the browser before a line says what to check
