@@ -36,24 +36,28 @@ public final class TerminalInput {
 
     /// One line typed with echo on (a yes or no).
     func readAnswer(prompt: String) -> String {
-        say(prompt)
         var saved = termios()
         tcgetattr(fd, &saved)
-        let line = Interruption.prompting(fd, saved) { readLine(limit: 256) }
+        // Ctrl-C is ours before the prompt shows: typed at once, it still says what was stored.
+        let line = Interruption.prompting(fd, saved) {
+            say(prompt)
+            return readLine(limit: 256)
+        }
         return String(decoding: line, as: UTF8.self).trimmedWhitespace()
     }
 
     /// One line typed with echo off, at most `limit` bytes kept.
     public func readSecret(prompt: String, limit: Int = 4096) -> [UInt8] {
-        say(prompt)
         var saved = termios()
         tcgetattr(fd, &saved)
         var quiet = saved
         quiet.c_lflag &= ~tcflag_t(ECHO)
         quiet.c_lflag |= tcflag_t(ECHONL)
+        // Echo off and Ctrl-C ours before the prompt shows: nothing typed at once is echoed or lost.
         return Interruption.prompting(fd, saved) {
             tcsetattr(fd, TCSAFLUSH, &quiet)
             defer { tcsetattr(fd, TCSAFLUSH, &saved) }
+            say(prompt)
             return readLine(limit: limit)
         }
     }
