@@ -18,6 +18,9 @@ enum AgentClient {
 
     /// What an agent of this version says to a client of another build.
     static let anotherBuild = "another build"
+    /// What an agent whose session bus has ended says to a client of another
+    /// one, as it leaves: the client starts an agent of its own session.
+    static let sessionGone = "its session bus is gone"
 
     /// An agent that declined this client's build or protocol version (an
     /// upgrade, a removal, another copy of tokenvault) is stopped, so that it
@@ -116,6 +119,8 @@ enum AgentClient {
             if case .declined(let why)? = reply, isOtherBuild(why), let stopped = stopOther(settings) {
                 // An agent of this build is started, unless systemd owns the socket and starts it.
                 replaced = stopped.ownsSocket
+            } else if case .declined(sessionGone)? = reply {
+                replaced = true  // it leaves by itself
             }
             // `--verbose` says why (docs/agent.md, "Falling back").
             if args.contains("--verbose") {

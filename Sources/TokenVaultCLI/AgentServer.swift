@@ -284,9 +284,7 @@ final class AgentServer: @unchecked Sendable {
         client.child = request.child
         client.clientCanUnlock = request.hasPassphraseSource
         let differ = differences(client.agentScope)
-        guard differ.isEmpty else {
-            return .declined("another setup: \(Format.list(differ)) \(differ.count == 1 ? "differs" : "differ")")
-        }
+        guard differ.isEmpty else { return declined(for: differ) }
         state.withLock {
             $0.requests += 1
             $0.lastRequest = Int64(Date().timeIntervalSince1970)

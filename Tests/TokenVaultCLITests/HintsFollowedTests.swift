@@ -142,4 +142,28 @@ final class HintsFollowedTests: QuirkProviderTestCase {
         XCTAssertFalse(r.stderr.contains("client_id"), r.stderr)
         XCTAssertFalse(FileManager.default.fileExists(atPath: opened), "no browser was opened")
     }
+
+    /// An agent started in a D-Bus session that has ended is replaced by the
+    /// next command of another session; one whose session is still there is
+    /// named by `doctor`, with the variable that differs.
+    func testAnAgentOfAnotherSessionBusIsNamedOrReplaced() throws {
+        let s = try sandbox(backend: "file")
+        s.expect("set", "api.session.example", stdin: "kept")
+        let other = try PrivateBus()
+        s.expect("agent", env: ["DBUS_SESSION_BUS_ADDRESS": other.address])
+        let status = s.tv("agent", "status", "--json", env: ["DBUS_SESSION_BUS_ADDRESS": other.address])
+        let object = try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any]
+        let pid = try XCTUnwrap(object?["pid"] as? Int32, status.stdout)
+        let doctor = s.tv("doctor", "--color", "never")
+        XCTAssertTrue(
+            doctor.stdout.contains("for another setup (the session bus (DBUS_SESSION_BUS_ADDRESS) differs)"),
+            doctor.stdout)
+        XCTAssertTrue(doctor.stdout.contains("so that it has this shell's DBUS_SESSION_BUS_ADDRESS"), doctor.stdout)
+        // Its session ends: the next get is answered here, and the orphaned agent leaves.
+        other.stop()
+        let got = s.tv("get", "api.session.example", "--verbose")
+        XCTAssertEqual(got.out, "kept", got.stderr)
+        XCTAssertTrue(got.stderr.contains("its session bus is gone"), got.stderr)
+        XCTAssertTrue(eventually(10) { kill(pid, 0) != 0 }, "the agent of the ended session left")
+    }
 }

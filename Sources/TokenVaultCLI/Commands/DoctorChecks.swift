@@ -241,22 +241,38 @@ final class DoctorChecks {
         let running =
             "running (process \(status["pid"]?.text ?? "?")\(status["started_on_use"] == .bool(true) ? ", started on first use" : "")), keeping \(Format.count(Int(status["kept"]?.text ?? "") ?? 0, "credential")) renewed, \(Format.count(Int(status["renewals"]?.text ?? "") ?? 0, "renewal"))"
         if status["same_scope"] == .bool(false) {
+            let keys: [String] = {
+                guard case .array(let a)? = status["differences"] else { return [] }
+                return a.compactMap(\.string)
+            }()
+            let variables = keys.flatMap { Self.scopeVariables[$0] ?? [$0] }
             add(
                 "agent", .failed,
                 "\(running), but for another setup (\(differing(status))): this shell's commands go direct",
                 fix:
-                    "run the agent with this shell's TOKENVAULT_* and XDG_* settings (tokenvault agent stop; tokenvault agent)"
+                    "start the agent from this shell, so that it has this shell's \(variables.isEmpty ? "TOKENVAULT_* and XDG_* settings" : Format.list(variables)): tokenvault agent stop; tokenvault agent"
+                    + (keys == ["bus"] ? " (an agent whose session bus has ended is replaced by the next get)" : "")
             )
             return
         }
         add("agent", .ok, running)
     }
 
+    /// The variables each part of the agent's setup comes from.
+    static let scopeVariables: [String: [String]] = [
+        "bus": [EnvironmentVariable.dbusSessionBusAddress.name],
+        "config": [EnvironmentVariable.config.name, EnvironmentVariable.xdgConfigHome.name],
+        "vault": [EnvironmentVariable.vault.name, EnvironmentVariable.xdgDataHome.name],
+        "cache": [EnvironmentVariable.xdgCacheHome.name],
+        "key_ttl": [EnvironmentVariable.keyTTL.name],
+    ]
+
     /// What differs between this shell's setup and the agent's, in words.
     private func differing(_ status: JSONValue) -> String {
         let names: [String: String] = [
             "config": "the config file", "vault": "the vault file", "cache": "the cache directory",
-            "bus": "the session bus", "key_ttl": EnvironmentVariable.keyTTL.name,
+            "bus": "the session bus (\(EnvironmentVariable.dbusSessionBusAddress.name))",
+            "key_ttl": EnvironmentVariable.keyTTL.name,
         ]
         guard case .array(let keys)? = status["differences"], !keys.isEmpty else {
             return "backend, files or session bus"
