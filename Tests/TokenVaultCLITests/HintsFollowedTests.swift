@@ -166,4 +166,29 @@ final class HintsFollowedTests: QuirkProviderTestCase {
         XCTAssertTrue(got.stderr.contains("its session bus is gone"), got.stderr)
         XCTAssertTrue(eventually(10) { kill(pid, 0) != 0 }, "the agent of the ended session left")
     }
+
+    /// `setup mcp --write` from a shell with a session bus of its own says
+    /// that the entry will lose it, and that the URL has no credential yet.
+    func testSetupMCPSaysWhatTheEntryWillMeet() throws {
+        let s = try sandbox(backend: "file")
+        let config = s.home + "/claude_desktop_config.json"
+        let r = s.tv(
+            "setup", "mcp", "https://mcp.example.com/mcp", "--write", config,
+            env: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/tmp/dbus-private-session"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(
+            r.stderr.contains(
+                "warning: the entry names this shell's own session bus (DBUS_SESSION_BUS_ADDRESS=unix:path=/tmp/dbus-private-session)"
+            ), r.stderr)
+        XCTAssertTrue(
+            r.stderr.contains(
+                "no credential is stored for https://mcp.example.com/mcp yet: the client's first call asks for a login in the browser; or log in now: tokenvault login https://mcp.example.com/mcp"
+            ), r.stderr)
+        s.expect("set", "https://mcp.example.com/mcp", stdin: "tok")
+        let again = s.tv(
+            "setup", "mcp", "https://mcp.example.com/mcp", "--name", "second", "--write", config,
+            env: ["DBUS_SESSION_BUS_ADDRESS": ""])
+        XCTAssertFalse(again.stderr.contains("no credential"), again.stderr)
+        XCTAssertFalse(again.stderr.contains("warning:"), again.stderr)
+    }
 }

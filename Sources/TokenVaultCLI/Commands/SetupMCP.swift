@@ -123,6 +123,25 @@ extension TokenVault.Setup {
                 undo
                     ? "removed \(entryName) from \(path)"
                     : "\(path): \(entryName) runs tokenvault mcp \(url) (restart the client to load it)")
+            if !undo { warnings(env, context: context) }
+        }
+
+        /// What the entry will meet that the user should know now: a session
+        /// bus that ends with this shell's session, and no credential yet.
+        func warnings(_ env: [String: String], context: Context) {
+            let bus = EnvironmentVariable.dbusSessionBusAddress.name
+            if let address = env[bus] {
+                Output.warning(
+                    "the entry names this shell's own session bus (\(bus)=\(OutsideText.line(address, limit: 120))), not the desktop's: the client reaches the keyring only while that session lasts (a dbus-run-session ends with its shell); run setup mcp from your desktop session, or remove env.\(bus) from the entry"
+                )
+            }
+            guard let service = try? ServiceKey(parsing: url) else { return }
+            let id = CredentialID(service: service, account: account ?? Credential.defaultAccount)
+            if (try? context.vault().locate(id)) ?? nil == nil {
+                Output.notice(
+                    "no credential is stored for \(url) yet: the client's first call asks for a login in the browser; or log in now: tokenvault login \(ShellWord.word(url))\(account.map { " --account \(ShellWord.word($0))" } ?? "")"
+                )
+            }
         }
 
         static func text(_ value: JSONValue) -> String {
