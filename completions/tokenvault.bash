@@ -267,7 +267,7 @@ _tokenvault_get() {
         return
         ;;
     '--field')
-        __tokenvault_add_completions -W 'access_token'$'\n''refresh_token'$'\n''token_secret'$'\n''expires_at'$'\n''scope'$'\n''token_type'$'\n''provider'$'\n''service'$'\n''account'$'\n''type'$'\n''uid'$'\n''user_id'$'\n''screen_name'$'\n''user_nsid'$'\n''username'$'\n''fullname'$'\n''name'$'\n''login'$'\n''email'
+        __tokenvault_add_completions -W "$(__tokenvault_custom_complete ---completion get -- --field "${COMP_CWORD}" "$(__tokenvault_cursor_index_in_current_word)")"
         return
         ;;
     '--format')

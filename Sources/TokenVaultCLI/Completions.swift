@@ -124,14 +124,39 @@ enum Completions {
         return nil
     }
 
-    static func storedIDs() -> [CredentialID] {
-        // Never a prompt, never the passphrase, and a short wait for D-Bus.
+    /// `get --field`: the fields the named record has, when it can be read
+    /// without asking anyone; every field name otherwise.
+    static func fields(_ words: [String], _ index: Int, _ prefix: String) -> [String] {
+        let known = storedRecord(words)?.fieldNames ?? fieldNames
+        return candidates(known.filter { $0.hasPrefix(prefix) })
+    }
+
+    /// The record the command line names (its SERVICE word, a provider's
+    /// name included, and `--account`), read without a prompt.
+    static func storedRecord(_ words: [String]) -> Credential? {
+        guard let word = serviceWord(in: words) else { return nil }
+        let (context, store) = quietStore()
+        guard let store else { return nil }
+        let service = ((try? context.providers)?.service(of: word)).flatMap { $0 } ?? word
+        guard let key = try? ServiceKey(parsing: service) else { return nil }
+        let account = words.firstIndex(of: "--account").flatMap { $0 + 1 < words.count ? words[$0 + 1] : nil }
+        return (try? store.load(CredentialID(service: key, account: account ?? Credential.defaultAccount))) ?? nil
+    }
+
+    /// The configured store, opened as completion may: never a prompt, never
+    /// the passphrase, and a short wait for D-Bus.
+    static func quietStore() -> (Context, CredentialStore?) {
         var settings = Self.settings.with(.dbusTimeout, "0.5")
         for source in EnvironmentVariable.passphraseSources { settings = settings.with(source, nil) }
         let context = Context(settings: settings)
         var backends = context.backends
         backends.interactive = false
-        guard let choice = try? context.backendChoice, let store = try? backends.open(choice) else { return [] }
+        guard let choice = try? context.backendChoice else { return (context, nil) }
+        return (context, try? backends.open(choice))
+    }
+
+    static func storedIDs() -> [CredentialID] {
+        guard let store = quietStore().1 else { return [] }
         return ((try? store.listIDs()) ?? []).filter { !$0.isRegistration }
     }
 }

@@ -170,14 +170,22 @@ final class Context {
 
     /// Exit 3, with the next step: a login for a provider's service, the
     /// accounts that exist, or `set` (`NextStep.missing`).
-    func notFound(_ id: CredentialID) throws -> TokenVaultError {
+    func notFound(_ id: CredentialID, deleting: Bool = false) throws -> TokenVaultError {
         let stored = (try? vault().listIDs()) ?? []
         let directory = (try? providers) ?? ProviderDirectory(config: Config())
         let next = NextStep.missing(
-            id, stored: stored, owners: directory.owners(of: id.service), providers: directory.names)
+            id, stored: stored, owners: directory.owners(of: id.service), providers: directory.names,
+            deleting: deleting)
         // What was not looked at comes first: it may hold the credential (never a second login for it).
+        // Said in the error, it is not said again as a warning.
+        let unchecked = try store().uncheckedNote
+        if let unchecked {
+            for w in try store().warnings where unchecked.contains(w) && !printedNotices.contains(w) {
+                printedNotices.append(w)
+            }
+        }
         return .notFound(
-            service: id.service.description, account: id.account, unchecked: try store().uncheckedNote,
+            service: id.service.description, account: id.account, unchecked: unchecked,
             hint: try store().uncheckedFix.map { "\($0) (\(next))" } ?? next)
     }
 

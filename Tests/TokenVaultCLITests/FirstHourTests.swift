@@ -226,7 +226,12 @@ final class FirstHourTests: QuirkProviderTestCase {
                 ["get", "api.exmaple.com"],
                 "hint: did you mean api.example.com? or store one with: tokenvault set api.exmaple.com < token.json"
             ),
-            (["delete", "nothing.example"], "hint: store one with: tokenvault set nothing.example < token.json"),
+            (
+                ["delete", "nothing.example"],
+                "hint: nothing to delete: it is not stored (tokenvault list shows what is)"
+            ),
+            // A second logout: nothing to do, and no login offered.
+            (["logout", "api.exmaple.com"], "hint: did you mean api.example.com? nothing to delete"),
         ]
         for (args, hint) in cases {
             let r = s.run(args)

@@ -40,6 +40,8 @@ final class HintsFollowedTests: QuirkProviderTestCase {
         XCTAssertEqual(r.status, 3, r.stderr)
         XCTAssertTrue(r.stderr.contains("hint: unlock the file vault first: tokenvault unlock"), r.stderr)
         XCTAssertFalse(r.stderr.contains("hint: run: tokenvault login"), r.stderr)
+        XCTAssertEqual(
+            r.stderr.components(separatedBy: "is locked (no passphrase source").count, 2, "said once: \(r.stderr)")
     }
 
     /// Stored in the keyring, asked where no session bus is: the hint is to

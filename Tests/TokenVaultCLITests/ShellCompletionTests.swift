@@ -16,7 +16,9 @@ final class ShellCompletionTests: XCTestCase {
         s.env["TOKENVAULT_KEY_TTL"] = "120"
         XCTAssertEqual(s.tv("set", "api.weibo.com", stdin: "t\n").status, 0)
         XCTAssertEqual(s.tv("set", "api.weibo.com", "--account", "work", stdin: "t\n").status, 0)
-        XCTAssertEqual(s.tv("set", "127.0.0.1:9000", stdin: "t\n").status, 0)
+        XCTAssertEqual(
+            s.tv("set", "127.0.0.1:9000", stdin: #"{"access_token":"t","refresh_token":"r","expires_in":3600}"#).status,
+            0)
         // A configured provider next to the presets.
         try s.writeConfig(
             """
@@ -82,8 +84,11 @@ final class ShellCompletionTests: XCTestCase {
                 "\(shell)")
             XCTAssertEqual(
                 complete(shell, "tokenvault", "status", "127.0.0.1:9000", "--account", ""), ["default"], "\(shell)")
+            // The fields the record has: a bare token has no refresh token to offer.
             let fields = complete(shell, "tokenvault", "get", "api.weibo.com", "--field", "")
-            XCTAssertTrue(fields.contains("refresh_token") && fields.contains("expires_at"), "\(shell): \(fields)")
+            XCTAssertTrue(fields.contains("access_token") && !fields.contains("refresh_token"), "\(shell): \(fields)")
+            let full = complete(shell, "tokenvault", "get", "127.0.0.1:9000", "--field", "")
+            XCTAssertTrue(full.contains("refresh_token") && full.contains("expires_at"), "\(shell): \(full)")
             XCTAssertTrue(complete(shell, "tokenvault", "ge").contains("get"), "\(shell)")
             XCTAssertEqual(
                 complete(shell, "tokenvault", "header", "api.weibo.com", "--method", "P").sorted(),

@@ -15,7 +15,7 @@ extension DeletesCredential {
         let id = try credential.id(in: context, registrations: true)
         let stored = try? context.vault().load(id)
         let removed = try context.vault().delete(id)
-        guard removed else { throw try context.notFound(id) }
+        guard removed else { throw try context.notFound(id, deleting: true) }
         if let issuer = stored?.issuer, !id.isRegistration { Self.retireRegistrations(of: issuer, context: context) }
         context.result(
             "deleted \(id)", json: json,

@@ -58,7 +58,7 @@ extension TokenVault {
 
         @Option(
             help: ArgumentHelp("Print this field instead of the access token.", valueName: "name"),
-            completion: .list(Completions.fieldNames))
+            completion: .custom(Completions.fields))
         var field: String?
 
         @Option(

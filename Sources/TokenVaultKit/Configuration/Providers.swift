@@ -190,8 +190,10 @@ public enum NextStep {
     /// provider (`owners`) stores under the service; else a stored service
     /// the name is close to, or a provider's (`providers`: every name `login`
     /// takes), as `login` suggests one; else `set`.
+    /// `deleting`: for `delete` and `logout`, where nothing stored is nothing
+    /// to do (never a login or a `set`).
     public static func missing(
-        _ id: CredentialID, stored: [CredentialID], owners: [String], providers: [String] = []
+        _ id: CredentialID, stored: [CredentialID], owners: [String], providers: [String] = [], deleting: Bool = false
     ) -> String {
         let accounts = stored.filter { $0.service == id.service }.map(\.account).sorted()
         if !accounts.isEmpty {
@@ -202,6 +204,13 @@ public enum NextStep {
             return close + "accounts stored for \(id.service): " + accounts.map(ShellWord.word).joined(separator: ", ")
         }
         let acct = id.account == Credential.defaultAccount ? "" : " --account \(ShellWord.word(id.account))"
+        if deleting {
+            let services = Array(Set(stored.map(\.service.description))).sorted()
+            let close = Suggestion.closest(to: id.service.description, in: services).map {
+                "did you mean \(ShellWord.word($0))? "
+            }
+            return (close ?? "") + "nothing to delete: it is not stored (tokenvault list shows what is)"
+        }
         if let owner = owners.first {
             let others = owners.dropFirst().map(ShellWord.word)
             return "run: tokenvault login \(ShellWord.word(owner))\(acct)"
