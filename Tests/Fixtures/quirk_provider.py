@@ -65,6 +65,8 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/release":
             released.set()
             return self.send(200, "{}", "application/json")
+        if self.path.startswith("/fail500/"):
+            return self.send(500, "internal error", "text/plain")
         if self.path.startswith("/signin-first/authorize"):
             # As django-oauth-toolkit does: a visitor not signed in goes to the sign-in
             # page before the client is looked at, whatever the client_id.

@@ -193,4 +193,29 @@ final class HintsFollowedTests: QuirkProviderTestCase {
         XCTAssertFalse(again.stderr.contains("no credential"), again.stderr)
         XCTAssertFalse(again.stderr.contains("warning:"), again.stderr)
     }
+
+    /// A table with two endpoints wrong names both; an issuer whose server
+    /// fails says to check the issuer too, not only "try again later".
+    func testEveryWrongEndpointIsNamedAndAFailingIssuerIsQuestioned() throws {
+        let s = try sandbox(backend: "file")
+        try s.writeConfig(
+            """
+            [providers.two]
+            service = "api.two.example"
+            token_url = "http://example.com/token"
+            authorize_url = "http://example.com/authorize"
+            client_id = "x"
+            """)
+        s.expect(
+            "login", "two", "--no-browser", status: 78,
+            stderr: [
+                "token_url and authorize_url must be https:// URLs",
+                "hint: fix token_url and authorize_url in [providers.two]",
+            ])
+        let issuer = s.tv("login", "--issuer", "\(base)/fail500", "--client-id", "abc", "xx")
+        XCTAssertEqual(issuer.status, 75, issuer.stderr)
+        XCTAssertTrue(
+            issuer.stderr.contains("hint: nothing was changed; check that \(base)/fail500 is the issuer"),
+            issuer.stderr)
+    }
 }

@@ -127,7 +127,12 @@ public struct Discovery {
 
     private func fetch(_ issuer: String, provider name: String) throws -> [String: JSONValue] {
         let (document, last) = try Self.firstDocument(Self.urls(issuer), transport: transport) { status, url in
-            "the discovery document of \(name) is unavailable (HTTP \(status) from \(url))"
+            // A server error there may be the wrong issuer as well as a server that is down.
+            .temporary(
+                "the discovery document of \(name) is unavailable (HTTP \(status) from \(url))",
+                hint:
+                    "nothing was changed; check that \(OutsideText.line(issuer, limit: 200)) is the issuer (its discovery document is at that URL), else try again later"
+            )
         }
         guard let document else {
             throw TokenVaultError.badInput("no discovery document for \(name) at \(issuer) (\(last))")
@@ -141,13 +146,13 @@ public struct Discovery {
     /// `trace` hears each URL asked and its answer (`--verbose`).
     static func firstDocument(
         _ urls: [String], transport: HTTPTransport, trace: (String) -> Void = { _ in },
-        unavailable: (_ status: Int, _ url: String) -> String
+        unavailable: (_ status: Int, _ url: String) -> TokenVaultError
     ) throws -> (document: [String: JSONValue]?, last: String) {
         var last = "no answer"
         for url in urls {
             let r = try transport.send(HTTPRequest(method: "GET", url: url, headers: ["Accept: application/json"]))
             trace("GET \(OutsideText.line(url, limit: 200)): HTTP \(r.status)")
-            if (500..<600).contains(r.status) { throw TokenVaultError.temporary(unavailable(r.status, url)) }
+            if (500..<600).contains(r.status) { throw unavailable(r.status, url) }
             if (200..<300).contains(r.status),
                 case .object(let o)? = JSONValue.parsed(r.body)
             {

@@ -103,6 +103,18 @@ public struct OAuth2Provider: Sendable {
         // to the rule the resource's discovery was: a remote resource never
         // leads tokenvault to this machine (docs/security.md).
         let resource = p.resource
+        // Every endpoint the table gets wrong is named at once, not one per run.
+        let unsafe: [(key: String, url: String)] = [
+            ("token_url", p.token_url), ("authorize_url", p.authorize_url), ("revoke_url", p.revoke_url),
+            ("device_authorization_url", p.device_authorization_url), ("userinfo_url", p.userinfo_url),
+            ("redirect_uri", p.redirect_uri), ("par_url", p.par_url),
+        ].compactMap { key, value in value.flatMap { isSafeEndpoint($0) ? nil : (key, $0) } }
+        if unsafe.count > 1 {
+            let keys = Format.list(unsafe.map(\.key))
+            throw TokenVaultError.config(
+                "provider \(name): \(keys) must be https:// URLs (http:// only for loopback), not \(unsafe.map { Quoted.text($0.url) }.joined(separator: ", "))",
+                hint: "fix \(keys) in [providers.\(Config.tableKey(name))] of \(configPath)")
+        }
         func url(_ key: String, _ value: String?) throws -> String? {
             guard let value else { return nil }
             try checkEndpoint(value, provider: name, key: key, configPath: configPath)

@@ -182,7 +182,9 @@ public enum ResourceDiscovery {
         // RFC 8414's name first, then OpenID Connect's.
         let (document, _) = try Discovery.firstDocument(
             Discovery.urls(issuer).reversed(), transport: transport, trace: trace
-        ) { status, _ in "the authorization server \(shownIssuer) is unavailable (HTTP \(status)); try again" }
+        ) { status, _ in
+            .temporary("the authorization server \(shownIssuer) is unavailable (HTTP \(status)); try again")
+        }
         guard let o = document else {
             guard legacy else {
                 throw TokenVaultError.badInput(
