@@ -222,6 +222,11 @@ public enum ManualText {
               audience = "https://idp.example.com/oauth2/token"     # default: token_url
               subject = "robot"
 
+              [providers.cluster]
+              token_url = "https://idp.example.com/oauth2/token"
+              grant = "jwt_bearer"              # a workload's own JWT, sent as it is
+              assertion_file = "/var/run/secrets/tokens/idp-token"   # or assertion_command = "…"
+
               [providers.corp]
               issuer = "https://login.corp.example"
               client_id = "tv"

@@ -33,7 +33,8 @@ final class DiscoveryTests: XCTestCase {
     }
 
     /// A private key, 0600: RSA 2048 or EC P-256 (or what `args` ask for).
-    static func makeKey(_ name: String, _ kind: String, args: [String]? = nil) {
+    static func makeKey(_ name: String, _ kind: String, args: [String]? = nil, in dir: String? = nil) {
+        let keys = dir ?? Self.keys
         let algorithm =
             kind == "rsa"
             ? ["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"]

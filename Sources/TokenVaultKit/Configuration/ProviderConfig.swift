@@ -42,6 +42,11 @@ public struct ProviderConfig: Codable, Sendable, Equatable {
     public var private_key_file: String?
     /// A Google service-account key (JSON) for jwt_bearer.
     public var credentials_file: String?
+    /// jwt_bearer with a JWT another issuer made (a workload's identity: a
+    /// Kubernetes projected token, a CI job's OIDC token), sent as it is:
+    /// a file read afresh at every use, or a command's stdout (docs/providers.md).
+    public var assertion_file: String?
+    public var assertion_command: String?
     /// jwt_bearer: the assertion's `aud` (default: the token URL) and `sub` (default: the issuer of it).
     public var audience: String?
     public var subject: String?
@@ -141,7 +146,7 @@ public struct ProviderConfig: Codable, Sendable, Equatable {
             \.userinfo_url, \.grant, \.client_id, \.client_auth, \.redirect_uri, \.header,
             \.request_token_url, \.access_token_url, \.consumer_key, \.perms, \.git_username, \.tenant,
             \.issuer, \.private_key_file, \.credentials_file, \.audience, \.subject, \.resource,
-            \.client_metadata_url, \.par_url,
+            \.client_metadata_url, \.par_url, \.assertion_file, \.assertion_command,
         ] {
             take(field)
         }

@@ -44,6 +44,9 @@ public struct OAuth2Provider: Sendable {
     /// private_key_file / credentials_file: read only when a signature is needed.
     var privateKeyFile: String?
     var credentialsFile: String?
+    /// jwt_bearer with a JWT another issuer made (`assertion_file`,
+    /// `assertion_command`), read afresh at every use; nil: tokenvault signs one.
+    var assertionSource: (source: SecretSource, shown: String)? = nil
     /// jwt_bearer: the assertion's audience and subject.
     var audience: String?
     var subject: String?
@@ -155,7 +158,7 @@ public struct OAuth2Provider: Sendable {
             value: p.client_secret, file: p.client_secret_file,
             command: p.client_secret_command, provider: name, prefix: "client", in: config.child)
         let header = try ProviderConfig.checkedHeader(p.header ?? "Authorization: Bearer {token}", provider: name)
-        return OAuth2Provider(
+        var provider = OAuth2Provider(
             name: name, service: service, issuedBy: p.issuedBy ?? tokenURL, tokenURL: tokenURL,
             authorizeURL: try url("authorize_url", p.authorize_url), revokeURL: try url("revoke_url", p.revoke_url),
             deviceAuthorizationURL: try url("device_authorization_url", p.device_authorization_url),
@@ -170,6 +173,8 @@ public struct OAuth2Provider: Sendable {
             // `par = false` opts out, except where the server requires it.
             dpop: p.dpop ?? false, parURL: p.par == false && !parRequired ? nil : try url("par_url", p.par_url),
             dpopAlgorithms: dpopAlgorithms, configPath: configPath)
+        provider.assertionSource = try workloadAssertion(p, provider: name, in: config.child)
+        return provider
     }
 
     /// The grant, how the client authenticates, and its id, checked together:
@@ -187,9 +192,15 @@ public struct OAuth2Provider: Sendable {
             throw TokenVaultError.config(
                 "provider \(name): client_auth must be body, basic, private_key_jwt or client_secret_jwt")
         }
-        if auth == .privateKeyJWT || grant == .jwtBearer, p.private_key_file == nil, p.credentials_file == nil {
+        let workload = p.assertion_file != nil || p.assertion_command != nil
+        if grant == .jwtBearer, !workload, p.private_key_file == nil, p.credentials_file == nil {
             throw TokenVaultError.config(
-                "provider \(name): \(grant == .jwtBearer ? "grant = \"jwt_bearer\"" : "client_auth = \"private_key_jwt\"") needs private_key_file (or credentials_file)",
+                "provider \(name): grant = \"jwt_bearer\" needs private_key_file (or credentials_file) to sign an assertion, or assertion_file (or assertion_command) for one its issuer made",
+                hint: "set one of them in [providers.\(Config.tableKey(name))] of \(configPath)")
+        }
+        if auth == .privateKeyJWT, p.private_key_file == nil, p.credentials_file == nil {
+            throw TokenVaultError.config(
+                "provider \(name): client_auth = \"private_key_jwt\" needs private_key_file (or credentials_file)",
                 hint: "set private_key_file in [providers.\(Config.tableKey(name))] of \(configPath)")
         }
         if p.private_key_file != nil, p.credentials_file != nil {
@@ -197,7 +208,8 @@ public struct OAuth2Provider: Sendable {
         }
         // A service-account key names its own account: no client id needed.
         let clientID = p.client_id ?? ""
-        if clientID.isEmpty, !(grant == .jwtBearer && p.credentials_file != nil) {
+        // A workload's assertion says who it is: no client id needed either.
+        if clientID.isEmpty, !(grant == .jwtBearer && (p.credentials_file != nil || workload)) {
             let where_ =
                 registration[name].map { "register an application at \($0), then " }
                 ?? "register an application with the provider, then "
@@ -333,6 +345,7 @@ public struct OAuth2Provider: Sendable {
     /// `aud` the `audience` or the token URL; `scope` in the form and, for
     /// Google, in the claims.
     func jwtBearerFields(scopes: [String], now: Int64) throws -> (fields: [(String, String)], secret: String) {
+        if assertionSource != nil { return try workloadFields(scopes: scopes, now: now) }
         let signing = try SigningKey.load(
             privateKeyFile: privateKeyFile, credentialsFile: credentialsFile, provider: name)
         let issuer = signing.clientEmail ?? clientID
