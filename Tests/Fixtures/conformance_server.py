@@ -28,6 +28,12 @@ limit, migration). The rows:
   no-oauth-at-all (ours)            a 401 and nothing else: no metadata, no /register
   client-credentials-basic|client-credentials-jwt (--key-out PATH: where the
                                     client's ES256 private key is written)
+  wif-jwt-bearer (--wif-out DIR)    auth/wif-jwt-bearer (SEP-1933): the AS takes only the
+                                    jwt-bearer grant with no client authentication; a workload
+                                    issuer's ES256 key signs DIR/valid.jwt, DIR/wrong-audience.jwt
+                                    and DIR/expired.jwt (audience: the AS); a second token request
+                                    after a refusal is the suite's wif-no-retry (or
+                                    wif-grant-fallback) warning
   dpop|dpop-nonce                   auth/dpop and auth/dpop-nonce (SEP-1932): the AS lists
                                     ES256 proofs and binds its tokens to the proof's key; the
                                     resource answers 401 with a DPoP challenge and judges the
@@ -98,10 +104,13 @@ SCENARIOS = {
                                  "pre": ("conformance-test-client", "conformance-test-secret", "client_secret_basic")},
     "client-credentials-jwt": {"grants": ["client_credentials"], "methods": ["private_key_jwt"],
                                "registration": False, "pre": ("conformance-test-client", None, "private_key_jwt")},
+    "wif-jwt-bearer": {"grants": ["urn:ietf:params:oauth:grant-type:jwt-bearer"], "methods": ["none"],
+                       "registration": False},
     "dpop": {"dpop": True},
     "dpop-nonce": {"dpop": True, "dpop_nonce": True},
 }
 AS_NONCE, RS_NONCE = "conformance-as-dpop-nonce", "conformance-rs-dpop-nonce"
+JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 
 lock = threading.Lock()
 checks = []
@@ -110,6 +119,7 @@ codes = {}  # code -> (client_id, challenge, redirect_uri, resource, scope, issu
 tokens = {}  # access or refresh token -> (scopes, issuer, kind)
 state = {"base": "", "scenario": "", "authorized": [], "token_requests": [], "metadata_requested": False,
          "migrated": False, "calls_with_token": 0, "public_key": None,
+         "wif": {"received": False, "failed": False, "public_key": None},
          # auth/dpop: what the suite's DPoP observations hold.
          "dpop": {"token_recorded": False, "token_proof": None, "as_challenged": False, "as_honored": False,
                   "authenticated": 0, "schemes": [], "proof_error": None, "rs_challenged": False,
@@ -197,6 +207,8 @@ def verdicts():
                     "details": details})
 
     code_tokens = [t for t in token_requests if t["grant"] == "authorization_code"]
+    if s == "wif-jwt-bearer" and not token_requests:
+        add("wif-assertion-verified", False, "Client did not make a JWT-bearer token request")
     if s == "iss-supported":
         add("sep-2468-client-compare-iss-supported", bool(code_tokens), "the correct iss was taken")
     if s == "iss-not-advertised":
@@ -431,7 +443,58 @@ class Handler(BaseHTTPRequestHandler):
         check("client-credentials-jwt-verified", True, "Client authenticated with a signed JWT assertion", aud=aud)
         return True
 
+    def workload_token(self, issuer, form):
+        """auth/wif-jwt-bearer's token endpoint: the workload's JWT verified
+        (signature, audience the AS, expiry with 5 s of tolerance); after a
+        refusal, any second request is a retry the suite warns about."""
+        from authlib.jose import JoseError, JsonWebToken
+        from authlib.jose.errors import ExpiredTokenError, InvalidClaimError
+        grant = form.get("grant_type")
+        wif = state["wif"]
+        with lock:
+            state["token_requests"].append({"issuer": issuer, "client_id": form.get("client_id"), "grant": grant})
+            again, failed = wif["received"], wif["failed"]
+            wif["received"] = True
+        if again and failed:
+            if grant != JWT_BEARER:
+                check("wif-grant-fallback", "WARNING", f"Client fell back to {grant} after a JWT-bearer refusal")
+                return self.send(400, {"error": "unsupported_grant_type"})
+            check("wif-no-retry", "WARNING", "Client retried the JWT-bearer token request after a failure")
+            return self.send(400, {"error": "invalid_request", "error_description": "Retry not allowed"})
+
+        def refuse(check_id, description, error, status=400):
+            check(check_id, False, description)
+            wif["failed"] = True
+            return self.send(status, {"error": error, "error_description": description})
+
+        if grant != JWT_BEARER:
+            return refuse("wif-grant-type", f"Expected grant_type={JWT_BEARER}, got {grant}", "unsupported_grant_type")
+        assertion = form.get("assertion")
+        if not assertion:
+            return refuse("wif-assertion-missing", "Missing assertion parameter", "invalid_request")
+        try:
+            claims = JsonWebToken(["ES256"]).decode(assertion, wif["public_key"])
+            claims.validate(leeway=5)
+            aud = claims.get("aud")
+            auds = aud if isinstance(aud, list) else [aud]
+            if not any(a in (issuer, issuer + "/") for a in auds):
+                return refuse("wif-assertion-audience", f"the assertion's audience {aud} is not {issuer}",
+                              "invalid_grant")
+        except ExpiredTokenError:
+            return refuse("wif-assertion-expired", "JWT-bearer assertion is expired", "invalid_grant")
+        except (JoseError, ValueError, InvalidClaimError) as e:
+            return refuse("wif-assertion-malformed", f"malformed or badly signed: {e}", "invalid_grant")
+        check("wif-assertion-verified", True, "Workload JWT assertion verified: signature, audience and expiry")
+        scopes = form.get("scope", "").split()
+        access = "at-" + secrets.token_hex(8)
+        with lock:
+            tokens[access] = (scopes, issuer, "access")
+        return self.send(200, {"access_token": access, "token_type": "Bearer", "expires_in": 3600,
+                               "scope": " ".join(scopes)})
+
     def token(self, issuer, form):
+        if state["scenario"] == "wif-jwt-bearer":
+            return self.workload_token(issuer, form)
         grant = form.get("grant_type")
         cid, secret, used, malformed = self.client_auth(form)
         with lock:
@@ -606,10 +669,34 @@ def make_key(path):
                                                         serialization.PublicFormat.SubjectPublicKeyInfo)
 
 
+def make_workload_tokens(directory):
+    """auth/wif-jwt-bearer's three workload JWTs, signed by an issuer key of the run's own."""
+    import time
+    import uuid
+    from authlib.jose import JsonWebToken
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    key = ec.generate_private_key(ec.SECP256R1())
+    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption())
+    state["wif"]["public_key"] = key.public_key().public_bytes(serialization.Encoding.PEM,
+                                                               serialization.PublicFormat.SubjectPublicKeyInfo)
+    now = int(time.time())
+    audience = issuers()[0]
+    for name, aud, exp in (("valid", audience, now + 300), ("wrong-audience", "https://wrong.example", now + 300),
+                           ("expired", audience, now - 60)):
+        claims = {"iss": "https://idp.conformance-test.local", "sub": "conformance-workload", "aud": aud,
+                  "iat": min(now, exp - 60), "exp": exp, "jti": uuid.uuid4().hex}
+        token = JsonWebToken(["ES256"]).encode({"alg": "ES256", "typ": "JWT"}, claims, private).decode()
+        with open(f"{directory}/{name}.jwt", "w") as f:
+            f.write(token + "\n")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--scenario", required=True, choices=sorted(SCENARIOS))
     ap.add_argument("--key-out")
+    ap.add_argument("--wif-out")
     args = ap.parse_args()
     state["scenario"] = args.scenario
     if args.key_out:
@@ -617,6 +704,8 @@ def main():
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     state["base"] = f"http://127.0.0.1:{server.server_address[1]}"
+    if args.wif_out:
+        make_workload_tokens(args.wif_out)
     print(f"port {server.server_address[1]}", flush=True)
     server.serve_forever()
 

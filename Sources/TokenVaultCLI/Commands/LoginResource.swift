@@ -146,13 +146,14 @@ extension TokenVault.Login {
     /// others (grants made through those still renew through them).
     func ensureClient(
         _ server: ResourceServer, scopes: [String], context: Context, transport: HTTPTransport
-    ) throws -> String {
+    ) throws -> String? {
         let issuer = OutsideText.line(server.issuer)
         if let (_, own) = ResourceClient.configured(
-            issuer: server.issuer, resource: server.resource, config: try context.config),
-            let id = own.client_id
+            issuer: server.issuer, resource: server.resource, config: try context.config)
         {
-            return id
+            // A workload's own JWT says who it is: no client id at all.
+            if let id = own.client_id { return id }
+            if own.hasWorkloadAssertion { return nil }
         }
         let metadataURL = ResourceClient.metadataURL(issuer: server.issuer, config: try context.config)
         if server.acceptsClientMetadataDocuments, let (url, _) = metadataURL {

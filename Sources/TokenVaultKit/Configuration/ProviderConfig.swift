@@ -232,6 +232,10 @@ extension ProviderConfig {
     /// A key the client signs with (a PEM file, or a Google credentials file).
     public var hasKey: Bool { private_key_file != nil || credentials_file != nil }
 
+    /// A workload's JWT to send as the jwt-bearer assertion: it says who the
+    /// client is, so no client id is needed.
+    public var hasWorkloadAssertion: Bool { assertion_file != nil || assertion_command != nil }
+
     /// `resource` is one of `resources` (a trailing slash aside).
     public func serves(_ resource: String) -> Bool {
         func bare(_ url: String) -> String { url.hasSuffix("/") ? String(url.dropLast()) : url }

@@ -192,7 +192,7 @@ public struct OAuth2Provider: Sendable {
             throw TokenVaultError.config(
                 "provider \(name): client_auth must be body, basic, private_key_jwt or client_secret_jwt")
         }
-        let workload = p.assertion_file != nil || p.assertion_command != nil
+        let workload = p.hasWorkloadAssertion
         if grant == .jwtBearer, !workload, p.private_key_file == nil, p.credentials_file == nil {
             throw TokenVaultError.config(
                 "provider \(name): grant = \"jwt_bearer\" needs private_key_file (or credentials_file) to sign an assertion, or assertion_file (or assertion_command) for one its issuer made",

@@ -47,7 +47,10 @@ public enum ResourceClient {
     private static func forIssuer(_ issuer: String, config: Config) -> [(name: String, table: ProviderConfig)] {
         config.providers.keys.sorted().filter { !config.discoveredProviders.contains($0) }
             .compactMap { name in config.providers[name].map { (name: name, table: $0) } }
-            .filter { $0.table.resource == nil && $0.table.issuer == issuer && !($0.table.client_id ?? "").isEmpty }
+            .filter {
+                $0.table.resource == nil && $0.table.issuer == issuer
+                    && (!($0.table.client_id ?? "").isEmpty || $0.table.hasWorkloadAssertion)
+            }
     }
 
     /// The URL of tokenvault's client metadata document for `issuer`: a
@@ -96,6 +99,7 @@ public enum ResourceClient {
             for field in [
                 \ProviderConfig.client_id, \.client_secret, \.client_secret_file, \.client_secret_command,
                 \.redirect_uri, \.grant, \.private_key_file, \.credentials_file, \.audience, \.subject,
+                \.assertion_file, \.assertion_command,
             ] {
                 t[keyPath: field] = own[keyPath: field]
             }
