@@ -96,6 +96,8 @@ CLIENTS = {
     "tv-bot": Client("tv-bot", "bot-secret", {"client_credentials"}),
     "tv-rs": Client("tv-rs", "rs-secret", set()),
     "tv-csjwt": Client("tv-csjwt", "csjwt-secret-0123456789abcdef", {"client_credentials", "authorization_code", "refresh_token"}),
+    # RFC 8693: trades a token this server issued to another client for one of its own.
+    "tv-exchange": Client("tv-exchange", "exchange-secret", {"urn:ietf:params:oauth:grant-type:token-exchange"}),
 }
 
 
@@ -227,6 +229,31 @@ class DeviceGrant(DeviceCodeGrant):
 
 class BotGrant(grants.ClientCredentialsGrant):
     TOKEN_ENDPOINT_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "private_key_jwt", "client_secret_jwt"]
+
+
+class TokenExchangeGrant(grants.ClientCredentialsGrant):
+    """RFC 8693 §2, on authlib's token endpoint (authlib has no such grant: its
+    client authentication, token generation and saving, this check): the
+    subject token must be an access token this server issued and that is
+    still valid, typed as one; the new token has the audience asked for."""
+    GRANT_TYPE = "urn:ietf:params:oauth:grant-type:token-exchange"
+    TOKEN_ENDPOINT_AUTH_METHODS = ["client_secret_basic", "client_secret_post"]
+
+    def validate_token_request(self):
+        from authlib.oauth2.rfc6749 import InvalidGrantError, InvalidRequestError
+        super().validate_token_request()
+        form = self.request.form
+        subject, kind = form.get("subject_token"), form.get("subject_token_type")
+        if not subject or not kind:
+            raise InvalidRequestError(description="subject_token and subject_token_type are required")
+        if kind != "urn:ietf:params:oauth:token-type:access_token":
+            raise InvalidRequestError(description=f"unsupported subject_token_type {kind}")
+        with lock:
+            held = tokens.get(subject)
+            if held is None or held.revoked or held.access_revoked or time.time() > held.issued_at + held.expires_in:
+                raise InvalidGrantError(description="the subject token is not a valid access token of this server")
+            stats["exchanges"] += 1
+            stats["exchange_audience:" + (form.get("audience") or "")] += 1
 
 
 class AssertionGrant(JWTBearerGrant):
@@ -381,6 +408,7 @@ def make_app(token_ttl):
     server.register_grant(BotGrant)
     server.register_grant(DeviceGrant)
     server.register_grant(AssertionGrant)
+    server.register_grant(TokenExchangeGrant)
     token_url = f"http://127.0.0.1:{port_holder['port']}/token"
     server.register_client_auth_method(PrivateKeyJWTAuth.CLIENT_AUTH_METHOD, PrivateKeyJWTAuth(token_url))
     server.register_client_auth_method(ClientSecretJWTAuth.CLIENT_AUTH_METHOD, ClientSecretJWTAuth(token_url))

@@ -148,7 +148,7 @@ public struct Config: Sendable, Equatable {
         for (name, var t) in providers {
             for field in [
                 \ProviderConfig.client_secret_file, \.consumer_secret_file, \.private_key_file, \.credentials_file,
-                \.assertion_file,
+                \.assertion_file, \.subject_token_file,
             ] {
                 t[keyPath: field] = t[keyPath: field].map(settings.expandingHome)
             }

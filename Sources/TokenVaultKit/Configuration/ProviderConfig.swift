@@ -47,6 +47,13 @@ public struct ProviderConfig: Codable, Sendable, Equatable {
     /// a file read afresh at every use, or a command's stdout (docs/providers.md).
     public var assertion_file: String?
     public var assertion_command: String?
+    /// token_exchange (RFC 8693): the subject token's source (a file read
+    /// afresh, or a command's stdout), its type (`access_token`, `id_token`,
+    /// `refresh_token`, `jwt`, or a URI), and the type of token asked for.
+    public var subject_token_file: String?
+    public var subject_token_command: String?
+    public var subject_token_type: String?
+    public var requested_token_type: String?
     /// jwt_bearer: the assertion's `aud` (default: the token URL) and `sub` (default: the issuer of it).
     public var audience: String?
     public var subject: String?
@@ -146,7 +153,8 @@ public struct ProviderConfig: Codable, Sendable, Equatable {
             \.userinfo_url, \.grant, \.client_id, \.client_auth, \.redirect_uri, \.header,
             \.request_token_url, \.access_token_url, \.consumer_key, \.perms, \.git_username, \.tenant,
             \.issuer, \.private_key_file, \.credentials_file, \.audience, \.subject, \.resource,
-            \.client_metadata_url, \.par_url, \.assertion_file, \.assertion_command,
+            \.client_metadata_url, \.par_url, \.assertion_file, \.assertion_command, \.subject_token_file,
+            \.subject_token_command, \.subject_token_type, \.requested_token_type,
         ] {
             take(field)
         }
@@ -223,7 +231,7 @@ extension ProviderConfig {
     /// A client that holds a secret or a key, or fetches tokens with no user
     /// (client credentials, a JWT bearer): what only the resources it lists get.
     public var isConfidential: Bool {
-        hasSecret || hasKey || grant == "client_credentials" || grant == "jwt_bearer"
+        hasSecret || hasKey || grant == "client_credentials" || grant == "jwt_bearer" || grant == "token_exchange"
     }
 
     /// A client secret, in any of its three forms.

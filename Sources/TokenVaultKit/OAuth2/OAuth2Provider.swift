@@ -12,6 +12,8 @@ public struct OAuth2Provider: Sendable {
     public enum Grant: String, Sendable, CaseIterable {
         case authorizationCode = "authorization_code", clientCredentials = "client_credentials", jwtBearer =
             "jwt_bearer"
+        /// RFC 8693: a subject token traded for a token of this provider's.
+        case tokenExchange = "token_exchange"
 
         /// Grants whose token is fetched again by the client alone, with no refresh token.
         public var fetchesAgain: Bool { self != .authorizationCode }
@@ -47,6 +49,9 @@ public struct OAuth2Provider: Sendable {
     /// jwt_bearer with a JWT another issuer made (`assertion_file`,
     /// `assertion_command`), read afresh at every use; nil: tokenvault signs one.
     var assertionSource: (source: SecretSource, shown: String)? = nil
+    /// token_exchange: where the subject token comes from, its type, and the
+    /// type of token asked for (RFC 8693 token type URIs).
+    var exchange: TokenExchange? = nil
     /// jwt_bearer: the assertion's audience and subject.
     var audience: String?
     var subject: String?
@@ -174,6 +179,9 @@ public struct OAuth2Provider: Sendable {
             dpop: p.dpop ?? false, parURL: p.par == false && !parRequired ? nil : try url("par_url", p.par_url),
             dpopAlgorithms: dpopAlgorithms, configPath: configPath)
         provider.assertionSource = try workloadAssertion(p, provider: name, in: config.child)
+        if grant == .tokenExchange {
+            provider.exchange = try TokenExchange(p, provider: name, configPath: configPath, in: config.child)
+        }
         return provider
     }
 
@@ -186,7 +194,7 @@ public struct OAuth2Provider: Sendable {
     {
         guard let grant = Grant(rawValue: p.grant ?? "authorization_code") else {
             throw TokenVaultError.config(
-                "provider \(name): grant must be authorization_code, client_credentials or jwt_bearer")
+                "provider \(name): grant must be authorization_code, client_credentials, jwt_bearer or token_exchange")
         }
         guard let auth = ClientAuth(rawValue: p.client_auth ?? "body") else {
             throw TokenVaultError.config(
@@ -208,8 +216,10 @@ public struct OAuth2Provider: Sendable {
         }
         // A service-account key names its own account: no client id needed.
         let clientID = p.client_id ?? ""
-        // A workload's assertion says who it is: no client id needed either.
-        if clientID.isEmpty, !(grant == .jwtBearer && (p.credentials_file != nil || workload)) {
+        // A workload's assertion, or an exchanged subject token, says who it is: no client id needed either.
+        if clientID.isEmpty, !(grant == .jwtBearer && (p.credentials_file != nil || workload)),
+            grant != .tokenExchange
+        {
             let where_ =
                 registration[name].map { "register an application at \($0), then " }
                 ?? "register an application with the provider, then "
@@ -326,6 +336,14 @@ public struct OAuth2Provider: Sendable {
     func ownTokenRequest(
         scopes: [String], now: Int64
     ) throws -> (fields: [(String, String)], client: ClientAuthentication, secrets: [String]) {
+        if grant == .tokenExchange, let exchange {
+            let (fields, subject) = try exchange.fields(
+                scopes: scopes, audience: audience, resource: resourceFields, now: now)
+            let client: ClientAuthentication =
+                secretSource != nil || clientAuth == .privateKeyJWT
+                ? try clientCredentials(now: now) : (clientID.isEmpty ? [] : [("client_id", clientID)], [], nil)
+            return (fields, client, [subject] + (client.secret.map { [$0] } ?? []))
+        }
         if grant == .jwtBearer {
             let (fields, assertion) = try jwtBearerFields(scopes: scopes, now: now)
             let client: ClientAuthentication =

@@ -1,0 +1,80 @@
+import FoundationEssentials
+import Glibc
+
+/// `grant = "token_exchange"` (RFC 8693; docs/providers.md, "Credentials
+/// from an identity"): a subject token the user or the machine already has
+/// (a CI job's OIDC token, another system's access token) traded at this
+/// provider's token endpoint for a token of its own; renewed by trading
+/// again, with the subject token read afresh.
+struct TokenExchange: Sendable {
+    static let grantType = "urn:ietf:params:oauth:grant-type:token-exchange"
+
+    var subject: SecretSource
+    /// Where the subject token is read, as messages name it.
+    var shown: String
+    var subjectType: String
+    var requestedType: String?
+
+    /// The token type URIs of RFC 8693 §3 by their short names.
+    static func typeURI(_ name: String) -> String? {
+        switch name {
+        case "access_token", "id_token", "refresh_token", "jwt": "urn:ietf:params:oauth:token-type:\(name)"
+        case let uri where uri.hasPrefix("urn:"): uri
+        default: nil
+        }
+    }
+
+    init(_ p: ProviderConfig, provider name: String, configPath: String, in child: ChildContext) throws {
+        let table = "[providers.\(Config.tableKey(name))]"
+        switch (p.subject_token_file, p.subject_token_command) {
+        case (let file?, nil): (subject, shown) = (.file(file), file)
+        case (nil, let command?): (subject, shown) = (.command(command, child), "the subject_token_command of \(table)")
+        case (_?, _?):
+            throw TokenVaultError.config("provider \(name): set one of subject_token_file and subject_token_command")
+        case (nil, nil):
+            throw TokenVaultError.config(
+                "provider \(name): grant = \"token_exchange\" needs the subject token: subject_token_file or subject_token_command",
+                hint: "set one of them in \(table) of \(configPath)")
+        }
+        let kinds = "access_token, id_token, refresh_token, jwt or a urn: token type"
+        guard let type = Self.typeURI(p.subject_token_type ?? "access_token") else {
+            throw TokenVaultError.config(
+                "provider \(name): subject_token_type must be \(kinds), not \(Quoted.text(p.subject_token_type ?? ""))")
+        }
+        subjectType = type
+        if let asked = p.requested_token_type {
+            guard let uri = Self.typeURI(asked) else {
+                throw TokenVaultError.config(
+                    "provider \(name): requested_token_type must be \(kinds), not \(Quoted.text(asked))")
+            }
+            requestedType = uri
+        }
+    }
+
+    /// The token request (RFC 8693 §2.1); the subject token read now. One
+    /// that is missing, empty or (a JWT) expired is refused before anything is sent.
+    func fields(
+        scopes: [String], audience: String?, resource: [(String, String)], now: Int64
+    ) throws -> (fields: [(String, String)], subject: String) {
+        var bytes = try subject.bytes(what: "the subject token") { TokenVaultError.config($0) }
+        defer { Sodium.wipe(&bytes) }
+        let token = String(decoding: bytes, as: UTF8.self).trimmedWhitespace()
+        guard !token.isEmpty else {
+            throw TokenVaultError.config("the subject token read from \(shown) is empty; nothing was sent")
+        }
+        // A subject token that is a JWT past its `exp` would only be refused.
+        if let exp = JWT.claims(of: token)?["exp"]?.int64, exp <= now {
+            throw TokenVaultError.temporary(
+                "the subject token read from \(shown) expired \(now - exp) s ago; nothing was sent",
+                hint: "its issuer replaces it: check that it still does, then try again")
+        }
+        var fields = [
+            ("grant_type", Self.grantType), ("subject_token", token), ("subject_token_type", subjectType),
+        ]
+        if let requestedType { fields.append(("requested_token_type", requestedType)) }
+        if let audience { fields.append(("audience", audience)) }
+        if !scopes.isEmpty { fields.append(("scope", scopes.joined(separator: " "))) }
+        fields += resource
+        return (fields, token)
+    }
+}
