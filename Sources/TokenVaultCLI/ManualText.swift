@@ -198,7 +198,7 @@ public enum ManualText {
               revoke_url = "http://127.0.0.1:9000/revoke"            # optional
               device_authorization_url = "http://127.0.0.1:9000/device"  # optional
               userinfo_url = "http://127.0.0.1:9000/me"              # optional
-              grant = "authorization_code"      # or "client_credentials", "jwt_bearer"
+              grant = "authorization_code"      # or "client_credentials", "jwt_bearer", "token_exchange"
               scopes = ["read"]
               client_id = "tv"
               client_secret_command = "pass show oauth/local"  # or client_secret, client_secret_file
