@@ -106,4 +106,27 @@ final class TokenExchangeTests: XCTestCase {
         try s.writeConfig(config)
         s.expect("login", "exchange", status: 78, stderr: ["needs the subject token"])
     }
+
+    /// The subject is another provider's stored credential, renewed first
+    /// when it has expired; none stored is a login to that provider.
+    func testTheSubjectIsAnotherProvidersCredentialRenewedFirst() throws {
+        let s = try sandbox("subject_provider = \"bot\"")
+        let none = s.tv("login", "exchange")
+        XCTAssertEqual(none.status, 4, none.stderr)
+        XCTAssertTrue(none.stderr.contains("the subject token comes from the credential of bot"), none.stderr)
+        XCTAssertTrue(none.stderr.contains("hint: run: tokenvault login bot"), none.stderr)
+        s.expect("login", "bot")
+        let before = try stat("exchanges")
+        s.expect("login", "exchange")
+        XCTAssertEqual(try stat("exchanges"), before + 1)
+        XCTAssertEqual(provider.resourceStatus(s.tv("get", "exchange").out), 200)
+        // Both expired: the subject is renewed first (an expired one would be refused), then traded.
+        let oldSubject = try s.expireStored("bot")
+        try s.expireStored("exchange")
+        let renewed = s.tv("get", "exchange")
+        XCTAssertEqual(renewed.status, 0, renewed.stderr)
+        XCTAssertEqual(provider.resourceStatus(renewed.out), 200)
+        XCTAssertNotEqual(s.tv("get", "bot", "--no-refresh").out, oldSubject, "bot's token was renewed first")
+        XCTAssertEqual(try stat("exchanges"), before + 2)
+    }
 }

@@ -229,7 +229,8 @@ extension TokenVault {
                     Posix.sleep(min(max(seconds, 0), 600))
                 }
             case .clientCredentials:
-                credential = try login.clientCredentials(id: id, scopes: wanted)
+                credential = try login.clientCredentials(
+                    id: id, scopes: wanted, stored: { try context.refresher().subjectCredential($0) })
             case .paste:
                 credential = try login.paste(id: id, scopes: wanted) { Swift.readLine() }
             case .browser:

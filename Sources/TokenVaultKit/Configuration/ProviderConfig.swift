@@ -52,6 +52,10 @@ public struct ProviderConfig: Codable, Sendable, Equatable {
     /// `refresh_token`, `jwt`, or a URI), and the type of token asked for.
     public var subject_token_file: String?
     public var subject_token_command: String?
+    /// token_exchange: the provider whose stored credential is the subject
+    /// token (its access token, or the field `subject_token_type` names),
+    /// renewed first when it needs to be.
+    public var subject_provider: String?
     public var subject_token_type: String?
     public var requested_token_type: String?
     /// jwt_bearer: the assertion's `aud` (default: the token URL) and `sub` (default: the issuer of it).
@@ -154,7 +158,7 @@ public struct ProviderConfig: Codable, Sendable, Equatable {
             \.request_token_url, \.access_token_url, \.consumer_key, \.perms, \.git_username, \.tenant,
             \.issuer, \.private_key_file, \.credentials_file, \.audience, \.subject, \.resource,
             \.client_metadata_url, \.par_url, \.assertion_file, \.assertion_command, \.subject_token_file,
-            \.subject_token_command, \.subject_token_type, \.requested_token_type,
+            \.subject_token_command, \.subject_token_type, \.requested_token_type, \.subject_provider,
         ] {
             take(field)
         }

@@ -131,15 +131,11 @@ public struct Settings: Sendable {
         self.environment = environment
     }
 
-    /// Where this run's secret commands run, and where a relative
-    /// `TOKENVAULT_VAULT` or `TOKENVAULT_CONFIG` is taken from: this
-    /// process's, or for a command the agent runs, its client's.
+    /// Where this run's secret commands run and a relative `TOKENVAULT_VAULT`
+    /// or `TOKENVAULT_CONFIG` is taken from: this process's, or the agent's client's.
     public var child = ChildContext()
 
-    /// A command the agent runs for a client that can give the file vault's
-    /// passphrase itself (a passphrase source, or a terminal to prompt on): a
-    /// locked file vault is then the client's to open, never skipped as one
-    /// nobody can open here (docs/agent.md).
+    /// The agent runs this for a client that can open a locked file vault itself (docs/agent.md).
     public var clientCanUnlock = false
 
     /// This process's environment, copied once: the start-up, the command and

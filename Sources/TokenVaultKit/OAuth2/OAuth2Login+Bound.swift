@@ -47,3 +47,20 @@ extension OAuth2Login {
         return out
     }
 }
+
+/// What a login says and checks before and after the user's part (docs/providers.md, "Login lifecycle").
+extension OAuth2Login {
+    /// The authorization endpoint takes a connection at all, before a
+    /// browser is sent there: a provider that is down is said at
+    /// once, as a refresh says it, never after a wait that blames client_id.
+    func checkReachable() throws {
+        guard let authorize = provider.authorizeURL else { return }
+        try transport.checkConnects(to: authorize)
+    }
+
+    /// The command that logs in to this provider again as `id`'s account.
+    func loginCommand(_ id: CredentialID) -> String {
+        "tokenvault login \(ShellWord.word(provider.name))"
+            + (id.account == Credential.defaultAccount ? "" : " --account \(ShellWord.word(id.account))")
+    }
+}

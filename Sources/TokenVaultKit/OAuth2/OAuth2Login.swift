@@ -93,23 +93,9 @@ public struct OAuth2Login {
         return try exchange(code: code, redirectURI: redirectURI, pkce: pkce, id: id, nonce: nonce)
     }
 
-    /// The authorization endpoint takes a connection at all, before a
-    /// browser is sent there: a provider that is down is said at
-    /// once, as a refresh says it, never after a wait that blames client_id.
-    func checkReachable() throws {
-        guard let authorize = provider.authorizeURL else { return }
-        try transport.checkConnects(to: authorize)
-    }
-
     /// Seconds of waiting for the browser before a line says what to check
     /// (a third of a shorter wait).
     static let quietSeconds = 20
-
-    /// The command that logs in to this provider again as `id`'s account.
-    func loginCommand(_ id: CredentialID) -> String {
-        "tokenvault login \(ShellWord.word(provider.name))"
-            + (id.account == Credential.defaultAccount ? "" : " --account \(ShellWord.word(id.account))")
-    }
 
     /// Where this provider's client is set, for hints: its table and file.
     var clientPlace: String {
@@ -320,8 +306,11 @@ public struct OAuth2Login {
 
     /// `grant = "client_credentials"` (RFC 6749 §4.4), or `"jwt_bearer"`
     /// (RFC 7523 §2.1): the client fetches a token on its own.
-    public func clientCredentials(id: CredentialID, scopes: [String]) throws -> Credential {
-        let request = try provider.ownTokenRequest(scopes: scopes, now: clock.now)
+    /// `stored`: another provider's stored credential, usable (a token exchange's subject).
+    public func clientCredentials(
+        id: CredentialID, scopes: [String], stored: ((String) throws -> Credential?)? = nil
+    ) throws -> Credential {
+        let request = try provider.ownTokenRequest(scopes: scopes, now: clock.now, stored: stored)
         return try tokenRequest(request.fields, id: id, sent: request.secrets, client: request.client)
     }
 

@@ -333,12 +333,14 @@ public struct OAuth2Provider: Sendable {
     /// which only configured client authentication is sent: a secret, or a JWT
     /// method; the assertion itself says who asks). `secrets` must never
     /// appear in a message.
+    /// `stored`: a provider's stored credential, usable (a token exchange's subject, docs/providers.md).
     func ownTokenRequest(
-        scopes: [String], now: Int64
+        scopes: [String], now: Int64, stored: ((String) throws -> Credential?)? = nil
     ) throws -> (fields: [(String, String)], client: ClientAuthentication, secrets: [String]) {
         if grant == .tokenExchange, let exchange {
+            let held = try exchange.subjectProvider.flatMap { try stored?($0) }
             let (fields, subject) = try exchange.fields(
-                scopes: scopes, audience: audience, resource: resourceFields, now: now)
+                scopes: scopes, audience: audience, resource: resourceFields, now: now, stored: held)
             let client: ClientAuthentication =
                 secretSource != nil || clientAuth == .privateKeyJWT
                 ? try clientCredentials(now: now) : (clientID.isEmpty ? [] : [("client_id", clientID)], [], nil)

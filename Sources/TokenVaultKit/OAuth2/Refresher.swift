@@ -38,6 +38,13 @@ public struct Refresher {
         self.warn = warn
     }
 
+    /// A provider's stored credential (its default account), renewed first
+    /// when it needs to be: a token exchange's subject (docs/providers.md).
+    public func subjectCredential(_ name: String) throws -> Credential? {
+        let p = try provider(name)
+        return try usable(CredentialID(service: p.service), minValid: 60)
+    }
+
     /// The state of `c` now (docs/reference.md).
     public func status(of c: Credential, minValid: Int64) -> CredentialStatus {
         CredentialStatus(of: c, now: clock.now, minValid: minValid, grant: grant ?? { try? provider($0).grant })
@@ -197,7 +204,7 @@ public struct Refresher {
             client = try p.clientCredentials(now: clock.now)
             sent = [refreshToken] + (client.secret.map { [$0] } ?? [])
         } else {
-            (fields, client, sent) = try p.ownTokenRequest(scopes: p.scopes, now: clock.now)
+            (fields, client, sent) = try p.ownTokenRequest(scopes: p.scopes, now: clock.now, stored: subjectCredential)
         }
         // A bound credential renews with its own key (docs/security.md, "Sender-constrained tokens").
         let request = HTTPRequest.form(p.tokenURL, fields + client.fields, headers: client.headers)

@@ -9,7 +9,10 @@ import Glibc
 struct TokenExchange: Sendable {
     static let grantType = "urn:ietf:params:oauth:grant-type:token-exchange"
 
-    var subject: SecretSource
+    /// Where the subject token is read; nil: from `subjectProvider`'s stored credential.
+    var subject: SecretSource?
+    /// The provider whose stored credential holds the subject token.
+    var subjectProvider: String?
     /// Where the subject token is read, as messages name it.
     var shown: String
     var subjectType: String
@@ -26,15 +29,25 @@ struct TokenExchange: Sendable {
 
     init(_ p: ProviderConfig, provider name: String, configPath: String, in child: ChildContext) throws {
         let table = "[providers.\(Config.tableKey(name))]"
-        switch (p.subject_token_file, p.subject_token_command) {
-        case (let file?, nil): (subject, shown) = (.file(file), file)
-        case (nil, let command?): (subject, shown) = (.command(command, child), "the subject_token_command of \(table)")
-        case (_?, _?):
-            throw TokenVaultError.config("provider \(name): set one of subject_token_file and subject_token_command")
-        case (nil, nil):
+        let given = [p.subject_token_file, p.subject_token_command, p.subject_provider].compactMap { $0 }
+        guard given.count == 1 else {
             throw TokenVaultError.config(
-                "provider \(name): grant = \"token_exchange\" needs the subject token: subject_token_file or subject_token_command",
+                given.isEmpty
+                    ? "provider \(name): grant = \"token_exchange\" needs the subject token: subject_token_file, subject_token_command or subject_provider"
+                    : "provider \(name): set one of subject_token_file, subject_token_command and subject_provider",
                 hint: "set one of them in \(table) of \(configPath)")
+        }
+        if let file = p.subject_token_file {
+            (subject, shown) = (.file(file), file)
+        } else if let command = p.subject_token_command {
+            (subject, shown) = (.command(command, child), "the subject_token_command of \(table)")
+        } else if let other = p.subject_provider {
+            guard other != name else {
+                throw TokenVaultError.config("provider \(name): subject_provider names the provider itself")
+            }
+            (subjectProvider, shown) = (other, "the credential of \(other)")
+        } else {
+            throw TokenVaultError.internal("no subject")
         }
         let kinds = "access_token, id_token, refresh_token, jwt or a urn: token type"
         guard let type = Self.typeURI(p.subject_token_type ?? "access_token") else {
@@ -53,12 +66,37 @@ struct TokenExchange: Sendable {
 
     /// The token request (RFC 8693 §2.1); the subject token read now. One
     /// that is missing, empty or (a JWT) expired is refused before anything is sent.
+    /// The field of a stored credential that is a subject token of `subjectType`.
+    var subjectField: String {
+        for name in ["id_token", "refresh_token"] where subjectType == Self.typeURI(name) { return name }
+        return "access_token"
+    }
+
+    /// `stored`: the subject provider's credential, valid (renewed first where
+    /// it needed to be), when the subject comes from one.
     func fields(
-        scopes: [String], audience: String?, resource: [(String, String)], now: Int64
+        scopes: [String], audience: String?, resource: [(String, String)], now: Int64, stored: Credential? = nil
     ) throws -> (fields: [(String, String)], subject: String) {
-        var bytes = try subject.bytes(what: "the subject token") { TokenVaultError.config($0) }
-        defer { Sodium.wipe(&bytes) }
-        let token = String(decoding: bytes, as: UTF8.self).trimmedWhitespace()
+        let token: String
+        if let subject {
+            var bytes = try subject.bytes(what: "the subject token") { TokenVaultError.config($0) }
+            defer { Sodium.wipe(&bytes) }
+            token = String(decoding: bytes, as: UTF8.self).trimmedWhitespace()
+        } else {
+            let other = ShellWord.word(subjectProvider ?? "")
+            guard let stored else {
+                throw TokenVaultError.loginRequired(
+                    "the subject token comes from \(shown), and none is stored; nothing was sent",
+                    hint: "run: tokenvault login \(other)")
+            }
+            guard let value = stored.field(subjectField) else {
+                throw TokenVaultError.loginRequired(
+                    "\(shown) has no \(subjectField) to exchange; nothing was sent",
+                    hint:
+                        "run: tokenvault login \(other)\(subjectField == "id_token" ? " (with the openid scope)" : "")")
+            }
+            token = value
+        }
         guard !token.isEmpty else {
             throw TokenVaultError.config("the subject token read from \(shown) is empty; nothing was sent")
         }
