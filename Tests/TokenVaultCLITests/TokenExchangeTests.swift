@@ -128,5 +128,27 @@ final class TokenExchangeTests: XCTestCase {
         XCTAssertEqual(provider.resourceStatus(renewed.out), 200)
         XCTAssertNotEqual(s.tv("get", "bot", "--no-refresh").out, oldSubject, "bot's token was renewed first")
         XCTAssertEqual(try stat("exchanges"), before + 2)
+        // Two tables each other's subject: refused, never two renewals waiting for each other.
+        let config = try String(contentsOfFile: s.env["XDG_CONFIG_HOME"]! + "/tokenvault/config.toml", encoding: .utf8)
+        try s.writeConfig(
+            config + """
+
+                [providers.loop]
+                service = "api.loop.example"
+                token_url = "\(base)/token"
+                grant = "token_exchange"
+                client_id = "tv-exchange"
+                client_secret = "exchange-secret"
+                subject_provider = "back"
+
+                [providers.back]
+                service = "api.back.example"
+                token_url = "\(base)/token"
+                grant = "token_exchange"
+                client_id = "tv-exchange"
+                client_secret = "exchange-secret"
+                subject_provider = "loop"
+                """)
+        s.expect("login", "loop", status: 78, stderr: ["subject_provider goes round in a loop (loop → back → loop)"])
     }
 }

@@ -181,6 +181,7 @@ public struct OAuth2Provider: Sendable {
         provider.assertionSource = try workloadAssertion(p, provider: name, in: config.child)
         if grant == .tokenExchange {
             provider.exchange = try TokenExchange(p, provider: name, configPath: configPath, in: config.child)
+            try TokenExchange.checkChain(from: name, config: config, configPath: configPath)
         }
         return provider
     }

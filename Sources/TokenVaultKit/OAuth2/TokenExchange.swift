@@ -18,6 +18,23 @@ struct TokenExchange: Sendable {
     var subjectType: String
     var requestedType: String?
 
+    /// The providers whose credentials are subjects of one another's
+    /// exchanges end somewhere: a loop (A's subject B, B's subject A) would
+    /// have each renewal wait for the other's, and is refused (78).
+    static func checkChain(from name: String, config: Config, configPath: String) throws {
+        var seen = [name]
+        var next = config.providers[name]?.subject_provider
+        while let current = next {
+            guard !seen.contains(current) else {
+                throw TokenVaultError.config(
+                    "provider \(name): subject_provider goes round in a loop (\((seen + [current]).joined(separator: " → ")))",
+                    hint: "let one of them take its subject token from a file or a command, in \(configPath)")
+            }
+            seen.append(current)
+            next = config.providers[current]?.subject_provider
+        }
+    }
+
     /// The token type URIs of RFC 8693 §3 by their short names.
     static func typeURI(_ name: String) -> String? {
         switch name {
