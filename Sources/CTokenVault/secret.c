@@ -340,25 +340,19 @@ int tv_secret_reconnect(void) {
     GError *error = NULL;
     GDBusConnection *bus = a->g_bus_get_sync(G_BUS_TYPE_SESSION, NULL, &error);
     if (!bus) { a->g_clear_error(&error); return 0; }
-    GVariant *r = a->g_dbus_connection_call_sync(
-        bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetNameOwner",
-        a->g_variant_new("(s)", "org.freedesktop.secrets"), (const GVariantType *)"(s)", G_DBUS_CALL_FLAGS_NONE, -1,
-        NULL, &error);
+    char *owner = tv_name_owner(a, bus, "org.freedesktop.secrets");
     a->g_object_unref(bus);
-    const char *owner = "";
-    if (r) a->g_variant_get(r, "(&s)", &owner);
-    else a->g_clear_error(&error);
     /* The agent asks from several threads at once. */
     static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     pthread_mutex_lock(&lock);
-    int changed = tv_owner == NULL || strcmp(tv_owner, owner) != 0;
+    int changed = tv_owner == NULL || strcmp(tv_owner, owner ? owner : "") != 0;
     if (changed) {
         a->g_free(tv_owner);
-        tv_owner = a->g_strdup(owner);
+        tv_owner = a->g_strdup(owner ? owner : "");
         a->secret_service_disconnect();
     }
     pthread_mutex_unlock(&lock);
-    if (r) a->g_variant_unref(r);
+    a->g_free(owner);
     return changed;
 }
 
@@ -435,6 +429,77 @@ int tv_lookup_copies(const char *service, const char *account, void *context, tv
     return found;
 }
 
+/* What tv_visit_items does with each item: nonzero stops the visit and is its result. */
+typedef int (*tv_item_visitor)(const tv_secret_api *a, SecretService *s, const char *path, int in_default,
+                               void *context, GError **error);
+
+/* Visits each unlocked item that `query` (a "({attributes},)" tuple, floating)
+   matches, saying whether it lies in the collection the `default` alias
+   names. 0 when no visit stopped it, or when the alias names no collection;
+   -1 with *error when the Secret Service could not be asked. */
+static int tv_visit_items(const tv_secret_api *a, SecretService *s, GVariant *query, tv_item_visitor each,
+                          void *context, GError **error) {
+    GDBusConnection *bus = a->g_dbus_proxy_get_connection((GDBusProxy *)s);
+    a->g_variant_ref_sink(query);
+    GVariant *alias = a->g_dbus_connection_call_sync(
+        bus, "org.freedesktop.secrets", "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "ReadAlias",
+        a->g_variant_new("(s)", "default"), (const GVariantType *)"(o)", G_DBUS_CALL_FLAGS_NONE, -1, NULL, error);
+    if (!alias) { a->g_variant_unref(query); return -1; }
+    const char *home = NULL;
+    a->g_variant_get(alias, "(&o)", &home);
+    size_t home_len = strlen(home);
+    int result = 0;
+    GVariant *r = home_len > 1 ? a->g_dbus_connection_call_sync(
+        bus, "org.freedesktop.secrets", "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "SearchItems",
+        query, (const GVariantType *)"(aoao)", G_DBUS_CALL_FLAGS_NONE, -1, NULL, error) : NULL;
+    if (r) {
+        GVariant *unlocked = a->g_variant_get_child_value(r, 0);
+        size_t n = a->g_variant_n_children(unlocked);
+        for (size_t i = 0; i < n && result == 0; i++) {
+            const char *path = NULL;
+            a->g_variant_get_child(unlocked, i, "&o", &path);
+            int in_default = strncmp(path, home, home_len) == 0 && path[home_len] == '/';
+            result = each(a, s, path, in_default, context, error);
+        }
+        a->g_variant_unref(unlocked);
+        a->g_variant_unref(r);
+    } else if (home_len > 1) {
+        result = -1;
+    }
+    a->g_variant_unref(alias);
+    a->g_variant_unref(query);
+    return result;
+}
+
+/* A copy outside the default collection, deleted through libsecret, which
+   completes the prompt a Delete may answer with (KeePassXC's, shown only
+   when it confirms deletions); one that cannot be deleted is left. */
+static int tv_delete_elsewhere(const tv_secret_api *a, SecretService *s, const char *path, int in_default,
+                               void *context, GError **error) {
+    (void)error;
+    if (in_default) return 0;
+    GError *failed = NULL;
+    SecretItem *item = a->secret_item_new_for_dbus_path_sync(s, path, SECRET_ITEM_NONE, NULL, &failed);
+    if (item && a->secret_item_delete_sync(item, NULL, &failed)) (*(int *)context)++;
+    if (item) a->g_object_unref(item);
+    a->g_clear_error(&failed);
+    return 0;
+}
+
+/* The item in the default collection given the new secret (context):
+   1 when done, -1 when it failed. */
+static int tv_set_in_default(const tv_secret_api *a, SecretService *s, const char *path, int in_default,
+                             void *context, GError **error) {
+    if (!in_default) return 0;
+    SecretItem *item = a->secret_item_new_for_dbus_path_sync(s, path, SECRET_ITEM_NONE, NULL, error);
+    if (!item) return -1;
+    SecretValue *value = a->secret_value_new(context, -1, "text/plain");
+    int r = a->secret_item_set_secret_sync(item, value, NULL, error) ? 1 : -1;
+    a->secret_value_unref(value);
+    a->g_object_unref(item);
+    return r;
+}
+
 /* After a write to the default collection: deletes the unlocked items for
    service+account in every other collection, so that one credential is one
    item. An item whose deletion would need a prompt is left. Returns how many
@@ -445,51 +510,11 @@ int tv_prune_copies(const char *service, const char *account, char **message) {
     GError *error = NULL;
     SecretService *s = a->secret_service_get_sync(SECRET_SERVICE_OPEN_SESSION, NULL, &error);
     if (!s) { tv_take_error(a, &error, message); return -1; }
-    GDBusConnection *bus = a->g_bus_get_sync(G_BUS_TYPE_SESSION, NULL, &error);
-    if (!bus) { a->g_object_unref(s); tv_take_error(a, &error, message); return -1; }
-    GVariant *alias = a->g_dbus_connection_call_sync(
-        bus, "org.freedesktop.secrets", "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "ReadAlias",
-        a->g_variant_new("(s)", "default"), (const GVariantType *)"(o)", G_DBUS_CALL_FLAGS_NONE, -1, NULL, &error);
-    if (!alias) {
-        a->g_object_unref(bus);
-        a->g_object_unref(s);
-        tv_take_error(a, &error, message);
-        return -1;
-    }
-    const char *home = NULL;
-    a->g_variant_get(alias, "(&o)", &home);
-    size_t home_len = strlen(home);
     int removed = 0;
-    GVariant *r = home_len > 1 ? a->g_dbus_connection_call_sync(
-        bus, "org.freedesktop.secrets", "/org/freedesktop/secrets", "org.freedesktop.Secret.Service",
-        "SearchItems", a->g_variant_new_parsed("({'service': %s, 'account': %s},)", service, account),
-        (const GVariantType *)"(aoao)", G_DBUS_CALL_FLAGS_NONE, -1, NULL, &error) : NULL;
-    if (r) {
-        GVariant *unlocked = a->g_variant_get_child_value(r, 0);
-        size_t n = a->g_variant_n_children(unlocked);
-        for (size_t i = 0; i < n; i++) {
-            const char *path = NULL;
-            a->g_variant_get_child(unlocked, i, "&o", &path);
-            if (strncmp(path, home, home_len) == 0 && path[home_len] == '/') continue;
-            /* Through libsecret, which completes the prompt a Delete may answer
-               with (KeePassXC's, shown only when it confirms deletions). */
-            SecretItem *item = s ? a->secret_item_new_for_dbus_path_sync(s, path, SECRET_ITEM_NONE, NULL, &error) : NULL;
-            if (item && a->secret_item_delete_sync(item, NULL, &error)) removed++;
-            if (item) a->g_object_unref(item);
-            a->g_clear_error(&error);
-        }
-        a->g_variant_unref(unlocked);
-        a->g_variant_unref(r);
-    } else if (error) {
-        a->g_variant_unref(alias);
-        a->g_object_unref(bus);
-        a->g_object_unref(s);
-        tv_take_error(a, &error, message);
-        return -1;
-    }
-    a->g_variant_unref(alias);
-    a->g_object_unref(bus);
+    int r = tv_visit_items(a, s, a->g_variant_new_parsed("({'service': %s, 'account': %s},)", service, account),
+                           tv_delete_elsewhere, &removed, &error);
     a->g_object_unref(s);
+    if (r < 0) { tv_take_error(a, &error, message); return -1; }
     return removed;
 }
 
@@ -499,39 +524,11 @@ static int tv_set_existing(const tv_secret_api *a, const char *service, const ch
                            const char *secret, GError **error) {
     SecretService *s = a->secret_service_get_sync(SECRET_SERVICE_OPEN_SESSION, NULL, error);
     if (!s) return -1;
-    GDBusConnection *bus = a->g_dbus_proxy_get_connection((GDBusProxy *)s);
-    GVariant *alias = a->g_dbus_connection_call_sync(
-        bus, "org.freedesktop.secrets", "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "ReadAlias",
-        a->g_variant_new("(s)", "default"), (const GVariantType *)"(o)", G_DBUS_CALL_FLAGS_NONE, -1, NULL, error);
-    if (!alias) { a->g_object_unref(s); return -1; }
-    const char *home = NULL;
-    a->g_variant_get(alias, "(&o)", &home);
-    size_t home_len = strlen(home);
-    GVariant *r = home_len > 1 ? a->g_dbus_connection_call_sync(
-        bus, "org.freedesktop.secrets", "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "SearchItems",
-        a->g_variant_new_parsed("({'service': %s, 'account': %s, 'type': %s},)", service, account, type),
-        (const GVariantType *)"(aoao)", G_DBUS_CALL_FLAGS_NONE, -1, NULL, error) : NULL;
-    int result = r ? 0 : (*error ? -1 : 0);
-    if (r) {
-        GVariant *unlocked = a->g_variant_get_child_value(r, 0);
-        size_t n = a->g_variant_n_children(unlocked);
-        for (size_t i = 0; i < n && result == 0; i++) {
-            const char *path = NULL;
-            a->g_variant_get_child(unlocked, i, "&o", &path);
-            if (strncmp(path, home, home_len) != 0 || path[home_len] != '/') continue;
-            SecretItem *item = a->secret_item_new_for_dbus_path_sync(s, path, SECRET_ITEM_NONE, NULL, error);
-            if (!item) { result = -1; break; }
-            SecretValue *value = a->secret_value_new(secret, -1, "text/plain");
-            result = a->secret_item_set_secret_sync(item, value, NULL, error) ? 1 : -1;
-            a->secret_value_unref(value);
-            a->g_object_unref(item);
-        }
-        a->g_variant_unref(unlocked);
-        a->g_variant_unref(r);
-    }
-    a->g_variant_unref(alias);
+    int r = tv_visit_items(
+        a, s, a->g_variant_new_parsed("({'service': %s, 'account': %s, 'type': %s},)", service, account, type),
+        tv_set_in_default, (void *)secret, error);
     a->g_object_unref(s);
-    return result;
+    return r;
 }
 
 /* Stores the secret (NUL-terminated text); first removes items of other types
