@@ -31,22 +31,16 @@ extension OAuth2Provider {
     /// is refused before anything is sent, naming where it was read.
     func workloadFields(scopes: [String], now: Int64) throws -> (fields: [(String, String)], secret: String) {
         guard let (source, shown) = assertionSource else { return ([], "") }
-        var bytes = try source.bytes(what: "the assertion") { TokenVaultError.config($0) }
-        defer { Sodium.wipe(&bytes) }
-        let assertion = String(decoding: bytes, as: UTF8.self).trimmedWhitespace()
-        guard !assertion.isEmpty else {
-            throw TokenVaultError.config("the assertion read from \(shown) is empty; nothing was sent")
-        }
-        guard let claims = JWT.claims(of: assertion) else {
+        let what = "the assertion"
+        let assertion = try ForeignToken.read(source, what: what)
+        let claims = try ForeignToken.checked(
+            assertion, what: what, shown: shown, now: now,
+            renewedBy:
+                "its issuer replaces it (the kubelet renews a projected service-account token; a CI job asks for a new one)"
+        )
+        guard claims != nil else {
             throw TokenVaultError.config(
                 "what was read from \(shown) is not a JWT (three base64url parts, the middle one a JSON object); nothing was sent"
-            )
-        }
-        if let exp = claims["exp"]?.int64, exp <= now {
-            throw TokenVaultError.temporary(
-                "the assertion read from \(shown) expired \(now - exp) s ago; nothing was sent",
-                hint:
-                    "its issuer replaces it (the kubelet renews a projected service-account token; a CI job asks for a new one): check that it still does, then try again"
             )
         }
         var fields = [("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"), ("assertion", assertion)]

@@ -95,10 +95,9 @@ struct TokenExchange: Sendable {
         scopes: [String], audience: String?, resource: [(String, String)], now: Int64, stored: Credential? = nil
     ) throws -> (fields: [(String, String)], subject: String) {
         let token: String
+        let what = "the subject token"
         if let subject {
-            var bytes = try subject.bytes(what: "the subject token") { TokenVaultError.config($0) }
-            defer { Sodium.wipe(&bytes) }
-            token = String(decoding: bytes, as: UTF8.self).trimmedWhitespace()
+            token = try ForeignToken.read(subject, what: what)
         } else {
             let other = ShellWord.word(subjectProvider ?? "")
             guard let stored else {
@@ -114,15 +113,7 @@ struct TokenExchange: Sendable {
             }
             token = value
         }
-        guard !token.isEmpty else {
-            throw TokenVaultError.config("the subject token read from \(shown) is empty; nothing was sent")
-        }
-        // A subject token that is a JWT past its `exp` would only be refused.
-        if let exp = JWT.claims(of: token)?["exp"]?.int64, exp <= now {
-            throw TokenVaultError.temporary(
-                "the subject token read from \(shown) expired \(now - exp) s ago; nothing was sent",
-                hint: "its issuer replaces it: check that it still does, then try again")
-        }
+        _ = try ForeignToken.checked(token, what: what, shown: shown, now: now, renewedBy: "its issuer replaces it")
         var fields = [
             ("grant_type", Self.grantType), ("subject_token", token), ("subject_token_type", subjectType),
         ]
@@ -131,5 +122,35 @@ struct TokenExchange: Sendable {
         if !scopes.isEmpty { fields.append(("scope", scopes.joined(separator: " "))) }
         fields += resource
         return (fields, token)
+    }
+}
+
+/// A token another issuer made, which tokenvault sends on (a workload's JWT,
+/// a token exchange's subject): read afresh where it is told to find it,
+/// and refused before anything is sent when it is empty or, being a JWT,
+/// past its `exp`, naming where it was read.
+enum ForeignToken {
+    /// What `source` holds, without surrounding whitespace; the bytes wiped.
+    static func read(_ source: SecretSource, what: String) throws -> String {
+        var bytes = try source.bytes(what: what) { TokenVaultError.config($0) }
+        defer { Sodium.wipe(&bytes) }
+        return String(decoding: bytes, as: UTF8.self).trimmedWhitespace()
+    }
+
+    /// `token` checked: not empty, and not expired when it is a JWT (whose
+    /// claims are returned; nil: not a JWT). `renewedBy`: who replaces it.
+    static func checked(
+        _ token: String, what: String, shown: String, now: Int64, renewedBy: String
+    ) throws -> [String: JSONValue]? {
+        guard !token.isEmpty else {
+            throw TokenVaultError.config("\(what) read from \(shown) is empty; nothing was sent")
+        }
+        let claims = JWT.claims(of: token)
+        if let exp = claims?["exp"]?.int64, exp <= now {
+            throw TokenVaultError.temporary(
+                "\(what) read from \(shown) expired \(now - exp) s ago; nothing was sent",
+                hint: "\(renewedBy): check that it still does, then try again")
+        }
+        return claims
     }
 }
