@@ -89,10 +89,9 @@ private struct Held {
         }
         switch locked {
         case true?:
-            let how = provider?.unlockHint(desktop: desktop) ?? "unlock it in its application"
-            return .permission(
-                "the Secret Service collection \(name) is locked and it was not unlocked \(within); cannot \(what); nothing was changed",
-                hint: "\(how), then try again; \(wait)")
+            return SecretServiceStore.locked(
+                name, why: "it was not unlocked \(within)", what: what,
+                how: provider?.unlockHint(desktop: desktop) ?? "unlock it in its application")
         case false?:
             return .permission(
                 "the Secret Service holds the request to \(what): its access request for collection \(name) was not answered \(within); nothing was changed",

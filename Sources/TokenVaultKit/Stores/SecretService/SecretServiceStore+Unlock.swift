@@ -57,7 +57,13 @@ extension SecretServiceStore {
         // On a desktop its own prompt or seahorse unlocks it; without one, the daemon itself does.
         let how = (SecretServiceProvider.answering(timeout: timeout) ?? .gnomeKeyring).unlockHint(
             desktop: unlock.desktop)
-        throw TokenVaultError.permission(
+        throw Self.locked(name, why: why, what: what, how: how)
+    }
+
+    /// 77 for a collection that stayed locked, however the wait went: the
+    /// same words for every provider (docs/config.md, "Backends").
+    static func locked(_ name: String, why: String, what: String, how: String) -> TokenVaultError {
+        .permission(
             "the Secret Service collection \(name) is locked and \(why); cannot \(what); nothing was changed",
             hint: "\(how), then try again; \(EnvironmentVariable.unlockTimeout.name)=SECONDS waits for it")
     }
