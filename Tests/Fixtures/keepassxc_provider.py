@@ -25,23 +25,7 @@ import time
 import uuid
 
 import dbus
-
-
-def environment(directory):
-    env = {
-        "HOME": directory,
-        "PATH": "/usr/bin:/bin",
-        "XDG_CONFIG_HOME": os.path.join(directory, "config"),
-        "XDG_DATA_HOME": os.path.join(directory, "data"),
-        "XDG_CACHE_HOME": os.path.join(directory, "cache"),
-        "XDG_RUNTIME_DIR": os.path.join(directory, "run"),
-        "TMPDIR": os.path.join(directory, "tmp"),
-        "QT_QPA_PLATFORM": "offscreen",
-        "DBUS_SESSION_BUS_ADDRESS": os.environ["DBUS_SESSION_BUS_ADDRESS"],
-    }
-    for key in ("XDG_RUNTIME_DIR", "TMPDIR", "XDG_CONFIG_HOME"):
-        os.makedirs(env[key], mode=0o700, exist_ok=True)
-    return env
+from provider_session import environment, owner
 
 
 def settings(directory, confirm):
@@ -73,14 +57,6 @@ def make(directory, name, password):
         sys.exit("keepassxc-cli import failed: " + r.stderr.decode(errors="replace"))
     # After the import: keepassxc-cli writes the same settings file.
     settings(directory, False)
-
-
-def owner():
-    bus = dbus.SessionBus()
-    daemon = bus.get_object("org.freedesktop.DBus", "/org/freedesktop/DBus")
-    if not daemon.NameHasOwner("org.freedesktop.secrets", dbus_interface="org.freedesktop.DBus"):
-        return None
-    return int(daemon.GetConnectionUnixProcessID("org.freedesktop.secrets", dbus_interface="org.freedesktop.DBus"))
 
 
 def unlocked():

@@ -27,23 +27,7 @@ import sys
 import time
 
 import dbus
-
-
-def environment(directory):
-    env = {
-        "HOME": directory,
-        "PATH": "/usr/bin:/bin",
-        "XDG_CONFIG_HOME": os.path.join(directory, "config"),
-        "XDG_DATA_HOME": os.path.join(directory, "data"),
-        "XDG_CACHE_HOME": os.path.join(directory, "cache"),
-        "XDG_RUNTIME_DIR": os.path.join(directory, "run"),
-        "TMPDIR": os.path.join(directory, "tmp"),
-        "QT_QPA_PLATFORM": "offscreen",
-        "DBUS_SESSION_BUS_ADDRESS": os.environ["DBUS_SESSION_BUS_ADDRESS"],
-    }
-    for key in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_RUNTIME_DIR", "TMPDIR"):
-        os.makedirs(env[key], mode=0o700, exist_ok=True)
-    return env
+from provider_session import environment, owner
 
 
 def settings(env):
@@ -64,20 +48,8 @@ def key(env, password):
     return hashlib.pbkdf2_hmac("sha512", password, salt, 50000, 56)
 
 
-def bus_daemon():
-    bus = dbus.SessionBus()
-    return bus, bus.get_object("org.freedesktop.DBus", "/org/freedesktop/DBus")
-
-
-def owner():
-    _, daemon = bus_daemon()
-    if not daemon.NameHasOwner("org.freedesktop.secrets", dbus_interface="org.freedesktop.DBus"):
-        return None
-    return int(daemon.GetConnectionUnixProcessID("org.freedesktop.secrets", dbus_interface="org.freedesktop.DBus"))
-
-
 def default_alias():
-    bus, _ = bus_daemon()
+    bus = dbus.SessionBus()
     return str(bus.call_blocking("org.freedesktop.secrets", "/org/freedesktop/secrets", "org.freedesktop.Secret.Service",
                                  "ReadAlias", "s", ("default",)))
 
@@ -118,7 +90,7 @@ def start(directory, password, named=True):
 
 def kwallet(method, signature="", *args):
     """A call to kwalletd5's own interface (isOpen has two signatures: named here)."""
-    bus, _ = bus_daemon()
+    bus = dbus.SessionBus()
     return bus.call_blocking("org.kde.kwalletd5", "/modules/kwalletd5", "org.kde.KWallet", method, signature, args)
 
 

@@ -68,7 +68,8 @@ class PrivateProvider {
     func tool(_ args: [String], stdin: String? = nil) throws -> String {
         let r = runProcess(
             "/usr/bin/python3", [Paths.fixtures.appendingPathComponent(script).path] + args,
-            stdin: stdin, env: bus.env.merging(["PATH": "/usr/bin:/bin"]) { $1 }, limit: 60)
+            stdin: stdin, env: bus.env.merging(["PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"]) { $1 },
+            limit: 60)
         guard r.status == 0 else {
             throw NSError(
                 domain: script, code: Int(r.status),

@@ -1,0 +1,38 @@
+"""What keepassxc_provider.py and kwallet_provider.py share: a desktop
+program's session inside DIR (its HOME, XDG directories, runtime and
+temporary directories, Qt's offscreen platform: no display needed) on the
+session bus of DBUS_SESSION_BUS_ADDRESS, and who owns org.freedesktop.secrets
+there. Imported by them; not run on its own.
+"""
+import os
+
+import dbus
+
+
+def environment(directory):
+    """The program's environment, its directories made (0700)."""
+    env = {
+        "HOME": directory,
+        "PATH": "/usr/bin:/bin",
+        "XDG_CONFIG_HOME": os.path.join(directory, "config"),
+        "XDG_DATA_HOME": os.path.join(directory, "data"),
+        "XDG_CACHE_HOME": os.path.join(directory, "cache"),
+        "XDG_RUNTIME_DIR": os.path.join(directory, "run"),
+        "TMPDIR": os.path.join(directory, "tmp"),
+        "QT_QPA_PLATFORM": "offscreen",
+        "DBUS_SESSION_BUS_ADDRESS": os.environ["DBUS_SESSION_BUS_ADDRESS"],
+    }
+    for key in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_RUNTIME_DIR", "TMPDIR"):
+        os.makedirs(env[key], mode=0o700, exist_ok=True)
+    return env
+
+
+def owner():
+    """The pid of the process that owns org.freedesktop.secrets, or None.
+    Asks the bus only, never the name: a call to the name would start
+    whatever provider the bus knows of."""
+    bus = dbus.SessionBus()
+    daemon = bus.get_object("org.freedesktop.DBus", "/org/freedesktop/DBus")
+    if not daemon.NameHasOwner("org.freedesktop.secrets", dbus_interface="org.freedesktop.DBus"):
+        return None
+    return int(daemon.GetConnectionUnixProcessID("org.freedesktop.secrets", dbus_interface="org.freedesktop.DBus"))
