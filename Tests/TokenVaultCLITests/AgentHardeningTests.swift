@@ -97,7 +97,9 @@ final class AgentHardeningTests: QuirkProviderTestCase {
         s.expect("set", "api.lock.example", stdin: "t1\n")
         s.expect("lock")
         s.env["TOKENVAULT_PASSPHRASE"] = nil
-        s.env["TOKENVAULT_PASSPHRASE_COMMAND"] = "sleep 2; echo 'correct horse'"
+        // The command says when it has begun, so the lock can come while it runs.
+        let deriving = s.home + "/deriving"
+        s.env["TOKENVAULT_PASSPHRASE_COMMAND"] = "touch '\(deriving)'; sleep 2; echo 'correct horse'"
         startAgent(s)
         s.env["TOKENVAULT_PASSPHRASE_COMMAND"] = nil
         let get = DispatchQueue.global()
@@ -107,7 +109,8 @@ final class AgentHardeningTests: QuirkProviderTestCase {
             got = s.tv("get", "api.lock.example")
             answered.signal()
         }
-        Thread.sleep(forTimeInterval: 0.7)
+        XCTAssertTrue(
+            eventually(10) { FileManager.default.fileExists(atPath: deriving) }, "the agent is deriving the key")
         s.expect("lock")
         answered.wait()
         XCTAssertEqual(got?.status, 0, got?.stderr ?? "")
@@ -313,9 +316,19 @@ final class AgentHardeningTests: QuirkProviderTestCase {
         s.expect("set", "api.ttl.example", stdin: "t1\n")
         s.expect("unlock", stderr: ["15m"])
         s.expect("unlock", env: ["TOKENVAULT_KEY_TTL": "2"], stderr: ["2s"])
-        Thread.sleep(forTimeInterval: 3)
-        let r = s.tv("get", "api.ttl.example", env: ["TOKENVAULT_PASSPHRASE": "", "TOKENVAULT_AGENT": "off"])
+        let unlocked = Date()
+        let quiet = ["TOKENVAULT_PASSPHRASE": "", "TOKENVAULT_AGENT": "off"]
+        XCTAssertEqual(s.tv("get", "api.ttl.example", env: quiet).status, 0, "cached at first")
+        // The kernel drops the key when its 2 s are over: looked at until then, not slept through.
+        var r = Run(status: 0, stdout: "", stderr: "")
+        XCTAssertTrue(
+            eventually(10) {
+                r = s.tv("get", "api.ttl.example", env: quiet)
+                return r.status != 0
+            }, "the key expired")
         XCTAssertEqual(r.status, 77, "the key expired after the 2 s unlock said: \(r.stdout)")
+        // The kernel counts a key's timeout in whole seconds: 2 s is more than 1 s from when it is set.
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(unlocked), 1, "not before its 2 s")
     }
 
     /// A test suite's throwaway runtime directory, removed after the command
