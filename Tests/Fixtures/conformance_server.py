@@ -34,6 +34,11 @@ limit, migration). The rows:
                                     and DIR/expired.jwt (audience: the AS); a second token request
                                     after a refusal is the suite's wif-no-retry (or
                                     wif-grant-fallback) warning
+  enterprise-managed-authorization[-refresh-token] (--ema-out DIR)
+                                    auth/enterprise-managed-authorization (SEP-990) and its
+                                    refresh-token variant: an enterprise IdP at /idp trades its
+                                    login for an ID-JAG, which the AS takes with the jwt-bearer
+                                    grant (conformance_ema.py)
   dpop|dpop-nonce                   auth/dpop and auth/dpop-nonce (SEP-1932): the AS lists
                                     ES256 proofs and binds its tokens to the proof's key; the
                                     resource answers 401 with a DPoP challenge and judges the
@@ -106,6 +111,10 @@ SCENARIOS = {
                                "registration": False, "pre": ("conformance-test-client", None, "private_key_jwt")},
     "wif-jwt-bearer": {"grants": ["urn:ietf:params:oauth:grant-type:jwt-bearer"], "methods": ["none"],
                        "registration": False},
+    "enterprise-managed-authorization": {"grants": ["urn:ietf:params:oauth:grant-type:jwt-bearer"],
+                                         "methods": ["client_secret_basic"], "registration": False},
+    "enterprise-managed-authorization-refresh-token": {"grants": ["urn:ietf:params:oauth:grant-type:jwt-bearer"],
+                                                       "methods": ["client_secret_basic"], "registration": False},
     "dpop": {"dpop": True},
     "dpop-nonce": {"dpop": True, "dpop_nonce": True},
 }
@@ -123,7 +132,8 @@ state = {"base": "", "scenario": "", "authorized": [], "token_requests": [], "me
          # auth/dpop: what the suite's DPoP observations hold.
          "dpop": {"token_recorded": False, "token_proof": None, "as_challenged": False, "as_honored": False,
                   "authenticated": 0, "schemes": [], "proof_error": None, "rs_challenged": False,
-                  "rs_honored": False}}
+                  "rs_honored": False},
+         "enterprise": None}
 
 
 def opt(name, default=None):
@@ -207,6 +217,8 @@ def verdicts():
                     "details": details})
 
     code_tokens = [t for t in token_requests if t["grant"] == "authorization_code"]
+    if state["enterprise"]:
+        state["enterprise"].verdicts(add)
     if s == "wif-jwt-bearer" and not token_requests:
         add("wif-assertion-verified", False, "Client did not make a JWT-bearer token request")
     if s == "iss-supported":
@@ -282,6 +294,8 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/checks":
             with lock:
                 return self.send(200, list(checks) + verdicts())
+        if state["enterprise"] and path == "/idp/.well-known/openid-configuration":
+            return self.send(200, state["enterprise"].metadata())
         prm = opt("prm", PRM)
         if path == "/.well-known/oauth-protected-resource" and opt("root_prm_is_wrong"):
             check("prm-priority-order", False, "Client requested PRM metadata at root location on a server with "
@@ -376,6 +390,8 @@ class Handler(BaseHTTPRequestHandler):
         data = self.body()
         if path == "/mcp":
             return self.mcp(data)
+        if state["enterprise"] and path == "/idp/token":
+            return state["enterprise"].idp_token(self, {k: v[0] for k, v in urllib.parse.parse_qs(data.decode()).items()})
         i, name = issuer_of(path)
         if name == "register" and opt("registration", True):
             return self.register(i, json.loads(data or b"{}"))
@@ -495,6 +511,8 @@ class Handler(BaseHTTPRequestHandler):
     def token(self, issuer, form):
         if state["scenario"] == "wif-jwt-bearer":
             return self.workload_token(issuer, form)
+        if state["enterprise"]:
+            return state["enterprise"].resource_token(self, issuer, form)
         grant = form.get("grant_type")
         cid, secret, used, malformed = self.client_auth(form)
         with lock:
@@ -599,6 +617,8 @@ class Handler(BaseHTTPRequestHandler):
             if gate and open_method:
                 return self.answer(message)
             return self.refuse(401, "invalid_token", opt("challenge_scope"))
+        if state["enterprise"]:
+            state["enterprise"].observed_call(method)
         if gate == "step-up" and not open_method:
             needed = "mcp:write" if method == "tools/call" else "mcp:basic"
             if needed not in held[0]:
@@ -697,6 +717,7 @@ def main():
     ap.add_argument("--scenario", required=True, choices=sorted(SCENARIOS))
     ap.add_argument("--key-out")
     ap.add_argument("--wif-out")
+    ap.add_argument("--ema-out")
     args = ap.parse_args()
     state["scenario"] = args.scenario
     if args.key_out:
@@ -706,6 +727,12 @@ def main():
     state["base"] = f"http://127.0.0.1:{server.server_address[1]}"
     if args.wif_out:
         make_workload_tokens(args.wif_out)
+    if args.scenario.startswith("enterprise-managed-authorization"):
+        import conformance_ema
+        import sys
+        state["enterprise"] = conformance_ema.Enterprise(sys.modules[__name__], args.scenario.endswith("-refresh-token"))
+        if args.ema_out:
+            state["enterprise"].write_logins(args.ema_out)
     print(f"port {server.server_address[1]}", flush=True)
     server.serve_forever()
 

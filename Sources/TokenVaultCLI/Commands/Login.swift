@@ -230,7 +230,7 @@ extension TokenVault {
                 }
             case .clientCredentials:
                 credential = try login.clientCredentials(
-                    id: id, scopes: wanted, stored: { try context.refresher().subjectCredential($0) })
+                    id: id, scopes: wanted, subjects: try context.refresher())
             case .paste:
                 credential = try login.paste(id: id, scopes: wanted) { Swift.readLine() }
             case .browser:

@@ -58,6 +58,10 @@ public struct ProviderConfig: Codable, Sendable, Equatable {
     public var subject_provider: String?
     public var subject_token_type: String?
     public var requested_token_type: String?
+    /// id_jag: the provider of the enterprise identity provider whose stored
+    /// login (its ID token, or its refresh token) is traded for an identity
+    /// assertion grant (docs/providers.md, "One enterprise login").
+    public var idp: String?
     /// jwt_bearer: the assertion's `aud` (default: the token URL) and `sub` (default: the issuer of it).
     public var audience: String?
     public var subject: String?
@@ -158,7 +162,7 @@ public struct ProviderConfig: Codable, Sendable, Equatable {
             \.request_token_url, \.access_token_url, \.consumer_key, \.perms, \.git_username, \.tenant,
             \.issuer, \.private_key_file, \.credentials_file, \.audience, \.subject, \.resource,
             \.client_metadata_url, \.par_url, \.assertion_file, \.assertion_command, \.subject_token_file,
-            \.subject_token_command, \.subject_token_type, \.requested_token_type, \.subject_provider,
+            \.subject_token_command, \.subject_token_type, \.requested_token_type, \.subject_provider, \.idp,
         ] {
             take(field)
         }
@@ -236,6 +240,7 @@ extension ProviderConfig {
     /// (client credentials, a JWT bearer): what only the resources it lists get.
     public var isConfidential: Bool {
         hasSecret || hasKey || grant == "client_credentials" || grant == "jwt_bearer" || grant == "token_exchange"
+            || grant == "id_jag"
     }
 
     /// A client secret, in any of its three forms.

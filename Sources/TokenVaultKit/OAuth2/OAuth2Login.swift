@@ -306,11 +306,11 @@ public struct OAuth2Login {
 
     /// `grant = "client_credentials"` (RFC 6749 §4.4), or `"jwt_bearer"`
     /// (RFC 7523 §2.1): the client fetches a token on its own.
-    /// `stored`: another provider's stored credential, usable (a token exchange's subject).
+    /// `subjects`: where a token exchange's subject and an ID-JAG come from.
     public func clientCredentials(
-        id: CredentialID, scopes: [String], stored: ((String) throws -> Credential?)? = nil
+        id: CredentialID, scopes: [String], subjects: GrantSubjects? = nil
     ) throws -> Credential {
-        let request = try provider.ownTokenRequest(scopes: scopes, now: clock.now, stored: stored)
+        let request = try provider.ownTokenRequest(scopes: scopes, now: clock.now, subjects: subjects)
         return try tokenRequest(request.fields, id: id, sent: request.secrets, client: request.client)
     }
 

@@ -14,6 +14,8 @@ public struct OAuth2Provider: Sendable {
             "jwt_bearer"
         /// RFC 8693: a subject token traded for a token of this provider's.
         case tokenExchange = "token_exchange"
+        /// An enterprise IdP's login traded for an identity assertion grant, taken with the jwt-bearer grant.
+        case idJag = "id_jag"
 
         /// Grants whose token is fetched again by the client alone, with no refresh token.
         public var fetchesAgain: Bool { self != .authorizationCode }
@@ -52,6 +54,8 @@ public struct OAuth2Provider: Sendable {
     /// token_exchange: where the subject token comes from, its type, and the
     /// type of token asked for (RFC 8693 token type URIs).
     var exchange: TokenExchange? = nil
+    /// id_jag: the IdP's provider and which of its tokens is the subject.
+    var identityGrant: IdentityAssertionGrant? = nil
     /// jwt_bearer: the assertion's audience and subject.
     var audience: String?
     var subject: String?
@@ -183,6 +187,10 @@ public struct OAuth2Provider: Sendable {
             provider.exchange = try TokenExchange(p, provider: name, configPath: configPath, in: config.child)
             try TokenExchange.checkChain(from: name, config: config, configPath: configPath)
         }
+        if grant == .idJag {
+            provider.identityGrant = try IdentityAssertionGrant(p, provider: name, configPath: configPath)
+            try TokenExchange.checkChain(from: name, config: config, configPath: configPath)
+        }
         return provider
     }
 
@@ -195,7 +203,8 @@ public struct OAuth2Provider: Sendable {
     {
         guard let grant = Grant(rawValue: p.grant ?? "authorization_code") else {
             throw TokenVaultError.config(
-                "provider \(name): grant must be authorization_code, client_credentials, jwt_bearer or token_exchange")
+                "provider \(name): grant must be authorization_code, client_credentials, jwt_bearer, token_exchange or id_jag"
+            )
         }
         guard let auth = ClientAuth(rawValue: p.client_auth ?? "body") else {
             throw TokenVaultError.config(
@@ -334,12 +343,17 @@ public struct OAuth2Provider: Sendable {
     /// which only configured client authentication is sent: a secret, or a JWT
     /// method; the assertion itself says who asks). `secrets` must never
     /// appear in a message.
-    /// `stored`: a provider's stored credential, usable (a token exchange's subject, docs/providers.md).
+    /// `subjects`: where a token exchange's subject and an ID-JAG come from (docs/providers.md).
     func ownTokenRequest(
-        scopes: [String], now: Int64, stored: ((String) throws -> Credential?)? = nil
+        scopes: [String], now: Int64, subjects: GrantSubjects? = nil
     ) throws -> (fields: [(String, String)], client: ClientAuthentication, secrets: [String]) {
+        if grant == .idJag {
+            guard let subjects else { throw TokenVaultError.internal("id_jag without its IdP") }
+            let assertion = try subjects.identityAssertion(for: self, scopes: scopes)
+            return try identityAssertionRequest(grant: assertion, scopes: scopes, now: now)
+        }
         if grant == .tokenExchange, let exchange {
-            let held = try exchange.subjectProvider.flatMap { try stored?($0) }
+            let held = try exchange.subjectProvider.flatMap { try subjects?.subjectCredential($0) }
             let (fields, subject) = try exchange.fields(
                 scopes: scopes, audience: audience, resource: resourceFields, now: now, stored: held)
             let client: ClientAuthentication =

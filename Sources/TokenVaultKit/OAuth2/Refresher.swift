@@ -9,7 +9,7 @@ import Glibc
 /// others then find the new record. The new record is stored (only if the
 /// record is still the one that was read) before it is returned, so a rotated
 /// refresh token is never lost and a `set` or `delete` made meanwhile wins.
-public struct Refresher {
+public struct Refresher: GrantSubjects {
     public var vault: CredentialVault
     public var transport: HTTPTransport
     public var clock: Clock
@@ -204,7 +204,7 @@ public struct Refresher {
             client = try p.clientCredentials(now: clock.now)
             sent = [refreshToken] + (client.secret.map { [$0] } ?? [])
         } else {
-            (fields, client, sent) = try p.ownTokenRequest(scopes: p.scopes, now: clock.now, stored: subjectCredential)
+            (fields, client, sent) = try p.ownTokenRequest(scopes: p.scopes, now: clock.now, subjects: self)
         }
         // A bound credential renews with its own key (docs/security.md, "Sender-constrained tokens").
         let request = HTTPRequest.form(p.tokenURL, fields + client.fields, headers: client.headers)
@@ -245,4 +245,14 @@ public struct Refresher {
 struct SalvagedRefresh: Error {
     var record: Credential
     var error: TokenVaultError
+}
+
+/// Where the grants that trade what the user already holds find it: another
+/// provider's stored credential (a token exchange's subject) and an IdP's
+/// identity assertion grant (docs/providers.md, "Credentials from an identity").
+public protocol GrantSubjects {
+    /// A provider's stored credential (its default account), renewed first when it needs to be.
+    func subjectCredential(_ name: String) throws -> Credential?
+    /// An ID-JAG for `p` (grant = "id_jag") from its IdP.
+    func identityAssertion(for p: OAuth2Provider, scopes: [String]) throws -> String
 }

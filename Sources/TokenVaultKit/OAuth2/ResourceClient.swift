@@ -99,7 +99,8 @@ public enum ResourceClient {
             for field in [
                 \ProviderConfig.client_id, \.client_secret, \.client_secret_file, \.client_secret_command,
                 \.redirect_uri, \.grant, \.private_key_file, \.credentials_file, \.audience, \.subject,
-                \.assertion_file, \.assertion_command,
+                \.assertion_file, \.assertion_command, \.subject_token_file, \.subject_token_command,
+                \.subject_provider, \.subject_token_type, \.requested_token_type, \.idp,
             ] {
                 t[keyPath: field] = own[keyPath: field]
             }

@@ -23,15 +23,15 @@ struct TokenExchange: Sendable {
     /// have each renewal wait for the other's, and is refused (78).
     static func checkChain(from name: String, config: Config, configPath: String) throws {
         var seen = [name]
-        var next = config.providers[name]?.subject_provider
+        var next = config.providers[name].flatMap { $0.subject_provider ?? $0.idp }
         while let current = next {
             guard !seen.contains(current) else {
                 throw TokenVaultError.config(
-                    "provider \(name): subject_provider goes round in a loop (\((seen + [current]).joined(separator: " → ")))",
+                    "provider \(name): subject_provider (or idp) goes round in a loop (\((seen + [current]).joined(separator: " → ")))",
                     hint: "let one of them take its subject token from a file or a command, in \(configPath)")
             }
             seen.append(current)
-            next = config.providers[current]?.subject_provider
+            next = config.providers[current].flatMap { $0.subject_provider ?? $0.idp }
         }
     }
 
