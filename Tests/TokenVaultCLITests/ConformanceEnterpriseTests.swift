@@ -75,14 +75,10 @@ final class ConformanceEnterpriseTests: ConformanceTestCase {
         login(s, c)
         let first = s.tv("get", c.url).out
         try s.expireStored(c.url)
-        let runs = Locked<[Run]>([])
-        DispatchQueue.concurrentPerform(iterations: 20) { _ in
-            let r = s.tv("get", c.url)
-            runs.mutate { $0.append(r) }
-        }
-        XCTAssertEqual(runs.value.filter { $0.status != 0 }.map(\.stderr), [])
-        XCTAssertEqual(Swift.Set(runs.value.map(\.out)).count, 1, "all 20 print the same token")
-        XCTAssertNotEqual(runs.value.first?.out, first)
+        let runs = s.concurrently(20, "get", c.url)
+        XCTAssertEqual(runs.filter { $0.status != 0 }.map(\.stderr), [])
+        XCTAssertEqual(Swift.Set(runs.map(\.out)).count, 1, "all 20 print the same token")
+        XCTAssertNotEqual(runs.first?.out, first)
         XCTAssertEqual(try passes(c, "complete-flow-token-exchange"), 2, "one exchange for 20 readers")
         XCTAssertEqual(try passes(c, "complete-flow-jwt-bearer"), 2)
         // The ID token has expired (the IdP's access token has not): renewed at the IdP first.

@@ -277,6 +277,17 @@ final class Sandbox: @unchecked Sendable {
         run(args, stdin: stdin, env: extra, limit: limit)
     }
 
+    /// `tokenvault ARGS` run by `count` processes at once (threads other than
+    /// the main one run the binary), their results in the order they ended.
+    func concurrently(_ count: Int, _ args: String...) -> [Run] {
+        let runs = Locked<[Run]>([])
+        DispatchQueue.concurrentPerform(iterations: count) { _ in
+            let r = run(args)
+            runs.mutate { $0.append(r) }
+        }
+        return runs.value
+    }
+
     func run(_ args: [String], stdin: String? = nil, env extra: [String: String] = [:], limit: Double = 120) -> Run {
         var e = env
         for (k, v) in extra { e[k] = v.isEmpty ? nil : v }

@@ -17,14 +17,7 @@ final class RefreshTests: XCTestCase {
         try provider.storeExpired(in: s)
     }
 
-    func concurrentGets(_ s: Sandbox, count: Int) -> [Run] {
-        let runs = Locked<[Run]>([])
-        DispatchQueue.concurrentPerform(iterations: count) { _ in
-            let r = s.tv("get", "local")
-            runs.mutate { $0.append(r) }
-        }
-        return runs.value
-    }
+    func concurrentGets(_ s: Sandbox, count: Int) -> [Run] { s.concurrently(count, "get", "local") }
 
     func checkOneRefreshPerRound(_ s: Sandbox, _ provider: LocalProvider, rounds: Int, readers: Int) throws {
         try storeExpired(s, provider)

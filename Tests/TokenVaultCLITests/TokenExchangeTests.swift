@@ -74,6 +74,12 @@ final class TokenExchangeTests: XCTestCase {
         XCTAssertNotEqual(again.out, first)
         XCTAssertEqual(try stat("exchanges"), before + 2, "traded again, the subject read afresh")
         XCTAssertFalse(again.stderr.contains(first), "no token on stderr")
+        // Expired again: one exchange for 20 readers at once.
+        try s.expireStored("exchange")
+        let runs = s.concurrently(20, "get", "exchange")
+        XCTAssertEqual(runs.filter { $0.status != 0 }.map(\.stderr), [])
+        XCTAssertEqual(Swift.Set(runs.map(\.out)).count, 1, "all 20 print the same token")
+        XCTAssertEqual(try stat("exchanges"), before + 3, "one exchange for 20 readers")
     }
 
     func testTheSubjectFromACommandAndTheRefusals() throws {
@@ -149,6 +155,8 @@ final class TokenExchangeTests: XCTestCase {
                 client_secret = "exchange-secret"
                 subject_provider = "loop"
                 """)
-        s.expect("login", "loop", status: 78, stderr: ["subject_provider goes round in a loop (loop → back → loop)"])
+        s.expect(
+            "login", "loop", status: 78, stderr: ["subject_provider (or idp) goes round in a loop (loop → back → loop)"]
+        )
     }
 }

@@ -80,6 +80,13 @@ final class WorkloadIdentityTests: XCTestCase {
         XCTAssertEqual(provider.resourceStatus(renewed.out), 200)
         XCTAssertEqual(try assertions(), before + 2)
         XCTAssertFalse(renewed.stderr.contains("eyJ"), "no assertion on stderr")
+        // Rotated and expired again: one renewal for 20 readers at once (authlib refuses a jti twice).
+        mint(token)
+        try s.expireStored("wl")
+        let runs = s.concurrently(20, "get", "wl")
+        XCTAssertEqual(runs.filter { $0.status != 0 }.map(\.stderr), [])
+        XCTAssertEqual(Swift.Set(runs.map(\.out)).count, 1, "all 20 print the same token")
+        XCTAssertEqual(try assertions(), before + 3, "one jwt-bearer request for 20 readers")
     }
 
     func testAnAssertionCommandIsRunAtEveryUse() throws {

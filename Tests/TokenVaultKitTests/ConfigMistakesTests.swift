@@ -27,7 +27,7 @@ final class ConfigMistakesTests: XCTestCase {
             [
                 "config.toml:3: providers.dot.pkce must be true or false, e.g. pkce = true, not a string; provider dot cannot be used until it is fixed",
                 #"config.toml:4: providers.dot.client_id must be a string, e.g. client_id = "value", not a whole number; provider dot cannot be used until it is fixed"#,
-                "config.toml:5: providers.dot.grant must be authorization_code, client_credentials, jwt_bearer or token_exchange, not 'authorisation_code' (did you mean authorization_code?); provider dot cannot be used until it is fixed",
+                "config.toml:5: providers.dot.grant must be authorization_code, client_credentials, jwt_bearer, token_exchange or id_jag, not 'authorisation_code' (did you mean authorization_code?); provider dot cannot be used until it is fixed",
             ])
         XCTAssertNil(c.providers["dot"])
         XCTAssertNotNil(c.providers["ok"], "a mistake stays in its table")
