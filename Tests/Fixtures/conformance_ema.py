@@ -15,6 +15,10 @@ the suite does: its typ, signature, audience, client_id and resource.
 access token, ID token, refresh token) as DIR/idp-login.json, and the same
 login whose ID token has expired as DIR/idp-login-stale.json.
 
+Not the suite's: token-exchange, where the resource's authorization server
+itself takes the token exchange (RFC 8693) of the IdP login's ID token, with
+client_secret_basic (check token-exchange-grant).
+
 Check ids: the suite's complete-flow-token-exchange and
 complete-flow-jwt-bearer; for the refresh-token variant also
 refresh-token-client-binding, refresh-token-scope-narrowing and
@@ -52,10 +56,11 @@ def keypair():
 
 
 class Enterprise:
-    def __init__(self, server, refresh_variant):
+    def __init__(self, server, refresh_variant, exchange_at_resource=False):
         """server: conformance_server's module (check, lock, tokens, state, resource_url)."""
         self.s = server
         self.refresh_variant = refresh_variant
+        self.exchange_at_resource = exchange_at_resource
         self.idp_private, self.idp_public = keypair()
         self.grant_keys = {}  # user -> the public key of the ID-JAGs issued for them
         self.idp_refresh = {}  # refresh token -> (client id, scopes)
@@ -182,6 +187,8 @@ class Enterprise:
             check("complete-flow-jwt-bearer", False, description)
             return handler.send(status, {"error": error, "error_description": description})
 
+        if self.exchange_at_resource:
+            return self.exchange_at_resource_server(handler, issuer, form)
         if form.get("grant_type") != JWT_BEARER:
             return refuse(f"Auth server only supports jwt-bearer grant, got {form.get('grant_type')}",
                           "unsupported_grant_type")
@@ -221,12 +228,42 @@ class Enterprise:
         handler.send(200, {"access_token": access, "token_type": "Bearer", "expires_in": 3600,
                            "scope": " ".join(scopes)})
 
+    def exchange_at_resource_server(self, handler, issuer, form):
+        """Ours: the resource's AS trades the IdP's ID token for a token of its own."""
+        def refuse(description, error, status=400):
+            self.s.check("token-exchange-grant", False, description)
+            return handler.send(status, {"error": error, "error_description": description})
+
+        cid, secret, used, _ = handler.client_auth(form)
+        if (cid, secret, used) != (CLIENT_ID, CLIENT_SECRET, "client_secret_basic"):
+            return refuse("client_secret_basic with the pre-registered client", "invalid_client", 401)
+        if form.get("grant_type") != TOKEN_EXCHANGE or form.get("subject_token_type") != ID_TOKEN:
+            return refuse(f"expected a token exchange of an ID token, got {form.get('grant_type')}",
+                          "unsupported_grant_type")
+        try:
+            claims = ES256.decode(form.get("subject_token", ""), self.idp_public)
+            claims.validate()
+        except Exception as e:
+            return refuse(f"the subject token: {e}", "invalid_grant")
+        if form.get("resource") != self.s.resource_url():
+            return refuse(f"resource {form.get('resource')}", "invalid_target")
+        self.s.check("token-exchange-grant", True, "the IdP's ID token traded at the resource's AS")
+        access = "at-" + secrets.token_hex(8)
+        with self.s.lock:
+            self.s.tokens[access] = ([], issuer, "access")
+        handler.send(200, {"access_token": access, "issued_token_type": "urn:ietf:params:oauth:token-type:access_token",
+                           "token_type": "Bearer", "expires_in": 3600})
+
     def observed_call(self, method):
         if self.refresh_variant and method in ("tools/list", "tools/call"):
             self.s.check("complete-flow-mcp-access", True, f"{method} with the token the ID-JAG was traded for")
 
     def verdicts(self, add):
         ids = [c["id"] for c in self.s.checks]
+        if self.exchange_at_resource:
+            if "token-exchange-grant" not in ids:
+                add("token-exchange-grant", False, "Client made no token exchange")
+            return
         if "complete-flow-token-exchange" not in ids:
             add("complete-flow-token-exchange", False, "Client did not perform token exchange")
         if "complete-flow-jwt-bearer" not in ids:

@@ -39,6 +39,7 @@ limit, migration). The rows:
                                     refresh-token variant: an enterprise IdP at /idp trades its
                                     login for an ID-JAG, which the AS takes with the jwt-bearer
                                     grant (conformance_ema.py)
+  token-exchange (ours, --ema-out DIR)  the AS takes the token exchange of that IdP's ID token
   dpop|dpop-nonce                   auth/dpop and auth/dpop-nonce (SEP-1932): the AS lists
                                     ES256 proofs and binds its tokens to the proof's key; the
                                     resource answers 401 with a DPoP challenge and judges the
@@ -115,6 +116,8 @@ SCENARIOS = {
                                          "methods": ["client_secret_basic"], "registration": False},
     "enterprise-managed-authorization-refresh-token": {"grants": ["urn:ietf:params:oauth:grant-type:jwt-bearer"],
                                                        "methods": ["client_secret_basic"], "registration": False},
+    "token-exchange": {"grants": ["urn:ietf:params:oauth:grant-type:token-exchange"],
+                       "methods": ["client_secret_basic"], "registration": False},
     "dpop": {"dpop": True},
     "dpop-nonce": {"dpop": True, "dpop_nonce": True},
 }
@@ -727,10 +730,11 @@ def main():
     state["base"] = f"http://127.0.0.1:{server.server_address[1]}"
     if args.wif_out:
         make_workload_tokens(args.wif_out)
-    if args.scenario.startswith("enterprise-managed-authorization"):
+    if args.scenario.startswith("enterprise-managed-authorization") or args.scenario == "token-exchange":
         import conformance_ema
         import sys
-        state["enterprise"] = conformance_ema.Enterprise(sys.modules[__name__], args.scenario.endswith("-refresh-token"))
+        state["enterprise"] = conformance_ema.Enterprise(sys.modules[__name__], args.scenario.endswith("-refresh-token"),
+                                                         exchange_at_resource=args.scenario == "token-exchange")
         if args.ema_out:
             state["enterprise"].write_logins(args.ema_out)
     print(f"port {server.server_address[1]}", flush=True)

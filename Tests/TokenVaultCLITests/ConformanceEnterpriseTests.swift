@@ -21,10 +21,9 @@ final class ConformanceEnterpriseTests: ConformanceTestCase {
     /// A sandbox with the IdP's provider (`corp`) holding `login` and the
     /// resource's (`enterprise`, grant = "id_jag") for the scenario's AS.
     func enterprise(
-        _ c: Scenario, _ dir: String, login: String = "idp-login", idpTable: String = "", table: String = ""
-    )
-        throws -> Sandbox
-    {
+        _ c: Scenario, _ dir: String, login: String = "idp-login", idpTable: String = "",
+        table: String = #"grant = "id_jag""# + "\n" + #"idp = "corp""#
+    ) throws -> Sandbox {
         let s = sandbox()
         s.env["BROWSER"] = "/bin/false"
         try s.writeConfig(
@@ -38,8 +37,6 @@ final class ConformanceEnterpriseTests: ConformanceTestCase {
 
             [providers.enterprise]
             issuer = "\(c.origin)"
-            grant = "id_jag"
-            idp = "corp"
             client_id = "conformance-test-xaa-client"
             client_secret = "conformance-test-xaa-secret"
             resources = ["\(c.url)"]
@@ -63,6 +60,24 @@ final class ConformanceEnterpriseTests: ConformanceTestCase {
         assertCallsGoThrough(s, c.url)
         try assertPassed(c, ["complete-flow-token-exchange", "complete-flow-jwt-bearer"])
         XCTAssertEqual(try count(c, "authorization-request"), 0, "no browser login at the resource")
+        // A table of its own, logged in to by name: the same grant.
+        let config = s.env["XDG_CONFIG_HOME"]! + "/tokenvault/config.toml"
+        try s.writeConfig(
+            try String(contentsOfFile: config, encoding: .utf8) + """
+
+                [providers.notes]
+                service = "notes.corp.example"
+                issuer = "\(c.origin)"
+                grant = "id_jag"
+                idp = "corp"
+                client_id = "conformance-test-xaa-client"
+                client_secret = "conformance-test-xaa-secret"
+                client_auth = "basic"
+                resource = "\(c.url)"
+                """)
+        s.expect("login", "notes", stderr: ["notes.corp.example"])
+        XCTAssertTrue(s.tv("get", "notes").out.hasPrefix("at-"))
+        XCTAssertEqual(try passes(c, "complete-flow-jwt-bearer"), 2)
     }
 
     /// The resource's token expired: traded again, once for 20 concurrent
@@ -116,6 +131,26 @@ final class ConformanceEnterpriseTests: ConformanceTestCase {
         XCTAssertEqual(try count(c, "authorization-request"), 0, "no browser login instead")
     }
 
+    /// Not the suite's: a `token_exchange` table whose subject is the IdP
+    /// login's ID token, traded at the resource's own authorization server;
+    /// login by URL and the bridge use it, as they use an `id_jag` table.
+    func testATokenExchangeTableServesTheBridge() throws {
+        let (c, dir) = try started("token-exchange")
+        let s = try enterprise(
+            c, dir,
+            table: """
+                grant = "token_exchange"
+                subject_provider = "corp"
+                subject_token_type = "id_token"
+                """)
+        login(s, c)
+        assertCallsGoThrough(s, c.url)
+        try s.expireStored(c.url)
+        assertCallsGoThrough(s, c.url)
+        XCTAssertEqual(try passes(c, "token-exchange-grant"), 2, "traded again once expired")
+        try assertPassed(c, ["token-exchange-grant"])
+    }
+
     /// The refresh-token variant: the IdP login's refresh token is the
     /// subject, exchanged by the client it was issued to (authenticated), for
     /// scopes within its own; the MCP server is reached with the token.
@@ -123,7 +158,12 @@ final class ConformanceEnterpriseTests: ConformanceTestCase {
         let (c, dir) = try started("enterprise-managed-authorization-refresh-token")
         let s = try enterprise(
             c, dir, idpTable: #"client_secret = "conformance-test-idp-secret""#,
-            table: #"subject_token_type = "refresh_token""# + "\nscopes = [\"mcp:read\"]")
+            table: """
+                grant = "id_jag"
+                idp = "corp"
+                subject_token_type = "refresh_token"
+                scopes = ["mcp:read"]
+                """)
         login(s, c)
         assertCallsGoThrough(s, c.url)
         try assertPassed(
