@@ -198,7 +198,7 @@ public enum ManualText {
               revoke_url = "http://127.0.0.1:9000/revoke"            # optional
               device_authorization_url = "http://127.0.0.1:9000/device"  # optional
               userinfo_url = "http://127.0.0.1:9000/me"              # optional
-              grant = "authorization_code"      # or "client_credentials", "jwt_bearer", "token_exchange"
+              grant = "authorization_code"      # or "client_credentials", "jwt_bearer", "token_exchange", "id_jag"
               scopes = ["read"]
               client_id = "tv"
               client_secret_command = "pass show oauth/local"  # or client_secret, client_secret_file
@@ -226,6 +226,21 @@ public enum ManualText {
               token_url = "https://idp.example.com/oauth2/token"
               grant = "jwt_bearer"              # a workload's own JWT, sent as it is
               assertion_file = "/var/run/secrets/tokens/idp-token"   # or assertion_command = "…"
+
+              [providers.sts]
+              token_url = "https://sts.example.com/oauth2/token"
+              grant = "token_exchange"          # RFC 8693: a token another issuer made, traded
+              subject_token_command = "printenv CI_ID_TOKEN"   # or subject_token_file, subject_provider = "NAME"
+              subject_token_type = "jwt"        # access_token (default), id_token, refresh_token, jwt
+              audience = "https://api.internal.example"
+
+              [providers.corp-mcp]
+              issuer = "https://auth.mcp.corp.example"   # an MCP server's authorization server
+              grant = "id_jag"                  # one enterprise login: the IdP's, traded for each server
+              idp = "corp"                      # the IdP's provider, logged in to once
+              client_id = "tv"
+              client_secret_file = "~/.config/tokenvault/corp-mcp.secret"
+              resources = ["https://notes.mcp.corp.example/mcp"]
 
               [providers.corp]
               issuer = "https://login.corp.example"
