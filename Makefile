@@ -60,6 +60,7 @@ release:
 	@if ! readelf -lW $(RELEASE_BIN) | grep -q GNU_RELRO; then echo "release: no RELRO segment" >&2; exit 1; fi
 	@if [ "$(HOT_TEXT)" = "$(CURDIR)/scripts/hot-text.ld" ] && ! readelf -SW $(RELEASE_BIN) | grep -q ' \.text\.hot '; then \
 	  echo "release: no .text.hot (scripts/hot-text.ld)" >&2; exit 1; fi
+	@if [ "$(HOT_TEXT)" = "$(CURDIR)/scripts/hot-text.ld" ]; then scripts/hot-text.sh --check $(RELEASE_BIN); fi
 	@if nm -D --undefined-only $(RELEASE_BIN) | grep -qE ' (secret|g|curl)_'; then \
 	  echo "release: a libsecret/GLib symbol is linked directly; keeping its libraries" >&2; \
 	else \

@@ -7,7 +7,26 @@
 # hot-text builds one: valgrind names no function outside .text); a
 # stale list only costs memory, never correctness. Needs valgrind
 # (scripts/deps.sh hot).
+#
+# scripts/hot-text.sh --check BIN: fails when fewer than 90 % of the
+# functions scripts/hot-text.ld lists are defined in the release BIN (a
+# rename, a moved file or a changed signature gives a function another
+# name, and the list goes stale without a word); make release runs it.
 set -euo pipefail
+if [ "${1:-}" = "--check" ]; then
+  /usr/bin/python3 - "$(dirname "$0")/hot-text.ld" "$2" <<'PY'
+import re, subprocess, sys
+listed = re.findall(r"\*\(\.text\.(\S+)\)", open(sys.argv[1]).read())
+nm = subprocess.run(["nm", "--defined-only", sys.argv[2]], capture_output=True, text=True, check=True).stdout
+defined = {line.split()[-1] for line in nm.splitlines() if line.strip()}
+found = sum(name in defined for name in listed)
+if not listed or found < 0.9 * len(listed):
+    sys.exit(f"release: scripts/hot-text.ld is stale: {len(listed) - found} of the {len(listed)} functions it "
+             f"lists are gone from the binary; run make hot-text (docs/benchmarks.md)")
+print(f"hot text: {found} of the {len(listed)} functions scripts/hot-text.ld lists are in the binary")
+PY
+  exit
+fi
 TV=$(cd "$(dirname "${1:-.build/release/tokenvault}")" && pwd)/$(basename "${1:-tokenvault}")
 root=$(cd "$(dirname "$0")/.." && pwd)
 source "$root/scripts/private-bus.sh"

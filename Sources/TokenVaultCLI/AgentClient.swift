@@ -16,11 +16,8 @@ enum AgentClient {
     /// print, and read neither a terminal nor stdin.
     static let commands = ["get", "header", "status", "list"]
 
-    /// What an agent of this version says to a client of another build.
-    static let anotherBuild = "another build"
-    /// What an agent whose session bus has ended says to a client of another
-    /// one, as it leaves: the client starts an agent of its own session.
-    static let sessionGone = "its session bus is gone"
+    /// What an agent of this version says to a client of another build (of the JSON protocol).
+    static let anotherBuild = AgentDecline.anotherBuild.words
 
     /// An agent that declined this client's build or protocol version (an
     /// upgrade, a removal, another copy of tokenvault) is stopped, so that it
@@ -81,9 +78,6 @@ enum AgentClient {
         return argv.count >= 2 && Posix.basename(argv[0]).hasPrefix("tokenvault") && argv[1] == "agent"
     }
 
-    /// The declines that mean "another build or version", not another setup.
-    static func isOtherBuild(_ why: String) -> Bool { why == anotherBuild || why == "another version" }
-
     /// Has the agent run `args` when it is one of `commands` and an agent of
     /// this scope answers: its output printed, its exit status returned. Nil:
     /// run it here. No JSON and no argument parsing on this side: a `get`
@@ -116,15 +110,15 @@ enum AgentClient {
             ? AgentSocket.receiveFrame(fd).flatMap(AgentCommandReply.init) : nil
         guard case .ran(let status, let out, let err)? = reply else {
             declined = true  // the command runs here, and does not ask again
-            if case .declined(let why)? = reply, isOtherBuild(why), let stopped = stopOther(settings) {
+            if case .declined(let why)? = reply, why.isOtherBuild, let stopped = stopOther(settings) {
                 // An agent of this build is started, unless systemd owns the socket and starts it.
                 replaced = stopped.ownsSocket
-            } else if case .declined(sessionGone)? = reply {
+            } else if case .declined(.sessionGone)? = reply {
                 replaced = true  // it leaves by itself
             }
             // `--verbose` says why (docs/agent.md, "Falling back").
             if args.contains("--verbose") {
-                let why = if case .declined(let why)? = reply { why } else { "it did not answer" }
+                let why = if case .declined(let why)? = reply { why.words } else { "it did not answer" }
                 Posix.write(2, "tokenvault: the agent did not run this command (\(why)); running it here\n")
             }
             return nil

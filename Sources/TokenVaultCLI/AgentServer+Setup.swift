@@ -56,9 +56,9 @@ extension AgentServer {
     func declined(for differ: [String]) -> AgentCommandReply {
         if differ == ["bus"], ownBusGone {
             Posix.spawnThread { self.leave() }
-            return .declined(AgentClient.sessionGone)
+            return .declined(.sessionGone)
         }
-        return .declined("another setup: \(Format.list(differ)) \(differ.count == 1 ? "differs" : "differ")")
+        return .declined(.anotherSetup(differ))
     }
 
     /// Whether the session bus this agent was started for takes no

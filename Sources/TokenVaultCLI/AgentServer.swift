@@ -263,18 +263,18 @@ final class AgentServer: @unchecked Sendable {
     /// it) for another scope, for help and version text, and for a vault the
     /// agent cannot open but the client has a passphrase source for.
     private func run(_ request: AgentCommandRequest?) -> AgentCommandReply {
-        guard let request else { return .declined("another version") }
-        guard request.build == AgentSocket.build else { return .declined(AgentClient.anotherBuild) }
+        guard let request else { return .declined(.anotherVersion) }
+        guard request.build == AgentSocket.build else { return .declined(.anotherBuild) }
         // Only the commands the agent is there for; anything else is the client's own to run.
         guard let command = request.arguments.first, AgentClient.commands.contains(command) else {
-            return .declined("not a command the agent runs")
+            return .declined(.notACommand)
         }
         guard !AgentCommandRequest.readsStandardInput(request.arguments) else {
-            return .declined("it reads the client's stdin")
+            return .declined(.readsStdin)
         }
         // Relative paths and secret commands are the client's directory's: none known, none guessed.
         guard let directory = request.child.directory, directory.hasPrefix("/") else {
-            return .declined("the client's working directory is unknown")
+            return .declined(.unknownDirectory)
         }
         // The client's settings, with the agent's own passphrase sources (a client never sends its own).
         var environment = request.environment
@@ -297,7 +297,7 @@ final class AgentServer: @unchecked Sendable {
                 return TokenVaultMain.isHelpText(error)
             }
         }
-        guard case .success(let status?) = result else { return .declined("the client's to run") }
+        guard case .success(let status?) = result else { return .declined(.clientsToRun) }
         return .ran(status: status, stdout: Array(out.utf8), stderr: Array(err.utf8))
     }
 

@@ -36,17 +36,28 @@ struct CredentialOptions: ParsableArguments {
 /// The account a command acts on (docs/providers.md): `--account`, else
 /// `TOKENVAULT_ACCOUNT`, else `default`; with the reason, for `status` and `--verbose`.
 struct AccountChoice {
+    enum Source { case option, environment, standard }
+
     var name: String
-    var reason: String
+    var source: Source
+
+    /// The reason, in `status`'s and `--verbose`'s words.
+    var reason: String {
+        switch source {
+        case .option: "--account"
+        case .environment: "from \(EnvironmentVariable.account.name)"
+        case .standard: "the default"
+        }
+    }
 
     init(option: String?, settings: Settings) throws {
         let variable = EnvironmentVariable.account.name
         if let option {
-            (name, reason) = (option, "--account")
+            (name, source) = (option, .option)
         } else if let given = settings.account {
-            (name, reason) = (given, "from \(variable)")
+            (name, source) = (given, .environment)
         } else {
-            (name, reason) = (Credential.defaultAccount, "the default")
+            (name, source) = (Credential.defaultAccount, .standard)
         }
         do {
             try CredentialID.validateAccount(name)

@@ -130,7 +130,8 @@ final class KWalletTests: XCTestCase {
         s.expect("set", "api.kw.example", stdin: "kept-token")
         s.expect("agent")
         defer { s.expect("agent", "stop") }
-        XCTAssertTrue(s.tv("list").stdout.contains("api.kw.example"))
+        let listed = s.tv("list")
+        XCTAssertTrue(listed.stdout.contains("api.kw.example"), listed.stdout + listed.stderr)
         let before = try agentRequests(s)
         try wallet.addWallet("work")
         try wallet.start()

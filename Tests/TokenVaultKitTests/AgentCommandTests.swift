@@ -43,7 +43,9 @@ final class AgentCommandTests: XCTestCase {
         for reply in [
             AgentCommandReply.ran(status: 0, stdout: Array("tok\n".utf8), stderr: []),
             .ran(status: 77, stdout: [], stderr: Array("tokenvault: error: locked\n".utf8)),
-            .ran(status: 255, stdout: [0, 1, 2], stderr: [3]), .declined("another scope"),
+            .ran(status: 255, stdout: [0, 1, 2], stderr: [3]), .declined(.other("another scope")),
+            .declined(.anotherBuild), .declined(.sessionGone), .declined(.anotherSetup(["bus"])),
+            .declined(.anotherSetup(["TOKENVAULT_CONFIG", "bus", "HOME"])), .declined(.clientsToRun),
         ] {
             XCTAssertEqual(AgentCommandReply(bytes: reply.bytes), reply)
         }

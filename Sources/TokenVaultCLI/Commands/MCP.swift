@@ -50,7 +50,7 @@ extension TokenVault {
             let account = try AccountChoice(option: self.account, settings: context.settings)
             if printConfig {
                 var args: [JSONValue] = [.string("mcp"), .string(url)]
-                if account.reason == "--account" { args += [.string("--account"), .string(account.name)] }
+                if account.source == .option { args += [.string("--account"), .string(account.name)] }
                 // The binary's absolute path, as `setup mcp` writes it: clients start servers
                 // with a PATH of their own, which may not hold where tokenvault is.
                 var entry: [String: JSONValue] = ["command": .string(Tool.selfPath), "args": .array(args)]
@@ -154,11 +154,8 @@ final class BridgeHost: MCPBridgeHost, @unchecked Sendable {
 
     func token() throws -> BridgeToken {
         try state.withLock { s in
-            if let c = s.current, let minValid = try? context.minValid(nil),
-                c.expiresAt.map({ $0 - context.clock.now > minValid }) ?? true
-            {
-                return try sent(c, &s)
-            }
+            // Fresh by the one rule every command uses (the renewal margin, docs/reference.md).
+            if let c = s.current, context.status(of: c).state == .valid { return try sent(c, &s) }
             return try usable(force: false, &s)
         }
     }

@@ -96,11 +96,61 @@ public struct AgentCommandRequest: Equatable, Sendable {
     }
 }
 
+/// Why the agent left a command to its client (docs/agent.md, "Falling
+/// back"). On the wire as its words, which `--verbose` shows; words this
+/// build does not know (an agent of a later one) are `.other`.
+public enum AgentDecline: Equatable, Sendable {
+    /// The request is not of this protocol version.
+    case anotherVersion
+    /// The client is another build: the agent is stopped, and one of the client's build started.
+    case anotherBuild
+    /// The agent's session bus has ended: it leaves, and the client starts one of its session.
+    case sessionGone
+    /// The client's settings differ in what decides the agent's scope (named).
+    case anotherSetup([String])
+    case notACommand, readsStdin, unknownDirectory
+    /// The command is the client's to run (help text, a vault only the client can open).
+    case clientsToRun
+    case other(String)
+
+    static let fixed: [(AgentDecline, String)] = [
+        (.anotherVersion, "another version"), (.anotherBuild, "another build"),
+        (.sessionGone, "its session bus is gone"), (.notACommand, "not a command the agent runs"),
+        (.readsStdin, "it reads the client's stdin"), (.unknownDirectory, "the client's working directory is unknown"),
+        (.clientsToRun, "the client's to run"),
+    ]
+    static let setupPrefix = "another setup: "
+
+    public var words: String {
+        switch self {
+        case .anotherSetup(let names):
+            return Self.setupPrefix + Format.list(names) + (names.count == 1 ? " differs" : " differ")
+        case .other(let words): return words
+        default: return Self.fixed.first { $0.0 == self }?.1 ?? ""
+        }
+    }
+
+    public init(words: String) {
+        if let known = Self.fixed.first(where: { $0.1 == words }) {
+            self = known.0
+        } else if words.hasPrefix(Self.setupPrefix) {
+            let names = words.dropFirst(Self.setupPrefix.count).split(separator: " ").dropLast()
+                .map { $0.hasSuffix(",") ? String($0.dropLast()) : String($0) }.filter { !$0.isEmpty && $0 != "and" }
+            self = .anotherSetup(names)
+        } else {
+            self = .other(words)
+        }
+    }
+
+    /// Another build or protocol version, not another setup: the agent is to be replaced.
+    public var isOtherBuild: Bool { self == .anotherBuild || self == .anotherVersion }
+}
+
 /// The agent's answer to a command: what it printed and its exit status, or
 /// "run it yourself" (another scope, help text, a vault only the client can open).
 public enum AgentCommandReply: Equatable, Sendable {
     case ran(status: Int32, stdout: [UInt8], stderr: [UInt8])
-    case declined(String)
+    case declined(AgentDecline)
 
     public var bytes: [UInt8] {
         switch self {
@@ -108,7 +158,7 @@ public enum AgentCommandReply: Equatable, Sendable {
             return [UInt8(ascii: "R"), UInt8(truncatingIfNeeded: status)] + AgentSocket.lengthBytes(out.count) + out
                 + err
         case .declined(let why):
-            return [UInt8(ascii: "D")] + Array(why.utf8)
+            return [UInt8(ascii: "D")] + Array(why.words.utf8)
         }
     }
 
@@ -121,7 +171,7 @@ public enum AgentCommandReply: Equatable, Sendable {
             guard n <= bytes.count - 6 else { return nil }
             self = .ran(status: Int32(bytes[1]), stdout: Array(bytes[6..<6 + n]), stderr: Array(bytes[(6 + n)...]))
         case UInt8(ascii: "D"):
-            self = .declined(String(decoding: bytes.dropFirst(), as: UTF8.self))
+            self = .declined(AgentDecline(words: String(decoding: bytes.dropFirst(), as: UTF8.self)))
         default:
             return nil
         }

@@ -45,6 +45,10 @@ public struct PassphraseSource: Sendable {
         return try nonEmpty(bytes[...], source: what)
     }
 
+    /// An existing vault that nothing here can open: what `AutoStore` steps past
+    /// when the Secret Service answers.
+    static let lockedHere = "the vault is locked and there is no passphrase source and no terminal"
+
     /// A vault to be created: where its first passphrase can come from.
     static let noVaultHint =
         "create it on a terminal (run the same command there: it asks for a new passphrase twice), or put a passphrase in a file only you can read and set \(EnvironmentVariable.passphraseFile.name) to its path"
@@ -56,9 +60,7 @@ public struct PassphraseSource: Sendable {
                     "there is no file vault yet, and no passphrase to create it with (no passphrase source and no terminal)",
                     hint: PassphraseSource.noVaultHint)
             }
-            throw TokenVaultError.permission(
-                "the vault is locked and there is no passphrase source and no terminal",
-                hint: PassphraseSource.noSourceHint)
+            throw TokenVaultError.permission(Self.lockedHere, hint: PassphraseSource.noSourceHint)
         }
         return tty
     }

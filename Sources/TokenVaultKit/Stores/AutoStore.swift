@@ -76,7 +76,7 @@ public final class AutoStore: CredentialStore {
             return false
         } catch TokenVaultError.permission(let message, _)
             where secretService != nil && skipsLockedFile
-            && message.hasPrefix("the vault is locked")
+            && message == PassphraseSource.lockedHere
         {
             let note =
                 "the file vault \(file.path) is locked (no passphrase source, no terminal), so what it holds was not looked at; tokenvault unlock opens it"
