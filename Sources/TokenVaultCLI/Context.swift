@@ -54,17 +54,17 @@ final class Context {
 
     /// A context of `settings`: the process's at the entry point, a client's in
     /// the agent; nothing else is read from the air.
-    init(settings: Settings, agent: AgentRequest? = nil, clock: Clock = SystemClock()) {
+    init(settings: Settings, agent: AgentRequest? = nil) {
         self.settings = settings
         self.agent = agent
-        self.clock = clock
+        self.clock = settings.clock
         isAgent = agent != nil
     }
 
     /// Another context of the same settings and agent, with nothing loaded
     /// yet (the bridge takes a fresh one per request, so a config or a
     /// backend changed meanwhile is read again).
-    func fresh() -> Context { Context(settings: settings, agent: agent, clock: clock) }
+    func fresh() -> Context { Context(settings: settings, agent: agent) }
 
     /// The config, loaded once; its warnings (a provider table with a
     /// mistake, which breaks only that provider) are printed when the command

@@ -146,8 +146,10 @@ final class DPoPLoginTests: XCTestCase {
 
         // Renewed with the same key, and used again: forced, then once the 3-second token expired.
         s.expect("refresh", "api.dpop.example")
-        usleep(3_500_000)
-        let after = s.expect("header", "api.dpop.example", "--method", "GET", "--url", url).stdout
+        let expired = FixedClock(SystemClock().now + 4)  // the run's clock: past the 3-second token's expiry
+        let afterRun = s.tv("header", "api.dpop.example", "--method", "GET", "--url", url, at: expired)
+        XCTAssertEqual(afterRun.status, 0, afterRun.stderr)
+        let after = afterRun.stdout
         XCTAssertEqual(userinfo(Self.plainPort, headers: after), "200")
         st = try stats(Self.plainPort)
         // The forced renewal and the one after expiry; on a loaded machine the steps before

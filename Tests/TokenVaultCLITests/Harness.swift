@@ -277,6 +277,13 @@ final class Sandbox: @unchecked Sendable {
         run(args, stdin: stdin, env: extra, limit: limit)
     }
 
+    /// `tokenvault ARGS` run in this process at the time `clock` tells:
+    /// what a clock decides (an expiry, a margin) without waiting for it.
+    func tv(_ args: String..., at clock: Clock, file: StaticString = #filePath, line: UInt = #line) -> Run {
+        XCTAssertTrue(InProcess.runsInProcess(args, env: env), "runs in this process", file: file, line: line)
+        return InProcess.run(args, env: env, stdin: nil, clock: clock)
+    }
+
     /// `tokenvault ARGS` run by `count` processes at once (threads other than
     /// the main one run the binary), their results in the order they ended.
     func concurrently(_ count: Int, _ args: String...) -> [Run] {

@@ -50,7 +50,7 @@ enum InProcess {
     }
 
     /// One command's run: its exit status and what it printed.
-    static func run(_ args: [String], env: [String: String], stdin: String?) -> Run {
+    static func run(_ args: [String], env: [String: String], stdin: String?, clock: Clock? = nil) -> Run {
         // stdin from a file (a pipe would fill before the command reads it): written, then read from its start.
         var template = Array((NSTemporaryDirectory() + "tv-stdin-XXXXXX").utf8CString)
         let fd = mkstemp(&template)
@@ -66,9 +66,9 @@ enum InProcess {
             close(saved)
         }
         BinaryUse.noteInProcess()
-        let (result, out, err) = Output.capturing {
-            TokenVaultMain.execute(args, settings: Settings(environment: env)) ?? 1
-        }
+        var settings = Settings(environment: env)
+        if let clock { settings.clock = clock }
+        let (result, out, err) = Output.capturing { TokenVaultMain.execute(args, settings: settings) ?? 1 }
         let status: Int32 = (try? result.get()) ?? 1
         return Run(status: status, stdout: out, stderr: err)
     }

@@ -158,18 +158,18 @@ final class RefreshTests: XCTestCase {
         var token = try provider.obtainToken()
         // Renewed once less than half its lifetime is left. Times are whole seconds, and the
         // write may fall a second after expires_at was computed: a lifetime of 13 or 14 s, so a
-        // margin of 6 or 7; after 9 s at most 5 are left, and at least 4 minus the machine's delays.
+        // margin of 6 or 7; 9 s later (the run's clock) 4 or 5 are left.
         token["expires_in"] = 14
         s.expect(
             "set", "local", "--provider", "local",
             stdin: String(decoding: try JSONSerialization.data(withJSONObject: token), as: UTF8.self))
         provider.stop()
-        Thread.sleep(forTimeInterval: 9)  // a lifetime passing, nothing to observe
-        let r = s.tv("get", "local")
+        let later = FixedClock(SystemClock().now + 9)  // a lifetime passing, nothing to observe
+        let r = s.tv("get", "local", at: later)
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertEqual(r.out, token["access_token"] as? String)
         XCTAssertTrue(r.stderr.contains("warning: could not refresh"), r.stderr)
-        XCTAssertEqual(s.tv("get", "local", "--min-valid", "0").stderr, "", "no refresh wanted: no warning")
+        XCTAssertEqual(s.tv("get", "local", "--min-valid", "0", at: later).stderr, "", "no refresh wanted: no warning")
         // Expired and unreachable: 75, nothing printed.
         token["expires_in"] = 0
         s.expect(

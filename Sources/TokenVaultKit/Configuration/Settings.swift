@@ -137,6 +137,7 @@ public struct Settings: Sendable {
 
     /// The agent runs this for a client that can open a locked file vault itself (docs/agent.md).
     public var clientCanUnlock = false
+    public var clock: Clock = SystemClock()  // what decides every expiry of this run: the system's, or a test's
 
     /// This process's environment, copied once: the start-up, the command and
     /// the helpers that need a setting all read this one.
@@ -152,8 +153,7 @@ public struct Settings: Sendable {
         var e = environment
         change(&e)
         var s = Settings(environment: e)
-        s.executable = executable
-        s.child = child
+        (s.executable, s.child, s.clock) = (executable, child, clock)
         return s
     }
 
