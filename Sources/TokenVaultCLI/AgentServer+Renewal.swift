@@ -27,92 +27,60 @@ extension AgentServer {
     /// provider that hangs holds up only its own credential); the seconds
     /// until the next one is due.
     private func renewDue() -> Double {
-        let (kept, leaving) = state.withLock { ($0.kept, $0.leaving) }
-        if kept.isEmpty || leaving { return 300 }
+        let idle = state.withLock { $0.leaving || $0.schedule.entries.isEmpty }
+        if idle { return 300 }
         let own = self.own
-        do {
-            let context = Context(settings: own, agent: request)
-            defer { context.flushWarnings() }
-            let now = context.clock.now
-            guard let config = try? context.config, let vault = try? context.vault() else { return 60 }
-            let policy = AheadOfNeed(minValid: config.minValidSeconds)
-            var next = now + 300
-            for (id, k) in kept {
-                if now - k.askedAt > config.agentKeepSeconds {
-                    state.withLock { $0.kept[id] = nil }
-                    continue
+        let context = Context(settings: own, agent: request)
+        defer { context.flushWarnings() }
+        let now = context.clock.now
+        guard let config = try? context.config, let vault = try? context.vault() else { return 60 }
+        let policy = AheadOfNeed(minValid: config.minValidSeconds)
+        let ids = state.withLock { $0.schedule.looked(at: now, keep: config.agentKeepSeconds) }
+        if ids.isEmpty { return 300 }
+        var next = now + 300
+        for id in ids {
+            // The record is read outside the lock: a client's request is never held up by the backend.
+            guard let c = try? vault.load(id) else { continue }
+            let status = context.status(of: c)
+            let child = state.withLock { s -> ChildContext? in
+                guard s.schedule.decide(id, record: c, status: status, at: now, policy: policy, next: &next) else {
+                    return nil
                 }
-                guard let c = try? vault.load(id) else { continue }
-                let decision = policy.decision(for: c, status: context.status(of: c), now: now)
-                let start = state.withLock { s -> Bool in
-                    guard var k = s.kept[id] else { return false }
-                    defer { s.kept[id] = k }
-                    switch decision {
-                    case .never(let why):
-                        (k.nextRenewal, k.never) = (nil, why)
-                        return false
-                    case .wait(let until):
-                        (k.nextRenewal, k.never) = (until, nil)
-                        next = min(next, until)
-                        return false
-                    case .renew:
-                        k.never = nil
-                        // One renewal per credential at a time; it wakes this loop when it ends.
-                        if k.renewing { return false }
-                        if let last = k.attempt {
-                            let earliest = policy.earliest(after: last.at, failed: last.failed, for: c)
-                            if now < earliest {
-                                k.nextRenewal = earliest
-                                next = min(next, earliest)
-                                return false
-                            }
-                        }
-                        (k.renewing, k.nextRenewal, k.attempt) = (true, now, (now, false))
-                        // In flight from here: the agent does not leave before it is stored.
-                        s.inFlight += 1
-                        return true
-                    }
-                }
-                guard start else { continue }
-                // The secret commands and the proxies of the client that asked last.
-                var settings = own.withProxies(of: k.child.environment ?? [:])
-                settings.child = k.child
-                renewals.run { [settings] in self.renew(c, policy: policy, settings: settings) }
+                // In flight from here: the agent does not leave before it is stored.
+                s.inFlight += 1
+                return s.schedule.entries[id]?.child
             }
-            return Double(max(next - now, 1))
+            guard let child else { continue }
+            // The secret commands and the proxies of the client that asked last.
+            var settings = own.withProxies(of: child.environment ?? [:])
+            settings.child = child
+            renewals.run { [settings] in self.renew(c, at: now, policy: policy, settings: settings) }
         }
+        return Double(max(next - now, 1))
     }
 
     /// One renewal ahead of need, on its own thread; the loop looks again when it ends.
-    private func renew(_ c: Credential, policy: AheadOfNeed, settings: Settings) {
+    private func renew(_ c: Credential, at started: Int64, policy: AheadOfNeed, settings: Settings) {
+        let context = Context(settings: settings, agent: request)
+        let outcome: RenewalSchedule.Outcome
         do {
-            let context = Context(settings: settings, agent: request)
-            defer { context.flushWarnings() }
-            let now = context.clock.now
-            let outcome: (asked: Bool, text: String, failed: Bool)
-            do {
-                let (_, asked) = try policy.renew(c, with: try context.refresher())
-                outcome = (asked, asked ? "renewed" : "renewed by another process", false)
-            } catch let error as TokenVaultError {
-                if case .loginRequired = error {
-                    outcome = (false, "refused: \(error.errorText)", false)
-                } else {
-                    outcome = (false, "failed: \(error.errorText)", true)
-                }
-            } catch {
-                outcome = (false, "failed: \(error.errorText)", true)
+            let (_, asked) = try policy.renew(c, with: try context.refresher())
+            outcome = .renewed(asked: asked)
+        } catch let error as TokenVaultError {
+            if case .loginRequired = error {
+                outcome = .refused(error.errorText)
+            } else {
+                outcome = .failed(error.errorText)
             }
-            state.withLock { s in
-                s.inFlight -= 1
-                // A renewal counts as activity (the idle stop waits from its end).
-                s.lastRequest = max(s.lastRequest, Int64(Date().timeIntervalSince1970))
-                if outcome.asked { s.renewals += 1 }
-                guard var k = s.kept[c.id] else { return }
-                k.renewing = false
-                k.attempt = (now, outcome.failed)
-                k.last = (now, outcome.text)
-                s.kept[c.id] = k
-            }
+        } catch {
+            outcome = .failed(error.errorText)
+        }
+        context.flushWarnings()
+        state.withLock { s in
+            s.inFlight -= 1
+            // A renewal counts as activity (the idle stop waits from its end).
+            s.lastRequest = max(s.lastRequest, Int64(Date().timeIntervalSince1970))
+            s.schedule.finished(c.id, startedAt: started, outcome)
         }
         wake.signal()
     }

@@ -17,33 +17,13 @@ final class AgentServer: @unchecked Sendable {
     let settings: Settings
     private let started = Int64(Date().timeIntervalSince1970)
 
-    /// A credential a client asked for: renewed ahead of need (docs/agent.md).
-    struct Kept {
-        /// When a client last asked for it.
-        var askedAt: Int64
-        /// When it is next renewed; nil when never ahead of need (`never` says why).
-        var nextRenewal: Int64?
-        var never: String?
-        /// The last renewal's second and outcome.
-        var last: (at: Int64, outcome: String)?
-        /// When the last renewal started, and whether it failed for now: the
-        /// next one waits (`AheadOfNeed.earliest`), whatever its outcome.
-        var attempt: (at: Int64, failed: Bool)?
-        /// A renewal is under way on a thread of its own.
-        var renewing = false
-        /// Where the last client that asked for it would run a secret
-        /// command: its renewals ahead of need run them there too.
-        var child = ChildContext()
-    }
-
     /// What the agent keeps between requests.
     struct State {
         var requests = 0
         /// When the last request came (an agent started on first use stops after `agent_idle`).
         var lastRequest = Int64(Date().timeIntervalSince1970)
-        var kept: [CredentialID: Kept] = [:]
-        /// Renewals in which the provider was asked and answered.
-        var renewals = 0
+        /// The credentials clients asked for, renewed ahead of need (docs/agent.md).
+        var schedule = RenewalSchedule()
         /// `tokenvault lock` was run: the agent's own passphrase sources are
         /// no longer used (docs/agent.md, "Locked"), only a key a command puts
         /// back in the kernel keyring.
@@ -312,19 +292,9 @@ final class AgentServer: @unchecked Sendable {
     private func handedOut(_ id: CredentialID, _ c: Credential, _ context: Context) {
         let now = context.clock.now
         let policy = AheadOfNeed(minValid: (try? context.config.minValidSeconds) ?? 60)
-        let due = c.expiresAt.map { $0 - policy.lead(for: c) }
         let child = context.settings.child
-        let sooner = state.withLock { s -> Bool in
-            guard var k = s.kept[id] else {
-                s.kept[id] = Kept(askedAt: now, child: child)
-                return true
-            }
-            k.askedAt = now
-            k.child = child
-            s.kept[id] = k
-            // A record stored meanwhile may fall due before the one the loop waits for.
-            return due.map { $0 < (k.nextRenewal ?? .max) } ?? false
-        }
+        // New to the agent, or a record stored meanwhile falling due before the one the loop waits for.
+        let sooner = state.withLock { $0.schedule.handedOut(c, at: now, child: child, policy: policy) }
         if sooner { wake.signal() }
     }
 
@@ -332,7 +302,7 @@ final class AgentServer: @unchecked Sendable {
         switch request["op"]?.string {
         case "status":
             let now = state.withLock { $0 }
-            let credentials = now.kept.sorted { $0.key < $1.key }.map { id, k -> JSONValue in
+            let credentials = now.schedule.entries.sorted { $0.key < $1.key }.map { id, k -> JSONValue in
                 var o: [String: JSONValue] = [
                     "service": .string(id.service.description), "account": .string(id.account),
                     "next_renewal": k.nextRenewal.map { .integer($0) } ?? .null,
@@ -347,8 +317,9 @@ final class AgentServer: @unchecked Sendable {
             return .object([
                 "pid": .integer(Int64(getpid())), "version": .integer(AgentSocket.version),
                 "uptime": .integer(Int64(Date().timeIntervalSince1970) - started),
-                "requests": .integer(Int64(now.requests)), "kept": .integer(Int64(now.kept.count)),
-                "renewals": .integer(Int64(now.renewals)), "same_scope": .bool(differences(request["scope"]).isEmpty),
+                "requests": .integer(Int64(now.requests)), "kept": .integer(Int64(now.schedule.entries.count)),
+                "renewals": .integer(Int64(now.schedule.renewals)),
+                "same_scope": .bool(differences(request["scope"]).isEmpty),
                 "differences": .array(differences(request["scope"]).map { .string($0) }),
                 "locked": .bool(now.locked), "credentials": .array(credentials),
                 "started_on_use": .bool(startedOnUse), "build": .string(AgentSocket.build),
