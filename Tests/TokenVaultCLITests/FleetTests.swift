@@ -251,9 +251,13 @@ final class FleetTests: XCTestCase {
         let a = try host("dpop", extra: table), b = try host("dpop", extra: table)
         a.env["BROWSER"] = Paths.fixtures.appendingPathComponent("browser.sh").path
         a.expect("login", "dp", limit: 60)
-        usleep(2_500_000)  // expired
+        let expired = FixedClock(SystemClock().now + 3)  // b's clock: past the 2-second token's expiry
         let url = "http://127.0.0.1:\(port)/userinfo"
-        let pair = b.expect("header", "api.dpop.example", "--method", "GET", "--url", url).stdout
+        let header = b.tv(
+            "header", "api.dpop.example", "--method", "GET", "--url", url, at: expired,
+            env: ["TOKENVAULT_BACKEND": "etcd"])
+        XCTAssertEqual(header.status, 0, header.stderr)
+        let pair = header.stdout
         let status = runProcess(
             "/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", "@-", url], stdin: pair, env: [:])
         XCTAssertEqual(status.stdout, "200")
@@ -630,7 +634,7 @@ final class FleetTests: XCTestCase {
         // Every agent has been asked for it, and it is due: one renewal for the fleet.
         DispatchQueue.concurrentPerform(iterations: 3) { i in _ = hosts[i].tv("get", "local") }
         XCTAssertTrue(try provider.waitForRefresh(after: before["refreshes"] ?? 0))
-        usleep(1_500_000)
+        XCTAssertTrue(eventually(15) { hosts.allSatisfy { $0.agentSettled() } }, "every host's agent settled")
         let after = try provider.stats()
         XCTAssertEqual(after["refreshes"], (before["refreshes"] ?? 0) + 1, "one renewal for three agents")
         XCTAssertEqual(after["reuse_detected"], before["reuse_detected"])

@@ -279,9 +279,25 @@ final class Sandbox: @unchecked Sendable {
 
     /// `tokenvault ARGS` run in this process at the time `clock` tells:
     /// what a clock decides (an expiry, a margin) without waiting for it.
-    func tv(_ args: String..., at clock: Clock, file: StaticString = #filePath, line: UInt = #line) -> Run {
-        XCTAssertTrue(InProcess.runsInProcess(args, env: env), "runs in this process", file: file, line: line)
-        return InProcess.run(args, env: env, stdin: nil, clock: clock)
+    func tv(
+        _ args: String..., at clock: Clock, env extra: [String: String] = [:], file: StaticString = #filePath,
+        line: UInt = #line
+    ) -> Run {
+        var e = env
+        for (k, v) in extra { e[k] = v.isEmpty ? nil : v }
+        XCTAssertTrue(InProcess.runsInProcess(args, env: e), "runs in this process", file: file, line: line)
+        return InProcess.run(args, env: e, stdin: nil, clock: clock)
+    }
+
+    /// True when the agent (of `env`'s session) is done with the one
+    /// credential it keeps renewed: its renewal ended (it asked the provider,
+    /// or found another's record), or it looked after a renewal and waits
+    /// longer than ten minutes. What a test waits for instead of a sleep.
+    func agentSettled(env extra: [String: String] = [:]) -> Bool {
+        let r = run(["agent", "status", "--json"], env: extra)
+        let status = try? JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
+        guard let kept = (status?["credentials"] as? [[String: Any]])?.first else { return false }
+        return kept["last"] != nil || (kept["next_renewal"] as? Int ?? 0) > Int(Date().timeIntervalSince1970) + 600
     }
 
     /// `tokenvault ARGS` run by `count` processes at once (threads other than
