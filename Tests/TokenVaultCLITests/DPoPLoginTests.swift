@@ -212,8 +212,10 @@ final class DPoPLoginTests: XCTestCase {
         let issuedBefore = (was["jkts"] as? [String] ?? []).count
         s.expect("agent")
         addTeardownBlock { s.expect("agent", "stop") }
-        usleep(3_500_000)
         let url = base(Self.plainPort) + "/userinfo"
+        // Handed out through the agent: kept renewed from then on, half its 3-second life ahead.
+        s.expect("header", "api.dpop.example", "--method", "GET", "--url", url)
+        XCTAssertTrue(eventually(15) { s.agentSettled() }, "the agent renewed it")
         let pair = s.expect("header", "api.dpop.example", "--method", "GET", "--url", url).stdout
         XCTAssertEqual(userinfo(Self.plainPort, headers: pair), "200")
         let st = try stats(Self.plainPort)

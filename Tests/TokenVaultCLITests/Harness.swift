@@ -480,9 +480,9 @@ final class NotificationMonitor {
 
     private var seen: String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
 
-    /// Half a second for the last message to arrive, then what it saw.
-    func stop() -> String {
-        usleep(500_000)
+    /// What it saw, once it has seen every piece of `expected` (10 s at most).
+    func stop(once expected: [String]) -> String {
+        _ = eventually(10) { expected.allSatisfy(self.seen.contains) }
         monitor.terminate()
         monitor.waitUntilExit()
         return seen

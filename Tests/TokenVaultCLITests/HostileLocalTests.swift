@@ -285,7 +285,7 @@ final class HostileLocalTests: QuirkProviderTestCase {
         s.env["DISPLAY"] = ":99"  // a desktop session: notifications are sent
         let monitor = try NotificationMonitor(Self.keyring)
         XCTAssertEqual(s.tv("get", "q").status, 4)
-        let seen = monitor.stop()
+        let seen = monitor.stop(once: ["member=Notify", "renew here"])
         XCTAssertTrue(seen.contains("member=Notify"), seen)
         XCTAssertTrue(
             seen.contains("&lt;a href=&quot;https://evil.example/&quot;&gt;renew here&lt;/a&gt; &amp; &lt;b&gt;"), seen)
