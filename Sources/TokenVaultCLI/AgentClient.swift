@@ -161,9 +161,11 @@ enum AgentClient {
             env: ChildEnvironment.forAgent(settings.environment), path: String(cString: me))
     }
 
-    /// An agent's socket is there to try (cheap: one lstat).
+    /// An agent's socket is there to try (cheap: one lstat). Asked once per
+    /// command: once `run` found none answering, or was declined, the answer
+    /// stands for the rest of the command (the read-ahead and the context ask it again).
     static func present(_ settings: Settings) -> Bool {
-        guard settings.agentAllowed, !declined else { return false }
+        guard settings.agentAllowed, !declined, !unanswered else { return false }
         var st = stat()
         return lstat(AgentSocket.path(settings), &st) == 0 && st.st_mode & S_IFMT == S_IFSOCK
     }
