@@ -110,7 +110,7 @@ final class IdentityAssertionGrantTests: XCTestCase {
     /// resource or client: refused before anything goes to the resource's server.
     func testAGrantForAnotherPlaceGoesNowhere() throws {
         let answers = [
-            (#"{"access_token":"opaque","issued_token_type":"urn:ietf:params:oauth:token-type:access_token"}"#, 75),
+            (#"{"access_token":"opaque","issued_token_type":"urn:ietf:params:oauth:token-type:access_token"}"#, 65),
             (
                 #"{"access_token":"\#(Self.jwt(#"{"aud":"https://elsewhere.example","exp":1300}"#))","issued_token_type":"urn:ietf:params:oauth:token-type:id-jag"}"#,
                 65

@@ -61,9 +61,9 @@ struct IdentityAssertionGrant: Sendable {
         guard type == requestedType, let grant = object["access_token"]?.string, !grant.isEmpty,
             let claims = JWT.claims(of: grant)
         else {
-            throw TokenVaultError.temporary(
-                "\(idp) did not answer the exchange with an identity assertion grant (issued_token_type \(Quoted.text(OutsideText.line(type, limit: 80)))); nothing was sent on",
-                hint: "check that \(idp) issues ID-JAGs (token exchange, requested_token_type id-jag) to this client")
+            throw TokenVaultError.badInput(
+                "\(idp) did not answer the exchange with an identity assertion grant (issued_token_type \(Quoted.text(OutsideText.line(type, limit: 80)))); nothing was sent on: check that \(idp) issues ID-JAGs to this client"
+            )
         }
         func names(_ key: String, _ expected: String) -> Bool {
             guard let value = claims[key] else { return true }
