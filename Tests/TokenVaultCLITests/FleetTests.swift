@@ -651,6 +651,8 @@ final class FleetTests: XCTestCase {
         let gone = s.tv("get", "api.x.example", env: ["TOKENVAULT_ETCD_ENDPOINTS": dead])
         XCTAssertEqual(gone.status, 69, "never reached: a configuration error, \(gone.stderr)")
         let fresh = try host("errors")
+        // Each its own process: a process keeps one etcd client (and its token) per cluster, whatever the password.
+        fresh.inProcess = false
         // A wrong etcd password: 77. A wrong CA: 69. An http endpoint elsewhere: 78.
         try "not-the-password\n".write(toFile: fresh.home + "/pw", atomically: true, encoding: .utf8)
         chmod(fresh.home + "/pw", 0o600)

@@ -37,8 +37,9 @@ enum InProcess {
         else { return false }
         guard !args.contains(where: { ["--help", "-h", "--version", "--generate-completion-script"].contains($0) })
         else { return false }
-        guard ["file", "etcd"].contains(env["TOKENVAULT_BACKEND"] ?? ""),
-            ["manual", "off"].contains(env["TOKENVAULT_AGENT"] ?? "")
+        // The backend as the run decides it: the variable, else config.toml's `backend` (a fleet host's).
+        let backend = env["TOKENVAULT_BACKEND"] ?? Config.backendChoice(Settings(environment: env))?.rawValue ?? ""
+        guard ["file", "etcd"].contains(backend), ["manual", "off"].contains(env["TOKENVAULT_AGENT"] ?? "")
         else { return false }
         if env["DBUS_SESSION_BUS_ADDRESS"] != nil,
             ["doctor", "migrate", "backend"].contains(first) || NotificationMonitor.watching.value > 0
