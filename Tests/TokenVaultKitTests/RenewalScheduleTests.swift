@@ -91,6 +91,23 @@ final class RenewalScheduleTests: XCTestCase {
         XCTAssertEqual(s.entries[id]?.last?.outcome, "refused: the provider answered invalid_grant")
     }
 
+    /// A grant the client makes again on its own (a workload's JWT, a token
+    /// exchange, an enterprise IdP's ID-JAG) has no refresh token, and is
+    /// renewed ahead of need all the same; a token tied to nothing is not.
+    func testGrantsWithoutARefreshTokenAreRenewedAheadToo() {
+        for grant in [OAuth2Provider.Grant.jwtBearer, .tokenExchange, .idJag, .clientCredentials] {
+            var c = record(issued: 1_000, lifetime: 30)
+            c.refreshToken = nil
+            let status = CredentialStatus(of: c, now: 1_015, minValid: 60, grant: { _ in grant })
+            XCTAssertEqual(policy.decision(for: c, status: status, now: 1_015), .renew, "\(grant)")
+        }
+        var code = record(issued: 1_000, lifetime: 30)
+        code.refreshToken = nil
+        let status = CredentialStatus(of: code, now: 1_015, minValid: 60, grant: { _ in .authorizationCode })
+        XCTAssertEqual(
+            policy.decision(for: code, status: status, now: 1_015), .never("there is no refresh token"))
+    }
+
     func testACredentialNobodyAsksForIsDroppedAndAStoredOneIsLookedAtSooner() {
         var s = RenewalSchedule()
         let c = record(issued: 1_000, lifetime: 3_600)
