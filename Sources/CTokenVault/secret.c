@@ -31,7 +31,8 @@
     X(g_dbus_proxy_get_connection) X(secret_service_get_session_dbus_path) X(secret_service_decode_dbus_secret) \
     X(g_variant_n_children) X(g_variant_get_child) X(g_variant_get_child_value) X(g_variant_lookup_value) \
     X(g_variant_ref_sink) X(secret_service_disconnect) X(secret_item_new_for_dbus_path_sync) \
-    X(secret_item_set_secret_sync) X(secret_value_new) X(secret_value_unref) X(secret_item_delete_sync)
+    X(secret_item_set_secret_sync) X(secret_value_new) X(secret_value_unref) X(secret_item_delete_sync) \
+    X(g_object_ref) X(g_type_check_instance_is_a) X(secret_service_get_type)
 
 /* The loaded API, or NULL when libsecret cannot be loaded. */
 TV_DL_API(tv_secret_api, TV_SECRET_FUNCS, "libsecret-1.so.0", tv_api)
@@ -111,8 +112,23 @@ static void tv_prepared(GObject *source, GAsyncResult *result, gpointer data) {
     state->done = 1;
 }
 
+/* What the head start prepared (tv_secret_prepare), held until a reconnect
+   drops it. secret_backend_get keeps an instance of its own, apart from the
+   one secret_service_get shares: a call that took the other would connect
+   and negotiate a second session (the 4.5 ms docs/benchmarks.md names). */
+static SecretBackend *tv_prepared_backend;
+
+/* libsecret's service with an open session, for a call of ours: the one the
+   head start prepared where there is one (it is a SecretService unless
+   SECRET_BACKEND names another backend), else secret_service_get's. */
+static SecretService *tv_service(const tv_secret_api *a, GError **error) {
+    SecretBackend *prepared = __atomic_load_n(&tv_prepared_backend, __ATOMIC_ACQUIRE);
+    if (prepared && a->g_type_check_instance_is_a((GTypeInstance *)prepared, a->secret_service_get_type()))
+        return (SecretService *)(a->g_object_ref)(prepared);
+    return a->secret_service_get_sync(SECRET_SERVICE_OPEN_SESSION, NULL, error);
+}
+
 int tv_secret_prepare(void) {
-    static SecretBackend *kept;  /* held for the life of the process */
     const tv_secret_api *a = tv_api();
     if (!a) return 0;
     void *h = dlopen("libsecret-1.so.0", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
@@ -130,7 +146,7 @@ int tv_secret_prepare(void) {
     a->g_main_context_pop_thread_default(context);
     a->g_main_context_unref(context);
     if (state.backend == NULL) return 0;
-    kept = state.backend;
+    __atomic_store_n(&tv_prepared_backend, state.backend, __ATOMIC_RELEASE);
     return 1;
 }
 
@@ -139,7 +155,7 @@ int tv_service_open(char **message) {
     const tv_secret_api *a = tv_api();
     if (!a) { tv_no_library(message); return 0; }
     GError *error = NULL;
-    SecretService *s = a->secret_service_get_sync(SECRET_SERVICE_OPEN_SESSION, NULL, &error);
+    SecretService *s = tv_service(a, &error);
     if (s == NULL) { tv_take_error(a, &error, message); return 0; }
     a->g_object_unref(s);
     return 1;
@@ -297,7 +313,7 @@ char *tv_lookup_item(const char *service, const char *account, const char *known
     const tv_secret_api *a = tv_api();
     if (!a) return tv_no_library(message);
     GError *error = NULL;
-    SecretService *s = a->secret_service_get_sync(SECRET_SERVICE_OPEN_SESSION, NULL, &error);
+    SecretService *s = tv_service(a, &error);
     if (!s) { tv_take_error(a, &error, message); return NULL; }
     GDBusConnection *bus = a->g_dbus_proxy_get_connection((GDBusProxy *)s);
     char *secret = known ? tv_item_secret(a, s, bus, known) : NULL;
@@ -350,6 +366,8 @@ int tv_secret_reconnect(void) {
         a->g_free(tv_owner);
         tv_owner = a->g_strdup(owner ? owner : "");
         a->secret_service_disconnect();
+        SecretBackend *prepared = __atomic_exchange_n(&tv_prepared_backend, NULL, __ATOMIC_ACQ_REL);
+        if (prepared) a->g_object_unref(prepared);
     }
     pthread_mutex_unlock(&lock);
     a->g_free(owner);
@@ -386,7 +404,7 @@ int tv_lookup_copies(const char *service, const char *account, void *context, tv
     const tv_secret_api *a = tv_api();
     if (!a) { tv_no_library(message); return -1; }
     GError *error = NULL;
-    SecretService *s = a->secret_service_get_sync(SECRET_SERVICE_OPEN_SESSION, NULL, &error);
+    SecretService *s = tv_service(a, &error);
     if (!s) { tv_take_error(a, &error, message); return -1; }
     GDBusConnection *bus = a->g_dbus_proxy_get_connection((GDBusProxy *)s);
     const char *session = a->secret_service_get_session_dbus_path(s);
@@ -508,7 +526,7 @@ int tv_prune_copies(const char *service, const char *account, char **message) {
     const tv_secret_api *a = tv_api();
     if (!a) { tv_no_library(message); return -1; }
     GError *error = NULL;
-    SecretService *s = a->secret_service_get_sync(SECRET_SERVICE_OPEN_SESSION, NULL, &error);
+    SecretService *s = tv_service(a, &error);
     if (!s) { tv_take_error(a, &error, message); return -1; }
     int removed = 0;
     int r = tv_visit_items(a, s, a->g_variant_new_parsed("({'service': %s, 'account': %s},)", service, account),
@@ -522,7 +540,7 @@ int tv_prune_copies(const char *service, const char *account, char **message) {
    the new secret. 1: done; 0: there is none (or it is locked); -1: failed. */
 static int tv_set_existing(const tv_secret_api *a, const char *service, const char *account, const char *type,
                            const char *secret, GError **error) {
-    SecretService *s = a->secret_service_get_sync(SECRET_SERVICE_OPEN_SESSION, NULL, error);
+    SecretService *s = tv_service(a, error);
     if (!s) return -1;
     int r = tv_visit_items(
         a, s, a->g_variant_new_parsed("({'service': %s, 'account': %s, 'type': %s},)", service, account, type),

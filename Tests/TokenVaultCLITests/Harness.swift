@@ -464,10 +464,11 @@ final class NotificationMonitor {
     private let monitor = Process()
     private let path = NSTemporaryDirectory() + "tv-monitor-" + UUID().uuidString.prefix(8)
 
-    init(_ keyring: PrivateKeyring) throws {
+    /// `match`: the messages it prints (a D-Bus match rule): by default, desktop notifications.
+    init(_ keyring: PrivateKeyring, match: String = "interface='org.freedesktop.Notifications'") throws {
         FileManager.default.createFile(atPath: path, contents: nil)
         monitor.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-monitor")
-        monitor.arguments = ["--session", "interface='org.freedesktop.Notifications'"]
+        monitor.arguments = ["--session", match]
         monitor.environment = keyring.env
         monitor.standardOutput = FileHandle(forWritingAtPath: path)
         try monitor.run()

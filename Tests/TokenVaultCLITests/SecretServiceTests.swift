@@ -184,4 +184,19 @@ final class SecretServiceTests: XCTestCase {
         kill(pid, SIGCONT)
         XCTAssertEqual(s.tv("get", "api.x.com", env: env).out, "tok")
     }
+
+    /// A `get` asks the Secret Service for one session: the one the head start
+    /// opened while the arguments were parsed. A lookup that took libsecret's
+    /// other shared instance negotiated a second one (docs/benchmarks.md: 4.5 ms
+    /// of a 15 ms `get`).
+    func testAGetOpensOneSession() throws {
+        let s = sandbox("secret-service")
+        XCTAssertEqual(s.tv("set", "api.one.example", stdin: "one-token").status, 0)
+        let monitor = try NotificationMonitor(
+            keyring, match: "type='method_call',interface='org.freedesktop.Secret.Service'")
+        let r = runProcess(Paths.binary, ["get", "api.one.example"], env: s.env)
+        XCTAssertEqual(r.stdout, "one-token\n", r.stderr)
+        let seen = monitor.stop(once: ["member=GetSecrets"])
+        XCTAssertEqual(seen.components(separatedBy: "member=OpenSession").count - 1, 1, seen)
+    }
 }
