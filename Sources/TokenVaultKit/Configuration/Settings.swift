@@ -54,10 +54,17 @@ public struct Settings: Sendable {
     // MARK: The backend
 
     /// Who chose the backend in use.
-    public enum ChosenBy: String, Sendable {
-        case environment = "TOKENVAULT_BACKEND"
-        case config
-        case defaultValue = "the default"
+    public enum ChosenBy: Sendable {
+        case environment, config, defaultValue
+
+        /// In `doctor`'s and `backend`'s words.
+        public var rawValue: String {
+            switch self {
+            case .environment: EnvironmentVariable.backend.name
+            case .config: "config"
+            case .defaultValue: "the default"
+            }
+        }
     }
 
     /// `TOKENVAULT_BACKEND`; nil when unset or empty.
