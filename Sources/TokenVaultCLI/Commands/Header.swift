@@ -57,10 +57,10 @@ extension TokenVault {
                 if let nonce, nonce.isEmpty || !nonce.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) {
                     throw TokenVaultError.usage("--nonce must be the DPoP-Nonce the resource sent: visible ASCII")
                 }
-                let proof = try DPoPKey(pem: SecureBytes(Array(key.utf8))).proof(
-                    method: method.uppercased(), url: url, accessToken: c.accessToken, nonce: nonce,
-                    now: context.clock.now)
-                Output.value("Authorization: DPoP \(c.accessToken)\nDPoP: \(proof)")
+                let token = BridgeToken(c.accessToken, key: try DPoPKey(pem: SecureBytes(Array(key.utf8))))
+                let lines = try token.authorization(
+                    method: method.uppercased(), url: url, nonce: nonce, now: context.clock.now)
+                Output.value(lines.joined(separator: "\n"))
                 return
             }
             guard c.type == .oauth1 else {

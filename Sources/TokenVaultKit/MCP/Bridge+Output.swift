@@ -17,10 +17,10 @@ extension MCPBridge {
     /// latest nonce (docs/adapters.md, "MCP servers"). A bound token is never
     /// sent as Bearer.
     func authorization(token: BridgeToken, method: String) -> [String] {
-        guard let key = token.key else { return ["Authorization: Bearer \(token.value)"] }
-        let proof = try? key.proof(
-            method: method, url: url, accessToken: token.value, nonce: DPoPNonces.latest(origin))
-        return ["Authorization: DPoP \(token.value)"] + (proof.map { ["DPoP: \($0)"] } ?? [])
+        let now = Int64(Date().timeIntervalSince1970)
+        // A proof that cannot be made leaves the request without one: the server refuses it, and says why.
+        return (try? token.authorization(method: method, url: url, nonce: DPoPNonces.latest(origin), now: now))
+            ?? [token.header]
     }
 
     /// A POST of one message, with the headers its era adds (`MCPExchange`).

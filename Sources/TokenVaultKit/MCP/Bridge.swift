@@ -18,6 +18,20 @@ public struct BridgeToken: Sendable {
         self.value = value
         self.key = key
     }
+
+    /// What authorizes one request with it (docs/security.md,
+    /// "Sender-constrained tokens"): `Authorization: Bearer TOKEN`; for a
+    /// DPoP-bound token, `Authorization: DPoP TOKEN` and a fresh proof of this
+    /// request (`method`, `url`, the server's latest `nonce`). A bound token is
+    /// never sent as Bearer. The one place the header is worded for `header`,
+    /// the bridge and a login's userinfo.
+    public func authorization(method: String, url: String, nonce: String? = nil, now: Int64) throws -> [String] {
+        guard let key else { return [header] }
+        return [header, "DPoP: \(try key.proof(method: method, url: url, accessToken: value, nonce: nonce, now: now))"]
+    }
+
+    /// The `Authorization` line alone, in the token's scheme.
+    public var header: String { "Authorization: \(key == nil ? "Bearer" : "DPoP") \(value)" }
 }
 
 public protocol MCPBridgeHost: AnyObject, Sendable {
