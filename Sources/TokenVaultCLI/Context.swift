@@ -83,6 +83,13 @@ final class Context {
         get throws { ProviderDirectory(config: try config) }
     }
 
+    /// The checked `header` template of the provider `c` is tied to; nil
+    /// without one, and for OAuth 1.0a (each request is signed).
+    func headerTemplate(of c: Credential) throws -> String? {
+        guard c.type != .oauth1, let name = c.provider else { return nil }
+        return try providers.headerTemplate(of: name)
+    }
+
     /// Parses a SERVICE argument; the config is read only for a bare provider name.
     func serviceKey(_ raw: String) throws -> ServiceKey {
         // A config file that cannot be read is reported (78), not taken for "no such provider".

@@ -125,7 +125,7 @@ extension TokenVault {
             case .json:
                 Output.value(String(decoding: c.shownJSON(), as: UTF8.self))
             case .header:
-                Output.value(try HeaderLine.line(for: c, context: context))
+                Output.value(try HeaderLine.line(for: c, template: try context.headerTemplate(of: c)))
             case .kubectl:
                 _ = try HeaderLine.bearer(for: c)
                 Output.json(exec!.response(token: c.accessToken, expiresAt: c.expiresAt))

@@ -64,7 +64,7 @@ extension TokenVault {
                 return
             }
             guard c.type == .oauth1 else {
-                Output.value(try HeaderLine.line(for: c, context: context))
+                Output.value(try HeaderLine.line(for: c, template: try context.headerTemplate(of: c)))
                 return
             }
             guard let url else {
@@ -91,36 +91,5 @@ extension TokenVault {
                 nonce: OAuth1Signer.freshNonce(), timestamp: context.clock.now)
             Output.value("Authorization: " + value)
         }
-    }
-}
-
-/// The header line `header` prints for a bearer credential.
-enum HeaderLine {
-    /// The provider's `header` template filled in, else `Authorization: Bearer TOKEN`.
-    static func line(for c: Credential, context: Context) throws -> String {
-        guard c.type != .oauth1 else { return try bearer(for: c) }  // explains: sign per request
-        if let name = c.provider, let template = try context.providers.headerTemplate(of: name) {
-            return template.replacing("{token}", with: c.accessToken)
-        }
-        return try bearer(for: c)
-    }
-
-    /// `Authorization: Bearer TOKEN` for bearer-style credentials.
-    static func bearer(for c: Credential) throws -> String {
-        guard c.type != .oauth1 else {
-            throw TokenVaultError.usage(
-                "\(c.id) is an OAuth 1.0a credential: each request needs its own signature, not a bearer header",
-                hint:
-                    "sign a request with: tokenvault header \(ShellWord.word(c.service.description)) --method GET --url URL"
-            )
-        }
-        if c.dpopKey != nil {
-            throw TokenVaultError.usage(
-                "\(c.id) holds a DPoP-bound token: each request needs a proof of its own, not a bearer header",
-                hint:
-                    "print the pair with: tokenvault header \(ShellWord.word(c.service.description)) --method GET --url URL"
-            )
-        }
-        return "Authorization: Bearer \(c.accessToken)"
     }
 }
