@@ -306,7 +306,15 @@ final class AgentHardeningTests: QuirkProviderTestCase {
             said += String(decoding: more, as: UTF8.self)
         }
         XCTAssertTrue(said.contains("held"), "the client holds its 100 connections: \(said)")
-        Thread.sleep(forTimeInterval: 1)
+        // The agent has taken all hundred (its listener and theirs: 101 sockets at least).
+        func sockets() -> Int {
+            let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
+            return fds.filter {
+                (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)"))?
+                    .hasPrefix("socket:") == true
+            }.count
+        }
+        XCTAssertTrue(eventually(10) { sockets() >= 101 }, "the agent took the connections: \(sockets()) sockets")
         XCTAssertLessThanOrEqual(field("Threads"), 32 + 8, "workers are bounded")
         XCTAssertLessThan(field("VmRSS") - rssBefore, 20 * 1024, "no megabyte per half-sent request (KiB)")
     }

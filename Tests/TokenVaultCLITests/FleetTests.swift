@@ -385,7 +385,12 @@ final class FleetTests: XCTestCase {
         XCTAssertTrue(locked, "the first get holds the fleet lock")
         let started = Date()
         let waiter = getInBackground(b)
-        usleep(500_000)
+        // etcd's lock service keeps one key per contender: the second is b's, waiting.
+        let contenders = eventually(10) {
+            self.cluster.etcdctl("get", "--prefix", "--keys-only", Self.prefix + "killed/lock/").stdout
+                .split(separator: "\n").filter { !$0.trimmingCharacters(in: .whitespaces).isEmpty }.count >= 2
+        }
+        XCTAssertTrue(contenders, "b waits for the fleet lock")
         kill(holder.processIdentifier, SIGKILL)
         holder.waitUntilExit()
         let finished = waiter()
