@@ -18,11 +18,7 @@ final class AgentPromiseTests: XCTestCase {
         return s
     }
 
-    func agentStatus(_ s: Sandbox, env: [String: String] = [:]) -> [String: Any]? {
-        let r = s.tv("agent", "status", "--json", env: env)
-        guard r.status == 0 else { return nil }
-        return try? JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
-    }
+    func agentStatus(_ s: Sandbox, env: [String: String] = [:]) -> [String: Any]? { s.agentStatus(env: env) }
 
     func requests(_ s: Sandbox, env: [String: String] = [:]) -> Int {
         agentStatus(s, env: env)?["requests"] as? Int ?? -1

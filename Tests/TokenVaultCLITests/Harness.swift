@@ -289,14 +289,19 @@ final class Sandbox: @unchecked Sendable {
         return InProcess.run(args, env: e, stdin: nil, clock: clock)
     }
 
+    /// `agent status --json` of the agent of `env`'s session; nil when none answers.
+    func agentStatus(env extra: [String: String] = [:]) -> [String: Any]? {
+        let r = run(["agent", "status", "--json"], env: extra)
+        guard r.status == 0 else { return nil }
+        return try? JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
+    }
+
     /// True when the agent (of `env`'s session) is done with the one
     /// credential it keeps renewed: its renewal ended (it asked the provider,
     /// or found another's record), or it looked after a renewal and waits
     /// longer than ten minutes. What a test waits for instead of a sleep.
     func agentSettled(env extra: [String: String] = [:]) -> Bool {
-        let r = run(["agent", "status", "--json"], env: extra)
-        let status = try? JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
-        guard let kept = (status?["credentials"] as? [[String: Any]])?.first else { return false }
+        guard let kept = (agentStatus(env: extra)?["credentials"] as? [[String: Any]])?.first else { return false }
         return kept["last"] != nil || (kept["next_renewal"] as? Int ?? 0) > Int(Date().timeIntervalSince1970) + 600
     }
 

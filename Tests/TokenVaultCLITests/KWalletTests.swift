@@ -25,9 +25,6 @@ final class KWalletTests: XCTestCase {
 
     var wallet: PrivateKWallet { Self.wallet }
 
-    /// For a call kwalletd5 is to hold (a closed wallet): waited for one second, not the default three.
-    static let held = ["TOKENVAULT_DBUS_TIMEOUT": "1"]
-
     func sandbox() throws -> Sandbox {
         let s = Sandbox(backend: "auto", inProcess: false)
         s.env.merge(wallet.env) { $1 }
@@ -87,7 +84,7 @@ final class KWalletTests: XCTestCase {
             doctor.stdout.contains("secret service: kwalletd5 answers, but no collection is its default one"),
             doctor.stdout)
         XCTAssertTrue(doctor.stdout.contains("fix: start kwalletd5 again"), doctor.stdout)
-        let set = s.tv("set", "api.kw.example", stdin: "new-token", env: Self.held)
+        let set = s.tv("set", "api.kw.example", stdin: "new-token", env: PrivateProvider.held)
         XCTAssertEqual(set.status, 77, set.stderr)
         XCTAssertTrue(
             set.stderr.hasPrefix("tokenvault: error: the Secret Service (kwalletd5) has no default collection"),
@@ -108,7 +105,7 @@ final class KWalletTests: XCTestCase {
         for args in [
             ["get", "api.kw.example"], ["status", "api.kw.example"], ["delete", "api.kw.example"], ["list"],
         ] {
-            let r = s.run(args, env: Self.held)
+            let r = s.run(args, env: PrivateProvider.held)
             XCTAssertEqual(r.status, 77, "\(args): \(r.stderr)")
             XCTAssertTrue(
                 r.stderr.hasPrefix(
@@ -116,7 +113,7 @@ final class KWalletTests: XCTestCase {
                 "\(args): \(r.stderr)")
             XCTAssertTrue(r.stderr.contains("hint: open the wallet in KWallet"), "\(args): \(r.stderr)")
         }
-        XCTAssertEqual(s.tv("set", "api.new.example", stdin: "new-token", env: Self.held).status, 77)
+        XCTAssertEqual(s.tv("set", "api.new.example", stdin: "new-token", env: PrivateProvider.held).status, 77)
         XCTAssertFalse(FileManager.default.fileExists(atPath: s.vault), "nothing went to the file vault")
         let doctor = s.tv("doctor", "--color", "never")
         XCTAssertTrue(doctor.stdout.contains("default collection locked (\u{201C}kdewallet\u{201D}"), doctor.stdout)
@@ -153,7 +150,8 @@ final class KWalletTests: XCTestCase {
         XCTAssertEqual(moved.out, "/org/freedesktop/secrets/collection/work", moved.stderr)
         XCTAssertEqual(s.tv("get", "api.kw.example").out, "kept-token")
         let set = s.tv(
-            "set", "api.kw.example", stdin: "new-token", env: Self.held.merging(["TOKENVAULT_AGENT": "off"]) { $1 })
+            "set", "api.kw.example", stdin: "new-token",
+            env: PrivateProvider.held.merging(["TOKENVAULT_AGENT": "off"]) { $1 })
         XCTAssertEqual(set.status, 77, set.stderr)
         XCTAssertTrue(set.stderr.contains("collection \u{201C}work\u{201D} is locked"), set.stderr)
         XCTAssertEqual(s.tv("get", "api.kw.example").out, "kept-token", "nothing was changed")

@@ -26,10 +26,6 @@ final class KeePassXCTests: XCTestCase {
 
     var keepass: PrivateKeePassXC { Self.keepass }
 
-    /// For a call KeePassXC is to hold (a locked database, an unanswered
-    /// access request): waited for one second, not the default three.
-    static let held = ["TOKENVAULT_DBUS_TIMEOUT": "1"]
-
     func sandbox() throws -> Sandbox {
         let s = Sandbox(backend: "auto", inProcess: false)
         s.env.merge(keepass.env) { $1 }
@@ -83,7 +79,7 @@ final class KeePassXCTests: XCTestCase {
         for args in [
             ["get", "api.kx.example"], ["status", "api.kx.example"], ["delete", "api.kx.example"], ["list"],
         ] {
-            let r = s.run(args, env: Self.held)
+            let r = s.run(args, env: PrivateProvider.held)
             XCTAssertEqual(r.status, 77, "\(args): \(r.stderr)")
             XCTAssertTrue(
                 r.stderr.hasPrefix(
@@ -92,12 +88,12 @@ final class KeePassXCTests: XCTestCase {
             XCTAssertTrue(r.stderr.contains("hint: unlock the database in KeePassXC"), "\(args): \(r.stderr)")
             XCTAssertFalse(r.stderr.contains("login"), "\(args): \(r.stderr)")
         }
-        let set = s.tv("set", "api.new.example", stdin: "new-token", env: Self.held)
+        let set = s.tv("set", "api.new.example", stdin: "new-token", env: PrivateProvider.held)
         XCTAssertEqual(set.status, 77, set.stderr)
         XCTAssertFalse(FileManager.default.fileExists(atPath: s.vault), "nothing went to the file vault")
         // Waited for up to the unlock timeout, saying so.
         let waited = s.tv(
-            "get", "api.kx.example", env: Self.held.merging(["TOKENVAULT_UNLOCK_TIMEOUT": "2"]) { $1 })
+            "get", "api.kx.example", env: PrivateProvider.held.merging(["TOKENVAULT_UNLOCK_TIMEOUT": "2"]) { $1 })
         XCTAssertEqual(waited.status, 77, waited.stderr)
         XCTAssertTrue(
             waited.stderr.contains(
@@ -122,7 +118,7 @@ final class KeePassXCTests: XCTestCase {
         s.expect("set", "api.kx.example", stdin: "kept-token")
         try keepass.start(["Passwords"], confirm: true)
         for args in [["get", "api.kx.example"], ["status", "api.kx.example"]] {
-            let r = s.run(args, env: Self.held)
+            let r = s.run(args, env: PrivateProvider.held)
             XCTAssertEqual(r.status, 77, "\(args): \(r.stderr)")
             XCTAssertTrue(
                 r.stderr.contains("its access request for collection \u{201C}Passwords\u{201D} was not answered"),

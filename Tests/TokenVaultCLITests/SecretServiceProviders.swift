@@ -48,6 +48,11 @@ final class PrivateBus {
 /// script on a private bus as its users run it, in a directory of its own
 /// (its HOME and XDG directories).
 class PrivateProvider {
+    /// The environment of a call the provider is to hold (a locked database,
+    /// a closed wallet, an access request nobody answers): waited for one
+    /// second, not the default three, which calls that are answered keep.
+    static let held = ["TOKENVAULT_DBUS_TIMEOUT": "1"]
+
     let bus: PrivateBus
     let dir: String
     let script: String

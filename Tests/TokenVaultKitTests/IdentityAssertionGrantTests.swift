@@ -65,12 +65,7 @@ final class IdentityAssertionGrantTests: XCTestCase {
     }
 
     func form(_ r: HTTPRequest) -> [String: String] {
-        var out: [String: String] = [:]
-        for pair in String(decoding: r.body, as: UTF8.self).split(separator: "&") {
-            let kv = pair.split(separator: "=", maxSplits: 1).map { String($0).removingPercentEncoding ?? "" }
-            out[kv[0]] = kv.count > 1 ? kv[1] : ""
-        }
-        return out
+        Dictionary(FormEncoding.decode(String(decoding: r.body, as: UTF8.self)) ?? [], uniquingKeysWith: { a, _ in a })
     }
 
     func testTheIdTokenIsTradedAtTheIdPThenTheGrantAtTheResourcesServer() throws {

@@ -144,7 +144,7 @@ extension Refresher {
             idp.tokenURL,
             jag.exchangeFields(subject: subject, audience: audience, resource: resource, scopes: scopes)
                 + client.fields, headers: client.headers)
-        let host = (try? ServiceKey(parsing: idp.tokenURL).description) ?? idp.tokenURL
+        let host = idp.tokenHost
         let object = try TokenResponse.successFields(
             try transport.send(request), host: host, provider: jag.idp,
             sentSecrets: [subject] + (client.secret.map { [$0] } ?? []), configPath: idp.configPath)

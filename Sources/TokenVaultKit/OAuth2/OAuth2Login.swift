@@ -205,7 +205,7 @@ public struct OAuth2Login {
         reminder: String, id: CredentialID, sleep: (Double) -> Void
     ) throws -> Credential {
         var interval = start
-        let tokenHost = (try? ServiceKey(parsing: provider.tokenURL).description) ?? provider.tokenURL
+        let tokenHost = provider.tokenHost
         let sent = [deviceCode] + (client.secret.map { [$0] } ?? [])
         // One line for the whole polling, so a 1 s interval shows it too.
         return try WaitLine.during({ _ in
@@ -328,7 +328,7 @@ public struct OAuth2Login {
             notify("\(provider.name) binds its tokens to a key (DPoP): this credential gets a key of its own")
             response = try login.send(request)
         }
-        let host = (try? ServiceKey(parsing: provider.tokenURL).description) ?? provider.tokenURL
+        let host = provider.tokenHost
         let c = try TokenResponse.credential(
             from: response, id: id, provider: provider.name, host: host, now: clock.now,
             sentSecrets: sent + (client.secret.map { [$0] } ?? []), configPath: provider.configPath,

@@ -88,6 +88,9 @@ public struct OAuth2Provider: Sendable {
     /// `resource=…` for a request, when the provider names one.
     var resourceFields: [(String, String)] { resource.map { [("resource", $0)] } ?? [] }
 
+    /// The token endpoint's host, as messages about its answers name it.
+    var tokenHost: String { (try? ServiceKey(parsing: tokenURL).description) ?? tokenURL }
+
     /// Where to register an application, for the missing-client-id message.
     static let registration = [
         "weibo": "https://open.weibo.com/apps",

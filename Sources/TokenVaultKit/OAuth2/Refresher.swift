@@ -212,7 +212,7 @@ public struct Refresher: GrantSubjects {
             try current.dpopKey.map { try DPoPKey(pem: SecureBytes(Array($0.utf8))) }.map {
                 try $0.send(request, via: transport, now: clock.now)
             } ?? transport.send(request)
-        let host = (try? ServiceKey(parsing: p.tokenURL).description) ?? p.tokenURL
+        let host = p.tokenHost
         let object = try TokenResponse.successFields(
             response, host: host, provider: p.name, sentSecrets: sent, configPath: p.configPath,
             clientTable: p.clientTable, refusesWithoutWords: current.refreshToken != nil)
