@@ -398,9 +398,11 @@ int tv_secret_owned(void) {
 /* Every unlocked item for service+account, in any collection: cb(ctx, path,
    secret) for each whose secret could be read, all in one GetSecrets after
    one SearchItems on libsecret's session. Returns how many; -1 with *message
-   on failure; 0 when none is unlocked (tv_lookup then decides: it may unlock). */
+   on failure; 0 when none is unlocked (tv_lookup then decides: it may unlock).
+   *locked: how many items matched in a locked collection. */
 int tv_lookup_copies(const char *service, const char *account, void *context, tv_copy_callback callback,
-                     char **message) {
+                     int *locked, char **message) {
+    *locked = 0;
     const tv_secret_api *a = tv_api();
     if (!a) { tv_no_library(message); return -1; }
     GError *error = NULL;
@@ -414,6 +416,9 @@ int tv_lookup_copies(const char *service, const char *account, void *context, tv
         (const GVariantType *)"(aoao)", G_DBUS_CALL_FLAGS_NONE, -1, NULL, &error);
     if (!r) { a->g_object_unref(s); tv_take_error(a, &error, message); return -1; }
     GVariant *unlocked = a->g_variant_get_child_value(r, 0);
+    GVariant *locked_paths = a->g_variant_get_child_value(r, 1);
+    *locked = (int)a->g_variant_n_children(locked_paths);
+    a->g_variant_unref(locked_paths);
     a->g_variant_unref(r);
     int found = 0;
     if (a->g_variant_n_children(unlocked) > 0 && session) {

@@ -4,11 +4,11 @@ import Glibc
 import TokenVaultKit
 
 /// The agent itself (docs/agent.md): one request per connection, each on
-/// a thread of its own and through a fresh `Context` (the config read again
+/// a thread of its own and through a fresh `Session` (the config read again
 /// when it changed, the store opened through the process's open libsecret
 /// session and the kernel keyring's cached key), so nothing is answered from
 /// memory. Requests run side by side: each runs with its client's settings,
-/// handed to `TokenVaultMain.execute` and so to its `Context`, and what it
+/// handed to `TokenVaultMain.execute` and so to its `Session`, and what it
 /// prints is its thread's own (`Output.capturing`); and
 /// what the agent keeps between requests is in `state`, under its lock,
 /// which no request holds while it works. Only the renewal of one credential
@@ -65,17 +65,6 @@ final class AgentServer: @unchecked Sendable {
         self.startedOnUse = startedOnUse
     }
 
-    /// The lock one agent per runtime directory holds while it runs.
-    static func lockPath(_ settings: Settings) -> String { settings.runtimeDirectory + "/agent.lock" }
-
-    /// True when no agent holds the lock (none runs or is starting).
-    static func lockFree(_ settings: Settings) -> Bool {
-        try? PrivateDirectory.ensure(settings.runtimeDirectory)
-        guard let lock = try? FileLock(path: lockPath(settings), wait: false) else { return false }
-        lock.release()
-        return true
-    }
-
     /// The agent's own settings, without its passphrase sources once locked.
     var own: Settings {
         guard state.withLock({ $0.locked }) else { return settings }
@@ -122,7 +111,7 @@ final class AgentServer: @unchecked Sendable {
         } else {
             // One agent per runtime directory: a second one started meanwhile leaves at once.
             try PrivateDirectory.ensure(settings.runtimeDirectory)
-            guard let held = try FileLock(path: Self.lockPath(settings), wait: false) else { exit(0) }
+            guard let held = try FileLock(path: AgentSocket.lockPath(settings), wait: false) else { exit(0) }
             _ = held  // held for the process's life; the kernel drops it when the agent ends
             listener = try AgentSocket.listen(AgentSocket.path(settings))
         }
@@ -272,7 +261,8 @@ final class AgentServer: @unchecked Sendable {
         let stdout = Terminal.Stdout(
             isTerminal: request.terminal != nil, columns: request.terminal.flatMap { $0 > 0 ? $0 : nil })
         let (result, out, err) = Output.capturing(stdout: stdout) {
-            TokenVaultMain.execute(request.arguments, settings: client, agent: self.request) { error in
+            TokenVaultMain.execute(request.arguments, plan: Plan(settings: client, isAgent: true), agent: self.request)
+            { error in
                 if case TokenVaultError.permission = error { return request.hasPassphraseSource }
                 return TokenVaultMain.isHelpText(error)
             }
@@ -283,13 +273,13 @@ final class AgentServer: @unchecked Sendable {
 
     /// What a context of the agent's does beyond a command's (docs/agent.md):
     /// each credential it hands out is kept renewed from then on.
-    var request: Context.AgentRequest {
-        Context.AgentRequest { id, c, context in self.handedOut(id, c, context) }
+    var request: Session.AgentRequest {
+        Session.AgentRequest { id, c, context in self.handedOut(id, c, context) }
     }
 
     /// A client was handed `c`: it is renewed ahead of need from now on.
     /// One new to the agent, or one due soon, gets the renewal loop's attention now.
-    private func handedOut(_ id: CredentialID, _ c: Credential, _ context: Context) {
+    private func handedOut(_ id: CredentialID, _ c: Credential, _ context: Session) {
         let now = context.clock.now
         let policy = AheadOfNeed(minValid: (try? context.config.minValidSeconds) ?? 60)
         let child = context.settings.child
@@ -348,7 +338,7 @@ final class AgentServer: @unchecked Sendable {
                 settings = settings.withProxies(of: client)
                 settings.child = ChildContext(environment: client, directory: directory)
             }
-            let context = Context(settings: settings, agent: self.request)
+            let context = Session(settings: settings, notices: .output, agent: self.request)
             defer { context.flushWarnings() }
             let id = CredentialID(service: try ServiceKey(parsing: service), account: account)
             let minValid = request["min_valid"]?.int64.map { Int($0) }

@@ -21,7 +21,7 @@ enum Completions {
     ]
 
     static func providers(_ words: [String], _ index: Int, _ prefix: String) -> [String] {
-        let context = Context(settings: settings)
+        let context = Session(settings: settings, notices: .output)
         let directory = (try? context.providers) ?? ProviderDirectory(config: Config())
         return candidates(directory.names.filter { $0.hasPrefix(prefix) })
     }
@@ -46,7 +46,9 @@ enum Completions {
 
     static func accounts(_ words: [String], _ index: Int, _ prefix: String) -> [String] {
         let ids = storedIDs()
-        let service = serviceWord(in: words).flatMap { try? Context(settings: settings).serviceKey($0) }
+        let service = serviceWord(in: words).flatMap {
+            try? Session(settings: settings, notices: .output).serviceKey($0)
+        }
         let accounts = ids.filter { service == nil || $0.service == service }.map(\.account)
         return candidates(Set(accounts).sorted().filter { $0.hasPrefix(prefix) })
     }
@@ -145,10 +147,10 @@ enum Completions {
 
     /// The configured store, opened as completion may: never a prompt, never
     /// the passphrase, and a short wait for D-Bus.
-    static func quietStore() -> (Context, CredentialStore?) {
+    static func quietStore() -> (Session, CredentialStore?) {
         var settings = Self.settings.with(.dbusTimeout, "0.5")
         for source in EnvironmentVariable.passphraseSources { settings = settings.with(source, nil) }
-        let context = Context(settings: settings)
+        let context = Session(settings: settings, notices: .output)
         var backends = context.backends
         backends.interactive = false
         guard let choice = try? context.backendChoice else { return (context, nil) }

@@ -22,7 +22,7 @@ struct CredentialOptions: ParsableArguments {
 
     /// With `registrations`, `--account` may name a kept client registration
     /// (`tokenvault:client:…`): only `delete` does, to remove one (docs/reference.md).
-    func id(in context: Context, registrations: Bool = false) throws -> CredentialID {
+    func id(in context: Session, registrations: Bool = false) throws -> CredentialID {
         let key = try context.serviceKey(service)
         if registrations, let account, CredentialID(service: key, account: account).isRegistration {
             return CredentialID(service: key, account: account)

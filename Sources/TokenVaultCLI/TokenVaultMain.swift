@@ -13,21 +13,30 @@ public enum TokenVaultMain {
         Settings.adoptSession()
         let args = arguments ?? completionArguments(Array(CommandLine.arguments.dropFirst()))
         // A command the agent answers is sent to it whole: nothing is parsed here (docs/agent.md).
-        if let status = AgentClient.run(args) { exit(status) }
-        // The one place the process's environment is read: everything below is handed these settings.
-        let settings = Settings.process
-        let status = execute(args, settings: settings) ?? 1
-        AgentClient.startOnFirstUse(args, settings: settings)
+        let own = Terminal.ownStdout
+        let finding: Plan.AgentFinding
+        switch AgentClient.run(args, terminal: own.isTerminal ? own.columns ?? 0 : nil) {
+        case .ran(let status, let stdout, let stderr):
+            Posix.write(1, stdout)
+            Posix.write(2, stderr)
+            exit(status)
+        case .direct(let found, let said):
+            if let said { Output.notice(said) }
+            finding = found
+        }
+        // The one place the process's environment is read: everything below is handed this plan.
+        let plan = Plan(settings: Settings.process, agentFinding: finding)
+        let status = execute(args, plan: plan) ?? 1
+        AgentClient.startOnFirstUse(args, plan: plan)
         exit(status)
     }
 
-    /// Parses and runs `args` with `settings`; the exit status. In the agent
-    /// (`agent`), `decline` picks the failures its client must meet itself
-    /// (help text, a vault only the client can open): then nothing is printed
-    /// and nil returned.
+    /// Parses and runs `args` in a session of `plan`; the exit status. In the
+    /// agent (`agent`), `decline` picks the failures its client must meet
+    /// itself (help text, a vault only the client can open): then nothing is
+    /// printed and nil returned.
     static func execute(
-        _ args: [String], settings: Settings, agent: Context.AgentRequest? = nil,
-        decline: ((Error) -> Bool)? = nil
+        _ args: [String], plan: Plan, agent: Session.AgentRequest? = nil, decline: ((Error) -> Bool)? = nil
     ) -> Int32? {
         // bash's script is the generated one with the words put back together at `:`.
         if args == ["--generate-completion-script", "bash"] || args == ["--generate-completion-script=bash"] {
@@ -36,28 +45,22 @@ public enum TokenVaultMain {
         }
         do {
             // The hot path (docs/reference.md, `get` in every line of a script): the
-            // Secret Service is readied -- or, when it will not be asked, the
-            // config read and the file vault opened -- while `get` alone is parsed
+            // plan starts what the get will wait for while `get` alone is parsed
             // (as the root command: no tree of every command). Anything it does
             // not parse as a plain `get` -- help, an error -- goes through the
             // whole parser, so what the user sees is unchanged.
             if args.first == "get", decline == nil {
-                if !AgentClient.present(settings), !SecretServiceHeadStart.start(settings) {
-                    Config.readAhead(settings, first: FileStore.readAhead(settings))
-                }
-                defer {
-                    Config.forgetReadAhead(settings)
-                    FileStore.forgetReadAhead()
-                }
+                plan.startAhead()
+                defer { plan.forgetAhead() }
                 if let get = try? TokenVault.Get.parseAsRoot(Array(args.dropFirst())) as? TokenVault.Get {
-                    try get.run(settings: settings, agent: agent)
+                    try get.run(plan: plan, agent: agent)
                     Output.flushLater()
                     return 0
                 }
             }
             var command = try decline == nil ? TokenVault.parseAsRoot(args) : parsedOnce(args)
-            if let command = command as? any ContextCommand {
-                try command.run(settings: settings, agent: agent)
+            if let command = command as? any SessionCommand {
+                try command.run(plan: plan, agent: agent)
             } else {
                 try command.run()  // help, a group without a command of its own
             }

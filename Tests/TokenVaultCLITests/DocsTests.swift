@@ -1,4 +1,5 @@
 import Foundation
+import TokenVaultKit
 import XCTest
 
 /// The README and docs/ link to each other: every relative link names a file
@@ -53,10 +54,7 @@ final class DocsTests: XCTestCase {
 
     /// docs/reference.md's agent row names the commands the agent runs, as the code lists them.
     func testTheAgentsCommandsAreTheOnesTheDocsName() throws {
-        let source = try String(
-            contentsOf: Paths.root.appendingPathComponent("Sources/TokenVaultCLI/AgentClient.swift"), encoding: .utf8)
-        let list = try XCTUnwrap(source.firstMatch(of: /static let commands = \[([^\]]*)\]/)?.1)
-        let commands = list.split(separator: ",").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: " \"")) }
+        let commands = AgentClient.commands
         XCTAssertEqual(commands, ["get", "header", "status", "list"])
         let named = commands.dropLast().map { "`\($0)`" }.joined(separator: ", ") + " and `\(commands.last!)`"
         let reference = try String(contentsOf: Paths.root.appendingPathComponent("docs/reference.md"), encoding: .utf8)

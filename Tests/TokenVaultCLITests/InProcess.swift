@@ -69,7 +69,7 @@ enum InProcess {
         BinaryUse.noteInProcess()
         var settings = Settings(environment: env)
         if let clock { settings.clock = clock }
-        let (result, out, err) = Output.capturing { TokenVaultMain.execute(args, settings: settings) ?? 1 }
+        let (result, out, err) = Output.capturing { TokenVaultMain.execute(args, plan: Plan(settings: settings)) ?? 1 }
         let status: Int32 = (try? result.get()) ?? 1
         return Run(status: status, stdout: out, stderr: err)
     }
@@ -124,7 +124,7 @@ extension InProcess {
                 }
                 if done { allAnswered.signal() }
             }) {
-                TokenVaultMain.execute(["mcp", url], settings: settings) ?? 1
+                TokenVaultMain.execute(["mcp", url], plan: Plan(settings: settings)) ?? 1
             }
             result.withLock { $0 = ("", err) }
             finished.signal()

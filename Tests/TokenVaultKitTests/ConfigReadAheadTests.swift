@@ -3,12 +3,21 @@ import XCTest
 
 @testable import TokenVaultKit
 
-/// The config read on another thread for the `get` hot path: the command's
-/// first load takes exactly what a load would have given, errors included,
-/// and only once.
+/// The config read on another thread for the `get` hot path (the run's
+/// plan starts it): the command's first load takes exactly what a load
+/// would have given, errors included, and only once.
 final class ConfigReadAheadTests: XCTestCase {
     var dir = ""
-    var env: [String: String] { ["TOKENVAULT_CONFIG": dir + "/config.toml", "HOME": dir] }
+    var env: [String: String] {
+        ["TOKENVAULT_CONFIG": dir + "/config.toml", "HOME": dir, "TOKENVAULT_BACKEND": "file", "XDG_RUNTIME_DIR": dir]
+    }
+
+    /// A plan of `env` with its read ahead started.
+    func aheadPlan(_ env: [String: String]) -> Plan {
+        let plan = Plan(settings: Settings(environment: env))
+        plan.startAhead()
+        return plan
+    }
 
     override func setUpWithError() throws {
         dir = NSTemporaryDirectory() + "tv-ahead-" + UUID().uuidString.prefix(8)
@@ -25,16 +34,15 @@ final class ConfigReadAheadTests: XCTestCase {
 
     func testTheFirstLoadTakesTheReadAndALaterOneReadsAgain() throws {
         try write("min_valid = 120\n")
-        Config.readAhead(Settings(environment: env))
-        XCTAssertEqual(try Config.load(Settings(environment: env)).minValid, 120)
+        let plan = aheadPlan(env)
+        XCTAssertEqual(try plan.loadConfig().minValid, 120)
         try write("min_valid = 30\n")
-        XCTAssertEqual(try Config.load(Settings(environment: env)).minValid, 30, "a second load reads the file again")
+        XCTAssertEqual(try plan.loadConfig().minValid, 30, "a second load reads the file again")
     }
 
     func testAnErrorReadAheadIsTheErrorTheLoadReports() throws {
         try write("min_valid = -1\n")
-        Config.readAhead(Settings(environment: env))
-        XCTAssertThrowsError(try Config.load(Settings(environment: env))) { error in
+        XCTAssertThrowsError(try aheadPlan(env).loadConfig()) { error in
             XCTAssertEqual((error as? TokenVaultError)?.exitCode, 78)
             XCTAssertTrue(
                 error.errorText.contains("config.toml:1: min_valid must be a whole number of seconds, 0 or more"),
@@ -42,10 +50,12 @@ final class ConfigReadAheadTests: XCTestCase {
         }
     }
 
-    func testAReadAheadOfAnotherFileIsNotTaken() throws {
+    func testWhatWasReadAheadAndNotTakenIsForgotten() throws {
         try write("min_valid = 120\n")
-        Config.readAhead(Settings(environment: ["TOKENVAULT_CONFIG": dir + "/other.toml", "HOME": dir]))
-        XCTAssertEqual(try Config.load(Settings(environment: env)).minValid, 120)
+        let plan = aheadPlan(env)
+        plan.forgetAhead()
+        try write("min_valid = 30\n")
+        XCTAssertEqual(try plan.loadConfig().minValid, 30, "forgotten: the load reads the file as it is")
     }
 
     func testTheBackendSettingAloneIsReadWithoutDecodingTheRest() throws {

@@ -4,8 +4,9 @@ import XCTest
 @testable import TokenVaultKit
 
 /// The file vault opened on the `get` read-ahead thread (docs/benchmarks.md,
-/// "The vault read ahead"): with the cached key alone, taken once by the
-/// first read of the same file, and never in place of a newer vault.
+/// "The vault read ahead"): with the cached key alone, handed by the run's
+/// plan to its store, taken once by the first read of the same file, and
+/// never in place of a newer vault.
 final class VaultAheadTests: XCTestCase {
     var dir: String!
     let cache = FileVaultUnitTests.CountingCache()
@@ -16,19 +17,19 @@ final class VaultAheadTests: XCTestCase {
             atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
     }
 
-    override func tearDown() {
-        FileStore.forgetReadAhead()
-        try? FileManager.default.removeItem(atPath: dir)
-    }
+    override func tearDown() { try? FileManager.default.removeItem(atPath: dir) }
 
     /// A store that can open the vault only with what it is given: no
     /// passphrase source, and (unless `cached`) no cached key.
-    func store(pass: String? = nil, cached: Bool = false) -> FileStore {
-        FileStore(
+    /// `ahead`: what the run's plan hands it.
+    func store(pass: String? = nil, cached: Bool = false, ahead: Ahead<VaultAhead.Opened>? = nil) -> FileStore {
+        let s = FileStore(
             path: dir + "/vault",
             passphrase: PassphraseSource(
                 settings: Settings(environment: pass.map { ["TOKENVAULT_PASSPHRASE": $0] } ?? [:]), terminalPath: nil),
             keyCache: cached ? cache : NoKeyCache(), keyTTL: cached ? 60 : 0, newVaultParams: .minimum)
+        s.ahead = ahead
+        return s
     }
 
     func save(_ token: String) throws {
@@ -39,49 +40,59 @@ final class VaultAheadTests: XCTestCase {
     var id: CredentialID { CredentialID(service: try! ServiceKey(parsing: "a.com")) }
 
     /// What the read-ahead thread does, here on this one.
-    func openAhead() {
-        let ahead = VaultAhead.slot.mark(path: dir + "/vault")
+    func openAhead(path: String? = nil) -> Ahead<VaultAhead.Opened> {
+        let ahead = Ahead<VaultAhead.Opened>(path: path ?? dir + "/vault")
         ahead.finish(try? store(cached: true).openWithCachedKey())
+        return ahead
     }
 
     func testTheFirstReadTakesTheVaultOpenedAheadOnce() throws {
         try save("1")
-        openAhead()
-        let reader = store()
+        let ahead = openAhead()
+        let reader = store(ahead: ahead)
         XCTAssertEqual(try reader.load(id)?.accessToken, "1", "opened ahead: no passphrase needed")
         XCTAssertEqual(try reader.load(id)?.accessToken, "1", "the key came with it")
-        XCTAssertThrowsError(try store().load(id), "taken once: another store must open it itself") { error in
+        XCTAssertThrowsError(try store(ahead: ahead).load(id), "taken once: another store must open it itself") {
+            error in
             XCTAssertEqual((error as? TokenVaultError)?.exitCode, 77, "\(error)")
         }
     }
 
     func testAVaultReplacedAfterTheReadAheadIsReadAgain() throws {
         try save("1")
-        openAhead()
+        let ahead = openAhead()
         try save("2")
-        XCTAssertEqual(try store(pass: "p").load(id)?.accessToken, "2")
+        XCTAssertEqual(try store(pass: "p", ahead: ahead).load(id)?.accessToken, "2")
     }
 
     func testNothingIsOpenedAheadWithoutACachedKey() throws {
         try save("1")
         cache.stored = [:]
         XCTAssertNil(try store(cached: true).openWithCachedKey())
-        openAhead()
-        XCTAssertThrowsError(try store().load(id))
-        XCTAssertEqual(try store(pass: "p").load(id)?.accessToken, "1")
+        let ahead = openAhead()
+        XCTAssertThrowsError(try store(ahead: ahead).load(id))
+        XCTAssertEqual(try store(pass: "p", ahead: ahead).load(id)?.accessToken, "1")
     }
 
     func testAReadOfAnotherVaultDoesNotTakeIt() throws {
         try save("1")
-        let ahead = VaultAhead.slot.mark(path: dir + "/other")
-        ahead.finish(try store(cached: true).openWithCachedKey())
-        XCTAssertThrowsError(try store().load(id), "marked for another path")
+        XCTAssertThrowsError(try store(ahead: openAhead(path: dir + "/other")).load(id), "made for another path")
     }
 
-    func testWhatIsNotTakenIsForgotten() throws {
-        try save("1")
-        openAhead()
-        FileStore.forgetReadAhead()
-        XCTAssertThrowsError(try store().load(id))
+    /// The plan opens the vault ahead only where the run will read it first
+    /// (the file backend here), hands it to the store it builds, and
+    /// forgets what was not taken.
+    func testThePlanHandsItsStoreTheVaultAndForgetsWhatWasNotTaken() throws {
+        let env: [String: String] = [
+            "TOKENVAULT_VAULT": dir + "/vault", "TOKENVAULT_BACKEND": "file", "HOME": dir, "XDG_RUNTIME_DIR": dir,
+        ]
+        let plan = Plan(settings: Settings(environment: env))
+        XCTAssertNil(try Backends(settings: plan.settings, plan: plan).fileVault().ahead, "nothing started yet")
+        plan.startAhead()
+        let ahead = try XCTUnwrap(plan.vaultAhead)
+        XCTAssertTrue(try Backends(settings: plan.settings, plan: plan).fileVault().ahead === ahead)
+        XCTAssertNil(plan.secretServiceAhead, "the Secret Service is not readied for the file backend")
+        plan.forgetAhead()
+        XCTAssertNil(ahead.take(), "forgotten: nothing left to take")
     }
 }

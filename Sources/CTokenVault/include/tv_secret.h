@@ -43,9 +43,9 @@ int tv_secret_reconnect(void);
 int tv_secret_owned(void);
 /* Every unlocked item for service+account in any collection, read in one
    GetSecrets: callback(context, path, secret) each. How many; -1 (*message)
-   on failure; 0 when none is unlocked. */
+   on failure; 0 when none is unlocked. *locked: how many matched locked. */
 int tv_lookup_copies(const char *service, const char *account, void *context, tv_copy_callback callback,
-                     char **message);
+                     int *locked, char **message);
 /* After a write to the default collection, deletes the unlocked items for
    service+account in the others (never one that would prompt): how many; -1
    (*message) on failure. */

@@ -23,7 +23,7 @@ extension TokenVault {
                 """,
             subcommands: [Run.self, Status.self, Stop.self], defaultSubcommand: Run.self)
 
-        struct Run: ContextCommand {
+        struct Run: SessionCommand {
             static let configuration = CommandConfiguration(
                 commandName: "run", abstract: "Start the agent (in the background unless --foreground).")
 
@@ -34,12 +34,16 @@ extension TokenVault {
             @Flag(name: .customLong("started-on-use"), help: .hidden)
             var startedOnUse = false
 
-            func run(in context: Context) throws {
+            func run(in context: Session) throws {
                 let settings = context.settings
                 let server = AgentServer(settings: settings, startedOnUse: startedOnUse)
+                // Its socket looked at anew each time (a plan of its own): the agent comes while this waits.
+                let ask = {
+                    try AgentClient.ask("status", [:], plan: Plan(settings: settings), seconds: 2, notices: .output)
+                }
                 // Given its socket by systemd, it serves it (asking it would be asking itself).
                 if foreground, server.activatedSocket() != nil { try server.serve() }
-                if let status = try? AgentClient.ask("status", [:], settings: settings, seconds: 2), status != .null {
+                if let status = try? ask(), status != .null {
                     Output.notice("the agent is running already (process \(status["pid"]?.text ?? "?"))")
                     return
                 }
@@ -48,8 +52,7 @@ extension TokenVault {
                 let pid = try Posix.startDetached(
                     ["tokenvault", "agent", "--foreground"], env: settings.environment, path: Tool.selfPath)
                 for _ in 0..<50 {
-                    if let status = try? AgentClient.ask("status", [:], settings: settings, seconds: 2), status != .null
-                    {
+                    if let status = try? ask(), status != .null {
                         Output.notice(
                             "the agent is running (process \(status["pid"]?.text ?? "\(pid)")); socket \(AgentSocket.path(settings))"
                         )
@@ -61,16 +64,17 @@ extension TokenVault {
             }
         }
 
-        struct Status: ContextCommand {
+        struct Status: SessionCommand {
             static let configuration = CommandConfiguration(
                 commandName: "status", abstract: "Say whether the agent runs, and what it serves.")
 
             @Flag(help: "Print a JSON object.")
             var json = false
 
-            func run(in context: Context) throws {
+            func run(in context: Session) throws {
                 let settings = context.settings
-                guard let status = try AgentClient.ask("status", [:], settings: settings, seconds: 2) else {
+                guard let status = try AgentClient.ask("status", [:], plan: context.plan, seconds: 2, notices: .output)
+                else {
                     if json {
                         Output.json(.object(["running": .bool(false)]))
                     } else {
@@ -105,12 +109,12 @@ extension TokenVault {
             }
         }
 
-        struct Stop: ContextCommand {
+        struct Stop: SessionCommand {
             static let configuration = CommandConfiguration(commandName: "stop", abstract: "Stop the agent.")
 
-            func run(in context: Context) throws {
+            func run(in context: Session) throws {
                 let settings = context.settings
-                guard (try AgentClient.ask("stop", [:], settings: settings, seconds: 5)) != nil else {
+                guard (try AgentClient.ask("stop", [:], plan: context.plan, seconds: 5, notices: .output)) != nil else {
                     Output.notice("no agent was running")
                     return
                 }

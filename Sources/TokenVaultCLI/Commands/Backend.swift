@@ -5,7 +5,7 @@ import Glibc
 import TokenVaultKit
 
 extension TokenVault {
-    struct Backend: ContextCommand {
+    struct Backend: SessionCommand {
         static let configuration = CommandConfiguration(
             commandName: "backend",
             abstract: "Show which backend is in use and why.")
@@ -13,7 +13,7 @@ extension TokenVault {
         @Flag(help: "Print JSON.")
         var json = false
 
-        func run(in context: Context) throws {
+        func run(in context: Session) throws {
             let (choice, chosenBy) = try context.backend
             let source = chosenBy.rawValue
             let backends = context.backends

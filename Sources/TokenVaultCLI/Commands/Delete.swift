@@ -5,13 +5,13 @@ import Glibc
 import TokenVaultKit
 
 /// `delete` and `logout`: delete a credential locally.
-protocol DeletesCredential: ContextCommand {
+protocol DeletesCredential: SessionCommand {
     var credential: CredentialOptions { get }
     var json: Bool { get }
 }
 
 extension DeletesCredential {
-    func run(in context: Context) throws {
+    func run(in context: Session) throws {
         let id = try credential.id(in: context, registrations: true)
         let stored = try? context.vault().load(id)
         let removed = try context.vault().delete(id)
@@ -27,7 +27,7 @@ extension DeletesCredential {
     /// With the last credential of an authorization server gone, the
     /// registrations tokenvault made there that the server lets it manage
     /// (RFC 7592) are deleted at the server, then here (docs/providers.md).
-    static func retireRegistrations(of issuer: String, context: Context) {
+    static func retireRegistrations(of issuer: String, context: Session) {
         guard let vault = try? context.vault(), let all = try? vault.listLocated(),
             !all.contains(where: { $0.credential.issuer == issuer }),
             let kept = try? vault.registrations(for: issuer)

@@ -5,7 +5,7 @@ import Glibc
 import TokenVaultKit
 
 extension TokenVault {
-    struct Doctor: ContextCommand {
+    struct Doctor: SessionCommand {
         static let configuration = CommandConfiguration(
             commandName: "doctor",
             abstract: "Check the setup, one line per check, each with what to fix.",
@@ -30,8 +30,8 @@ extension TokenVault {
 
         @OptionGroup var colour: ColorOptions
 
-        func run(in context: Context) throws {
-            let doctor = DoctorChecks(settings: context.settings)
+        func run(in context: Session) throws {
+            let doctor = DoctorChecks(plan: context.plan)
             let config = doctor.checkConfig()
             var backends = Backends(settings: context.settings)
             backends.interactive = false

@@ -16,9 +16,14 @@ final class DoctorChecks {
     }
 
     let settings: Settings
+    /// What the run decided once: the agent, the backend, the bus.
+    let plan: Plan
     private(set) var checks: [Check] = []
 
-    init(settings: Settings) { self.settings = settings }
+    init(plan: Plan) {
+        self.plan = plan
+        settings = plan.settings
+    }
 
     func add(_ name: String, _ status: Status, _ detail: String, fix: String? = nil) {
         checks.append(Check(name: name, status: status, detail: detail, fix: fix))
@@ -66,7 +71,7 @@ final class DoctorChecks {
     /// The backend and who chose it; nil when the choice itself is wrong.
     func checkBackend(_ config: Config?) -> BackendChoice? {
         do {
-            let (choice, chosenBy) = try settings.backend { config ?? Config() }
+            let (choice, chosenBy) = try plan.backend { config ?? Config() }
             add("backend", .ok, "\(choice.rawValue) (set by \(chosenBy.rawValue))")
             return choice
         } catch {
@@ -78,7 +83,7 @@ final class DoctorChecks {
     /// D-Bus and the Secret Service: failures only where the backend needs them.
     func checkSecretService(_ choice: BackendChoice?) {
         let usesSecretService = choice == .auto || choice == .secretService
-        if let missing = SecretServiceStore.missingBus(settings) {
+        if let missing = plan.missingBus {
             add(
                 "d-bus", choice == .secretService ? .failed : .info, missing,
                 fix: usesSecretService
@@ -214,7 +219,7 @@ final class DoctorChecks {
                 "not asked (\(EnvironmentVariable.agent.name)=off): commands open the backend themselves")
             return
         }
-        guard AgentClient.present(settings) else {
+        guard plan.agentAnswers else {
             if !settings.agentStartsOnUse {
                 add(
                     "agent", .info,
@@ -232,7 +237,7 @@ final class DoctorChecks {
             }
             return
         }
-        guard let status = try? AgentClient.ask("status", [:], settings: settings, seconds: 2) else {
+        guard let status = try? AgentClient.ask("status", [:], plan: plan, seconds: 2, notices: .output) else {
             add(
                 "agent", .failed, "\(socket) is left by an agent that is gone: commands go direct",
                 fix: "start it again: \(start)")

@@ -5,7 +5,7 @@ import Glibc
 import TokenVaultKit
 
 extension TokenVault {
-    struct Exec: ContextCommand {
+    struct Exec: SessionCommand {
         static let configuration = CommandConfiguration(
             commandName: "exec",
             abstract: "Run a command with the access token in its environment.",
@@ -23,7 +23,7 @@ extension TokenVault {
             completion: .shellCommand(Completions.commandThenFiles))
         var command: [String]
 
-        func run(in context: Context) throws {
+        func run(in context: Session) throws {
             let c = try context.usable(try credential.id(in: context), minValid: nil)
             Output.flushLater()  // before the process becomes CMD
             ChildEnvironment.scrubProcess()

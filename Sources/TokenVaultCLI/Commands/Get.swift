@@ -28,7 +28,7 @@ enum GetFormat: String, Choice {
 extension SASLMechanism: Choice {}
 
 extension TokenVault {
-    struct Get: ContextCommand {
+    struct Get: SessionCommand {
         // `_superCommandName` only counts where `get` is parsed as the root
         // (docs/benchmarks.md, "`get` is parsed alone"): it spares that parse
         // the parser's two completion-script parsers, which cost a cold `get`
@@ -102,7 +102,7 @@ extension TokenVault {
             }
         }
 
-        func run(in context: Context) throws {
+        func run(in context: Session) throws {
             let format = json ? GetFormat.json : self.format
             let exec = format == .kubectl ? try ExecCredentialRequest.from(context.settings) : nil
             if let exec { context.interactive = exec.interactive }

@@ -5,7 +5,7 @@ import Glibc
 import TokenVaultKit
 
 extension TokenVault {
-    struct GitCredential: ContextCommand {
+    struct GitCredential: SessionCommand {
         static let configuration = CommandConfiguration(
             commandName: "git-credential",
             abstract: "Answer git's credential requests from the vault (a git credential helper).",
@@ -37,7 +37,7 @@ extension TokenVault {
             if let account { try CredentialID.validateAccount(account) }
         }
 
-        func run(in context: Context) throws {
+        func run(in context: Session) throws {
             // Read everything git writes before anything else, so git never blocks on a pipe.
             let request = try GitCredentialRequest.parse(Self.readInput())
             guard ["get", "erase", "store"].contains(action) else { return }  // git: ignore unknown actions
@@ -62,7 +62,7 @@ extension TokenVault {
         /// The first matching provider with a credential stored for the account.
         private func find(
             _ matches: [GitProviderMatch], request: GitCredentialRequest,
-            context: Context
+            context: Session
         ) throws -> (GitProviderMatch, Credential)? {
             for match in matches {
                 var accounts = [try AccountChoice(option: account, settings: context.settings).name]
@@ -77,7 +77,7 @@ extension TokenVault {
         }
 
         private func answer(
-            _ stored: Credential, match: GitProviderMatch, request: GitCredentialRequest, context: Context
+            _ stored: Credential, match: GitProviderMatch, request: GitCredentialRequest, context: Session
         ) throws {
             guard stored.type != .oauth1 else {
                 Output.notice("\(stored.id) is an OAuth 1.0a credential; git cannot use it as a password")
@@ -109,7 +109,7 @@ extension TokenVault {
 
         /// git saw `password` rejected: if it is the stored access token, mark it
         /// expired so the next `get` renews it. Nothing is deleted.
-        private func erase(_ stored: Credential, host: String, request: GitCredentialRequest, context: Context) throws {
+        private func erase(_ stored: Credential, host: String, request: GitCredentialRequest, context: Session) throws {
             guard let password = request.password, stored.hasAccessToken(password) else { return }
             let status = context.status(of: stored)
             guard status.renewal.isPossible else {

@@ -5,7 +5,7 @@ import Glibc
 import TokenVaultKit
 
 extension TokenVault {
-    struct Header: ContextCommand {
+    struct Header: SessionCommand {
         static let configuration = CommandConfiguration(
             commandName: "header",
             abstract: "Print one HTTP header line that authorizes a request.",
@@ -40,7 +40,7 @@ extension TokenVault {
         @Flag(help: "Read the request's form-encoded body from stdin and sign its parameters (OAuth 1.0a).")
         var data = false
 
-        func run(in context: Context) throws {
+        func run(in context: Session) throws {
             let c = try context.usable(try credential.id(in: context), minValid: nil)
             if let key = c.dpopKey {
                 guard let url else {

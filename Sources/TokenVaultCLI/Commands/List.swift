@@ -5,7 +5,7 @@ import Glibc
 import TokenVaultKit
 
 extension TokenVault {
-    struct List: ContextCommand {
+    struct List: SessionCommand {
         static let configuration = CommandConfiguration(
             commandName: "list",
             abstract: "List stored credentials: service, account, provider, type, state, expiry. Never a secret.",
@@ -18,7 +18,7 @@ extension TokenVault {
 
         @OptionGroup var colour: ColorOptions
 
-        func run(in context: Context) throws {
+        func run(in context: Session) throws {
             let rows = try context.vault().listLocated()
             let now = context.clock.now
             if json {

@@ -5,7 +5,7 @@ import Glibc
 import TokenVaultKit
 
 extension TokenVault {
-    struct Lock: ContextCommand {
+    struct Lock: SessionCommand {
         static let configuration = CommandConfiguration(
             commandName: "lock",
             abstract: "Forget the cached vault key (file or etcd); the next use asks for the passphrase again.")
@@ -16,7 +16,7 @@ extension TokenVault {
         @Flag(help: "Print what was done as JSON: forgotten (the number of keys).")
         var json = false
 
-        func run(in context: Context) throws {
+        func run(in context: Session) throws {
             // A derivation under way (in the agent or any process) will not cache
             // its key from here on. The key is forgotten first; then the agent
             // is told, so that it stops using a passphrase source of its own and
@@ -36,7 +36,7 @@ extension TokenVault {
         }
 
         /// What forgets the key this `lock` is about, and says what it did.
-        private func forgetter(in context: Context) throws -> () -> (text: String, fields: [String: JSONValue]) {
+        private func forgetter(in context: Session) throws -> () -> (text: String, fields: [String: JSONValue]) {
             if all {
                 return {
                     let n = KernelKeyring().forgetAll()

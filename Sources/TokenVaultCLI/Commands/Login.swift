@@ -5,7 +5,7 @@ import Glibc
 import TokenVaultKit
 
 extension TokenVault {
-    struct Login: ContextCommand {
+    struct Login: SessionCommand {
         static let configuration = CommandConfiguration(
             commandName: "login",
             abstract: "Log in to a provider and store the credential under its service.",
@@ -160,7 +160,7 @@ extension TokenVault {
         /// The provider argument when it is a URL: a protected resource to log in to.
         var resourceURL: String? { provider.flatMap { $0.contains("://") ? $0 : nil } }
 
-        func run(in context: Context) throws {
+        func run(in context: Session) throws {
             let account = try AccountChoice(option: self.account, settings: context.settings).name
             if let resourceURL {
                 try loginResource(resourceURL, account: account, context: context)
@@ -191,7 +191,7 @@ extension TokenVault {
         /// login adds besides the credential) and the store, with Ctrl-C held.
         /// `scopes`: exactly these; nil: the provider's and --scope.
         func loginOAuth2(
-            _ p: OAuth2Provider, account: String, scopes asked: [String]?, context: Context, keep: () throws -> Void
+            _ p: OAuth2Provider, account: String, scopes asked: [String]?, context: Session, keep: () throws -> Void
         ) throws {
             let id = CredentialID(service: p.service, account: account)
             let flow = chooseFlow(
@@ -255,7 +255,7 @@ extension TokenVault {
         /// `--issuer URL --client-id ID`: the provider it stands for, added to
         /// this run's config (and kept in providers.toml after a login that
         /// worked). A name is never taken from another issuer.
-        func issuerProvider(_ context: Context) throws -> String? {
+        func issuerProvider(_ context: Session) throws -> String? {
             guard let issuer, let clientID else { return nil }
             let chosen = try DiscoveredProviders.choose(
                 given: (name ?? provider)?.lowercased(), issuer: issuer, clientID: clientID,
@@ -271,7 +271,7 @@ extension TokenVault {
         }
 
         /// "logged in to PROVIDER as NAME; stored under ID in BACKEND" on stderr.
-        func announce(_ credential: Credential, provider: String, prefix: String = "", context: Context) {
+        func announce(_ credential: Credential, provider: String, prefix: String = "", context: Session) {
             let name = Summary.displayName(credential)
             let who = name.map { " as \($0)" } ?? ""
             let backend = (try? context.store().writesTo) ?? "the vault"
@@ -321,7 +321,7 @@ extension TokenVault {
         /// One owner per service: a credential another provider stored under
         /// `id` is not replaced without --force (64, before anyone is asked).
         /// Returns what is stored under `id` now.
-        func checkOwner(_ id: CredentialID, provider: String, context: Context) throws -> Credential? {
+        func checkOwner(_ id: CredentialID, provider: String, context: Session) throws -> Credential? {
             let stored = try context.vault().load(id)
             if !force,
                 let conflict = stored?.ownerConflict(with: provider, command: "login \(ShellWord.word(provider))")
@@ -341,7 +341,7 @@ extension TokenVault {
 
         /// Writes the new credential with Ctrl-C held back, so what Ctrl-C
         /// says afterwards is known: it is stored.
-        func store(_ credential: Credential, provider: String, context: Context) throws {
+        func store(_ credential: Credential, provider: String, context: Session) throws {
             try Interruption.holding {
                 try context.vault().write(credential)
                 Interruption.say(
@@ -352,7 +352,7 @@ extension TokenVault {
         /// The login lock for `id`, or nil when another process's login
         /// for it finished while this one waited (its result is used). Without a
         /// terminal a pending login is a temporary failure (75): no second browser.
-        func pendingLogin(_ id: CredentialID, provider: String, context: Context) throws -> LoginLock? {
+        func pendingLogin(_ id: CredentialID, provider: String, context: Session) throws -> LoginLock? {
             let vault = try context.vault()
             let before = try vault.load(id)
             if let held = try LoginLock.attempt(vault, id) { return held }

@@ -5,7 +5,7 @@ import TokenVaultKit
 
 extension TokenVault.Login {
     /// OAuth 1.0a: loopback callback, or `oob` and a PIN with --no-browser.
-    func loginOAuth1(_ name: String, account: String, context: Context) throws {
+    func loginOAuth1(_ name: String, account: String, context: Session) throws {
         if mode == .device {
             throw TokenVaultError.usage("OAuth 1.0a has no device flow; use --no-browser for the PIN")
         }

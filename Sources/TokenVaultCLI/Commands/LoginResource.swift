@@ -8,7 +8,7 @@ extension TokenVault.Login {
     /// resource's URL. Its provider table (issuer, resource, service, scopes)
     /// is kept in providers.toml once the login worked; its client, in the
     /// backend or the config, is found again at each use.
-    func loginResource(_ url: String, account: String, context: Context) throws {
+    func loginResource(_ url: String, account: String, context: Session) throws {
         let transport = CurlTransport(timeout: try context.httpTimeout, proxies: context.proxies)
         let config = try context.config
         try ResourceClient.checkMetadataURLs(config)
@@ -90,7 +90,7 @@ extension TokenVault.Login {
     /// How that client authenticates at the token endpoint (ClientAuthChoice):
     /// what the configured provider says, else the registration's answer,
     /// else the server's metadata.
-    func clientAuth(_ server: ResourceServer, clientID: String?, context: Context) throws -> String? {
+    func clientAuth(_ server: ResourceServer, clientID: String?, context: Session) throws -> String? {
         let config = try context.config
         var configured: String?
         var registered: String?
@@ -145,7 +145,7 @@ extension TokenVault.Login {
     /// else a new registration (RFC 7591), kept in the backend beside the
     /// others (grants made through those still renew through them).
     func ensureClient(
-        _ server: ResourceServer, scopes: [String], context: Context, transport: HTTPTransport
+        _ server: ResourceServer, scopes: [String], context: Session, transport: HTTPTransport
     ) throws -> String? {
         let issuer = OutsideText.line(server.issuer)
         if let (_, own) = ResourceClient.configured(

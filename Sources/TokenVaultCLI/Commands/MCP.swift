@@ -5,7 +5,7 @@ import Glibc
 import TokenVaultKit
 
 extension TokenVault {
-    struct MCP: ContextCommand {
+    struct MCP: SessionCommand {
         static let configuration = CommandConfiguration(
             commandName: "mcp",
             abstract: "Serve a remote MCP server on stdio, with the vault's token.",
@@ -42,7 +42,7 @@ extension TokenVault {
         @Flag(name: .customLong("print-config"), help: "Print the MCP client configuration that runs this bridge.")
         var printConfig = false
 
-        func run(in context: Context) throws {
+        func run(in context: Session) throws {
             guard url.contains("://") else {
                 throw TokenVaultError.usage(
                     "\(Quoted.text(url)) is not a URL", hint: "give the MCP server's URL: https://HOST/PATH")
@@ -111,7 +111,7 @@ extension TokenVault.MCP {
 /// attempt opens the vault afresh, so a request after `tokenvault unlock` or
 /// a login succeeds where the one before it got the error.
 final class BridgeHost: MCPBridgeHost, @unchecked Sendable {
-    let context: Context
+    let context: Session
     let account: String
     let url: String
     /// What the bridge's threads share; a token is asked for and renewed
@@ -131,7 +131,7 @@ final class BridgeHost: MCPBridgeHost, @unchecked Sendable {
     /// Lines on stderr, from whichever of the bridge's threads says one.
     private let sayLine = Output.errorWriter()
 
-    init(context: Context, account: String, url: String) {
+    init(context: Session, account: String, url: String) {
         self.context = context
         self.account = account
         self.url = url

@@ -11,7 +11,7 @@ enum MigrationTarget: String, Choice {
 }
 
 extension TokenVault {
-    struct Migrate: ContextCommand {
+    struct Migrate: SessionCommand {
         static let configuration = CommandConfiguration(
             commandName: "migrate",
             abstract: "Move every credential to another backend.",
@@ -43,7 +43,7 @@ extension TokenVault {
             if from == to { throw ValidationError("--from and --to name the same backend") }
         }
 
-        func run(in context: Context) throws {
+        func run(in context: Session) throws {
             let (source, target, file) = try stores(context)
             if source === file, !file.exists {
                 Output.notice("nothing to move: there is no file vault")
@@ -61,7 +61,7 @@ extension TokenVault {
 
         /// The store to move from (--from, else the other local backend, or the
         /// fleet's when etcd is in use), the one to move to, and the file vault.
-        func stores(_ context: Context) throws -> (source: CredentialStore, target: CredentialStore, file: FileStore) {
+        func stores(_ context: Session) throws -> (source: CredentialStore, target: CredentialStore, file: FileStore) {
             let backends = context.backends
             let file = try backends.fileVault()
             func open(_ b: MigrationTarget) throws -> CredentialStore {
@@ -86,7 +86,7 @@ extension TokenVault {
         /// record the target got during the migration is newer than anything to
         /// copy: it stays. Writes to the source during a pass are picked up by
         /// the next one. Returns how many moved.
-        func move(from source: CredentialStore, to target: CredentialStore, context: Context) throws -> Int {
+        func move(from source: CredentialStore, to target: CredentialStore, context: Session) throws -> Int {
             let vault = CredentialVault(store: source, runtimeDirectory: context.settings.runtimeDirectory)
             var targetBefore: [CredentialID: Credential] = [:]
             for c in try target.list() { targetBefore[c.id] = c }
@@ -126,7 +126,7 @@ extension TokenVault {
         /// New logins go where the credentials went: `backend` in config.toml
         /// becomes the target (unless --keep-backend), or the line to add is printed.
         @discardableResult
-        func useTarget(_ context: Context, from source: String) -> Bool {
+        func useTarget(_ context: Session, from source: String) -> Bool {
             guard !keepBackend else { return false }
             let path = context.settings.configPath
             do {

@@ -5,7 +5,7 @@ import Glibc
 import TokenVaultKit
 
 extension TokenVault {
-    struct Providers: ContextCommand {
+    struct Providers: SessionCommand {
         static let configuration = CommandConfiguration(
             commandName: "providers",
             abstract: "List built-in and configured providers.")
@@ -13,7 +13,7 @@ extension TokenVault {
         @Flag(help: "Print a JSON array.")
         var json = false
 
-        func run(in context: Context) throws {
+        func run(in context: Session) throws {
             let config = try context.config
             let directory = ProviderDirectory(config: config)
             var rows: [(String, String, String, String)] = []

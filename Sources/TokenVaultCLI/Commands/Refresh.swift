@@ -5,7 +5,7 @@ import Glibc
 import TokenVaultKit
 
 extension TokenVault {
-    struct Refresh: ContextCommand {
+    struct Refresh: SessionCommand {
         static let configuration = CommandConfiguration(
             commandName: "refresh",
             abstract: "Refresh a credential now, even if it is still valid.",
@@ -20,7 +20,7 @@ extension TokenVault {
         @Flag(help: "Print what was done as JSON: service, account, refreshed, expires_at.")
         var json = false
 
-        func run(in context: Context) throws {
+        func run(in context: Session) throws {
             let id = try credential.id(in: context)
             // A token that never expires and has no way to renew: nothing to do, and nothing wrong.
             let stored = try context.locate(id).credential

@@ -5,7 +5,7 @@ import Glibc
 import TokenVaultKit
 
 extension TokenVault {
-    struct Revoke: ContextCommand {
+    struct Revoke: SessionCommand {
         static let configuration = CommandConfiguration(
             commandName: "revoke",
             abstract: "Revoke a credential at the provider, then delete it locally.",
@@ -20,7 +20,7 @@ extension TokenVault {
         @Flag(help: "Print what was done as JSON: service, account, provider, revoked.")
         var json = false
 
-        func run(in context: Context) throws {
+        func run(in context: Session) throws {
             let id = try credential.id(in: context)
             let c = try context.locate(id).credential
             guard c.type == .oauth2 || c.type == .token, let name = c.provider else {

@@ -5,7 +5,7 @@ import Glibc
 import TokenVaultKit
 
 extension TokenVault {
-    struct SetCredential: ContextCommand {
+    struct SetCredential: SessionCommand {
         static let configuration = CommandConfiguration(
             commandName: "set",
             abstract: "Store a credential read from stdin.",
@@ -35,7 +35,7 @@ extension TokenVault {
         /// shown, since the word is most likely the token itself.
         @Argument(help: .hidden) var stray: [String] = []
 
-        func run(in context: Context) throws {
+        func run(in context: Session) throws {
             if !stray.isEmpty {
                 let service = ShellWord.word(credential.service)
                 throw TokenVaultError.usage(

@@ -45,7 +45,7 @@ enum Tool {
 }
 
 extension TokenVault.Setup {
-    struct Git: ContextCommand {
+    struct Git: SessionCommand {
         static let configuration = CommandConfiguration(
             commandName: "git",
             abstract: "Make tokenvault git's credential helper for a provider's git hosts.",
@@ -77,7 +77,7 @@ extension TokenVault.Setup {
         @Flag(help: "Remove what setup git wrote.")
         var undo = false
 
-        func run(in context: Context) throws {
+        func run(in context: Session) throws {
             let env = context.settings
             let urls = try remotes(context)
             if !global, !dryRun {
@@ -147,7 +147,7 @@ extension TokenVault.Setup {
         }
 
         /// `scheme://host[:port]` of each remote to set up, with the provider that claims it.
-        func remotes(_ context: Context) throws -> [(String, String)] {
+        func remotes(_ context: Session) throws -> [(String, String)] {
             let directory = try context.providers
             let configPath = context.settings.configPath
             var claims: [(rule: GitHostRule, provider: String)] = []
@@ -195,7 +195,7 @@ extension TokenVault.Setup {
         }
     }
 
-    struct Kubectl: ContextCommand {
+    struct Kubectl: SessionCommand {
         static let configuration = CommandConfiguration(
             commandName: "kubectl",
             abstract: "Write a kubeconfig user that takes its token from tokenvault.",
@@ -233,7 +233,7 @@ extension TokenVault.Setup {
             }
         }
 
-        func run(in context: Context) throws {
+        func run(in context: Session) throws {
             var argv: [String]
             if undo {
                 argv = ["kubectl", "config", "unset", "users.\(user)"]

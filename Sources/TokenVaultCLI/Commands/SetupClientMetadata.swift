@@ -4,7 +4,7 @@ import TokenVaultKit
 
 extension TokenVault.Setup {
     /// The client metadata document to host (docs/providers.md, "Login by URL").
-    struct ClientMetadata: ContextCommand {
+    struct ClientMetadata: SessionCommand {
         static let configuration = CommandConfiguration(
             commandName: "client-metadata",
             abstract: "Print the client metadata document to host at URL, for servers that take clients by it.",
@@ -21,7 +21,7 @@ extension TokenVault.Setup {
         @Argument(help: ArgumentHelp("The https URL the document will be hosted at.", valueName: "url"))
         var url: String
 
-        func run(in context: Context) throws {
+        func run(in context: Session) throws {
             try ClientMetadataDocument.check(url, setting: "the URL")
             Output.value(ClientMetadataDocument.document(for: url).text)
         }

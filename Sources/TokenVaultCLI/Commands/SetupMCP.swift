@@ -6,7 +6,7 @@ import TokenVaultKit
 
 extension TokenVault.Setup {
     /// The MCP client's server entry for `tokenvault mcp URL` (docs/adapters.md).
-    struct Mcp: ContextCommand {
+    struct Mcp: SessionCommand {
         static let configuration = CommandConfiguration(
             commandName: "mcp",
             abstract: "Print, or merge into a client's config file, the MCP server entry that runs tokenvault mcp URL.",
@@ -54,7 +54,7 @@ extension TokenVault.Setup {
             }
         }
 
-        func run(in context: Context) throws {
+        func run(in context: Session) throws {
             guard url.contains("://"), OAuth2Provider.isSafeEndpoint(url) else {
                 throw TokenVaultError.usage(
                     "\(Quoted.text(url)) is not an https URL (http only for loopback)",
@@ -128,7 +128,7 @@ extension TokenVault.Setup {
 
         /// What the entry will meet that the user should know now: a session
         /// bus that ends with this shell's session, and no credential yet.
-        func warnings(_ env: [String: String], context: Context) {
+        func warnings(_ env: [String: String], context: Session) {
             let bus = EnvironmentVariable.dbusSessionBusAddress.name
             if let address = env[bus] {
                 Output.warning(

@@ -5,7 +5,7 @@ import Glibc
 import TokenVaultKit
 
 extension TokenVault {
-    struct Status: ContextCommand {
+    struct Status: SessionCommand {
         static let configuration = CommandConfiguration(
             commandName: "status",
             abstract: "Show what is stored, where, for whom, and until when.",
@@ -34,7 +34,7 @@ extension TokenVault {
 
         @OptionGroup var colour: ColorOptions
 
-        func run(in context: Context) throws {
+        func run(in context: Session) throws {
             guard let service else { return try overview(context) }
             let chosen = try AccountChoice(option: account, settings: context.settings)
             let id = CredentialID(service: try context.serviceKey(service), account: chosen.name)
@@ -53,7 +53,7 @@ extension TokenVault {
         }
 
         /// Without SERVICE: the backend and one line per credential.
-        func overview(_ context: Context) throws {
+        func overview(_ context: Session) throws {
             let rows = try context.vault().listLocated()
             if json {
                 Output.json(

@@ -9,7 +9,7 @@ extension TokenVault {
     /// key cached in the kernel keyring for its time to live, so that
     /// commands without a passphrase source (an MCP client's bridge, a cron
     /// job, the agent) open the vault until it expires or `lock` runs.
-    struct Unlock: ContextCommand {
+    struct Unlock: SessionCommand {
         static let configuration = CommandConfiguration(
             commandName: "unlock",
             abstract:
@@ -19,7 +19,7 @@ extension TokenVault {
         @Flag(help: "Print what was done as JSON: vault, cached_for (seconds).")
         var json = false
 
-        func run(in context: Context) throws {
+        func run(in context: Session) throws {
             let ttl = try context.settings.keyTTL
             var backends = Backends(settings: context.settings, keyCache: KernelKeyring())
             backends.config = { try context.config }

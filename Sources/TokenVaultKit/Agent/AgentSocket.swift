@@ -21,6 +21,17 @@ public enum AgentSocket {
 
     public static func path(_ settings: Settings) -> String { settings.runtimeDirectory + "/agent.sock" }
 
+    /// The lock one agent per runtime directory holds while it runs.
+    public static func lockPath(_ settings: Settings) -> String { settings.runtimeDirectory + "/agent.lock" }
+
+    /// True when no agent holds the lock (none runs or is starting).
+    public static func lockFree(_ settings: Settings) -> Bool {
+        try? PrivateDirectory.ensure(settings.runtimeDirectory)
+        guard let lock = try? FileLock(path: lockPath(settings), wait: false) else { return false }
+        lock.release()
+        return true
+    }
+
     /// Connects to the agent; nil at once when there is none (no socket, a
     /// dead one, another owner). `seconds` bounds every later read and write.
     public static func connect(_ path: String, seconds: Int) -> Int32? {

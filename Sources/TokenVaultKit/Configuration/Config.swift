@@ -61,36 +61,17 @@ public struct Config: Sendable, Equatable {
     /// `agent_idle`, in seconds (0: never).
     public var agentIdleSeconds: Int64 { Int64(agentIdle ?? 3600) }
 
-    /// Loads the config file; a missing file is an empty config. The first
-    /// load of a file that `readAhead` is reading takes that result.
+    /// Loads the config file; a missing file is an empty config.
     public static func load(_ settings: Settings) throws -> Config {
-        var config =
-            if let ahead = readAheadSlot.take(path: settings.configPath) { try ahead.get() } else {
-                try loadNow(settings)
-            }
+        try load(settings, readAhead: Result { try loadNow(settings) })
+    }
+
+    /// The config as `read` (now, or ahead by the run's plan) found it, for `settings`.
+    static func load(_ settings: Settings, readAhead read: Result<Config, Error>) throws -> Config {
+        var config = try read.get()
         config.child = settings.child
         return config
     }
-
-    /// Starts reading (and checking) the config on a thread of its own while
-    /// the command line is parsed: the `get` hot path. Call on the main
-    /// thread, before the command loads the config.
-    /// `first` runs on that thread before the config is read (the vault a
-    /// `get` reads before it needs the config).
-    public static func readAhead(_ settings: Settings, first: (@Sendable () -> Void)? = nil) {
-        let ahead = readAheadSlot.mark(path: settings.configPath)
-        Posix.spawnThread(stackSize: 1 << 22, beside: true) {
-            first?()
-            ahead.finish(Result { try loadNow(settings) })
-        }
-    }
-
-    /// The config read ahead of its first `load`.
-    private static let readAheadSlot = AheadSlot<Result<Config, Error>>()
-
-    /// Drops what was read ahead and not taken (a command that failed before
-    /// it loaded the config): the next command reads the file as it is then.
-    public static func forgetReadAhead(_ settings: Settings) { _ = readAheadSlot.take(path: settings.configPath) }
 
     /// The config last read by this process, and the files it came from as
     /// they were then: a long-lived process (the agent) reads them again only
@@ -121,7 +102,7 @@ public struct Config: Sendable, Equatable {
         return id
     }
 
-    private static func loadNow(_ settings: Settings) throws -> Config {
+    static func loadNow(_ settings: Settings) throws -> Config {
         let files = [identity(settings.configPath), identity(settings.discoveredProvidersPath)]
         if let cached = last.withLock({ $0 }), cached.files == files { return cached.config }
         let config = try readFiles(settings)

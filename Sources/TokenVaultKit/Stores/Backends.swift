@@ -13,9 +13,11 @@ public enum BackendChoice: String, Sendable, CaseIterable {
     public static var spelled: String { Format.list(allCases.map(\.rawValue), "or") }
 }
 
-/// Builds the stores from the settings.
+/// Builds the stores from the settings, as the run's plan decided (the bus,
+/// and what it started ahead).
 public struct Backends {
     public var settings: Settings
+    public let plan: Plan
     public var keyCache: KeyCache
     /// False: never prompt on the terminal (shell completion).
     public var interactive = true
@@ -24,17 +26,20 @@ public struct Backends {
 
     /// The kernel keyring caches the vault key unless the key TTL is 0 (or
     /// invalid: the store that needs it reports that).
-    public init(settings: Settings, keyCache: KeyCache? = nil) {
+    public init(settings: Settings, plan: Plan? = nil, keyCache: KeyCache? = nil) {
         self.settings = settings
+        self.plan = plan ?? Plan(settings: settings)
         self.keyCache = keyCache ?? (((try? settings.keyTTL) ?? 0) > 0 ? KernelKeyring() : NoKeyCache())
     }
 
     public func fileVault() throws -> FileStore {
-        FileStore(
+        let store = FileStore(
             path: settings.vaultPath,
             passphrase: PassphraseSource(settings: settings, terminalPath: interactive ? "/dev/tty" : nil),
             keyCache: keyCache, keyTTL: try settings.keyTTL,
             newVaultParams: try settings.kdfProfile)
+        store.ahead = plan.vaultAhead
+        return store
     }
 
     public func etcdStore() throws -> EtcdStore {
@@ -47,7 +52,8 @@ public struct Backends {
 
     func secretService() throws -> SecretServiceStore {
         SecretServiceStore(
-            timeout: try settings.dbusTimeout, unlock: try .init(settings: settings), bus: settings.sessionBusShown)
+            timeout: try settings.dbusTimeout, unlock: try .init(settings: settings), bus: settings.sessionBusShown,
+            headStart: plan.secretServiceAhead)
     }
 
     public func open(_ choice: BackendChoice) throws -> CredentialStore {
@@ -55,7 +61,7 @@ public struct Backends {
         case .etcd: return try etcdStore()
         case .file: return try fileVault()
         case .secretService:
-            if let missing = SecretServiceStore.missingBus(settings) {
+            if let missing = plan.missingBus {
                 throw TokenVaultError.backendUnavailable(
                     "the Secret Service is not available: \(missing)",
                     hint: "start a Secret Service (e.g. gnome-keyring) or use \(EnvironmentVariable.backend.name)=file")
@@ -64,7 +70,7 @@ public struct Backends {
         case .auto:
             // No separate probe: the first real call is the probe (a probe costs a
             // second D-Bus session), and its failure is what auto falls back on.
-            if let missing = SecretServiceStore.missingBus(settings) {
+            if let missing = plan.missingBus {
                 return AutoStore(secretService: nil, unavailableReason: missing, quiet: true, file: try fileVault())
             }
             return AutoStore(

@@ -13,6 +13,9 @@ public final class FileStore: CredentialStore {
     let keyTTL: Int
     let newVaultParams: KDFParams
 
+    /// The vault this run's plan opened ahead (`Plan.startAhead`), for the first read.
+    var ahead: Ahead<VaultAhead.Opened>?
+
     /// The key, once derived or fetched from the cache, with the header it opened.
     private var unlocked: (key: SecureBytes, salt: [UInt8], params: KDFParams)?
 
@@ -109,7 +112,7 @@ public final class FileStore: CredentialStore {
     private func readPlaintext() throws -> VaultPlaintext? {
         guard let (fd, st) = try openVaultFile() else { return nil }
         defer { close(fd) }
-        if let ahead = VaultAhead.take(path: path, st) {
+        if let ahead = VaultAhead.take(ahead, path: path, st) {
             unlocked = (ahead.key, ahead.header.salt, ahead.header.params)
             return ahead.plain
         }

@@ -14,9 +14,9 @@ extension SecretServiceStore {
     func answered<T: Sendable>(
         _ what: String, _ body: @escaping @Sendable () -> Result<T, TokenVaultError>
     ) throws -> Result<T, TokenVaultError> {
-        let (bound, bus) = (timeout, self.bus)
+        let (bound, bus, headStart) = (timeout, self.bus, self.headStart)
         let pending = PendingCall<Result<T, TokenVaultError>> {
-            SecretServiceHeadStart.wait()
+            headStart?.wait()
             return body()
         }
         let answer = pending.wait(timeout) {

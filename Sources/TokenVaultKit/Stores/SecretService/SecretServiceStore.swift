@@ -46,7 +46,11 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
     private let noticed = Locked<[String]>([])
     public var warnings: [String] { noticed.withLock { $0 } }
 
-    init(timeout: Double, unlock: UnlockPolicy, bus: String) {
+    /// The head start this run's plan began (`Plan.startAhead`): the first call waits for it.
+    let headStart: SecretServiceHeadStart?
+
+    init(timeout: Double, unlock: UnlockPolicy, bus: String, headStart: SecretServiceHeadStart? = nil) {
+        self.headStart = headStart
         self.timeout = timeout
         self.unlock = unlock
         self.bus = bus
@@ -143,11 +147,16 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
     // MARK: CredentialStore
 
     public func load(_ id: CredentialID) throws -> Credential? {
-        if let found = try lookup(id) { return found }
+        let seen = Copies()
+        if let found = try lookup(id, seen) { return found }
         // Nothing found may mean "locked": libsecret's lookup answers nothing
-        // when the unlock prompt cannot be shown. Only then is the lock asked about.
-        guard try ensureUnlocked("look up \(id)") else { return nil }
-        return try lookup(id)
+        // when the unlock prompt cannot be shown. Only then is the lock asked
+        // about; and an item the search saw locked is looked up again even
+        // when the collection reads unlocked by then (KWallet closes a wallet
+        // its last client left, and the next client's unlock may come
+        // between the search and this question).
+        guard try ensureUnlocked("look up \(id)") || seen.locked > 0 else { return nil }
+        return try lookup(id, Copies())
     }
 
     /// Where each item was last found, per bus: a lookup asks that item for
@@ -160,9 +169,14 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
     nonisolated(unsafe) public static var keepsItemPaths = false
 
     /// A credential's copies (the item in each collection that holds one).
-    private final class Copies: @unchecked Sendable { var found: [(path: String, record: Data)] = [] }
+    /// `locked`: how many items the search saw in a locked collection.
+    private final class Copies: @unchecked Sendable {
+        var found: [(path: String, record: Data)] = []
+        var locked: Int32 = 0
+    }
 
-    private func lookup(_ id: CredentialID) throws -> Credential? {
+    /// The credential stored under `id`; what the search saw goes into `found`.
+    private func lookup(_ id: CredentialID, _ found: Copies) throws -> Credential? {
         let service = id.service.description, account = id.account, bus = self.bus
         let key = [bus, service, account].joined(separator: "\u{0}")
         let copies: [(path: String, record: Data)] = try call("look up \(id)") {
@@ -178,13 +192,12 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
                 if message != nil { return SecretServiceStore.failure("look up \(id)", &message) }
             }
             // Every unlocked copy, whatever collection holds it (docs/config.md: one item per credential).
-            let found = Copies()
             let n = tv_lookup_copies(
                 service, account, Unmanaged.passUnretained(found).toOpaque(),
                 { context, path, secret in
                     Unmanaged<Copies>.fromOpaque(context!).takeUnretainedValue().found.append(
                         (String(cString: path!), Data(bytes: secret!, count: strlen(secret!))))
-                }, &message)
+                }, &found.locked, &message)
             if n < 0 { return SecretServiceStore.failure("look up \(id)", &message) }
             if !found.found.isEmpty { return .success(found.found) }
             // None unlocked: libsecret's lookup decides (it unlocks, or answers nothing).
@@ -336,32 +349,29 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
 /// backend resolves to auto or secret-service (from TOKENVAULT_BACKEND, else
 /// from the config's `backend` setting) and a session bus is configured: a
 /// `get` from the file vault still maps no part of GLib.
-public enum SecretServiceHeadStart {
-    private static let ready = DispatchSemaphore(value: 0)
-    /// Only the main thread, before any store is opened, reads and writes it.
-    nonisolated(unsafe) private static var started = false
+public final class SecretServiceHeadStart: Sendable {
+    private let ready = DispatchSemaphore(value: 0)
 
-    /// Call once, on the main thread, before any store is opened. False when
-    /// the Secret Service will not be asked (as far as the environment says).
-    @discardableResult
-    public static func start(_ settings: Settings) -> Bool {
-        guard !started, SecretServiceStore.missingBus(settings) == nil else { return false }
+    /// Starts it (`Plan.startAhead`, on the main thread, before any store
+    /// is opened). Nil when the Secret Service will not be asked (as far as
+    /// the environment says).
+    static func start(_ settings: Settings, missingBus: String?) -> SecretServiceHeadStart? {
+        guard missingBus == nil else { return nil }
         // One that is not a backend is the command's error to report.
         guard let forced = try? settings.backendOverride.map({ $0 == .auto || $0 == .secretService }) ?? true, forced
-        else { return false }
-        started = true
+        else { return nil }
+        let started = SecretServiceHeadStart()
         Posix.spawnThread(stackSize: 1 << 22, beside: true) {
             // A config that cannot be read is reported by the command itself.
             let choice = Config.backendChoice(settings)
             if choice == .auto || choice == .secretService { _ = tv_secret_prepare() }
-            ready.signal()
+            started.ready.signal()
         }
-        return true
+        return started
     }
 
-    /// Returns once the head start (if one was started) is over.
-    static func wait() {
-        guard started else { return }
+    /// Returns once the head start is over.
+    func wait() {
         ready.wait()
         ready.signal()
     }

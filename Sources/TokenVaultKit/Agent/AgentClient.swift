@@ -7,17 +7,17 @@ import TokenVaultKit
 /// connection. Anything short of a proper answer — no agent, a dead socket,
 /// another version, another scope, a vault the agent cannot open but this
 /// command could — sends the command the direct way, at once.
-enum AgentClient {
+public enum AgentClient {
     /// Seconds a client waits for an answer when it has not read the config
     /// (the agent may be renewing: the config's HTTP timeout, 30 s by default, and some).
-    static let defaultTimeout = 45
+    public static let defaultTimeout = 45
 
     /// The commands the agent runs whole for a client (docs/agent.md): they
     /// print, and read neither a terminal nor stdin.
-    static let commands = ["get", "header", "status", "list"]
+    public static let commands = ["get", "header", "status", "list"]
 
     /// What an agent of this version says to a client of another build (of the JSON protocol).
-    static let anotherBuild = AgentDecline.anotherBuild.words
+    public static let anotherBuild = AgentDecline.anotherBuild.words
 
     /// An agent that declined this client's build or protocol version (an
     /// upgrade, a removal, another copy of tokenvault) is stopped, so that it
@@ -29,7 +29,7 @@ enum AgentClient {
     /// /proc: never to a process that merely holds the socket, such as
     /// systemd for a socket unit. Nil when no agent answered.
     @discardableResult
-    static func stopOther(_ settings: Settings) -> StoppedAgent? {
+    public static func stopOther(_ settings: Settings) -> StoppedAgent? {
         guard let fd = AgentSocket.connect(AgentSocket.path(settings), seconds: 5) else { return nil }
         defer { close(fd) }
         let listener = AgentSocket.peerPID(fd)
@@ -49,12 +49,12 @@ enum AgentClient {
 
     /// An agent asked to stop: its pid as it reported it, and whether the
     /// socket is its own (else systemd's, which starts the next agent itself).
-    struct StoppedAgent {
-        var pid: pid_t?
-        var ownsSocket: Bool
+    public struct StoppedAgent {
+        public var pid: pid_t?
+        public var ownsSocket: Bool
 
         /// Waits up to `seconds` for the agent to have left; true once it has.
-        func waitGone(_ seconds: Double) -> Bool {
+        public func waitGone(_ seconds: Double) -> Bool {
             guard let pid else { return false }
             let until = Date().timeIntervalSince1970 + seconds
             while access("/proc/\(pid)", F_OK) == 0 {
@@ -67,7 +67,7 @@ enum AgentClient {
 
     /// `pid` is this user's tokenvault agent: `tokenvault agent …` by its
     /// command line, of this uid.
-    static func isAgentProcess(_ pid: pid_t) -> Bool {
+    public static func isAgentProcess(_ pid: pid_t) -> Bool {
         var st = stat()
         guard stat("/proc/\(pid)", &st) == 0, st.st_uid == getuid(),
             let line = try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline"))
@@ -78,64 +78,58 @@ enum AgentClient {
         return argv.count >= 2 && Posix.basename(argv[0]).hasPrefix("tokenvault") && argv[1] == "agent"
     }
 
+    /// What became of a command offered to the agent (`run`).
+    public enum Offer {
+        /// The agent ran it: what it printed on each stream, and its exit status.
+        case ran(status: Int32, stdout: [UInt8], stderr: [UInt8])
+        /// Run it here; what the offer found is the plan's for the rest of
+        /// the run, and `said` the line `--verbose` prints about it.
+        case direct(Plan.AgentFinding, said: String?)
+    }
+
     /// Has the agent run `args` when it is one of `commands` and an agent of
-    /// this scope answers: its output printed, its exit status returned. Nil:
-    /// run it here. No JSON and no argument parsing on this side: a `get`
-    /// costs little more than starting the process.
-    static func run(_ args: [String]) -> Int32? {
+    /// this scope answers; `terminal`: this process's stdout is a terminal
+    /// that many columns wide (0: it does not say), nil: it is not one. No
+    /// JSON and no argument parsing on this side: a `get` costs little more
+    /// than starting the process.
+    public static func run(_ args: [String], terminal: Int?) -> Offer {
         guard let first = args.first, commands.contains(first), !AgentCommandRequest.readsStandardInput(args) else {
-            return nil
+            return .direct(Plan.AgentFinding(), said: nil)
         }
         let sources = EnvironmentVariable.passphraseSources
         let settings = Settings.reading(EnvironmentVariable.sentToAgent + sources)
-        guard present(settings) else {
-            if settings.agentAllowed { unanswered = true }
-            return nil
+        guard Plan(settings: settings).agentAnswers else {
+            return .direct(Plan.AgentFinding(unanswered: settings.agentAllowed), said: nil)
         }
         guard let fd = AgentSocket.connect(AgentSocket.path(settings), seconds: defaultTimeout) else {
-            unanswered = true  // a socket left by an agent that is gone
-            return nil
+            return .direct(Plan.AgentFinding(unanswered: true), said: nil)  // a socket left by an agent that is gone
         }
         defer { close(fd) }
         var environment = settings.environment
         for v in sources { environment[v.name] = nil }
         // A terminal on stdin is a passphrase source too: the prompt (docs/reference.md).
-        let stdout = Terminal.ownStdout
         let request = AgentCommandRequest(
             arguments: args, environment: environment,
             hasPassphraseSource: sources.contains { settings[$0] != nil } || isatty(0) == 1,
-            terminal: stdout.isTerminal ? stdout.columns ?? 0 : nil, child: clientContext)
+            terminal: terminal, child: clientContext)
         let reply =
             AgentSocket.sendFrame(fd, request.bytes)
             ? AgentSocket.receiveFrame(fd).flatMap(AgentCommandReply.init) : nil
-        guard case .ran(let status, let out, let err)? = reply else {
-            declined = true  // the command runs here, and does not ask again
-            if case .declined(let why)? = reply, why.isOtherBuild, let stopped = stopOther(settings) {
-                // An agent of this build is started, unless systemd owns the socket and starts it.
-                replaced = stopped.ownsSocket
-            } else if case .declined(.sessionGone)? = reply {
-                replaced = true  // it leaves by itself
-            }
-            // `--verbose` says why (docs/agent.md, "Falling back").
-            if args.contains("--verbose") {
-                let why = if case .declined(let why)? = reply { why.words } else { "it did not answer" }
-                Posix.write(2, "tokenvault: the agent did not run this command (\(why)); running it here\n")
-            }
-            return nil
+        if case .ran(let status, let out, let err)? = reply { return .ran(status: status, stdout: out, stderr: err) }
+        // The command runs here, and does not ask again.
+        var finding = Plan.AgentFinding(declined: true)
+        if case .declined(let why)? = reply, why.isOtherBuild, let stopped = stopOther(settings) {
+            // An agent of this build is started, unless systemd owns the socket and starts it.
+            finding.replaced = stopped.ownsSocket
+        } else if case .declined(.sessionGone)? = reply {
+            finding.replaced = true  // it leaves by itself
         }
-        Posix.write(1, out)
-        Posix.write(2, err)
-        return status
+        // `--verbose` says why (docs/agent.md, "Falling back").
+        let why = if case .declined(let why)? = reply { why.words } else { "it did not answer" }
+        return .direct(
+            finding,
+            said: args.contains("--verbose") ? "the agent did not run this command (\(why)); running it here" : nil)
     }
-
-    /// The agent did not run this process's command: nothing more is asked of it.
-    /// Set once, on the main thread, before anything else runs (a command's one process).
-    nonisolated(unsafe) private static var declined = false
-    /// No agent listened for this command (no socket, or one left by an agent
-    /// that is gone). Set, like `declined`, on the main thread of a command's one process.
-    nonisolated(unsafe) private static var unanswered = false
-    /// The agent that answered was of another build, and was stopped (set like `declined`).
-    nonisolated(unsafe) private static var replaced = false
 
     /// After a command the agent could have answered, when none listened:
     /// starts one in the background for the commands after it (docs/agent.md,
@@ -144,14 +138,16 @@ enum AgentClient {
     /// passphrase source (it answers from the key this command cached, or
     /// declines); one agent per runtime directory, however many start it
     /// (its lock decides). It stops after `agent_idle` seconds without a request.
-    static func startOnFirstUse(_ args: [String], settings: Settings) {
-        guard (unanswered && !declined) || replaced, let first = args.first, commands.contains(first) else { return }
+    public static func startOnFirstUse(_ args: [String], plan: Plan) {
+        let (found, settings) = (plan.agentFinding, plan.settings)
+        guard (found.unanswered && !found.declined) || found.replaced, let first = args.first, commands.contains(first)
+        else { return }
         guard settings.agentStartsOnUse, let config = try? Config.load(settings), config.startsAgent else { return }
         // The agent stopped for another build leaves once its work is done: a moment.
-        var free = AgentServer.lockFree(settings)
-        for _ in 0..<(replaced ? 40 : 0) where !free {
+        var free = AgentSocket.lockFree(settings)
+        for _ in 0..<(found.replaced ? 40 : 0) where !free {
             Posix.sleep(0.05)
-            free = AgentServer.lockFree(settings)
+            free = AgentSocket.lockFree(settings)
         }
         guard free, let me = realpath("/proc/self/exe", nil) else { return }
         defer { Glibc.free(me) }
@@ -161,26 +157,20 @@ enum AgentClient {
             env: ChildEnvironment.forAgent(settings.environment), path: String(cString: me))
     }
 
-    /// An agent's socket is there to try (cheap: one lstat). Asked once per
-    /// command: once `run` found none answering, or was declined, the answer
-    /// stands for the rest of the command (the read-ahead and the context ask it again).
-    static func present(_ settings: Settings) -> Bool {
-        guard settings.agentAllowed, !declined, !unanswered else { return false }
-        var st = stat()
-        return lstat(AgentSocket.path(settings), &st) == 0 && st.st_mode & S_IFMT == S_IFSOCK
-    }
-
     /// This process as a command the agent runs for it sees it: its whole
     /// environment and its working directory (docs/agent.md).
-    static var clientContext: ChildContext {
+    public static var clientContext: ChildContext {
         ChildContext(environment: ProcessInfo.processInfo.environment, directory: ChildContext.currentDirectory)
     }
 
     /// The agent's answer to `request` (an object; version and scope are
-    /// added): its `ok` value, or its failure thrown. Nil: go direct.
-    static func ask(_ op: String, _ fields: [String: JSONValue], settings: Settings, seconds: Int) throws -> JSONValue?
-    {
-        guard present(settings), let fd = AgentSocket.connect(AgentSocket.path(settings), seconds: seconds) else {
+    /// added): its `ok` value, or its failure thrown; what it printed on
+    /// stderr goes to `notices`. Nil: go direct.
+    public static func ask(
+        _ op: String, _ fields: [String: JSONValue], plan: Plan, seconds: Int, notices: Notices
+    ) throws -> JSONValue? {
+        let settings = plan.settings
+        guard plan.agentAnswers, let fd = AgentSocket.connect(AgentSocket.path(settings), seconds: seconds) else {
             return nil
         }
         defer { close(fd) }
@@ -207,11 +197,11 @@ enum AgentClient {
             {
                 return nil
             }
-            Output.stderr(answer["stderr"]?.string ?? "")
+            notices.passOn(answer["stderr"]?.string ?? "")
             throw failure
         }
         guard let ok = answer["ok"] else { return nil }
-        Output.stderr(answer["stderr"]?.string ?? "")
+        notices.passOn(answer["stderr"]?.string ?? "")
         return ok
     }
 
@@ -220,7 +210,7 @@ enum AgentClient {
     /// confirms, or (another build, no answer) it is asked to stop over its
     /// socket and waited for. Throws when an agent neither confirmed nor
     /// left: it may cache the key again. `lock` has forgotten the key first.
-    static func lock(settings: Settings) throws {
+    public static func lock(settings: Settings) throws {
         let path = AgentSocket.path(settings)
         guard let fd = AgentSocket.connect(path, seconds: 2) else { return }  // none, or a socket left behind
         let request: JSONValue = .object([
@@ -242,14 +232,14 @@ enum AgentClient {
 
     /// A credential from the agent for `op` (`usable` or `stored`), or nil to go direct.
     static func credential(
-        _ op: String, _ id: CredentialID, minValid: Int?, refresh: Bool, force: Bool, settings: Settings,
-        timeout: Int
+        _ op: String, _ id: CredentialID, minValid: Int?, refresh: Bool, force: Bool, plan: Plan, timeout: Int,
+        notices: Notices
     ) throws -> Credential? {
         var fields: [String: JSONValue] = [
             "service": .string(id.service.description), "account": .string(id.account), "refresh": .bool(refresh),
             "force": .bool(force),
         ]
         if let minValid { fields["min_valid"] = .integer(Int64(minValid)) }
-        return try ask(op, fields, settings: settings, seconds: timeout).flatMap(Credential.init(wire:))
+        return try ask(op, fields, plan: plan, seconds: timeout, notices: notices).flatMap(Credential.init(wire:))
     }
 }

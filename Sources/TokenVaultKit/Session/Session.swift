@@ -1,97 +1,88 @@
-import ArgumentParser
 import Dispatch
 import FoundationEssentials
 import Glibc
-import TokenVaultKit
 
-/// A command that runs the one way every command runs (docs/design.md, "Where
-/// each decision lives"): `TokenVaultMain.execute` builds its `Context` once,
-/// from the settings it was given (the process's, or the agent's client's),
-/// and what the stores and the vault noticed on the way is printed once, when
-/// it ends (an error's line comes after it).
-protocol ContextCommand: ParsableCommand {
-    func run(in context: Context) throws
-}
-
-extension ContextCommand {
-    /// Never the way in: a command needs the settings it runs with.
-    func run() throws { throw TokenVaultError.internal("\(Self.self) runs only with a context") }
-
-    /// Runs the command with a context of `settings`; the warnings follow its output.
-    func run(settings: Settings, agent: Context.AgentRequest?) throws {
-        let context = Context(settings: settings, agent: agent)
-        defer { context.flushWarnings() }
-        try run(in: context)
-    }
-}
-
-/// What every command needs, built once per run. The config file and the
-/// backends are opened only when a command asks for them.
-final class Context {
-    let settings: Settings
-    let clock: Clock
+/// What every command needs, built once per run from the settings of a run
+/// or of an agent's request (docs/design.md, "A run: its session and its
+/// plan"). The config file and the backends are opened only when a command
+/// asks for them; what the run decides once is its `plan`.
+public final class Session {
+    public let settings: Settings
+    public let clock: Clock
+    /// What this run decided once: agent, backend, bus, and the work started ahead.
+    public let plan: Plan
+    /// Where what the run notices goes.
+    public let notices: Notices
     private var loadedConfig: Config?
     private var openedStore: CredentialStore?
     private var openedVault: CredentialVault?
     private var printedNotices: [String] = []
     /// False: never prompt on the terminal (kubectl said no one answers;
     /// in the agent, never).
-    var interactive: Bool {
+    public var interactive: Bool {
         get { wantsPrompts && !isAgent }
         set { wantsPrompts = newValue }
     }
     private var wantsPrompts = true
     /// True in the agent itself: its commands never ask an agent.
-    let isAgent: Bool
+    public var isAgent: Bool { plan.isAgent }
 
-    /// In the agent (docs/agent.md): a context for a request it answers, or
+    /// In the agent (docs/agent.md): a session for a request it answers, or
     /// for its own renewals. It never asks an agent, never prompts, and
     /// reports each credential it hands out.
-    struct AgentRequest {
-        let handedOut: (CredentialID, Credential, Context) -> Void
+    public struct AgentRequest {
+        let handedOut: (CredentialID, Credential, Session) -> Void
+
+        public init(handedOut: @escaping (CredentialID, Credential, Session) -> Void) { self.handedOut = handedOut }
     }
     private let agent: AgentRequest?
 
-    /// A context of `settings`: the process's at the entry point, a client's in
-    /// the agent; nothing else is read from the air.
-    init(settings: Settings, agent: AgentRequest? = nil) {
+    /// A session of `settings`: the process's at the entry point, a client's
+    /// in the agent; nothing else is read from the air. `plan`: what the
+    /// entry point decided already (else decided as the run asks).
+    public init(settings: Settings, notices: Notices, plan: Plan? = nil, agent: AgentRequest? = nil) {
         self.settings = settings
+        self.notices = notices
         self.agent = agent
         self.clock = settings.clock
-        isAgent = agent != nil
+        self.plan = plan ?? Plan(settings: settings, isAgent: agent != nil)
     }
 
-    /// Another context of the same settings and agent, with nothing loaded
+    /// Another session of the same settings and agent, with nothing loaded
     /// yet (the bridge takes a fresh one per request, so a config or a
     /// backend changed meanwhile is read again).
-    func fresh() -> Context { Context(settings: settings, agent: agent) }
+    public func fresh() -> Session {
+        Session(
+            settings: settings, notices: notices,
+            plan: Plan(settings: settings, agentFinding: plan.agentFinding, isAgent: plan.isAgent), agent: agent)
+    }
 
     /// The config, loaded once; its warnings (a provider table with a
     /// mistake, which breaks only that provider) are printed when the command
     /// ends, unless the command's own error says the same.
-    var config: Config {
+    public var config: Config {
         get throws {
             if let loadedConfig { return loadedConfig }
-            let c = try Config.load(settings)
+            let c = try plan.loadConfig()
             loadedConfig = c
-            Output.later(c.warnings)
+            notices.later(c.warnings)
             return c
         }
     }
 
-    var providers: ProviderDirectory {
+    public var providers: ProviderDirectory {
         get throws { ProviderDirectory(config: try config) }
     }
 
     /// The checked `header` template of the provider `c` is tied to; nil
     /// without one, and for OAuth 1.0a (each request is signed).
-    func headerTemplate(of c: Credential) throws -> String? {
+    public func headerTemplate(of c: Credential) throws -> String? {
         guard c.type != .oauth1, let name = c.provider else { return nil }
         return try providers.headerTemplate(of: name)
     }
 
     /// Parses a SERVICE argument; the config is read only for a bare provider name.
-    func serviceKey(_ raw: String) throws -> ServiceKey {
+    public func serviceKey(_ raw: String) throws -> ServiceKey {
         // A config file that cannot be read is reported (78), not taken for "no such provider".
         var configError: Error?
         let key = try ServiceKey(parsing: raw) { name in
@@ -114,24 +105,24 @@ final class Context {
         return key
     }
 
-    var backends: Backends {
-        var b = Backends(settings: settings)
+    public var backends: Backends {
+        var b = Backends(settings: settings, plan: plan)
         b.interactive = interactive
         b.config = { try self.config }
         return b
     }
 
     /// The backend and who chose it.
-    var backend: (choice: BackendChoice, chosenBy: Settings.ChosenBy) {
-        get throws { try settings.backend { try self.config } }
+    public var backend: (choice: BackendChoice, chosenBy: Settings.ChosenBy) {
+        get throws { try plan.backend { try self.config } }
     }
 
-    var backendChoice: BackendChoice {
+    public var backendChoice: BackendChoice {
         get throws { try backend.choice }
     }
 
     /// The store the configured backend names.
-    func store() throws -> CredentialStore {
+    public func store() throws -> CredentialStore {
         if let openedStore { return openedStore }
         let s = try backends.open(try backendChoice)
         openedStore = s
@@ -139,7 +130,7 @@ final class Context {
     }
 
     /// Every read and write of credentials goes through this (docs/reference.md).
-    func vault() throws -> CredentialVault {
+    public func vault() throws -> CredentialVault {
         if let openedVault { return openedVault }
         let v = CredentialVault(store: try store(), runtimeDirectory: settings.runtimeDirectory)
         openedVault = v
@@ -148,36 +139,30 @@ final class Context {
 
     /// Prints what the store and the vault noticed on the way, each once:
     /// called when the command ends, and before a result that should follow them.
-    func flushWarnings() {
+    public func flushWarnings() {
         if let openedStore {
             for w in Set(openedStore.warnings).sorted() where !printedNotices.contains(w) {
                 printedNotices.append(w)
-                Output.warning(w)
+                notices.warning(w)
             }
         }
         if let openedVault {
             for n in openedVault.notices where !printedNotices.contains(n) {
                 printedNotices.append(n)
-                Output.notice(n)
+                notices.notice(n)
             }
         }
     }
 
-    /// What the command did (`Output.result`), after what was noticed on the way.
-    func result(_ notice: String, json: Bool, _ object: @autoclosure () -> [String: JSONValue]) {
-        flushWarnings()
-        Output.result(notice, json: json, object())
-    }
-
     /// The stored credential, or exit 3 saying what could not be checked.
-    func locate(_ id: CredentialID) throws -> StoredCredential {
+    public func locate(_ id: CredentialID) throws -> StoredCredential {
         guard let found = try vault().locate(id) else { throw try notFound(id) }
         return found
     }
 
     /// Exit 3, with the next step: a login for a provider's service, the
     /// accounts that exist, or `set` (`NextStep.missing`).
-    func notFound(_ id: CredentialID, deleting: Bool = false) throws -> TokenVaultError {
+    public func notFound(_ id: CredentialID, deleting: Bool = false) throws -> TokenVaultError {
         let stored = (try? vault().listIDs()) ?? []
         let directory = (try? providers) ?? ProviderDirectory(config: Config())
         let next = NextStep.missing(
@@ -197,7 +182,7 @@ final class Context {
     }
 
     /// `min_valid`: the option, else the config, else 60 seconds.
-    func minValid(_ option: Int?) throws -> Int64 {
+    public func minValid(_ option: Int?) throws -> Int64 {
         if let option { return Int64(option) }
         return try config.minValidSeconds
     }
@@ -206,7 +191,7 @@ final class Context {
     /// `issuer` is discovered through the on-disk cache (docs/providers.md).
     /// A resource logged in to by its URL gets its client here: the provider
     /// configured for its issuer, else the registration kept in the backend.
-    func oauth2Provider(_ name: String) throws -> OAuth2Provider {
+    public func oauth2Provider(_ name: String) throws -> OAuth2Provider {
         var c = try config
         var registered = false
         if let table = c.providers[name], c.discoveredProviders.contains(name) {
@@ -233,19 +218,19 @@ final class Context {
         return p
     }
 
-    func discovery() throws -> Discovery {
+    public func discovery() throws -> Discovery {
         Discovery(
             cacheDirectory: Discovery.defaultDirectory(settings),
             transport: CurlTransport(timeout: try httpTimeout, proxies: proxies), now: clock.now,
-            warn: { Output.warning($0) })
+            warn: notices.warning)
     }
 
     /// A provider's grant from its table alone (the hot path of `get`).
-    func grant(of name: String) -> OAuth2Provider.Grant? { (try? providers)?.grant(of: name) }
+    public func grant(of name: String) -> OAuth2Provider.Grant? { (try? providers)?.grant(of: name) }
 
     /// A provider added for this run only (`login --issuer` or `login URL`
     /// before it is kept); `kept`: it stands for a table of providers.toml.
-    func addProvider(_ name: String, _ table: ProviderConfig, kept: Bool = false) throws {
+    public func addProvider(_ name: String, _ table: ProviderConfig, kept: Bool = false) throws {
         var c = try config
         c.providers[name] = table
         if kept { c.discoveredProviders.insert(name) }
@@ -253,35 +238,35 @@ final class Context {
     }
 
     /// Resolves an OAuth 1.0a provider from the presets and the config.
-    func oauth1Provider(_ name: String) throws -> OAuth1Provider {
+    public func oauth1Provider(_ name: String) throws -> OAuth1Provider {
         try OAuth1Provider.resolve(name, config: try config, configPath: settings.configPath)
     }
 
     /// The proxies this run's requests go through (its settings': for the
     /// agent, its client's).
-    var proxies: ProxySettings { ProxySettings(settings: settings) }
+    public var proxies: ProxySettings { ProxySettings(settings: settings) }
 
-    var httpTimeout: Int {
+    public var httpTimeout: Int {
         get throws { try config.httpTimeout }
     }
 
-    func refresher() throws -> Refresher {
+    public func refresher() throws -> Refresher {
         var r = Refresher(
             vault: try vault(), transport: CurlTransport(timeout: try httpTimeout, proxies: proxies), clock: clock,
-            provider: { try self.oauth2Provider($0) }, warn: { Output.warning($0) })
+            provider: { try self.oauth2Provider($0) }, warn: notices.warning)
         r.grant = { self.grant(of: $0) }
         r.events = { event, id, reason in self.events.emit(event, id, reason: reason) }
         return r
     }
 
     /// Where events go: the `[hooks]` commands and a desktop notification (docs/agent.md).
-    var events: EventSink {
+    public var events: EventSink {
         EventSink(settings: settings, hooks: (try? config)?.hooks, runtimeDirectory: settings.runtimeDirectory)
     }
 
     /// After an endpoint of a discovered provider failed on the network, its
     /// document is fetched again by the next run (it may have moved).
-    func forgetDiscovery(after error: Error, provider name: String?) {
+    public func forgetDiscovery(after error: Error, provider name: String?) {
         guard let error = error as? TokenVaultError, case .temporary = error, let name,
             let issuer = (try? providers)?.table(name)?.issuer
         else { return }
@@ -289,7 +274,7 @@ final class Context {
     }
 
     /// The state of a credential now (docs/reference.md), for `status` and `list`.
-    func status(of c: Credential) -> CredentialStatus {
+    public func status(of c: Credential) -> CredentialStatus {
         CredentialStatus(
             of: c, now: clock.now, minValid: (try? minValid(nil)) ?? 60,
             grant: { self.grant(of: $0) })
@@ -297,12 +282,12 @@ final class Context {
 
     /// The credential policy (`CredentialAccess`) on this command's vault,
     /// config and notices; `minValid` is the option, else the config's.
-    func access(minValid option: Int?) throws -> CredentialAccess {
+    public func access(minValid option: Int?) throws -> CredentialAccess {
         var a = CredentialAccess(
             vault: try vault(), clock: clock, refresher: { try self.refresher() },
             minValid: { try self.minValid(option) },
             warnBefore: { (try? self.config.warnBeforeSeconds) ?? Config().warnBeforeSeconds },
-            warn: { Output.warning($0) }, notFound: { try self.notFound($0) })
+            warn: notices.warning, notFound: { try self.notFound($0) })
         a.events = { event, id, reason in self.events.emit(event, id, reason: reason) }
         a.failed = { error, c in self.forgetDiscovery(after: error, provider: c.provider) }
         return a
@@ -310,7 +295,7 @@ final class Context {
 
     /// The credential whose access token a command hands out
     /// (`CredentialAccess.usable`): from the agent when one answers.
-    func usable(
+    public func usable(
         _ id: CredentialID, minValid option: Int?, refresh: Bool = true, force: Bool = false
     ) throws -> Credential {
         if let c = try fromAgent("usable", id, minValid: option, refresh: refresh, force: force) { return c }
@@ -321,7 +306,7 @@ final class Context {
 
     /// The record stored under `id` as it is (no renewal), or nil: through the
     /// agent when one answers, else from the backend.
-    func load(_ id: CredentialID) throws -> Credential? {
+    public func load(_ id: CredentialID) throws -> Credential? {
         do {
             if let c = try fromAgent("stored", id, minValid: nil, refresh: false, force: false) { return c }
         } catch TokenVaultError.notFound {
@@ -335,16 +320,16 @@ final class Context {
     private func fromAgent(
         _ op: String, _ id: CredentialID, minValid: Int?, refresh: Bool, force: Bool
     ) throws -> Credential? {
-        guard !isAgent, openedStore == nil else { return nil }
+        guard !isAgent, openedStore == nil, plan.agentAnswers else { return nil }
         // No config read here: the agent reads it (min_valid, the timeout of a renewal).
         let timeout = loadedConfig.map { $0.httpTimeout + 10 } ?? AgentClient.defaultTimeout
         return try AgentClient.credential(
-            op, id, minValid: minValid, refresh: refresh, force: force, settings: settings, timeout: timeout)
+            op, id, minValid: minValid, refresh: refresh, force: force, plan: plan, timeout: timeout, notices: notices)
     }
 
     /// The stored record as it is, for `get --format json` and `--field`
     /// (`CredentialAccess.stored`): from the agent when one answers.
-    func stored(_ id: CredentialID, minValid option: Int?, refresh: Bool) throws -> Credential {
+    public func stored(_ id: CredentialID, minValid option: Int?, refresh: Bool) throws -> Credential {
         if let c = try fromAgent("stored", id, minValid: option, refresh: refresh, force: false) { return c }
         let c = try access(minValid: option).stored(id, refresh: refresh)
         agent?.handedOut(id, c, self)

@@ -1,0 +1,139 @@
+import Dispatch
+import Glibc
+
+/// What one run decides once, before its command needs it (docs/design.md,
+/// "A run: its session and its plan"): whether an agent answers it, which
+/// backend and who chose it, whether there is a session bus to ask. Every
+/// part of the run that needs one of these asks the plan, never the air
+/// again. The work a `get` starts ahead of need (the Secret Service head
+/// start, the config and the file vault read ahead) is made here and passed
+/// to what uses it, taken once.
+///
+/// Each answer is kept as first given, whichever thread asked; what is made
+/// ahead is finished on another thread and waited for by its taker.
+public final class Plan: @unchecked Sendable {
+    public let settings: Settings
+
+    /// What the entry point found when it offered its command to the agent
+    /// (`AgentClient.run`), for the rest of the run.
+    public struct AgentFinding: Sendable, Equatable {
+        /// No agent listened (no socket, or one left by an agent that is gone).
+        public var unanswered = false
+        /// One answered and did not run the command: nothing more is asked of it.
+        public var declined = false
+        /// The one that answered was of another build and was stopped: this
+        /// run starts one of its own (unless systemd owns the socket).
+        public var replaced = false
+
+        public init(unanswered: Bool = false, declined: Bool = false, replaced: Bool = false) {
+            self.unanswered = unanswered
+            self.declined = declined
+            self.replaced = replaced
+        }
+    }
+
+    public let agentFinding: AgentFinding
+    /// This run is the agent's own (a client's request, or its renewals): it never asks an agent.
+    public let isAgent: Bool
+
+    public init(settings: Settings, agentFinding: AgentFinding = AgentFinding(), isAgent: Bool = false) {
+        self.settings = settings
+        self.agentFinding = agentFinding
+        self.isAgent = isAgent
+    }
+
+    // MARK: The agent
+
+    /// The answers so far.
+    private struct Answers {
+        var agent: Bool?
+        var backend: Result<(choice: BackendChoice, chosenBy: Settings.ChosenBy), Error>?
+        var missingBus: String??
+    }
+    private let answers = Locked(Answers())
+
+    /// An agent's socket is there to try (one lstat, the first time it is
+    /// asked): not in the agent itself, not with `TOKENVAULT_AGENT=off`, and
+    /// not once the entry point found none answering or was declined.
+    public var agentAnswers: Bool {
+        if let known = answers.withLock({ $0.agent }) { return known }
+        var present = false
+        if !isAgent, settings.agentAllowed, !agentFinding.declined, !agentFinding.unanswered {
+            var st = stat()
+            present = lstat(AgentSocket.path(settings), &st) == 0 && st.st_mode & S_IFMT == S_IFSOCK
+        }
+        return answers.withLock { a in
+            if a.agent == nil { a.agent = present }
+            return a.agent!
+        }
+    }
+
+    // MARK: The backend and the bus
+
+    /// The backend and who chose it: `TOKENVAULT_BACKEND`, else the config's
+    /// `backend`, else auto. Decided the first time it is asked (a config
+    /// that cannot be read is that time's error, and every later one's).
+    public func backend(config: () throws -> Config) throws -> (choice: BackendChoice, chosenBy: Settings.ChosenBy) {
+        if let known = answers.withLock({ $0.backend }) { return try known.get() }
+        let decided = Result { try settings.backend(config: config) }
+        return try answers.withLock { a in
+            if a.backend == nil { a.backend = decided }
+            return a.backend!
+        }.get()
+    }
+
+    /// Why there is no session bus to ask, or nil when there is one.
+    public var missingBus: String? {
+        if let known = answers.withLock({ $0.missingBus }) { return known }
+        let missing = SecretServiceStore.missingBus(settings)
+        return answers.withLock { a in
+            if a.missingBus == nil { a.missingBus = .some(missing) }
+            return a.missingBus!
+        }
+    }
+
+    // MARK: Made ahead
+
+    // Set by `startAhead` on the main thread before the command opens anything; read after.
+    /// The config being read ahead, for the run's first load of it.
+    private(set) var configAhead: Ahead<Result<Config, Error>>?
+    /// The file vault being opened ahead, for the store's first read of it.
+    private(set) var vaultAhead: Ahead<VaultAhead.Opened>?
+    /// The Secret Service being readied, for the store's first call.
+    private(set) var secretServiceAhead: SecretServiceHeadStart?
+
+    /// The `get` hot path (docs/benchmarks.md): while the command line is
+    /// parsed, the Secret Service is readied -- or, when it will not be
+    /// asked, the config read and the file vault opened. Nothing when an
+    /// agent answers (it holds all of that already). Call once, on the main
+    /// thread, before the command opens anything.
+    public func startAhead() {
+        guard !agentAnswers, configAhead == nil, secretServiceAhead == nil else { return }
+        if let started = SecretServiceHeadStart.start(settings, missingBus: missingBus) {
+            secretServiceAhead = started
+            return
+        }
+        let config = Ahead<Result<Config, Error>>(path: settings.configPath)
+        let vault = Ahead<VaultAhead.Opened>(path: settings.vaultPath)
+        configAhead = config
+        vaultAhead = vault
+        let (settings, missingBus) = (self.settings, self.missingBus)
+        Posix.spawnThread(stackSize: 1 << 22, beside: true) {
+            vault.finish(FileStore.openAhead(settings, missingBus: missingBus))
+            config.finish(Result { try Config.loadNow(settings) })
+        }
+    }
+
+    /// Drops, and wipes, what was made ahead and not taken (a command that
+    /// failed first): the next run reads the files as they are then.
+    public func forgetAhead() {
+        _ = configAhead?.take()
+        vaultAhead?.take()?.plain.wipe()
+    }
+
+    /// The config as its first load takes it: what was read ahead, else read now.
+    public func loadConfig() throws -> Config {
+        if let ahead = configAhead?.take() { return try Config.load(settings, readAhead: ahead) }
+        return try Config.load(settings)
+    }
+}
