@@ -26,11 +26,11 @@ enum Output {
     }
 
     static func notice(_ line: String) {
-        stderr("tokenvault: \(line)\n")
+        stderr(Notices.noticeLine(line))
     }
 
     static func warning(_ line: String) {
-        stderr("tokenvault: warning: \(line)\n")
+        stderr(Notices.warningLine(line))
     }
 
     /// What one of the agent's requests prints on stdout and stderr, and the

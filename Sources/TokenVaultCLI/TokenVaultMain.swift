@@ -72,6 +72,23 @@ public enum TokenVaultMain {
         }
     }
 
+    /// What the agent hands a client's command to (docs/agent.md): run as
+    /// the client would have run it, its output captured on this thread as
+    /// its client's stdout would take it; nil when the client must run it
+    /// itself (help and version text, a vault only the client can open).
+    static let agentRunner: AgentServer.CommandRunner = { request, plan, handedOut in
+        let stdout = Terminal.Stdout(
+            isTerminal: request.terminal != nil, columns: request.terminal.flatMap { $0 > 0 ? $0 : nil })
+        let (result, out, err) = Output.capturing(stdout: stdout) {
+            execute(request.arguments, plan: plan, agent: handedOut) { error in
+                if case TokenVaultError.permission = error { return request.hasPassphraseSource }
+                return isHelpText(error)
+            }
+        }
+        guard case .success(let status?) = result else { return nil }
+        return .ran(status: status, stdout: Array(out.utf8), stderr: Array(err.utf8))
+    }
+
     /// In the agent, the commands parsed so far: the same arguments parse to
     /// the same command, so a `get` asked in a loop is parsed once.
     private static let parsed = Locked<[[String]: ParsableCommand]>([:])

@@ -12,8 +12,8 @@ final class MCPBridgeEraTests: XCTestCase {
     final class Host: MCPBridgeHost, @unchecked Sendable {
         let said = Locked<[String]>([])
         var key: DPoPKey?
-        func token() throws -> BridgeToken { BridgeToken("tok", key: key) }
-        func renewed(after rejected: BridgeToken) throws -> BridgeToken { BridgeToken("tok", key: key) }
+        func token() throws -> PresentedToken { PresentedToken("tok", key: key) }
+        func renewed(after rejected: PresentedToken) throws -> PresentedToken { PresentedToken("tok", key: key) }
         func stepUp(_ scopes: [String]) throws -> Bool { false }
         func say(_ line: String) { said.withLock { $0.append(line) } }
     }
@@ -336,12 +336,12 @@ final class MCPBridgeEraTests: XCTestCase {
             /// the next moment the host holds no credential (another thread's
             /// renewal failed). Nothing the bridge sends may depend on it.
             let held = Locked<DPoPKey?>(nil)
-            func token() throws -> BridgeToken {
+            func token() throws -> PresentedToken {
                 let key = try DPoPKey(pem: SecureBytes(Array(DPoPKeyTests.pem.utf8)))
                 held.withLock { $0 = nil }
-                return BridgeToken("tok", key: key)
+                return PresentedToken("tok", key: key)
             }
-            func renewed(after rejected: BridgeToken) throws -> BridgeToken { rejected }
+            func renewed(after rejected: PresentedToken) throws -> PresentedToken { rejected }
             func stepUp(_ scopes: [String]) throws -> Bool { false }
             func say(_ line: String) {}
         }

@@ -31,8 +31,8 @@ final class ServerInputTests: XCTestCase {
     }
 
     final class NoHost: MCPBridgeHost, @unchecked Sendable {
-        func token() throws -> BridgeToken { BridgeToken("t") }
-        func renewed(after rejected: BridgeToken) throws -> BridgeToken { BridgeToken("t") }
+        func token() throws -> PresentedToken { PresentedToken("t") }
+        func renewed(after rejected: PresentedToken) throws -> PresentedToken { PresentedToken("t") }
         func stepUp(_ scopes: [String]) throws -> Bool { false }
         func say(_ line: String) {}
     }

@@ -36,7 +36,9 @@ extension TokenVault {
 
             func run(in context: Session) throws {
                 let settings = context.settings
-                let server = AgentServer(settings: settings, startedOnUse: startedOnUse)
+                let server = AgentServer(
+                    settings: settings, startedOnUse: startedOnUse, notices: .output,
+                    runCommand: TokenVaultMain.agentRunner)
                 // Its socket looked at anew each time (a plan of its own): the agent comes while this waits.
                 let ask = {
                     try AgentClient.ask("status", [:], plan: Plan(settings: settings), seconds: 2, notices: .output)

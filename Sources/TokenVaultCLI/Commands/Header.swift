@@ -57,7 +57,7 @@ extension TokenVault {
                 if let nonce, nonce.isEmpty || !nonce.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) {
                     throw TokenVaultError.usage("--nonce must be the DPoP-Nonce the resource sent: visible ASCII")
                 }
-                let token = BridgeToken(c.accessToken, key: try DPoPKey(pem: SecureBytes(Array(key.utf8))))
+                let token = PresentedToken(c.accessToken, key: try DPoPKey(pem: SecureBytes(Array(key.utf8))))
                 let lines = try token.authorization(
                     method: method.uppercased(), url: url, nonce: nonce, now: context.clock.now)
                 Output.value(lines.joined(separator: "\n"))

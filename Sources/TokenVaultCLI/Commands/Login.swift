@@ -235,7 +235,7 @@ extension TokenVault {
                 credential = try login.paste(id: id, scopes: wanted) { Swift.readLine() }
             case .browser:
                 credential = try login.loopback(id: id, scopes: wanted, port: port, timeout: Double(timeout)) { url in
-                    Browser.open(url, settings: context.settings)
+                    Browser.open(url, settings: context.settings, notices: context.notices)
                 }
             }
             credential = login.withUserInfo(credential)

@@ -31,7 +31,7 @@ extension TokenVault.Login {
             pin
             ? try login.pin(id: id) { Swift.readLine() }
             : try login.loopback(id: id, port: port, timeout: Double(timeout)) {
-                Browser.open($0, settings: context.settings)
+                Browser.open($0, settings: context.settings, notices: context.notices)
             }
         try store(credential, provider: p.name, context: context)
         announce(credential, provider: p.name, context: context)

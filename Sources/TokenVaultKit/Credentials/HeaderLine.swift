@@ -28,6 +28,6 @@ public enum HeaderLine {
                     "print the pair with: tokenvault header \(ShellWord.word(c.service.description)) --method GET --url URL"
             )
         }
-        return BridgeToken(c.accessToken).header
+        return PresentedToken(c.accessToken).header
     }
 }

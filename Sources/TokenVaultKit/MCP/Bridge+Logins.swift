@@ -16,10 +16,10 @@ extension MCPBridge {
     /// once, then logs in once; a 403 for scopes logs in for them once per
     /// bridge), or nil when the message's error was written.
     func retry(
-        after response: HTTPResponse, token: BridgeToken, attempt: inout Attempt, request: JSONValue?,
+        after response: HTTPResponse, token: PresentedToken, attempt: inout Attempt, request: JSONValue?,
         errorBody: [UInt8],
         exchange: any MCPExchange
-    ) -> BridgeToken? {
+    ) -> PresentedToken? {
         // A resource that wants its nonce in the proof (RFC 9449 §9): the same token, once more.
         if DPoPNonces.asksForNonce(response), !attempt.nonced, token.key != nil,
             DPoPNonces.kept(from: response, origin: origin) != nil
@@ -59,7 +59,7 @@ extension MCPBridge {
     /// the resource may name another authorization server now. A login where
     /// one can run, at most one per bridge, and the token to send again; else
     /// the error (nil).
-    func logInAgain(_ request: JSONValue?) -> BridgeToken? {
+    func logInAgain(_ request: JSONValue?) -> PresentedToken? {
         let refused =
             "\(shown) refuses the renewed token (HTTP 401); log in again: tokenvault login \(ShellWord.word(url))"
         guard state.once(\.loggedInAgain) else {
@@ -73,7 +73,7 @@ extension MCPBridge {
     /// could run (`otherwise` is the message's error) or it failed (its error).
     private func login(
         _ scopes: [String], request: JSONValue?, code: ErrorCode, otherwise: String
-    ) -> BridgeToken? {
+    ) -> PresentedToken? {
         do {
             guard try host.stepUp(scopes) else {
                 fail(request, otherwise, code: code)
@@ -102,7 +102,7 @@ extension MCPBridge {
 
     /// A 403: with `insufficient_scope`, a login for more scopes where one
     /// can run, and the token to send again; else the error (nil).
-    func stepUp(_ response: HTTPResponse, request: JSONValue?) -> BridgeToken? {
+    func stepUp(_ response: HTTPResponse, request: JSONValue?) -> PresentedToken? {
         let challenge = response.header("WWW-Authenticate").flatMap(AuthChallenge.tokenChallenge)
         guard challenge?.parameters["error"] == "insufficient_scope" else {
             fail(request, "\(shown) refused the request (HTTP 403)", code: .authorization)

@@ -16,7 +16,7 @@ extension MCPBridge {
     /// `DPoP TOKEN` and a fresh proof of this request, with the server's
     /// latest nonce (docs/adapters.md, "MCP servers"). A bound token is never
     /// sent as Bearer.
-    func authorization(token: BridgeToken, method: String) -> [String] {
+    func authorization(token: PresentedToken, method: String) -> [String] {
         let now = Int64(Date().timeIntervalSince1970)
         // A proof that cannot be made leaves the request without one: the server refuses it, and says why.
         return (try? token.authorization(method: method, url: url, nonce: DPoPNonces.latest(origin), now: now))
@@ -24,7 +24,7 @@ extension MCPBridge {
     }
 
     /// A POST of one message, with the headers its era adds (`MCPExchange`).
-    func post(_ body: [UInt8], token: BridgeToken, eraHeaders: [String]) -> HTTPRequest {
+    func post(_ body: [UInt8], token: PresentedToken, eraHeaders: [String]) -> HTTPRequest {
         HTTPRequest(
             url: url,
             headers: authorization(token: token, method: "POST") + eraHeaders + [
@@ -33,7 +33,7 @@ extension MCPBridge {
     }
 
     /// A GET (or DELETE) of the handshake era's session.
-    func get(token: BridgeToken, method: String = "GET") -> HTTPRequest {
+    func get(token: PresentedToken, method: String = "GET") -> HTTPRequest {
         HTTPRequest(
             method: method, url: url,
             headers: authorization(token: token, method: method) + sessionHeaders() + ["Accept: text/event-stream"])

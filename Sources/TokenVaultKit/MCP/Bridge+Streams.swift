@@ -7,7 +7,7 @@ import Glibc
 extension MCPBridge {
     /// Picks an answer up again after its stream broke: a GET with
     /// `Last-Event-ID`, up to three times. True when the answer came.
-    func resume(after lastID: String, request: JSONValue?, token: BridgeToken) -> Bool {
+    func resume(after lastID: String, request: JSONValue?, token: PresentedToken) -> Bool {
         var last = lastID
         for _ in 0..<3 {
             var x = Transfer()

@@ -2,43 +2,13 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 
-/// What the bridge asks of the command that runs it: the vault's token,
-/// its renewal, a login, and a line on stderr.
-/// One token as the bridge sends it, taken whole from one credential
-/// (docs/adapters.md, "MCP servers"): a DPoP-bound token travels with its key
-/// through every request path (a message, a tool listing, a resumed or
-/// listening stream, the end of the session), so it is never sent with the
-/// scheme of another credential; one whose key cannot be read is not sent.
-public struct BridgeToken: Sendable {
-    public var value: String
-    /// The key it is bound to (DPoP); nil for a bearer token.
-    public var key: DPoPKey?
-
-    public init(_ value: String, key: DPoPKey? = nil) {
-        self.value = value
-        self.key = key
-    }
-
-    /// What authorizes one request with it (docs/security.md,
-    /// "Sender-constrained tokens"): `Authorization: Bearer TOKEN`; for a
-    /// DPoP-bound token, `Authorization: DPoP TOKEN` and a fresh proof of this
-    /// request (`method`, `url`, the server's latest `nonce`). A bound token is
-    /// never sent as Bearer. The one place the header is worded for `header`,
-    /// the bridge and a login's userinfo.
-    public func authorization(method: String, url: String, nonce: String? = nil, now: Int64) throws -> [String] {
-        guard let key else { return [header] }
-        return [header, "DPoP: \(try key.proof(method: method, url: url, accessToken: value, nonce: nonce, now: now))"]
-    }
-
-    /// The `Authorization` line alone, in the token's scheme.
-    public var header: String { "Authorization: \(key == nil ? "Bearer" : "DPoP") \(value)" }
-}
-
+/// What the bridge asks of the credential it sends (`BridgeCredential`, or
+/// a test's double): the vault's token, its renewal, a login, and a line on stderr.
 public protocol MCPBridgeHost: AnyObject, Sendable {
     /// The token to send now, renewed first when it is about to expire.
-    func token() throws -> BridgeToken
+    func token() throws -> PresentedToken
     /// After the server refused `rejected` (401): a renewed token.
-    func renewed(after rejected: BridgeToken) throws -> BridgeToken
+    func renewed(after rejected: PresentedToken) throws -> PresentedToken
     /// The server asked for `scopes` (403 insufficient_scope), or refused a
     /// renewed token (401; no scopes: the login asks for what it held): true
     /// once a login finished; false when nobody can answer a login here, or
@@ -234,7 +204,7 @@ public final class MCPBridge: @unchecked Sendable {
                 listings.withLock { _ = $0.removeValue(forKey: request) }  // a listing left unanswered
             }
         }
-        var token: BridgeToken
+        var token: PresentedToken
         do { token = try host.token() } catch { return fail(request, error, code: .authorization) }
         guard let eraHeaders = exchange.headers(for: message, request: request, token: token, cancel: cancel, on: self)
         else { return }
@@ -281,7 +251,7 @@ public final class MCPBridge: @unchecked Sendable {
     /// `holding`, with the events it held back); an answer cut short is picked up again
     /// where its events had ids, else its error.
     private func finish(
-        _ x: inout Transfer, _ response: HTTPResponse, request: JSONValue?, holding: Bool, token: BridgeToken
+        _ x: inout Transfer, _ response: HTTPResponse, request: JSONValue?, holding: Bool, token: PresentedToken
     ) {
         if holding, !x.answered {
             if !x.jsonBody.isEmpty { x.held.append(String(decoding: x.jsonBody, as: UTF8.self)) }

@@ -13,7 +13,7 @@ protocol MCPExchange: Sendable {
     /// authorization; nil when it cannot be sent (its error written) or was
     /// cancelled meanwhile.
     func headers(
-        for message: JSONValue, request: JSONValue?, token: BridgeToken, cancel: Cancellation?, on bridge: MCPBridge
+        for message: JSONValue, request: JSONValue?, token: PresentedToken, cancel: Cancellation?, on bridge: MCPBridge
     ) -> [String]?
     /// True when the events before the message's answer are held until the
     /// answer comes, and the next message waits for it.
@@ -37,7 +37,7 @@ struct HandshakeExchange: MCPExchange {
     func admit(_ message: JSONValue, request: JSONValue?, to bridge: MCPBridge) -> Bool { true }
 
     func headers(
-        for message: JSONValue, request: JSONValue?, token: BridgeToken, cancel: Cancellation?, on bridge: MCPBridge
+        for message: JSONValue, request: JSONValue?, token: PresentedToken, cancel: Cancellation?, on bridge: MCPBridge
     ) -> [String]? {
         bridge.sessionHeaders()
     }

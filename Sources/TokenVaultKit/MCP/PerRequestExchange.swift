@@ -32,7 +32,7 @@ struct PerRequestExchange: MCPExchange {
     /// The message's routing headers (a call of a tool no listing showed
     /// lists the tools first).
     func headers(
-        for message: JSONValue, request: JSONValue?, token: BridgeToken, cancel: Cancellation?, on bridge: MCPBridge
+        for message: JSONValue, request: JSONValue?, token: PresentedToken, cancel: Cancellation?, on bridge: MCPBridge
     ) -> [String]? {
         if message["method"]?.string == "tools/call", let name = message["params"]?["name"]?.string {
             bridge.listToolsOnce(unless: name, like: message, version: version, token: token, cancel: cancel)
@@ -87,7 +87,7 @@ extension MCPBridge {
     /// listing stops with the call: a cancelled call sends no more pages,
     /// and the page under way is closed.
     func listToolsOnce(
-        unless name: String, like message: JSONValue, version: String, token: BridgeToken, cancel: Cancellation?
+        unless name: String, like message: JSONValue, version: String, token: PresentedToken, cancel: Cancellation?
     ) {
         let first = state.once(\.listedTools)
         guard first, toolMaps.withLock({ $0[name] }) == nil else { return }

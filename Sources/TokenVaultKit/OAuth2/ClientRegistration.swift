@@ -184,7 +184,7 @@ extension ClientRegistration {
         guard
             let r = try? transport.send(
                 HTTPRequest(
-                    method: "GET", url: uri, headers: [BridgeToken(token).header, "Accept: application/json"]))
+                    method: "GET", url: uri, headers: [PresentedToken(token).header, "Accept: application/json"]))
         else { return nil }
         switch r.status {
         case 200..<300: return true
@@ -198,7 +198,7 @@ extension ClientRegistration {
     public func deleteAtServer(transport: HTTPTransport) -> Bool {
         guard let uri = registrationClientURI, let token = registrationAccessToken,
             let r = try? transport.send(
-                HTTPRequest(method: "DELETE", url: uri, headers: [BridgeToken(token).header]))
+                HTTPRequest(method: "DELETE", url: uri, headers: [PresentedToken(token).header]))
         else { return false }
         return (200..<300).contains(r.status) || r.status == 404 || r.status == 401
     }

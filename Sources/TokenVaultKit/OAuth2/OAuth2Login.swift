@@ -346,7 +346,7 @@ public struct OAuth2Login {
         // A client's own grant has no user to ask about.
         guard let base = provider.userinfoURL, !provider.grant.fetchesAgain else { return c }
         var url = base
-        var headers = [BridgeToken(c.accessToken).header, "Accept: application/json"]
+        var headers = [PresentedToken(c.accessToken).header, "Accept: application/json"]
         if base.contains("api.weibo.com/2/users/show.json") {
             // Weibo takes the token and uid as query parameters.
             url += "?" + FormEncoding.encode([("access_token", c.accessToken), ("uid", c.extra["uid"]?.text ?? "")])
@@ -357,7 +357,7 @@ public struct OAuth2Login {
             let r: HTTPResponse
             if let pem = c.dpopKey, let dpop = try? DPoPKey(pem: SecureBytes(Array(pem.utf8))) {
                 var bound = request
-                bound.headers[0] = BridgeToken(c.accessToken, key: dpop).header
+                bound.headers[0] = PresentedToken(c.accessToken, key: dpop).header
                 r = try dpop.send(bound, accessToken: c.accessToken, via: transport, now: clock.now)
             } else {
                 r = try transport.send(request)

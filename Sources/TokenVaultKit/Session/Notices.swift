@@ -25,3 +25,33 @@ public struct Notices: Sendable {
     /// Nothing said anywhere (a run whose notices nobody reads).
     public static let none = Notices(warning: { _ in }, notice: { _ in }, later: { _ in }, passOn: { _ in })
 }
+
+extension Notices {
+    /// How each kind of line reads on stderr.
+    public static func warningLine(_ line: String) -> String { "tokenvault: warning: \(line)\n" }
+    public static func noticeLine(_ line: String) -> String { "tokenvault: \(line)\n" }
+}
+
+/// Notices kept as the text they would have printed on stderr, the
+/// warnings said later at its end (what the agent sends a client with its
+/// answer).
+public final class NoticeBuffer: Sendable {
+    private let said = Locked<(text: String, later: [String])>(("", []))
+
+    public init() {}
+
+    public var notices: Notices {
+        Notices(
+            warning: { line in self.said.withLock { $0.text += Notices.warningLine(line) } },
+            notice: { line in self.said.withLock { $0.text += Notices.noticeLine(line) } },
+            later: { lines in
+                self.said.withLock { s in for l in lines where !s.later.contains(l) { s.later.append(l) } }
+            },
+            passOn: { text in self.said.withLock { $0.text += text } })
+    }
+
+    /// Everything said, the later warnings last.
+    public var text: String {
+        said.withLock { s in s.text + s.later.map(Notices.warningLine).joined() }
+    }
+}

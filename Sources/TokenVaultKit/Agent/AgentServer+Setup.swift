@@ -1,6 +1,5 @@
 import FoundationEssentials
 import Glibc
-import TokenVaultKit
 
 /// Whose requests the agent answers (docs/agent.md): `AgentScope`, with the agent's settings and config.
 extension AgentServer {

@@ -1,20 +1,30 @@
 import Dispatch
 import FoundationEssentials
 import Glibc
-import TokenVaultKit
 
 /// The agent itself (docs/agent.md): one request per connection, each on
 /// a thread of its own and through a fresh `Session` (the config read again
 /// when it changed, the store opened through the process's open libsecret
 /// session and the kernel keyring's cached key), so nothing is answered from
 /// memory. Requests run side by side: each runs with its client's settings,
-/// handed to `TokenVaultMain.execute` and so to its `Session`, and what it
-/// prints is its thread's own (`Output.capturing`); and
+/// a command through the function the command line hands the agent
+/// (`runCommand`: it parses, runs and captures what the command prints on
+/// that thread), a credential through a `Session` whose notices are the
+/// request's own; and
 /// what the agent keeps between requests is in `state`, under its lock,
 /// which no request holds while it works. Only the renewal of one credential
 /// is one at a time, by that credential's renewal lock, as between processes.
-final class AgentServer: @unchecked Sendable {
+public final class AgentServer: @unchecked Sendable {
     let settings: Settings
+    /// Where the agent's own notices go (its log: stderr in the foreground).
+    let notices: Notices
+    /// Runs a client's command as the command line would for the client, in
+    /// a session of `plan` (the client's settings, marked as the agent's own)
+    /// that reports each credential handed out through the `AgentRequest`:
+    /// its exit status and what it printed, or nil when the client must run
+    /// it itself (help text, a vault only the client can open).
+    public typealias CommandRunner = @Sendable (AgentCommandRequest, Plan, Session.AgentRequest) -> AgentCommandReply?
+    let runCommand: CommandRunner
     private let started = Int64(Date().timeIntervalSince1970)
 
     /// What the agent keeps between requests.
@@ -58,11 +68,13 @@ final class AgentServer: @unchecked Sendable {
 
     /// `settings` with the directory it was started in: where its own
     /// relative paths and secret commands are taken from, though it works in /.
-    init(settings: Settings, startedOnUse: Bool = false) {
+    public init(settings: Settings, startedOnUse: Bool = false, notices: Notices, runCommand: @escaping CommandRunner) {
         var settings = settings
         if settings.child.directory == nil { settings.child.directory = ChildContext.currentDirectory }
         self.settings = settings
         self.startedOnUse = startedOnUse
+        self.notices = notices
+        self.runCommand = runCommand
     }
 
     /// The agent's own settings, without its passphrase sources once locked.
@@ -89,7 +101,7 @@ final class AgentServer: @unchecked Sendable {
         if let given { setenv("GLIBC_TUNABLES", given, 1) }
     }
 
-    func serve() throws -> Never {
+    public func serve() throws -> Never {
         Self.wipeWhatIsFreed()
         ProcessHardening.disableCoreDumps()
         SecretServiceStore.keepsItemPaths = true
@@ -216,13 +228,14 @@ final class AgentServer: @unchecked Sendable {
         }
         // `stop`: gone from the socket before it answers; it exits once nothing is in flight.
         if op == "stop" { stopListening() }
-        let (result, _, stderr) = Output.capturing { try self.answer(request) }
+        let said = NoticeBuffer()
+        let result = Result { try self.answer(request, notices: said.notices) }
         switch result {
         case .success(let value): answer["ok"] = value
         case .failure(let error as TokenVaultError): answer["error"] = error.wire
         case .failure(let error): answer["error"] = TokenVaultError.internal(error.errorText).wire
         }
-        answer["stderr"] = .string(stderr)
+        answer["stderr"] = .string(said.text)
         _ = AgentSocket.send(fd, .object(answer))
         if op == "stop" { Posix.spawnThread { self.leave() } }
     }
@@ -258,17 +271,7 @@ final class AgentServer: @unchecked Sendable {
             $0.requests += 1
             $0.lastRequest = Int64(Date().timeIntervalSince1970)
         }
-        let stdout = Terminal.Stdout(
-            isTerminal: request.terminal != nil, columns: request.terminal.flatMap { $0 > 0 ? $0 : nil })
-        let (result, out, err) = Output.capturing(stdout: stdout) {
-            TokenVaultMain.execute(request.arguments, plan: Plan(settings: client, isAgent: true), agent: self.request)
-            { error in
-                if case TokenVaultError.permission = error { return request.hasPassphraseSource }
-                return TokenVaultMain.isHelpText(error)
-            }
-        }
-        guard case .success(let status?) = result else { return .declined(.clientsToRun) }
-        return .ran(status: status, stdout: Array(out.utf8), stderr: Array(err.utf8))
+        return runCommand(request, Plan(settings: client, isAgent: true), self.request) ?? .declined(.clientsToRun)
     }
 
     /// What a context of the agent's does beyond a command's (docs/agent.md):
@@ -288,7 +291,7 @@ final class AgentServer: @unchecked Sendable {
         if sooner { wake.signal() }
     }
 
-    private func answer(_ request: JSONValue) throws -> JSONValue {
+    private func answer(_ request: JSONValue, notices: Notices) throws -> JSONValue {
         switch request["op"]?.string {
         case "status":
             let now = state.withLock { $0 }
@@ -338,7 +341,7 @@ final class AgentServer: @unchecked Sendable {
                 settings = settings.withProxies(of: client)
                 settings.child = ChildContext(environment: client, directory: directory)
             }
-            let context = Session(settings: settings, notices: .output, agent: self.request)
+            let context = Session(settings: settings, notices: notices, agent: self.request)
             defer { context.flushWarnings() }
             let id = CredentialID(service: try ServiceKey(parsing: service), account: account)
             let minValid = request["min_valid"]?.int64.map { Int($0) }

@@ -1,6 +1,5 @@
 import FoundationEssentials
 import Glibc
-import TokenVaultKit
 
 /// How the agent takes connections (docs/agent.md, "The socket, and who is
 /// answered"; "Started by systemd").
@@ -12,7 +11,7 @@ extension AgentServer {
     static let mostPending = 256
 
     /// The socket systemd passed (LISTEN_FDS, LISTEN_PID: fd 3), if any.
-    func activatedSocket() -> Int32? {
+    public func activatedSocket() -> Int32? {
         guard settings[.listenPID] == String(getpid()), settings[.listenFDs] == "1" else { return nil }
         return 3
     }

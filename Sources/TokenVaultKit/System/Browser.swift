@@ -1,14 +1,13 @@
 import Dispatch
 import FoundationEssentials
 import Glibc
-import TokenVaultKit
 
 /// Opens a URL for the user: `$BROWSER` (the URL as its last argument), else xdg-open.
-enum Browser {
+public enum Browser {
     /// Why no browser can open here, or nil when one can: over SSH without a
     /// forwarded display, or with neither `$BROWSER` nor a display, nor a
     /// graphical session reached through the session bus (`DesktopSession`).
-    static func unavailable(_ settings: Settings) -> String? {
+    public static func unavailable(_ settings: Settings) -> String? {
         if settings[.sshConnection] != nil, !settings.desktop { return "an SSH session without a display" }
         if settings[.browser] == nil, !settings.desktop, DesktopSession.way(settings) == nil {
             return
@@ -20,7 +19,7 @@ enum Browser {
     /// Starts the browser; one that cannot start, or exits with a failure
     /// within its first half second, is reported at once (the URL is on the
     /// terminal already), so nobody waits out the login's timeout for nothing.
-    static func open(_ url: String, settings: Settings) {
+    public static func open(_ url: String, settings: Settings, notices: Notices) {
         var environment = ChildEnvironment.scrubbed(settings.environment)
         // No browser or display of its own (an MCP client's bridge): the session's.
         if settings[.browser] == nil, !settings.desktop, settings[.sshConnection] == nil {
@@ -41,7 +40,7 @@ enum Browser {
         }) {
             command = xdg
         } else {
-            Output.notice(
+            notices.notice(
                 "no browser to open (set \(EnvironmentVariable.browser.name), or install xdg-utils): open the URL above yourself"
             )
             return
@@ -56,12 +55,12 @@ enum Browser {
                 ["/bin/sh", "-c", watch, "sh", command, url], env: environment,
                 capture: false, wait: true)
             if status != 0 {
-                Output.warning(
+                notices.warning(
                     "the browser (\(OutsideText.line(command, limit: 80))) failed (exit \(status)\(status == 127 ? ": not found" : "")): open the URL above yourself"
                 )
             }
         } catch {
-            Output.warning("cannot start the browser: \(error.errorText); open the URL above yourself")
+            notices.warning("cannot start the browser: \(error.errorText); open the URL above yourself")
         }
     }
 }

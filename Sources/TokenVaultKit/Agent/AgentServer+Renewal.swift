@@ -1,7 +1,6 @@
 import Dispatch
 import FoundationEssentials
 import Glibc
-import TokenVaultKit
 
 extension AgentServer {
     // MARK: Renewal ahead of need
@@ -30,7 +29,7 @@ extension AgentServer {
         let idle = state.withLock { $0.leaving || $0.schedule.entries.isEmpty }
         if idle { return 300 }
         let own = self.own
-        let context = Session(settings: own, notices: .output, agent: request)
+        let context = Session(settings: own, notices: notices, agent: request)
         defer { context.flushWarnings() }
         let now = context.clock.now
         guard let config = try? context.config, let vault = try? context.vault() else { return 60 }
@@ -61,7 +60,7 @@ extension AgentServer {
 
     /// One renewal ahead of need, on its own thread; the loop looks again when it ends.
     private func renew(_ c: Credential, at started: Int64, policy: AheadOfNeed, settings: Settings) {
-        let context = Session(settings: settings, notices: .output, agent: request)
+        let context = Session(settings: settings, notices: notices, agent: request)
         let outcome: RenewalSchedule.Outcome
         do {
             let (_, asked) = try policy.renew(c, with: try context.refresher())
