@@ -33,40 +33,6 @@ struct CredentialOptions: ParsableArguments {
     }
 }
 
-/// The account a command acts on (docs/providers.md): `--account`, else
-/// `TOKENVAULT_ACCOUNT`, else `default`; with the reason, for `status` and `--verbose`.
-struct AccountChoice {
-    enum Source { case option, environment, standard }
-
-    var name: String
-    var source: Source
-
-    /// The reason, in `status`'s and `--verbose`'s words.
-    var reason: String {
-        switch source {
-        case .option: "--account"
-        case .environment: "from \(EnvironmentVariable.account.name)"
-        case .standard: "the default"
-        }
-    }
-
-    init(option: String?, settings: Settings) throws {
-        let variable = EnvironmentVariable.account.name
-        if let option {
-            (name, source) = (option, .option)
-        } else if let given = settings.account {
-            (name, source) = (given, .environment)
-        } else {
-            (name, source) = (Credential.defaultAccount, .standard)
-        }
-        do {
-            try CredentialID.validateAccount(name)
-        } catch let error as TokenVaultError where option == nil {
-            throw TokenVaultError.usage("\(variable): \(error.errorText)")
-        }
-    }
-}
-
 /// An option whose value is one of a few words (`--format`, `--sasl`,
 /// `--to`): a word it does not know is refused with the closest one and
 /// every valid one, on one line (the parser's own list is cut to its first
