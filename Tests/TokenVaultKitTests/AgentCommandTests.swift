@@ -44,14 +44,36 @@ final class AgentCommandTests: XCTestCase {
             AgentCommandReply.ran(status: 0, stdout: Array("tok\n".utf8), stderr: []),
             .ran(status: 77, stdout: [], stderr: Array("tokenvault: error: locked\n".utf8)),
             .ran(status: 255, stdout: [0, 1, 2], stderr: [3]), .declined(.other("another scope")),
-            .declined(.anotherBuild), .declined(.sessionGone), .declined(.anotherSetup(["bus"])),
-            .declined(.anotherSetup(["TOKENVAULT_CONFIG", "bus", "HOME"])), .declined(.clientsToRun),
+            .declined(.anotherBuild), .declined(.sessionGone), .declined(.clientsToRun), .declined(.anotherVersion),
         ] {
             XCTAssertEqual(AgentCommandReply(bytes: reply.bytes), reply)
         }
+        // Another setup's decline reaches the client as its words (what --verbose shows).
+        for names in [["bus"], ["TOKENVAULT_CONFIG", "bus", "HOME"]] {
+            let words = AgentDecline.anotherSetup(names).words
+            XCTAssertEqual(
+                AgentCommandReply(bytes: AgentCommandReply.declined(.anotherSetup(names)).bytes),
+                .declined(.other(words)))
+            XCTAssertFalse(AgentDecline(words: words).isOtherBuild)
+        }
+        XCTAssertEqual(AgentDecline.anotherSetup(["bus", "HOME"]).words, "another setup: bus and HOME differ")
         XCTAssertNil(AgentCommandReply(bytes: []))
         XCTAssertNil(AgentCommandReply(bytes: Array(#"{"v":1,"refused":"x"}"#.utf8)), "an agent of version 1")
         XCTAssertNil(AgentCommandReply(bytes: [UInt8(ascii: "R"), 0, 0, 0, 0, 9, 1]), "stdout cut short")
+    }
+
+    func testEachFrameIsToldApartOnce() {
+        let command = AgentCommandRequest(arguments: ["get", "x"], environment: [:], hasPassphraseSource: false)
+        guard case .command(let parsed?) = AgentRequestFrame(body: command.bytes) else { return XCTFail("a command") }
+        XCTAssertEqual(parsed.arguments, ["get", "x"])
+        guard case .command(nil) = AgentRequestFrame(body: Array("C2\0b\0\0\0000\0".utf8)) else {
+            return XCTFail("another version's command")
+        }
+        guard case .query(let q?) = AgentRequestFrame(body: Array(#"{"v":3,"op":"status"}"#.utf8)) else {
+            return XCTFail("a JSON request")
+        }
+        XCTAssertEqual(q["op"]?.string, "status")
+        guard case .query(nil) = AgentRequestFrame(body: Array("{not json".utf8)) else { return XCTFail("not JSON") }
     }
 
     func testNoPassphraseSourceIsEverSent() {

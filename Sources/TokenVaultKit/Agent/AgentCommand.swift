@@ -130,20 +130,32 @@ public enum AgentDecline: Equatable, Sendable {
         }
     }
 
+    /// The decline these words name; any other (another setup's, a later
+    /// build's) is `.other`, shown as it came: a client needs only to know
+    /// another build from the rest, and `--verbose` shows the words.
     public init(words: String) {
-        if let known = Self.fixed.first(where: { $0.1 == words }) {
-            self = known.0
-        } else if words.hasPrefix(Self.setupPrefix) {
-            let names = words.dropFirst(Self.setupPrefix.count).split(separator: " ").dropLast()
-                .map { $0.hasSuffix(",") ? String($0.dropLast()) : String($0) }.filter { !$0.isEmpty && $0 != "and" }
-            self = .anotherSetup(names)
-        } else {
-            self = .other(words)
-        }
+        self = Self.fixed.first { $0.1 == words }?.0 ?? .other(words)
     }
 
     /// Another build or protocol version, not another setup: the agent is to be replaced.
     public var isOtherBuild: Bool { self == .anotherBuild || self == .anotherVersion }
+}
+
+/// A request as it arrives (docs/agent.md, "The socket, and who is
+/// answered"): one frame, of one of two kinds, each carrying the protocol's
+/// version. This is the one place that tells them apart (a JSON object
+/// starts with `{`, a command with its tag `C` and the version).
+public enum AgentRequestFrame: Sendable {
+    /// A command to run; nil when it is of another version or not one.
+    case command(AgentCommandRequest?)
+    /// A JSON request (`usable`, `stored`, `status`, `lock`, `stop`); nil when it is not JSON.
+    case query(JSONValue?)
+
+    public init(body: [UInt8]) {
+        self =
+            body.first == UInt8(ascii: "{")
+            ? .query(AgentSocket.json(body)) : .command(AgentCommandRequest(bytes: body))
+    }
 }
 
 /// The agent's answer to a command: what it printed and its exit status, or

@@ -203,11 +203,14 @@ public final class AgentServer: @unchecked Sendable {
             close(fd)
             state.withLock { $0.inFlight -= 1 }
         }
-        guard body.first == UInt8(ascii: "{") else {
-            _ = AgentSocket.sendFrame(fd, run(AgentCommandRequest(bytes: body)).bytes)
+        let request: JSONValue
+        switch AgentRequestFrame(body: body) {
+        case .command(let command):
+            _ = AgentSocket.sendFrame(fd, run(command).bytes)
             return
+        case .query(let query?): request = query
+        case .query(nil): return
         }
-        guard let request = AgentSocket.json(body) else { return }
         var answer: [String: JSONValue] = ["v": .integer(AgentSocket.version)]
         let op = request["op"]?.string
         guard request["v"] == .integer(AgentSocket.version),
