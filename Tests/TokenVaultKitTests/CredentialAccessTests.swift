@@ -31,28 +31,52 @@ final class CredentialAccessTests: XCTestCase {
         grant = "authorization_code"
         """)
 
+    /// The run the policy serves: what it asks of it is counted in `seen`.
+    final class Run: AccessRun {
+        let seen: Seen
+        let build: () -> Refresher
+        let minValidSeconds: Int64
+        let warnBeforeSeconds: Int64
+
+        init(seen: Seen, minValid: Int64, warnBefore: Int64, build: @escaping () -> Refresher) {
+            self.seen = seen
+            self.minValidSeconds = minValid
+            self.warnBeforeSeconds = warnBefore
+            self.build = build
+        }
+
+        func refresher() throws -> Refresher {
+            seen.refreshersBuilt += 1
+            return build()
+        }
+        func minValid(_ option: Int?) throws -> Int64 { option.map(Int64.init) ?? minValidSeconds }
+        var notices: Notices {
+            let seen = self.seen
+            return Notices(
+                warning: { seen.warnings.append($0) }, notice: { _ in }, later: { _ in }, passOn: { _ in })
+        }
+        func notFound(_ id: CredentialID) throws -> TokenVaultError {
+            .notFound(service: id.service.description, account: id.account)
+        }
+        func emit(_ event: Event, _ id: CredentialID, reason: String) { seen.events.append(event) }
+        func renewalFailed(_ error: Error, _ c: Credential) { seen.failures.append("\(error)") }
+    }
+
     func access(
         _ store: MemoryStore, _ t: ScriptedTransport, _ clock: TestClock, _ seen: Seen, minValid: Int64 = 60,
         warnBefore: Int64 = 0
     ) -> CredentialAccess {
         let vault = CredentialVault(store: store, runtimeDirectory: runtime)
         let config = self.config
-        var a = CredentialAccess(
-            vault: vault, clock: clock,
-            refresher: {
-                seen.refreshersBuilt += 1
-                var r = Refresher(
-                    vault: vault, transport: t, clock: clock,
-                    provider: { try OAuth2Provider.resolve($0, config: config, configPath: "c") },
-                    warn: { seen.warnings.append($0) })
-                r.events = { event, _, _ in seen.events.append(event) }
-                return r
-            },
-            minValid: { minValid }, warnBefore: { warnBefore }, warn: { seen.warnings.append($0) },
-            notFound: { TokenVaultError.notFound(service: $0.service.description, account: $0.account) })
-        a.events = { event, _, _ in seen.events.append(event) }
-        a.failed = { error, _ in seen.failures.append("\(error)") }
-        return a
+        let run = Run(seen: seen, minValid: minValid, warnBefore: warnBefore) {
+            var r = Refresher(
+                vault: vault, transport: t, clock: clock,
+                provider: { try OAuth2Provider.resolve($0, config: config, configPath: "c") },
+                warn: { seen.warnings.append($0) })
+            r.events = { event, _, _ in seen.events.append(event) }
+            return r
+        }
+        return CredentialAccess(vault: vault, clock: clock, run: run)
     }
 
     func stored(

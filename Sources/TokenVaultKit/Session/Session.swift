@@ -162,7 +162,9 @@ public final class Session {
 
     /// Exit 3, with the next step: a login for a provider's service, the
     /// accounts that exist, or `set` (`NextStep.missing`).
-    public func notFound(_ id: CredentialID, deleting: Bool = false) throws -> TokenVaultError {
+    public func notFound(_ id: CredentialID) throws -> TokenVaultError { try notFound(id, deleting: false) }
+
+    public func notFound(_ id: CredentialID, deleting: Bool) throws -> TokenVaultError {
         let stored = (try? vault().listIDs()) ?? []
         let directory = (try? providers) ?? ProviderDirectory(config: Config())
         let next = NextStep.missing(
@@ -281,16 +283,9 @@ public final class Session {
     }
 
     /// The credential policy (`CredentialAccess`) on this command's vault,
-    /// config and notices; `minValid` is the option, else the config's.
+    /// for this run; `minValid` is the option, else the config's.
     public func access(minValid option: Int?) throws -> CredentialAccess {
-        var a = CredentialAccess(
-            vault: try vault(), clock: clock, refresher: { try self.refresher() },
-            minValid: { try self.minValid(option) },
-            warnBefore: { (try? self.config.warnBeforeSeconds) ?? Config().warnBeforeSeconds },
-            warn: notices.warning, notFound: { try self.notFound($0) })
-        a.events = { event, id, reason in self.events.emit(event, id, reason: reason) }
-        a.failed = { error, c in self.forgetDiscovery(after: error, provider: c.provider) }
-        return a
+        CredentialAccess(vault: try vault(), clock: clock, run: self, minValid: option)
     }
 
     /// The credential whose access token a command hands out
@@ -334,5 +329,19 @@ public final class Session {
         let c = try access(minValid: option).stored(id, refresh: refresh)
         agent?.handedOut(id, c, self)
         return c
+    }
+}
+
+extension Session: AccessRun {
+    public var warnBeforeSeconds: Int64 { (try? config.warnBeforeSeconds) ?? Config().warnBeforeSeconds }
+
+    public func emit(_ event: Event, _ id: CredentialID, reason: String) {
+        events.emit(event, id, reason: reason)
+    }
+
+    /// After an endpoint of a discovered provider failed on the network, its
+    /// document is fetched again by the next run (it may have moved).
+    public func renewalFailed(_ error: Error, _ c: Credential) {
+        forgetDiscovery(after: error, provider: c.provider)
     }
 }

@@ -1,42 +1,51 @@
 import FoundationEssentials
 
+/// What the credential policy asks of the run it serves: the run's
+/// `Session`, or a test's double. Read only when a credential needs it (the
+/// config behind `minValid` and the refresher is read only when one expires).
+public protocol AccessRun: AnyObject {
+    /// The refresher of this run; asked for only when a credential expires.
+    func refresher() throws -> Refresher
+    /// `min_valid` in seconds: `option` (a command's `--min-valid`), else the config's.
+    func minValid(_ option: Int?) throws -> Int64
+    /// `warn_before` in seconds (0: never warn).
+    var warnBeforeSeconds: Int64 { get }
+    /// Where the run's notices go.
+    var notices: Notices { get }
+    /// The error for a credential that is not stored (exit 3, with the next step).
+    func notFound(_ id: CredentialID) throws -> TokenVaultError
+    /// Tells the run's hooks and desktop (docs/agent.md, "Events").
+    func emit(_ event: Event, _ id: CredentialID, reason: String)
+    /// Renewing `c` failed with `error`, which is thrown next.
+    func renewalFailed(_ error: Error, _ c: Credential)
+}
+
 /// The credential policy of a command that hands out a credential
 /// (docs/design.md, "Where each decision lives"): whether the record is
 /// renewed first, when it is handed out as it is, and when the user is
 /// warned that its refresh token dies. On the store, HTTP and clock
-/// protocols alone, so that it is driven by unit tests; the CLI only wires
-/// in the settings, the config and where notices go.
+/// protocols and the run it serves (`AccessRun`), so that it is driven by
+/// unit tests.
 public struct CredentialAccess {
     public var vault: CredentialVault
     public var clock: Clock
-    /// The refresher; asked for only when a credential expires (it reads the config).
-    public var refresher: () throws -> Refresher
-    /// `min_valid` in seconds; read only when a credential expires.
-    public var minValid: () throws -> Int64
-    /// `warn_before` in seconds (0: never warn).
-    public var warnBefore: () -> Int64
-    /// Notices for stderr.
-    public var warn: (String) -> Void
-    /// Told when a refresh token is about to die (docs/agent.md, "Events").
-    public var events: (Event, CredentialID, String) -> Void = { _, _, _ in }
-    /// The error for a credential that is not stored (exit 3, with the next step).
-    public var notFound: (CredentialID) throws -> Error
-    /// Told when renewing `Credential` failed with the error, before it is thrown.
-    public var failed: (Error, Credential) -> Void = { _, _ in }
+    /// The run it serves.
+    public let run: AccessRun
+    /// A command's `--min-valid`, else the config's `min_valid`.
+    public var minValidOption: Int?
 
-    public init(
-        vault: CredentialVault, clock: Clock, refresher: @escaping () throws -> Refresher,
-        minValid: @escaping () throws -> Int64, warnBefore: @escaping () -> Int64,
-        warn: @escaping (String) -> Void, notFound: @escaping (CredentialID) throws -> Error
-    ) {
+    public init(vault: CredentialVault, clock: Clock, run: AccessRun, minValid option: Int? = nil) {
         self.vault = vault
         self.clock = clock
-        self.refresher = refresher
-        self.minValid = minValid
-        self.warnBefore = warnBefore
-        self.warn = warn
-        self.notFound = notFound
+        self.run = run
+        self.minValidOption = option
     }
+
+    private func refresher() throws -> Refresher { try run.refresher() }
+    private func minValid() throws -> Int64 { try run.minValid(minValidOption) }
+    private func notFound(_ id: CredentialID) throws -> TokenVaultError { try run.notFound(id) }
+    private func failed(_ error: Error, _ c: Credential) { run.renewalFailed(error, c) }
+    private func warn(_ line: String) { run.notices.warning(line) }
 
     /// The credential whose access token a command hands out (raw `get`,
     /// `header`, `exec`, `refresh`): renewed first when its state is
@@ -105,7 +114,7 @@ public struct CredentialAccess {
     /// when its refresh token dies within `warn_before` (docs/providers.md).
     public func warnIfRefreshTokenDying(_ c: Credential) {
         let now = clock.now
-        guard let at = Self.refreshTokenDies(c, within: warnBefore(), now: now) else { return }
+        guard let at = Self.refreshTokenDies(c, within: run.warnBeforeSeconds, now: now) else { return }
         let mark = vault.lockPath("warned", c.id)
         if OnceMark.seen(mark, within: 86400, now: now) { return }
         let when =
@@ -115,7 +124,7 @@ public struct CredentialAccess {
         warn(
             "the refresh token for \(c.id) \(when); log in again before then: \(c.loginHint.replacing("run: ", with: ""))"
         )
-        events(.refreshTokenExpiring, c.id, "the refresh token \(when)")
+        run.emit(.refreshTokenExpiring, c.id, reason: "the refresh token \(when)")
         try? PrivateDirectory.ensure(vault.runtimeDirectory)
         OnceMark.mark(mark, at: now)  // the day starts again
     }
