@@ -85,7 +85,7 @@ extension AgentServer {
             defer { s.leaving = true }
             return !s.leaving
         }
-        guard first else { return }
+        guard first, stopEnds[1] >= 0 else { return }  // not serving (a test's): nothing to stop
         Posix.write(stopEnds[1], [1])
         guard !activated else { return }
         shutdown(listener, Int32(SHUT_RDWR))

@@ -25,7 +25,7 @@ extension AgentServer {
     /// Starts the renewals that are due, each on a thread of its own (a
     /// provider that hangs holds up only its own credential); the seconds
     /// until the next one is due.
-    private func renewDue() -> Double {
+    func renewDue() -> Double {
         let idle = state.withLock { $0.leaving || $0.schedule.entries.isEmpty }
         if idle { return 300 }
         let own = self.own
@@ -75,11 +75,18 @@ extension AgentServer {
             outcome = .failed(error.errorText)
         }
         context.flushWarnings()
+        renewalEnded(c.id, startedAt: started, outcome)
+    }
+
+    /// A renewal ahead of need ended with `outcome`: it is no longer in
+    /// flight, counts as activity (the idle stop waits from its end), and the
+    /// schedule books it; the loop looks again.
+    func renewalEnded(_ id: CredentialID, startedAt started: Int64, _ outcome: RenewalSchedule.Outcome) {
+        let now = clock.now
         state.withLock { s in
             s.inFlight -= 1
-            // A renewal counts as activity (the idle stop waits from its end).
-            s.lastRequest = max(s.lastRequest, Int64(Date().timeIntervalSince1970))
-            s.schedule.finished(c.id, startedAt: started, outcome)
+            s.lastRequest = max(s.lastRequest, now)
+            s.schedule.finished(id, startedAt: started, outcome)
         }
         wake.signal()
     }

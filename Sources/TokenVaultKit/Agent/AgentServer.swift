@@ -25,13 +25,15 @@ public final class AgentServer: @unchecked Sendable {
     /// it itself (help text, a vault only the client can open).
     public typealias CommandRunner = @Sendable (AgentCommandRequest, Plan, Session.AgentRequest) -> AgentCommandReply?
     let runCommand: CommandRunner
-    private let started = Int64(Date().timeIntervalSince1970)
+    /// What decides the agent's idle stop and its renewals: the system's, or a test's.
+    var clock: Clock { settings.clock }
+    private let started: Int64
 
     /// What the agent keeps between requests.
     struct State {
         var requests = 0
         /// When the last request came (an agent started on first use stops after `agent_idle`).
-        var lastRequest = Int64(Date().timeIntervalSince1970)
+        var lastRequest: Int64 = 0
         /// The credentials clients asked for, renewed ahead of need (docs/agent.md).
         var schedule = RenewalSchedule()
         /// `tokenvault lock` was run: the agent's own passphrase sources are
@@ -75,6 +77,8 @@ public final class AgentServer: @unchecked Sendable {
         self.startedOnUse = startedOnUse
         self.notices = notices
         self.runCommand = runCommand
+        started = settings.clock.now
+        state.withLock { $0.lastRequest = started }
     }
 
     /// The agent's own settings, without its passphrase sources once locked.
@@ -169,10 +173,15 @@ public final class AgentServer: @unchecked Sendable {
             }
             forgetRecordsOnceTheKeyIsGone()
             guard startedOnUse else { continue }
-            let idle = (try? Config.load(settings))?.agentIdleSeconds ?? 3600
-            let quiet = Int64(Date().timeIntervalSince1970) - state.withLock { $0.lastRequest }
-            if idle > 0, quiet >= idle { leave() }
+            if idleOver(at: clock.now, idle: (try? Config.load(settings))?.agentIdleSeconds ?? 3600) { leave() }
         }
+    }
+
+    /// An agent started on first use is to leave at `now`: nobody asked it
+    /// anything for `idle` seconds (0: never), the end of a renewal counting
+    /// as activity. One started by hand or by systemd stays.
+    func idleOver(at now: Int64, idle: Int64) -> Bool {
+        startedOnUse && idle > 0 && now - state.withLock { $0.lastRequest } >= idle
     }
 
     /// The records the agent decoded stay no longer than the vault's key
@@ -189,10 +198,19 @@ public final class AgentServer: @unchecked Sendable {
     func leave() -> Never {
         stopListening()
         // Bounded by the longest a renewal can take (the HTTP timeout) and some.
-        let limit = Double((try? Config.load(settings))?.timeout ?? 30) + 30
-        let start = Date()
-        while state.withLock({ $0.inFlight }) > 0, Date().timeIntervalSince(start) < limit { Posix.sleep(0.05) }
+        _ = settled(within: Double((try? Config.load(settings))?.timeout ?? 30) + 30)
         exit(0)
+    }
+
+    /// Waits up to `seconds` (real ones: threads are at work) until no
+    /// request is being answered and no renewal is under way; true once so.
+    func settled(within seconds: Double) -> Bool {
+        let start = Date()
+        while state.withLock({ $0.inFlight }) > 0 {
+            guard Date().timeIntervalSince(start) < seconds else { return false }
+            Posix.sleep(0.05)
+        }
+        return true
     }
 
     /// Answers one request whose frame has arrived whole (`body`), on a
@@ -227,7 +245,7 @@ public final class AgentServer: @unchecked Sendable {
         }
         state.withLock {
             $0.requests += 1
-            $0.lastRequest = Int64(Date().timeIntervalSince1970)
+            $0.lastRequest = self.clock.now
         }
         // `stop`: gone from the socket before it answers; it exits once nothing is in flight.
         if op == "stop" { stopListening() }
@@ -272,7 +290,7 @@ public final class AgentServer: @unchecked Sendable {
         guard differ.isEmpty else { return declined(for: differ) }
         state.withLock {
             $0.requests += 1
-            $0.lastRequest = Int64(Date().timeIntervalSince1970)
+            $0.lastRequest = self.clock.now
         }
         return runCommand(request, Plan(settings: client, isAgent: true), self.request) ?? .declined(.clientsToRun)
     }
@@ -312,7 +330,7 @@ public final class AgentServer: @unchecked Sendable {
             }
             return .object([
                 "pid": .integer(Int64(getpid())), "version": .integer(AgentSocket.version),
-                "uptime": .integer(Int64(Date().timeIntervalSince1970) - started),
+                "uptime": .integer(clock.now - started),
                 "requests": .integer(Int64(now.requests)), "kept": .integer(Int64(now.schedule.entries.count)),
                 "renewals": .integer(Int64(now.schedule.renewals)),
                 "same_scope": .bool(differences(request["scope"]).isEmpty),
