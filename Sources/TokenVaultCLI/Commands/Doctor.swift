@@ -31,9 +31,9 @@ extension TokenVault {
         @OptionGroup var colour: ColorOptions
 
         func run(in context: Session) throws {
-            let doctor = DoctorChecks(plan: context.plan)
+            let doctor = DoctorChecks(plan: context.plan, notices: context.notices)
             let config = doctor.checkConfig()
-            var backends = Backends(settings: context.settings)
+            var backends = Backends(settings: context.settings, plan: context.plan)
             backends.interactive = false
             backends.config = { config ?? Config() }
             let choice = doctor.checkBackend(config)

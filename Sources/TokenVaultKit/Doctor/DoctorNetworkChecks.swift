@@ -1,13 +1,12 @@
 import Dispatch
 import FoundationEssentials
 import Glibc
-import TokenVaultKit
 
 /// `doctor --network`: what only the providers can say (docs/reference.md,
 /// "Commands"): each one's clock, its authorization endpoint's answer to
 /// the client id, and each configured client metadata document.
 extension DoctorChecks {
-    func checkProviders(_ config: Config) {
+    public func checkProviders(_ config: Config) {
         let proxies = ProxySettings(settings: settings)
         let transport = CurlTransport(timeout: config.httpTimeout, proxies: proxies)
         for (name, table) in config.providers.sorted(by: { $0.key < $1.key }) {
@@ -118,7 +117,7 @@ extension DoctorChecks {
 
     /// Each configured client metadata document fetched, and compared with
     /// the one tokenvault's logins need (docs/providers.md, "Client ID Metadata Documents").
-    func checkClientMetadata(_ config: Config) {
+    public func checkClientMetadata(_ config: Config) {
         let transport = CurlTransport(timeout: config.httpTimeout, proxies: ProxySettings(settings: settings))
         for (setting, url) in ResourceClient.metadataURLs(config) {
             let fix = "host what tokenvault setup client-metadata \(ShellWord.word(url)) prints at that URL"

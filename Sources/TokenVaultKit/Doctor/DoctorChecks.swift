@@ -1,27 +1,29 @@
 import Dispatch
 import FoundationEssentials
 import Glibc
-import TokenVaultKit
 
 /// `doctor`'s checks, each one line: what it found, and the fix. None of them
 /// stops the others, and none prompts.
-final class DoctorChecks {
-    enum Status: String { case ok, failed, info }
+public final class DoctorChecks {
+    public enum Status: String, Sendable { case ok, failed, info }
 
-    struct Check {
-        var name: String
-        var status: Status
-        var detail: String
-        var fix: String?
+    public struct Check: Sendable {
+        public var name: String
+        public var status: Status
+        public var detail: String
+        public var fix: String?
     }
 
     let settings: Settings
     /// What the run decided once: the agent, the backend, the bus.
     let plan: Plan
-    private(set) var checks: [Check] = []
+    /// Where what the agent printed while it answered goes.
+    let notices: Notices
+    public private(set) var checks: [Check] = []
 
-    init(plan: Plan) {
+    public init(plan: Plan, notices: Notices) {
         self.plan = plan
+        self.notices = notices
         settings = plan.settings
     }
 
@@ -30,7 +32,7 @@ final class DoctorChecks {
     }
 
     /// The config, read here and not through a context, so a broken one is a line, not the end.
-    func checkConfig() -> Config? {
+    public func checkConfig() -> Config? {
         let configPath = settings.configPath
         do {
             let c = try Config.load(settings)
@@ -69,7 +71,7 @@ final class DoctorChecks {
     }
 
     /// The backend and who chose it; nil when the choice itself is wrong.
-    func checkBackend(_ config: Config?) -> BackendChoice? {
+    public func checkBackend(_ config: Config?) -> BackendChoice? {
         do {
             let (choice, chosenBy) = try plan.backend { config ?? Config() }
             add("backend", .ok, "\(choice.rawValue) (set by \(chosenBy.rawValue))")
@@ -81,7 +83,7 @@ final class DoctorChecks {
     }
 
     /// D-Bus and the Secret Service: failures only where the backend needs them.
-    func checkSecretService(_ choice: BackendChoice?) {
+    public func checkSecretService(_ choice: BackendChoice?) {
         let usesSecretService = choice == .auto || choice == .secretService
         if let missing = plan.missingBus {
             add(
@@ -127,7 +129,7 @@ final class DoctorChecks {
     }
 
     /// The file vault: permissions, format, whether its key is cached.
-    func checkFileVault(_ backends: Backends) {
+    public func checkFileVault(_ backends: Backends) {
         do {
             let vault = try backends.fileVault()
             let health = vault.health()
@@ -148,7 +150,7 @@ final class DoctorChecks {
     }
 
     /// The directories tokenvault keeps locks, the spool and the discovery cache in.
-    func checkDirectories() {
+    public func checkDirectories() {
         for (name, path) in [
             ("runtime directory", settings.runtimeDirectory), ("discovery cache", Discovery.defaultDirectory(settings)),
         ] {
@@ -163,7 +165,7 @@ final class DoctorChecks {
     }
 
     /// Each etcd endpoint's answer, and the auth in use.
-    func checkEtcd(_ backends: Backends) {
+    public func checkEtcd(_ backends: Backends) {
         do {
             let store = try backends.etcdStore()
             for e in store.endpointReport() {
@@ -178,7 +180,7 @@ final class DoctorChecks {
     }
 
     /// Shell completions (information: a missing one breaks nothing).
-    func checkCompletions() {
+    public func checkCompletions() {
         let home = settings.home
         // Where bash-completion and fish look: XDG_DATA_HOME, then every directory of XDG_DATA_DIRS.
         let dataDirs =
@@ -210,7 +212,7 @@ final class DoctorChecks {
     }
 
     /// The agent (docs/agent.md): running for this setup, for another, gone, or not started.
-    func checkAgent() {
+    public func checkAgent() {
         let socket = AgentSocket.path(settings)
         let start = "tokenvault agent, or: systemctl --user enable --now tokenvault-agent.socket"
         guard settings.agentAllowed else {
@@ -237,7 +239,7 @@ final class DoctorChecks {
             }
             return
         }
-        guard let status = try? AgentClient.ask("status", [:], plan: plan, seconds: 2, notices: .output) else {
+        guard let status = try? AgentClient.ask("status", [:], plan: plan, seconds: 2, notices: notices) else {
             add(
                 "agent", .failed, "\(socket) is left by an agent that is gone: commands go direct",
                 fix: "start it again: \(start)")
@@ -287,7 +289,7 @@ final class DoctorChecks {
     }
 
     /// Credentials that need a login now or soon.
-    func checkCredentials(_ choice: BackendChoice, backends: Backends, config: Config) {
+    public func checkCredentials(_ choice: BackendChoice, backends: Backends, config: Config) {
         let rows: [StoredCredential]
         do {
             rows = try backends.open(choice).listLocated()
@@ -331,7 +333,7 @@ final class DoctorChecks {
     /// Each resource logged in to by its URL: its client, and how that client
     /// authenticates at the token endpoint (ClientAuthChoice, decided at login;
     /// a configured provider's `client_auth` wins).
-    func checkResourceClients(_ config: Config) {
+    public func checkResourceClients(_ config: Config) {
         for name in config.discoveredProviders.sorted() {
             guard let table = config.providers[name], let resource = table.resource, let issuer = table.issuer else {
                 continue
