@@ -74,7 +74,7 @@ final class AheadOfNeedTests: XCTestCase {
             """)
         let r = Refresher(
             vault: CredentialVault(store: store, runtimeDirectory: runtime), transport: t, clock: clock,
-            provider: { try OAuth2Provider.resolve($0, config: config, configPath: "c") }, warn: { _ in })
+            providers: ProviderTable(config: config), warn: { _ in })
         return (r, t)
     }
 
@@ -154,7 +154,7 @@ final class AheadOfNeedTests: XCTestCase {
             (0..<1_000).map { _ in ScriptedTransport.json(#"{"error":"unavailable"}"#, status: 503) })
         let refresher = Refresher(
             vault: CredentialVault(store: store, runtimeDirectory: runtime), transport: t, clock: clock,
-            provider: { try OAuth2Provider.resolve($0, config: config, configPath: "c") }, warn: { _ in })
+            providers: ProviderTable(config: config), warn: { _ in })
         let policy = AheadOfNeed(minValid: 60)
         var attempt: (at: Int64, failed: Bool)?
         var failures = 0

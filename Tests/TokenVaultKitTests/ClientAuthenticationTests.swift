@@ -75,7 +75,7 @@ final class ClientAuthenticationTests: XCTestCase {
         return Refresher(
             vault: CredentialVault(store: store, runtimeDirectory: NSTemporaryDirectory() + "tv-ca-\(UUID())"),
             transport: ScriptedTransport([answer]), clock: TestClock(1_000),
-            provider: { try OAuth2Provider.resolve($0, config: config, configPath: "c") }, warn: { _ in })
+            providers: ProviderTable(config: config), warn: { _ in })
     }
 
     /// A refresh answered 400 with an empty body (a server breaking a

@@ -71,7 +71,7 @@ final class CredentialAccessTests: XCTestCase {
         let run = Run(seen: seen, minValid: minValid, warnBefore: warnBefore) {
             var r = Refresher(
                 vault: vault, transport: t, clock: clock,
-                provider: { try OAuth2Provider.resolve($0, config: config, configPath: "c") },
+                providers: ProviderTable(config: config),
                 warn: { seen.warnings.append($0) })
             r.events = { event, _, _ in seen.events.append(event) }
             return r

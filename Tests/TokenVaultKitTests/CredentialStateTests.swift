@@ -105,7 +105,7 @@ final class CredentialStateTests: XCTestCase {
     func refresher(_ store: MemoryStore, _ t: HTTPTransport, warnings: Warnings = Warnings()) -> Refresher {
         Refresher(
             vault: CredentialVault(store: store, runtimeDirectory: runtime), transport: t, clock: FixedClock(1_000),
-            provider: provider(), warn: { warnings.items.append($0) })
+            providers: ProviderTable(provider()), warn: { warnings.items.append($0) })
     }
 
     final class Warnings: @unchecked Sendable { var items: [String] = [] }

@@ -26,7 +26,7 @@ final class ForgottenClientTests: XCTestCase {
             """)
         var r = Refresher(
             vault: CredentialVault(store: store, runtimeDirectory: runtime), transport: t, clock: FixedClock(1_000),
-            provider: { name in
+            providers: ProviderTable { name in
                 var p = try OAuth2Provider.resolve(name, config: config, configPath: "c")
                 p.registeredClient = registered
                 return p

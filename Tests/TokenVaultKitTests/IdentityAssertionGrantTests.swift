@@ -46,7 +46,7 @@ final class IdentityAssertionGrantTests: XCTestCase {
         let parsed = try Config.parse(config)
         return Refresher(
             vault: CredentialVault(store: store, runtimeDirectory: lockDir), transport: t, clock: FixedClock(1_000),
-            provider: { try OAuth2Provider.resolve($0, config: parsed, configPath: "c") }, warn: { _ in })
+            providers: ProviderTable(config: parsed), warn: { _ in })
     }
 
     func storeIdPLogin(_ store: MemoryStore, idTokenExp: Int64 = 5_000) throws {

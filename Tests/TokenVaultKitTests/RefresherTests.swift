@@ -39,7 +39,7 @@ final class RefresherTests: XCTestCase {
     ) -> Refresher {
         Refresher(
             vault: CredentialVault(store: store, runtimeDirectory: lockDir), transport: t, clock: FixedClock(now),
-            provider: provider(grant: grant), warn: { warnings?.append($0) })
+            providers: ProviderTable(provider(grant: grant)), warn: { warnings?.append($0) })
     }
 
     final class Locked: @unchecked Sendable {

@@ -9,16 +9,28 @@ import Glibc
 /// others then find the new record. The new record is stored (only if the
 /// record is still the one that was read) before it is returned, so a rotated
 /// refresh token is never lost and a `set` or `delete` made meanwhile wins.
+/// Where a renewal finds a provider by its name (docs/design.md, "Where each
+/// decision lives"): the run's `Session` (presets, the config, discovery),
+/// or a test's table.
+public protocol ProviderLookup {
+    func oauth2Provider(_ name: String) throws -> OAuth2Provider
+    /// Its grant from its table alone (no discovery, no secrets), for the
+    /// state of a credential; nil when not known.
+    func grant(of name: String) -> OAuth2Provider.Grant?
+}
+
+extension ProviderLookup {
+    public func grant(of name: String) -> OAuth2Provider.Grant? { try? oauth2Provider(name).grant }
+}
+
 public struct Refresher: GrantSubjects {
     public var vault: CredentialVault
     public var transport: HTTPTransport
     public var clock: Clock
-    /// Resolves a provider name (presets + config).
-    public var provider: (String) throws -> OAuth2Provider
+    /// Where a provider is found by its name: the run's `Session`, or a test's table.
+    public var providers: ProviderLookup
     /// Notices for stderr.
     public var warn: (String) -> Void
-    /// A provider's grant without resolving it (no discovery, no secrets); by default through `provider`.
-    public var grant: ((String) -> OAuth2Provider.Grant?)?
     /// Told when a renewal was refused (a login is needed) or failed for now (docs/agent.md, "Events").
     public var events: ((Event, CredentialID, String) -> Void)?
     /// Told when the provider was asked and answered with a new token.
@@ -29,14 +41,17 @@ public struct Refresher: GrantSubjects {
 
     public init(
         vault: CredentialVault, transport: HTTPTransport, clock: Clock,
-        provider: @escaping (String) throws -> OAuth2Provider, warn: @escaping (String) -> Void
+        providers: ProviderLookup, warn: @escaping (String) -> Void
     ) {
         self.vault = vault
         self.transport = transport
         self.clock = clock
-        self.provider = provider
+        self.providers = providers
         self.warn = warn
     }
+
+    /// The provider `name` resolves to (presets, config, discovery).
+    func provider(_ name: String) throws -> OAuth2Provider { try providers.oauth2Provider(name) }
 
     /// A provider's stored credential (its default account), renewed first
     /// when it needs to be: a token exchange's subject (docs/providers.md).
@@ -47,7 +62,7 @@ public struct Refresher: GrantSubjects {
 
     /// The state of `c` now (docs/reference.md).
     public func status(of c: Credential, minValid: Int64) -> CredentialStatus {
-        CredentialStatus(of: c, now: clock.now, minValid: minValid, grant: grant ?? { try? provider($0).grant })
+        CredentialStatus(of: c, now: clock.now, minValid: minValid, grant: { providers.grant(of: $0) })
     }
 
     /// The stored credential with an access token that may be handed out,

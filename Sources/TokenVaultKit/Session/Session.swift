@@ -255,8 +255,7 @@ public final class Session {
     public func refresher() throws -> Refresher {
         var r = Refresher(
             vault: try vault(), transport: CurlTransport(timeout: try httpTimeout, proxies: proxies), clock: clock,
-            provider: { try self.oauth2Provider($0) }, warn: notices.warning)
-        r.grant = { self.grant(of: $0) }
+            providers: self, warn: notices.warning)
         r.events = { event, id, reason in self.events.emit(event, id, reason: reason) }
         return r
     }
@@ -331,6 +330,8 @@ public final class Session {
         return c
     }
 }
+
+extension Session: ProviderLookup {}
 
 extension Session: AccessRun {
     public var warnBeforeSeconds: Int64 { (try? config.warnBeforeSeconds) ?? Config().warnBeforeSeconds }
