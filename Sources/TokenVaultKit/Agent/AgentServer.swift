@@ -27,7 +27,7 @@ public final class AgentServer: @unchecked Sendable {
     let runCommand: CommandRunner
     /// What decides the agent's idle stop and its renewals: the system's, or a test's.
     var clock: Clock { settings.clock }
-    private let started: Int64
+    let started: Int64
 
     /// What the agent keeps between requests.
     struct State {
@@ -310,70 +310,5 @@ public final class AgentServer: @unchecked Sendable {
         // New to the agent, or a record stored meanwhile falling due before the one the loop waits for.
         let sooner = state.withLock { $0.schedule.handedOut(c, at: now, child: child, policy: policy) }
         if sooner { wake.signal() }
-    }
-
-    private func answer(_ request: JSONValue, notices: Notices) throws -> JSONValue {
-        switch request["op"]?.string {
-        case "status":
-            let now = state.withLock { $0 }
-            let credentials = now.schedule.entries.sorted { $0.key < $1.key }.map { id, k -> JSONValue in
-                var o: [String: JSONValue] = [
-                    "service": .string(id.service.description), "account": .string(id.account),
-                    "next_renewal": k.nextRenewal.map { .integer($0) } ?? .null,
-                    "asked_at": .integer(k.askedAt),
-                ]
-                if let never = k.never { o["never"] = .string(never) }
-                if let last = k.last {
-                    o["last"] = .object(["at": .integer(last.at), "outcome": .string(last.outcome)])
-                }
-                return .object(o)
-            }
-            return .object([
-                "pid": .integer(Int64(getpid())), "version": .integer(AgentSocket.version),
-                "uptime": .integer(clock.now - started),
-                "requests": .integer(Int64(now.requests)), "kept": .integer(Int64(now.schedule.entries.count)),
-                "renewals": .integer(Int64(now.schedule.renewals)),
-                "same_scope": .bool(differences(request["scope"]).isEmpty),
-                "differences": .array(differences(request["scope"]).map { .string($0) }),
-                "locked": .bool(now.locked), "credentials": .array(credentials),
-                "started_on_use": .bool(startedOnUse), "build": .string(AgentSocket.build),
-            ])
-        case "stop":
-            // Its pid, which a client that asked another build to stop waits
-            // for, and may signal only when it is the socket's own listener.
-            return .object(["pid": .integer(Int64(getpid()))])
-        case "lock":
-            // Its own passphrase sources are not used again; a key in the kernel
-            // keyring (put back by a command the user runs) still opens the vault.
-            // The records it decoded go too (docs/security.md).
-            state.withLock { $0.locked = true }
-            Credential.forgetDecodedRecords()
-            return .object([:])
-        case let op where op == "usable" || op == "stored":
-            guard let service = request["service"]?.string, let account = request["account"]?.string else {
-                throw TokenVaultError.usage("the request names no service")
-            }
-            // Its secret commands run where the client's would (docs/agent.md).
-            var settings = own
-            if case .object(let environment)? = request["environment"], let directory = request["directory"]?.string,
-                directory.hasPrefix("/")
-            {
-                let client = environment.compactMapValues(\.string)
-                settings = settings.withProxies(of: client)
-                settings.child = ChildContext(environment: client, directory: directory)
-            }
-            let context = Session(settings: settings, notices: notices, agent: self.request)
-            defer { context.flushWarnings() }
-            let id = CredentialID(service: try ServiceKey(parsing: service), account: account)
-            let minValid = request["min_valid"]?.int64.map { Int($0) }
-            let refresh = request["refresh"] == .bool(true)
-            let c =
-                op == "usable"
-                ? try context.usable(id, minValid: minValid, refresh: refresh, force: request["force"] == .bool(true))
-                : try context.stored(id, minValid: minValid, refresh: refresh)
-            return c.wire
-        default:
-            throw TokenVaultError.usage("unknown request")
-        }
     }
 }
