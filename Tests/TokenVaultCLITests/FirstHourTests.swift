@@ -440,17 +440,19 @@ final class FirstHourTests: QuirkProviderTestCase {
         let s = Sandbox()
         XCTAssertEqual(s.tv("set", "x.example", stdin: "t").status, 0)
         let holder =
-            #"import fcntl,hashlib,os,sys,time; h=hashlib.blake2b(b"x.example\ndefault",digest_size=16).hexdigest(); f=open(os.environ["HOME"]+"/run/tokenvault/record-"+h+".lock","a+"); fcntl.flock(f,fcntl.LOCK_EX); f.truncate(0); f.write(str(os.getpid())+"\n"); f.flush(); time.sleep(2.5)"#
+            #"import fcntl,hashlib,os,sys,time; h=hashlib.blake2b(b"x.example\ndefault",digest_size=16).hexdigest(); f=open(os.environ["HOME"]+"/run/tokenvault/record-"+h+".lock","a+"); fcntl.flock(f,fcntl.LOCK_EX); f.truncate(0); f.write(str(os.getpid())+"\n"); f.flush(); open(os.environ["HOME"]+"/held","w").close(); time.sleep(2.5)"#
+        // The command starts once the holder has the lock (it says so with $HOME/held), within 10 s.
+        let held = #"for i in $(seq 200); do [ -e "$HOME/held" ] && break; sleep 0.05; done; rm "$HOME/held" || exit 9;"#
         let onPty = Paths.fixtures.appendingPathComponent("on_pty.py").path
         let seen = s.shell(
-            "python3 -c '\(holder)' & holder=$!; sleep 0.5; python3 '\(onPty)' \"$TV\" delete x.example 2>&1; echo; echo holder=$holder; wait"
+            "python3 -c '\(holder)' & holder=$!; \(held) python3 '\(onPty)' \"$TV\" delete x.example 2>&1; echo; echo holder=$holder; wait"
         )
         XCTAssertTrue(seen.stdout.contains("waiting for process "), seen.stdout)
         let pid =
             seen.stdout.split(separator: "\n").first { $0.hasPrefix("holder=") }?.dropFirst("holder=".count) ?? "?"
         XCTAssertTrue(seen.stdout.contains("waiting for process \(pid), which holds the record lock"), seen.stdout)
         XCTAssertEqual(s.tv("set", "x.example", stdin: "t").status, 0)
-        let quiet = s.shell(#"python3 -c '\#(holder)' & sleep 0.5; "$TV" delete x.example; wait"#)
+        let quiet = s.shell(#"python3 -c '\#(holder)' & \#(held) "$TV" delete x.example; wait"#)
         XCTAssertEqual(quiet.status, 0, quiet.stderr)
         XCTAssertFalse(quiet.stderr.contains("waiting for process"), "nothing of it in a pipe: \(quiet.stderr)")
     }
