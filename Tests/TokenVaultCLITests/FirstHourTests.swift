@@ -442,7 +442,8 @@ final class FirstHourTests: QuirkProviderTestCase {
         let holder =
             #"import fcntl,hashlib,os,sys,time; h=hashlib.blake2b(b"x.example\ndefault",digest_size=16).hexdigest(); f=open(os.environ["HOME"]+"/run/tokenvault/record-"+h+".lock","a+"); fcntl.flock(f,fcntl.LOCK_EX); f.truncate(0); f.write(str(os.getpid())+"\n"); f.flush(); open(os.environ["HOME"]+"/held","w").close(); time.sleep(2.5)"#
         // The command starts once the holder has the lock (it says so with $HOME/held), within 10 s.
-        let held = #"for i in $(seq 200); do [ -e "$HOME/held" ] && break; sleep 0.05; done; rm "$HOME/held" || exit 9;"#
+        let held =
+            #"for i in $(seq 200); do [ -e "$HOME/held" ] && break; sleep 0.05; done; rm "$HOME/held" || exit 9;"#
         let onPty = Paths.fixtures.appendingPathComponent("on_pty.py").path
         let seen = s.shell(
             "python3 -c '\(holder)' & holder=$!; \(held) python3 '\(onPty)' \"$TV\" delete x.example 2>&1; echo; echo holder=$holder; wait"
