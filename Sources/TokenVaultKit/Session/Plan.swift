@@ -52,19 +52,27 @@ public final class Plan: @unchecked Sendable {
     }
     private let answers = Locked(Answers())
 
+    /// The answer at `key`: the first one given, decided (outside the lock)
+    /// when none is yet; whichever thread asks first.
+    private func once<T>(_ key: WritableKeyPath<Answers, T?>, _ decide: () -> T) -> T {
+        if let known = answers.withLock({ $0[keyPath: key] }) { return known }
+        let decided = decide()
+        return answers.withLock { a in
+            if a[keyPath: key] == nil { a[keyPath: key] = decided }
+            return a[keyPath: key]!
+        }
+    }
+
     /// An agent's socket is there to try (one lstat, the first time it is
     /// asked): not in the agent itself, not with `TOKENVAULT_AGENT=off`, and
     /// not once the entry point found none answering or was declined.
     public var agentAnswers: Bool {
-        if let known = answers.withLock({ $0.agent }) { return known }
-        var present = false
-        if !isAgent, settings.agentAllowed, !agentFinding.declined, !agentFinding.unanswered {
+        once(\.agent) {
+            guard !isAgent, settings.agentAllowed, !agentFinding.declined, !agentFinding.unanswered else {
+                return false
+            }
             var st = stat()
-            present = lstat(AgentSocket.path(settings), &st) == 0 && st.st_mode & S_IFMT == S_IFSOCK
-        }
-        return answers.withLock { a in
-            if a.agent == nil { a.agent = present }
-            return a.agent!
+            return lstat(AgentSocket.path(settings), &st) == 0 && st.st_mode & S_IFMT == S_IFSOCK
         }
     }
 
@@ -74,22 +82,12 @@ public final class Plan: @unchecked Sendable {
     /// `backend`, else auto. Decided the first time it is asked (a config
     /// that cannot be read is that time's error, and every later one's).
     public func backend(config: () throws -> Config) throws -> (choice: BackendChoice, chosenBy: Settings.ChosenBy) {
-        if let known = answers.withLock({ $0.backend }) { return try known.get() }
-        let decided = Result { try settings.backend(config: config) }
-        return try answers.withLock { a in
-            if a.backend == nil { a.backend = decided }
-            return a.backend!
-        }.get()
+        try once(\.backend) { Result { try settings.backend(config: config) } }.get()
     }
 
     /// Why there is no session bus to ask, or nil when there is one.
     public var missingBus: String? {
-        if let known = answers.withLock({ $0.missingBus }) { return known }
-        let missing = SecretServiceStore.missingBus(settings)
-        return answers.withLock { a in
-            if a.missingBus == nil { a.missingBus = .some(missing) }
-            return a.missingBus!
-        }
+        once(\.missingBus) { SecretServiceStore.missingBus(settings) }
     }
 
     // MARK: Made ahead
