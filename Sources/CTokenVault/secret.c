@@ -39,8 +39,12 @@ TV_DL_API(tv_secret_api, TV_SECRET_FUNCS, "libsecret-1.so.0", tv_api)
 
 int tv_secret_library_available(void) { return tv_api() != NULL; }
 
+/* tokenvault's schema: what it writes, replaces and deletes carries it
+   (docs/security.md, "Other applications' secrets"). */
+#define TV_SCHEMA_NAME "io.tokenvault.Credential"
+
 #define TV_SCHEMA(flags) {                                   \
-        "io.tokenvault.Credential", (flags),                    \
+        TV_SCHEMA_NAME, (flags),                                \
         {                                                       \
             { "service", SECRET_SCHEMA_ATTRIBUTE_STRING },      \
             { "account", SECRET_SCHEMA_ATTRIBUTE_STRING },      \
@@ -50,13 +54,15 @@ int tv_secret_library_available(void) { return tv_api() != NULL; }
     }
 
 /* Schema io.tokenvault.Credential. DONT_MATCH_NAME so that items stored with
-   `secret-tool store service HOST account NAME type token` are found too. */
+   `secret-tool store service HOST account NAME type token` are found too:
+   used to read, never to change or delete. */
 static const SecretSchema *tv_lookup_schema(void) {
     static const SecretSchema schema = TV_SCHEMA(SECRET_SCHEMA_DONT_MATCH_NAME);
     return &schema;
 }
 
-/* The same schema, matching xdg:schema: used to store. */
+/* The same schema, matching xdg:schema: tokenvault's own items alone, the
+   only ones it stores, replaces or deletes. */
 static const SecretSchema *tv_schema(void) {
     static const SecretSchema schema = TV_SCHEMA(SECRET_SCHEMA_NONE);
     return &schema;
@@ -270,15 +276,34 @@ unsigned int tv_secrets_owner_pid(int timeout_ms) {
 
 /* The secret stored for service+account (tv_password_free), or NULL: then
    *message is set on failure and left NULL when there is no such item. */
-char *tv_lookup(const char *service, const char *account, char **message) {
+char *tv_lookup(const char *service, const char *account, int foreign_too, int *foreign, char **message) {
+    *foreign = 0;
     const tv_secret_api *a = tv_api();
     if (!a) return tv_no_library(message);
     GError *error = NULL;
     GHashTable *attrs = tv_attributes(a, service, account, NULL);
-    char *secret = a->secret_password_lookupv_sync(tv_lookup_schema(), attrs, NULL, &error);
+    char *secret = a->secret_password_lookupv_sync(tv_schema(), attrs, NULL, &error);
+    if (!secret && !error && foreign_too) {
+        secret = a->secret_password_lookupv_sync(tv_lookup_schema(), attrs, NULL, &error);
+        *foreign = secret != NULL;
+    }
     a->g_hash_table_unref(attrs);
     if (error) { tv_take_error(a, &error, message); return NULL; }
     return secret;
+}
+
+/* A SearchItems argument (floating) for tokenvault's items of service+account
+   (of `type` when not NULL), and for anyone's. */
+static GVariant *tv_ours_query(const tv_secret_api *a, const char *service, const char *account, const char *type) {
+    if (type)
+        return a->g_variant_new_parsed("({'service': %s, 'account': %s, 'type': %s, 'xdg:schema': %s},)", service,
+                                       account, type, TV_SCHEMA_NAME);
+    return a->g_variant_new_parsed("({'service': %s, 'account': %s, 'xdg:schema': %s},)", service, account,
+                                   TV_SCHEMA_NAME);
+}
+
+static GVariant *tv_anyones_query(const tv_secret_api *a, const char *service, const char *account) {
+    return a->g_variant_new_parsed("({'service': %s, 'account': %s},)", service, account);
 }
 
 /* The secret of the item at `path`, fetched with one GetSecrets call on
@@ -322,7 +347,7 @@ char *tv_lookup_item(const char *service, const char *account, const char *known
     } else {
         GVariant *r = a->g_dbus_connection_call_sync(
             bus, "org.freedesktop.secrets", "/org/freedesktop/secrets", "org.freedesktop.Secret.Service",
-            "SearchItems", a->g_variant_new_parsed("({'service': %s, 'account': %s},)", service, account),
+            "SearchItems", tv_ours_query(a, service, account, NULL),
             (const GVariantType *)"(aoao)", G_DBUS_CALL_FLAGS_NONE, -1, NULL, &error);
         if (!r) {
             a->g_object_unref(s);
@@ -401,8 +426,9 @@ int tv_secret_owned(void) {
    on failure; 0 when none is unlocked (tv_lookup then decides: it may unlock).
    *locked: how many items matched in a locked collection. */
 int tv_lookup_copies(const char *service, const char *account, void *context, tv_copy_callback callback,
-                     int *locked, char **message) {
+                     int *locked, int *foreign, char **message) {
     *locked = 0;
+    *foreign = 0;
     const tv_secret_api *a = tv_api();
     if (!a) { tv_no_library(message); return -1; }
     GError *error = NULL;
@@ -410,13 +436,25 @@ int tv_lookup_copies(const char *service, const char *account, void *context, tv
     if (!s) { tv_take_error(a, &error, message); return -1; }
     GDBusConnection *bus = a->g_dbus_proxy_get_connection((GDBusProxy *)s);
     const char *session = a->secret_service_get_session_dbus_path(s);
-    GVariant *r = a->g_dbus_connection_call_sync(
-        bus, "org.freedesktop.secrets", "/org/freedesktop/secrets", "org.freedesktop.Secret.Service",
-        "SearchItems", a->g_variant_new_parsed("({'service': %s, 'account': %s},)", service, account),
-        (const GVariantType *)"(aoao)", G_DBUS_CALL_FLAGS_NONE, -1, NULL, &error);
-    if (!r) { a->g_object_unref(s); tv_take_error(a, &error, message); return -1; }
-    GVariant *unlocked = a->g_variant_get_child_value(r, 0);
-    GVariant *locked_paths = a->g_variant_get_child_value(r, 1);
+    /* tokenvault's own items first; another schema's only where it has none,
+       unlocked or locked (a locked item of ours is unlocked, never passed over). */
+    GVariant *r = NULL, *unlocked = NULL, *locked_paths = NULL;
+    for (int pass = 0; pass < 2; pass++) {
+        r = a->g_dbus_connection_call_sync(
+            bus, "org.freedesktop.secrets", "/org/freedesktop/secrets", "org.freedesktop.Secret.Service",
+            "SearchItems", pass == 0 ? tv_ours_query(a, service, account, NULL) : tv_anyones_query(a, service, account),
+            (const GVariantType *)"(aoao)", G_DBUS_CALL_FLAGS_NONE, -1, NULL, &error);
+        if (!r) { a->g_object_unref(s); tv_take_error(a, &error, message); return -1; }
+        unlocked = a->g_variant_get_child_value(r, 0);
+        locked_paths = a->g_variant_get_child_value(r, 1);
+        if (pass == 1 || a->g_variant_n_children(unlocked) > 0 || a->g_variant_n_children(locked_paths) > 0) {
+            *foreign = pass == 1;
+            break;
+        }
+        a->g_variant_unref(unlocked);
+        a->g_variant_unref(locked_paths);
+        a->g_variant_unref(r);
+    }
     *locked = (int)a->g_variant_n_children(locked_paths);
     a->g_variant_unref(locked_paths);
     a->g_variant_unref(r);
@@ -527,15 +565,15 @@ static int tv_set_in_default(const tv_secret_api *a, SecretService *s, const cha
    service+account in every other collection, so that one credential is one
    item. An item whose deletion would need a prompt is left. Returns how many
    were deleted; -1 with *message on failure. */
-int tv_prune_copies(const char *service, const char *account, char **message) {
+int tv_prune_copies(const char *service, const char *account, const char *const *types, char **message) {
     const tv_secret_api *a = tv_api();
     if (!a) { tv_no_library(message); return -1; }
     GError *error = NULL;
     SecretService *s = tv_service(a, &error);
     if (!s) { tv_take_error(a, &error, message); return -1; }
-    int removed = 0;
-    int r = tv_visit_items(a, s, a->g_variant_new_parsed("({'service': %s, 'account': %s},)", service, account),
-                           tv_delete_elsewhere, &removed, &error);
+    int removed = 0, r = 0;
+    for (; *types && r >= 0; types++)
+        r = tv_visit_items(a, s, tv_ours_query(a, service, account, *types), tv_delete_elsewhere, &removed, &error);
     a->g_object_unref(s);
     if (r < 0) { tv_take_error(a, &error, message); return -1; }
     return removed;
@@ -547,9 +585,7 @@ static int tv_set_existing(const tv_secret_api *a, const char *service, const ch
                            const char *secret, GError **error) {
     SecretService *s = tv_service(a, error);
     if (!s) return -1;
-    int r = tv_visit_items(
-        a, s, a->g_variant_new_parsed("({'service': %s, 'account': %s, 'type': %s},)", service, account, type),
-        tv_set_in_default, (void *)secret, error);
+    int r = tv_visit_items(a, s, tv_ours_query(a, service, account, type), tv_set_in_default, (void *)secret, error);
     a->g_object_unref(s);
     return r;
 }
@@ -575,30 +611,98 @@ int tv_store(const char *service, const char *account, const char *type,
     }
     for (; *other_types; other_types++) {
         GHashTable *others = tv_attributes(a, service, account, *other_types);
-        a->secret_password_clearv_sync(tv_lookup_schema(), others, NULL, &error);
+        a->secret_password_clearv_sync(tv_schema(), others, NULL, &error);
         a->g_hash_table_unref(others);
         if (error) { tv_take_error(a, &error, message); return 0; }
     }
     return 1;
 }
 
-/* Deletes every item for service+account. 1: some deleted, 0: none, -1: failed. */
-int tv_clear(const char *service, const char *account, char **message) {
+/* Deletes tokenvault's items for service+account, of each of `types`. 1:
+   some deleted, 0: none, -1: failed. */
+int tv_clear(const char *service, const char *account, const char *const *types, char **message) {
     const tv_secret_api *a = tv_api();
     if (!a) { tv_no_library(message); return -1; }
     GError *error = NULL;
-    GHashTable *attrs = tv_attributes(a, service, account, NULL);
     int removed = 0;
-    while (a->secret_password_clearv_sync(tv_lookup_schema(), attrs, NULL, &error)) removed = 1;
-    a->g_hash_table_unref(attrs);
+    for (; *types && !error; types++) {
+        GHashTable *attrs = tv_attributes(a, service, account, *types);
+        while (a->secret_password_clearv_sync(tv_schema(), attrs, NULL, &error)) removed = 1;
+        a->g_hash_table_unref(attrs);
+    }
     if (error) { tv_take_error(a, &error, message); return -1; }
     return removed;
+}
+
+/* Whether the item's attributes are tokenvault's: its schema and one of `types`. */
+static int tv_attributes_ours(const tv_secret_api *a, GHashTable *attributes, const char *const *types) {
+    const char *schema = attributes ? a->g_hash_table_lookup(attributes, "xdg:schema") : NULL;
+    const char *type = attributes ? a->g_hash_table_lookup(attributes, "type") : NULL;
+    if (!schema || strcmp(schema, TV_SCHEMA_NAME) != 0 || !type) return 0;
+    for (; *types; types++)
+        if (strcmp(*types, type) == 0) return 1;
+    return 0;
+}
+
+int tv_foreign_items(const char *service, const char *account, const char *const *types, char **schema,
+                     char **message) {
+    const tv_secret_api *a = tv_api();
+    if (!a) { tv_no_library(message); return -1; }
+    GError *error = NULL;
+    SecretService *s = tv_service(a, &error);
+    if (!s) { tv_take_error(a, &error, message); return -1; }
+    GDBusConnection *bus = a->g_dbus_proxy_get_connection((GDBusProxy *)s);
+    GVariant *r = a->g_dbus_connection_call_sync(
+        bus, "org.freedesktop.secrets", "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "SearchItems",
+        tv_anyones_query(a, service, account), (const GVariantType *)"(aoao)", G_DBUS_CALL_FLAGS_NONE, -1, NULL,
+        &error);
+    if (!r) { a->g_object_unref(s); tv_take_error(a, &error, message); return -1; }
+    int foreign = 0;
+    for (int part = 0; part < 2; part++) {
+        GVariant *paths = a->g_variant_get_child_value(r, part);
+        size_t n = a->g_variant_n_children(paths);
+        for (size_t i = 0; i < n; i++) {
+            const char *path = NULL;
+            a->g_variant_get_child(paths, i, "&o", &path);
+            /* An item's attributes can be read while it is locked. */
+            GVariant *got = a->g_dbus_connection_call_sync(
+                bus, "org.freedesktop.secrets", path, "org.freedesktop.DBus.Properties", "Get",
+                a->g_variant_new("(ss)", "org.freedesktop.Secret.Item", "Attributes"), (const GVariantType *)"(v)",
+                G_DBUS_CALL_FLAGS_NONE, -1, NULL, &error);
+            if (!got) { a->g_clear_error(&error); continue; }
+            GVariant *boxed = a->g_variant_get_child_value(got, 0);
+            GVariant *dict = a->g_variant_get_child_value(boxed, 0);
+            GHashTable *attributes = a->g_hash_table_new_full(a->g_str_hash, a->g_str_equal, a->g_free, a->g_free);
+            size_t m = a->g_variant_n_children(dict);
+            for (size_t j = 0; j < m; j++) {
+                const char *k = NULL, *v = NULL;
+                a->g_variant_get_child(dict, j, "{&s&s}", &k, &v);
+                a->g_hash_table_insert(attributes, a->g_strdup(k), a->g_strdup(v));
+            }
+            if (!tv_attributes_ours(a, attributes, types)) {
+                if (foreign == 0 && schema) {
+                    const char *named = a->g_hash_table_lookup(attributes, "xdg:schema");
+                    *schema = a->g_strdup(named ? named : "");
+                }
+                foreign++;
+            }
+            a->g_hash_table_unref(attributes);
+            a->g_variant_unref(dict);
+            a->g_variant_unref(boxed);
+            a->g_variant_unref(got);
+        }
+        a->g_variant_unref(paths);
+    }
+    a->g_variant_unref(r);
+    a->g_object_unref(s);
+    return foreign;
 }
 
 /* Calls back for every item of the given type. With load_secrets it unlocks and
    loads the secrets; without, it never prompts and the secret passed is NULL.
    1: ok, 0: failed (*message). */
-int tv_search(const char *type, int load_secrets, void *context, tv_item_callback callback, char **message) {
+int tv_search(const char *type, const char *const *types, int load_secrets, void *context, tv_item_callback callback,
+              char **message) {
     const tv_secret_api *a = tv_api();
     if (!a) { tv_no_library(message); return 0; }
     GError *error = NULL;
@@ -612,14 +716,15 @@ int tv_search(const char *type, int load_secrets, void *context, tv_item_callbac
         GHashTable *ia = a->secret_retrievable_get_attributes(item);
         const char *service = ia ? a->g_hash_table_lookup(ia, "service") : NULL;
         const char *account = ia ? a->g_hash_table_lookup(ia, "account") : NULL;
+        int ours = tv_attributes_ours(a, ia, types);
         if (service && account && !load_secrets) {
-            callback(context, service, account, NULL);
+            callback(context, service, account, NULL, ours);
         } else if (service && account) {
             SecretValue *value = a->secret_retrievable_retrieve_secret_sync(item, NULL, &error);
             if (value) {
                 char *secret = a->secret_value_unref_to_password(value, NULL);
                 if (secret) {
-                    callback(context, service, account, secret);
+                    callback(context, service, account, secret, ours);
                     a->secret_password_free(secret);
                 }
             } else {

@@ -39,11 +39,15 @@ final class HostileLocalTests: QuirkProviderTestCase {
     func testAnUnreadableRecordIsShownAsUnusableAndCanBeRemoved() throws {
         let s = sandbox("secret-service")
         XCTAssertEqual(s.tv("set", "api.good.example", stdin: "good-token").status, 0)
-        // What a hostile registration left before it was checked, and a record another tool wrote.
-        for (service, account) in [("127.0.0.1:9", "tokenvault:client:00ff"), ("api.bad.example", "default")] {
+        // What a hostile registration left before it was checked (tokenvault's own item), and a
+        // record another tool wrote (no schema).
+        for (service, account, schema) in [
+            ("127.0.0.1:9", "tokenvault:client:00ff", ["xdg:schema", "io.tokenvault.Credential"]),
+            ("api.bad.example", "default", []),
+        ] {
             let store = runProcess(
                 "/usr/bin/secret-tool",
-                ["store", "--label=x", "service", service, "account", account, "type", "token"],
+                ["store", "--label=x", "service", service, "account", account, "type", "token"] + schema,
                 stdin: #"{"type":"token","access_token":"bad id"}"#, env: s.env)
             XCTAssertEqual(store.status, 0, store.stderr)
         }
@@ -71,12 +75,18 @@ final class HostileLocalTests: QuirkProviderTestCase {
         XCTAssertTrue(
             doctor.stdout.contains("remove it: tokenvault delete 127.0.0.1:9 --account tokenvault:client:00ff"),
             doctor.stdout)
+        // Another tool's item: tokenvault never deletes it, and names what does.
         XCTAssertTrue(
-            doctor.stdout.contains("remove it: tokenvault delete api.bad.example --account default"), doctor.stdout)
+            doctor.stdout.contains(
+                "another application's item: remove it with that application, or: secret-tool clear service api.bad.example account default"
+            ), doctor.stdout)
         XCTAssertNotEqual(doctor.status, 0)
         // Removed, reserved name and all; nothing else touched.
         XCTAssertEqual(s.tv("delete", "127.0.0.1:9", "--account", "tokenvault:client:00ff").status, 0)
-        XCTAssertEqual(s.tv("delete", "api.bad.example").status, 0)
+        XCTAssertEqual(s.tv("delete", "api.bad.example").status, 3)
+        let clear = runProcess(
+            "/usr/bin/secret-tool", ["clear", "service", "api.bad.example", "account", "default"], env: s.env)
+        XCTAssertEqual(clear.status, 0, clear.stderr)
         XCTAssertEqual(s.tv("set", "x.example", "--account", "tokenvault:client:1", stdin: "t").status, 64)
         XCTAssertEqual(s.tv("set", "x.example", "--account", "tokenvault:other", stdin: "t").status, 64)
         XCTAssertEqual(s.tv("get", "api.good.example").out, "good-token")

@@ -3,8 +3,10 @@
 #ifndef TV_SECRET_H
 #define TV_SECRET_H
 
-/* One found item: its service and account, and the secret (NULL when not loaded). */
-typedef void (*tv_item_callback)(void *context, const char *service, const char *account, const char *secret);
+/* One found item: its service and account, the secret (NULL when not loaded),
+   and whether it is tokenvault's own (its schema and one of its types). */
+typedef void (*tv_item_callback)(void *context, const char *service, const char *account, const char *secret,
+                                 int ours);
 /* One copy of an item: its D-Bus path and its secret. */
 typedef void (*tv_copy_callback)(void *context, const char *path, const char *secret);
 
@@ -30,8 +32,10 @@ int tv_unlock_default_collection(char **message);
 int tv_unlock_quietly(void);
 /* The process id owning org.freedesktop.secrets on the session bus, or 0. */
 unsigned int tv_secrets_owner_pid(int timeout_ms);
-/* The secret for service+account, or NULL (*message set on failure, NULL when absent). */
-char *tv_lookup(const char *service, const char *account, char **message);
+/* The secret for service+account, or NULL (*message set on failure, NULL when
+   absent): tokenvault's own item, or with foreign_too, where it has none, an
+   item of another schema (*foreign then 1). libsecret may unlock to answer. */
+char *tv_lookup(const char *service, const char *account, int foreign_too, int *foreign, char **message);
 /* The same in D-Bus calls of its own: one when `known` still names the item;
    *found (tv_free) is the item's path. NULL and no message: ask tv_lookup. */
 char *tv_lookup_item(const char *service, const char *account, const char *known, char **found, char **message);
@@ -41,22 +45,33 @@ char *tv_lookup_item(const char *service, const char *account, const char *known
 int tv_secret_reconnect(void);
 /* 1: a process owns org.freedesktop.secrets on the session bus; 0: none; -1: the bus does not say. */
 int tv_secret_owned(void);
-/* Every unlocked item for service+account in any collection, read in one
-   GetSecrets: callback(context, path, secret) each. How many; -1 (*message)
-   on failure; 0 when none is unlocked. *locked: how many matched locked. */
+/* Every unlocked item of tokenvault's for service+account in any collection,
+   read in one GetSecrets: callback(context, path, secret) each; where it has
+   none, unlocked or locked, the items of other schemas (*foreign then 1). How
+   many; -1 (*message) on failure; 0 when none is unlocked. *locked: how many
+   matched locked. */
 int tv_lookup_copies(const char *service, const char *account, void *context, tv_copy_callback callback,
-                     int *locked, char **message);
-/* After a write to the default collection, deletes the unlocked items for
-   service+account in the others (never one that would prompt): how many; -1
-   (*message) on failure. */
-int tv_prune_copies(const char *service, const char *account, char **message);
+                     int *locked, int *foreign, char **message);
+/* After a write to the default collection, deletes tokenvault's unlocked items
+   for service+account (of each of `types`, NULL-terminated) in the others
+   (never one that would prompt): how many; -1 (*message) on failure. */
+int tv_prune_copies(const char *service, const char *account, const char *const *types, char **message);
+/* How many items for service+account, locked or not, are not tokenvault's
+   (another schema, or a type not in `types`); *schema (tv_free, may be NULL)
+   names the first one's xdg:schema ("" when it has none). -1 (*message) on failure. */
+int tv_foreign_items(const char *service, const char *account, const char *const *types, char **schema,
+                     char **message);
 /* Stores a NUL-terminated secret, then removes items of `other_types` (NULL-terminated). 1: ok. */
 int tv_store(const char *service, const char *account, const char *type, const char *const *other_types,
              const char *label, const char *secret, char **message);
-/* Deletes every item for service+account. 1: some deleted, 0: none, -1: failed. */
-int tv_clear(const char *service, const char *account, char **message);
-/* Calls back for every item of `type`; loads (and unlocks) secrets only with load_secrets. 1: ok. */
-int tv_search(const char *type, int load_secrets, void *context, tv_item_callback callback, char **message);
+/* Deletes tokenvault's items for service+account (of each of `types`,
+   NULL-terminated), never another schema's. 1: some deleted, 0: none, -1: failed. */
+int tv_clear(const char *service, const char *account, const char *const *types, char **message);
+/* Calls back for every item of `type`, anyone's, saying whether it is
+   tokenvault's (`types`: its types); loads (and unlocks) secrets only with
+   load_secrets. 1: ok. */
+int tv_search(const char *type, const char *const *types, int load_secrets, void *context, tv_item_callback callback,
+              char **message);
 
 /* A desktop notification (org.freedesktop.Notifications on the session bus)
    from tokenvault: 1 when a notification daemon took it. */

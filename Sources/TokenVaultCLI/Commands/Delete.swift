@@ -15,7 +15,17 @@ extension DeletesCredential {
         let id = try credential.id(in: context, registrations: true)
         let stored = try? context.vault().load(id)
         let removed = try context.vault().delete(id)
-        guard removed else { throw try context.notFound(id, deleting: true) }
+        guard removed else {
+            // Another application's item under that name is never deleted (docs/security.md).
+            if let foreign = try context.store().foreignNote(id) {
+                throw TokenVaultError.notFound(
+                    service: id.service.description, account: id.account,
+                    hint:
+                        "\(foreign), which tokenvault never deletes; remove it with that application, or: secret-tool clear service \(ShellWord.word(id.service.description)) account \(ShellWord.word(id.account))"
+                )
+            }
+            throw try context.notFound(id, deleting: true)
+        }
         if let issuer = stored?.issuer, !id.isRegistration { Self.retireRegistrations(of: issuer, context: context) }
         context.result(
             "deleted \(id)", json: json,

@@ -91,8 +91,10 @@ extension TokenVault {
             var targetBefore: [CredentialID: Credential] = [:]
             for c in try target.list() { targetBefore[c.id] = c }
             var moved = 0
+            // Another application's items are read, never moved out (docs/security.md): left, and said once.
+            var leftAlone = Set<CredentialID>()
             for _ in 0..<5 {
-                let ids = try source.listIDs()
+                let ids = try source.listIDs().filter { !leftAlone.contains($0) }
                 if ids.isEmpty { break }
                 for id in ids {
                     // Client registrations move too, but are not counted as credentials.
@@ -100,6 +102,13 @@ extension TokenVault {
                         try (id.isRegistration ? 0 : 1)
                         * vault.withRecordLock(id) { () -> Int in
                             guard let c = try source.load(id) else { return 0 }
+                            if c.foreignItem {
+                                leftAlone.insert(id)
+                                Output.notice(
+                                    "left \(id) in \(source.name): its item is another application's, which tokenvault does not move"
+                                )
+                                return 0
+                            }
                             let existing = try target.load(id)
                             let targetChanged = existing != nil && existing != targetBefore[id]
                             if !targetChanged, existing.map({ !$0.isNewer(than: c) }) ?? true {

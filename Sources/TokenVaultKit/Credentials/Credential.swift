@@ -93,6 +93,11 @@ public struct Credential: Equatable, Sendable {
     /// Set only on a listing's stand-in for a stored record that cannot be
     /// read (docs/reference.md, "Credential state"): why. Never stored.
     public var unusable: String?
+    /// Set only on a record read from a Secret Service item that is not
+    /// tokenvault's (another schema: one stored by hand with `secret-tool`,
+    /// another application's): read where tokenvault has none, never changed or
+    /// deleted (docs/security.md, "Other applications' secrets"). Never stored.
+    public var foreignItem = false
 
     public var id: CredentialID { CredentialID(service: service, account: account) }
 

@@ -305,8 +305,10 @@ public final class DoctorChecks {
             bad += 1
             add(
                 "record \(c.id)", .failed, "unusable: \(c.unusable ?? "")",
-                fix:
-                    "remove it: tokenvault delete \(ShellWord.word(c.service.description)) --account \(ShellWord.word(c.account))"
+                fix: c.foreignItem
+                    // Another application's item: tokenvault never deletes it (docs/security.md).
+                    ? "it is another application's item: remove it with that application, or: secret-tool clear service \(ShellWord.word(c.service.description)) account \(ShellWord.word(c.account))"
+                    : "remove it: tokenvault delete \(ShellWord.word(c.service.description)) --account \(ShellWord.word(c.account))"
             )
         }
         let credentials = rows.filter { !$0.credential.id.isRegistration && $0.credential.unusable == nil }

@@ -149,6 +149,8 @@ public final class AutoStore: CredentialStore {
 
     public func list() throws -> [Credential] { try listLocated().map(\.credential) }
 
+    public func foreignNote(_ id: CredentialID) -> String? { secretService?.foreignNote(id) }
+
     public func listIDs() throws -> [CredentialID] {
         var ids = Set<CredentialID>()
         if let secretService { ids.formUnion((try? secretService.listIDs()) ?? []) }

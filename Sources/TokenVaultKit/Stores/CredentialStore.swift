@@ -45,6 +45,10 @@ public protocol CredentialStore: AnyObject {
     /// lock is all there is (the Secret Service is one session's), or the store
     /// orders renewals itself (etcd).
     var sharedLockDirectory: String? { get }
+    /// What the store holds under `id` that is not tokenvault's and that it
+    /// leaves alone (another application's Secret Service item), said for a
+    /// message; nil when there is none.
+    func foreignNote(_ id: CredentialID) -> String?
 }
 
 extension CredentialStore {
@@ -53,6 +57,7 @@ extension CredentialStore {
     public var warnings: [String] { [] }
     public var writesTo: String { name }
     public var sharedLockDirectory: String? { nil }
+    public func foreignNote(_ id: CredentialID) -> String? { nil }
 
     public func locate(_ id: CredentialID) throws -> StoredCredential? {
         try load(id).map { StoredCredential(credential: $0, backend: name) }

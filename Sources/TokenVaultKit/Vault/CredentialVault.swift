@@ -147,6 +147,7 @@ public final class CredentialVault {
     /// number an old record (or a spool computed from it) had.
     private func nextGeneration(_ credential: Credential, after current: Credential?) -> Credential {
         var next = credential
+        next.foreignItem = false  // what tokenvault writes is its own item
         let (after, overflow) = max(current?.generation ?? 0, credential.generation).addingReportingOverflow(1)
         next.generation = overflow ? Int64.max : after
         if let current {

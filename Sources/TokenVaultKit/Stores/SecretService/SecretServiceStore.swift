@@ -173,12 +173,27 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
     private final class Copies: @unchecked Sendable {
         var found: [(path: String, record: Data)] = []
         var locked: Int32 = 0
+        /// The items found are not tokenvault's: it has none for the credential.
+        var foreign: Int32 = 0
+    }
+
+    /// tokenvault's types, NULL-terminated, for the C calls that match only its
+    /// own items; freed by the caller.
+    private static func typeList() -> [UnsafeMutablePointer<CChar>?] {
+        CredentialType.allCases.map { strdup($0.rawValue) } + [nil]
+    }
+
+    private static func withTypes<T>(_ body: (UnsafePointer<UnsafePointer<CChar>?>) -> T) -> T {
+        let types = typeList()
+        defer { types.forEach { free($0) } }
+        return types.map { UnsafePointer($0) }.withUnsafeBufferPointer { body($0.baseAddress!) }
     }
 
     /// The credential stored under `id`; what the search saw goes into `found`.
     private func lookup(_ id: CredentialID, _ found: Copies) throws -> Credential? {
         let service = id.service.description, account = id.account, bus = self.bus
         let key = [bus, service, account].joined(separator: "\u{0}")
+        found.foreign = 0
         let copies: [(path: String, record: Data)] = try call("look up \(id)") {
             var message: UnsafeMutablePointer<CChar>?
             if SecretServiceStore.keepsItemPaths, let known = SecretServiceStore.itemPaths.withLock({ $0[key] }) {
@@ -191,17 +206,20 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
                 }
                 if message != nil { return SecretServiceStore.failure("look up \(id)", &message) }
             }
-            // Every unlocked copy, whatever collection holds it (docs/config.md: one item per credential).
+            // Every unlocked copy of tokenvault's, whatever collection holds it (docs/config.md:
+            // one item per credential); where it has none, another schema's (docs/security.md).
             let n = tv_lookup_copies(
                 service, account, Unmanaged.passUnretained(found).toOpaque(),
                 { context, path, secret in
                     Unmanaged<Copies>.fromOpaque(context!).takeUnretainedValue().found.append(
                         (String(cString: path!), Data(bytes: secret!, count: strlen(secret!))))
-                }, &found.locked, &message)
+                }, &found.locked, &found.foreign, &message)
             if n < 0 { return SecretServiceStore.failure("look up \(id)", &message) }
             if !found.found.isEmpty { return .success(found.found) }
-            // None unlocked: libsecret's lookup decides (it unlocks, or answers nothing).
-            guard let secret = tv_lookup(service, account, &message) else {
+            // None unlocked: libsecret's lookup decides (it unlocks, or answers nothing); an item of
+            // another schema only where tokenvault has none, locked or not.
+            let foreignToo: Int32 = found.foreign == 1 ? 1 : 0
+            guard let secret = tv_lookup(service, account, foreignToo, &found.foreign, &message) else {
                 return message == nil ? .success([]) : SecretServiceStore.failure("look up \(id)", &message)
             }
             defer { tv_password_free(secret) }
@@ -212,8 +230,13 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
             return nil
         }
         // A copy that cannot be read is passed over where another can; alone, its error is the answer.
+        let foreign = found.foreign == 1
         let read = copies.compactMap { c in
-            (try? Credential.fromRecord(c.record, id: id)).map { (path: c.path, credential: $0) }
+            (try? Credential.fromRecord(c.record, id: id)).map { record -> (path: String, credential: Credential) in
+                var marked = record
+                marked.foreignItem = foreign
+                return (c.path, marked)
+            }
         }
         guard !read.isEmpty else { return try Credential.fromRecord(copies[0].record, id: id) }
         // Copies in two collections (a second database, a moved default alias): the newest is
@@ -224,10 +247,12 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
         if read.count > 1 {
             let collections = Set(read.map { Posix.dirname($0.path) }).sorted().joined(separator: ", ")
             let note =
-                "\(read.count) copies of \(id) are in the Secret Service (\(collections)); the newest, in \(Posix.dirname(newest.path)), is used, and the next write keeps only it"
-            noticed.withLock { if !$0.contains(note) { $0.append(note) } }
+                foreign
+                ? "\(read.count) items of other applications for \(id) are in the Secret Service (\(collections)); the newest, in \(Posix.dirname(newest.path)), is read, and none is changed"
+                : "\(read.count) copies of \(id) are in the Secret Service (\(collections)); the newest, in \(Posix.dirname(newest.path)), is used, and the next write keeps only it"
+            notice(note)
         }
-        if SecretServiceStore.keepsItemPaths, !newest.path.isEmpty, read.count == 1 {
+        if SecretServiceStore.keepsItemPaths, !newest.path.isEmpty, read.count == 1, !foreign {
             SecretServiceStore.itemPaths.withLock { $0[key] = newest.path }
         }
         return newest.credential
@@ -243,13 +268,40 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
         }
         // One item per credential: the copies other collections hold (where the default alias
         // pointed before, a second database) go, so that no read finds a stale refresh token.
+        // Only tokenvault's own: another application's item is never changed (docs/security.md).
         let service = credential.service.description, account = credential.account
         _ = try? call("remove the other copies of \(credential.id)") { () -> Result<Int32, TokenVaultError> in
             var message: UnsafeMutablePointer<CChar>?
-            let n = tv_prune_copies(service, account, &message)
+            let n = SecretServiceStore.withTypes { tv_prune_copies(service, account, $0, &message) }
             if message != nil { _ = SecretServiceStore.takeMessage(&message) }
             return .success(n)
         }
+        if let beside = foreignNote(credential.id) {
+            notice("\(beside); tokenvault wrote its own item beside it, which it reads first, and left that one as it was")
+        }
+    }
+
+    private func notice(_ note: String) {
+        noticed.withLock { if !$0.contains(note) { $0.append(note) } }
+    }
+
+    /// What the Secret Service holds for `id` that is not tokenvault's (another
+    /// schema, as another application or `secret-tool` stores), said for a
+    /// message; nil when there is none, or when it cannot be asked.
+    public func foreignNote(_ id: CredentialID) -> String? {
+        let service = id.service.description, account = id.account
+        let found = try? call("look for other applications' items for \(id)") {
+            () -> Result<(Int32, String), TokenVaultError> in
+            var message: UnsafeMutablePointer<CChar>?
+            var schema: UnsafeMutablePointer<CChar>?
+            let n = SecretServiceStore.withTypes { tv_foreign_items(service, account, $0, &schema, &message) }
+            if n < 0 { return SecretServiceStore.failure("look for other applications' items for \(id)", &message) }
+            return .success((n, schema.map { _ in SecretServiceStore.takeMessage(&schema) } ?? ""))
+        }
+        guard let (count, schema) = found, count > 0 else { return nil }
+        let whose = schema.isEmpty ? "with no schema (one stored by hand?)" : "of schema \(OutsideText.line(schema, limit: 80))"
+        let items = count == 1 ? "an item" : "\(count) items"
+        return "the Secret Service holds \(items) of another application for \(id), \(whose)"
     }
 
     private func store(_ credential: Credential) throws {
@@ -261,6 +313,7 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
         let secret = SecureBytes(json)
         Sodium.wipe(&json)
         try call("store \(credential.id)") { () -> Result<Void, TokenVaultError> in
+            // Only tokenvault's own items of the other types go (docs/security.md).
             var message: UnsafeMutablePointer<CChar>?
             let others = CredentialType.allCases.filter { $0.rawValue != type }.map { strdup($0.rawValue) } + [nil]
             defer { others.forEach { free($0) } }
@@ -281,8 +334,8 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
         let service = id.service.description, account = id.account
         return try call("delete \(id)") {
             var message: UnsafeMutablePointer<CChar>?
-            // Several items can match (other types, or ones stored by secret-tool).
-            let removed = tv_clear(service, account, &message)
+            // tokenvault's items of every type; never another schema's (`foreignNote` says so).
+            let removed = SecretServiceStore.withTypes { tv_clear(service, account, $0, &message) }
             return removed < 0 ? SecretServiceStore.failure("delete \(id)", &message) : .success(removed == 1)
         }
     }
@@ -295,45 +348,57 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
             let found = IDs()
             for type in CredentialType.allCases {
                 var message: UnsafeMutablePointer<CChar>?
-                let ok = tv_search(
-                    type.rawValue, 0, Unmanaged.passUnretained(found).toOpaque(),
-                    { context, service, account, _ in
-                        Unmanaged<IDs>.fromOpaque(context!).takeUnretainedValue().items.append(
-                            (String(cString: service!), String(cString: account!)))
-                    }, &message)
+                let ok = SecretServiceStore.withTypes { types in
+                    tv_search(
+                        type.rawValue, types, 0, Unmanaged.passUnretained(found).toOpaque(),
+                        { context, service, account, _, _ in
+                            Unmanaged<IDs>.fromOpaque(context!).takeUnretainedValue().items.append(
+                                (String(cString: service!), String(cString: account!)))
+                        }, &message)
+                }
                 if ok == 0 { return SecretServiceStore.failure("list credentials", &message) }
             }
             return .success(found.items)
         }
-        return pairs.compactMap { s, a in (try? ServiceKey(parsing: s)).map { CredentialID(service: $0, account: a) } }
+        return Set(pairs.compactMap { s, a in (try? ServiceKey(parsing: s)).map { CredentialID(service: $0, account: a) } })
+            .sorted()
     }
 
     public func list() throws -> [Credential] {
         try ensureUnlocked("list credentials")
-        final class Rows: @unchecked Sendable { var items: [(String, String, Data)] = [] }
-        let rows: [(String, String, Data)] = try call("list credentials") {
+        final class Rows: @unchecked Sendable { var items: [(String, String, Data, Bool)] = [] }
+        let rows: [(String, String, Data, Bool)] = try call("list credentials") {
             let found = Rows()
             // One search per type, not matching the schema name: items stored with
             // `secret-tool store service H account A type token` are listed too.
             for type in CredentialType.allCases {
                 var message: UnsafeMutablePointer<CChar>?
-                let ok = tv_search(
-                    type.rawValue, 1, Unmanaged.passUnretained(found).toOpaque(),
-                    { context, service, account, secret in
-                        let rows = Unmanaged<Rows>.fromOpaque(context!).takeUnretainedValue()
-                        rows.items.append(
-                            (
-                                String(cString: service!), String(cString: account!),
-                                Data(bytes: secret!, count: strlen(secret!))
-                            ))
-                    }, &message)
+                let ok = SecretServiceStore.withTypes { types in
+                    tv_search(
+                        type.rawValue, types, 1, Unmanaged.passUnretained(found).toOpaque(),
+                        { context, service, account, secret, ours in
+                            let rows = Unmanaged<Rows>.fromOpaque(context!).takeUnretainedValue()
+                            rows.items.append(
+                                (
+                                    String(cString: service!), String(cString: account!),
+                                    Data(bytes: secret!, count: strlen(secret!)), ours == 0
+                                ))
+                        }, &message)
+                }
                 if ok == 0 { return SecretServiceStore.failure("list credentials", &message) }
             }
             return .success(found.items)
         }
-        return rows.compactMap { service, account, record in
-            guard let key = try? ServiceKey(parsing: service) else { return nil }
-            return Credential.listed(record, id: CredentialID(service: key, account: account))
-        }.sorted { $0.id < $1.id }
+        // One row a credential: tokenvault's own item where it has one, as a lookup reads.
+        var byID: [CredentialID: Credential] = [:]
+        for (service, account, record, foreign) in rows {
+            guard let key = try? ServiceKey(parsing: service) else { continue }
+            let id = CredentialID(service: key, account: account)
+            var c = Credential.listed(record, id: id)
+            c.foreignItem = foreign
+            if let kept = byID[id], kept.foreignItem == foreign ? !c.isNewer(than: kept) : foreign { continue }
+            byID[id] = c
+        }
+        return byID.values.sorted { $0.id < $1.id }
     }
 }
