@@ -109,7 +109,8 @@ final class KeyringCopiesTests: QuirkProviderTestCase {
         // A write creates tokenvault's own item beside them, and says so once.
         let set = s.tv("set", host, stdin: "tv-token-1\n")
         XCTAssertEqual(set.status, 0, set.stderr)
-        XCTAssertEqual(set.stderr.components(separatedBy: "of another application for \(host)").count - 1, 1, set.stderr)
+        XCTAssertEqual(
+            set.stderr.components(separatedBy: "of another application for \(host)").count - 1, 1, set.stderr)
         untouched()
         XCTAssertEqual(items(host).count, 4)
         XCTAssertEqual(s.tv("get", host).out, "tv-token-1", "tokenvault's own item is read first")

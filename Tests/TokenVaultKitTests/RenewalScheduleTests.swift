@@ -121,6 +121,32 @@ final class RenewalScheduleTests: XCTestCase {
         // A record stored meanwhile with a shorter life falls due before the loop's next look.
         let shorter = record(issued: 5_001, lifetime: 30)
         XCTAssertTrue(s.handedOut(shorter, at: 5_002, child: ChildContext(directory: "/w"), policy: policy))
-        XCTAssertEqual(s.entries[id]?.child.directory, "/w", "the last client's directory")
+        XCTAssertEqual(
+            s.entries[id]?.child, ChildContext(), "the world of the client that brought it, not the last one's")
+    }
+
+    /// Whose world a renewal ahead of need runs in: the client's that brought
+    /// the credential; a confined client's never; another client's only once
+    /// a renewal there did not succeed.
+    func testARenewalRunsInTheWorldOfTheClientThatBroughtIt() {
+        var s = RenewalSchedule()
+        let c = record(issued: 1_000, lifetime: 3_600)
+        _ = s.handedOut(c, at: 1_000, child: nil, policy: policy)
+        XCTAssertEqual(s.entries[id]?.child, nil, "a confined client decides nothing: the agent's own world")
+        let first = ChildContext(environment: ["A": "1"], directory: "/a")
+        _ = s.handedOut(c, at: 1_001, child: first, policy: policy)
+        XCTAssertEqual(s.entries[id]?.child, first, "the first client of the agent's world")
+        _ = s.handedOut(c, at: 1_002, child: ChildContext(environment: ["B": "2"], directory: "/b"), policy: policy)
+        _ = s.handedOut(c, at: 1_003, child: nil, policy: policy)
+        XCTAssertEqual(s.entries[id]?.child, first, "not the last to ask")
+        var next = Int64.max
+        let due = CredentialStatus(of: c, now: 4_590, minValid: 60, grant: { _ in .authorizationCode })
+        XCTAssertTrue(s.decide(id, record: c, status: due, at: 4_590, policy: policy, next: &next))
+        s.finished(id, startedAt: 4_590, .failed("invalid_client"))
+        let second = ChildContext(environment: ["B": "2"], directory: "/b")
+        _ = s.handedOut(c, at: 4_591, child: second, policy: policy)
+        XCTAssertEqual(s.entries[id]?.child, second, "its world failed: the next client's takes over")
+        _ = s.handedOut(c, at: 4_592, child: first, policy: policy)
+        XCTAssertEqual(s.entries[id]?.child, first, "while no renewal has succeeded since, each client in turn")
     }
 }

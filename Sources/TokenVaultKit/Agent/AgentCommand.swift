@@ -111,6 +111,9 @@ public enum AgentDecline: Equatable, Sendable {
     case notACommand, readsStdin, unknownDirectory
     /// The command is the client's to run (help text, a vault only the client can open).
     case clientsToRun
+    /// The client is outside the agent's world (another namespace) and the
+    /// request needs more than what the agent holds: a renewal, a secret command.
+    case confined
     case other(String)
 
     static let fixed: [(AgentDecline, String)] = [
@@ -118,6 +121,7 @@ public enum AgentDecline: Equatable, Sendable {
         (.sessionGone, "its session bus is gone"), (.notACommand, "not a command the agent runs"),
         (.readsStdin, "it reads the client's stdin"), (.unknownDirectory, "the client's working directory is unknown"),
         (.clientsToRun, "the client's to run"),
+        (.confined, "the client is in another namespace, and it needs more than the agent holds"),
     ]
     static let setupPrefix = "another setup: "
 

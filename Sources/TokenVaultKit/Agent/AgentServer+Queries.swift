@@ -6,7 +6,7 @@ import Glibc
 /// client (`usable`, `stored`) through a `Session` of the client's
 /// settings, whose notices go back with the answer.
 extension AgentServer {
-    func answer(_ request: JSONValue, notices: Notices) throws -> JSONValue {
+    func answer(_ request: JSONValue, notices: Notices, confinement: Confinement? = nil) throws -> JSONValue {
         switch request["op"]?.string {
         case "status":
             let now = state.withLock { $0 }
@@ -56,6 +56,7 @@ extension AgentServer {
                 settings = settings.withProxies(of: client)
                 settings.child = ChildContext(environment: client, directory: directory)
             }
+            settings.child.confined = confinement
             let context = Session(settings: settings, notices: notices, agent: self.request)
             defer { context.flushWarnings() }
             let id = CredentialID(service: try ServiceKey(parsing: service), account: account)

@@ -41,18 +41,22 @@ extension AgentServer {
             // The record is read outside the lock: a client's request is never held up by the backend.
             guard let c = try? vault.load(id) else { continue }
             let status = context.status(of: c)
-            let child = state.withLock { s -> ChildContext? in
+            // Nil: not now; else where its commands run (itself nil: the agent's own world).
+            let start = state.withLock { s -> ChildContext?? in
                 guard s.schedule.decide(id, record: c, status: status, at: now, policy: policy, next: &next) else {
                     return nil
                 }
                 // In flight from here: the agent does not leave before it is stored.
                 s.inFlight += 1
-                return s.schedule.entries[id]?.child
+                return .some(s.schedule.entries[id]?.child)
             }
-            guard let child else { continue }
-            // The secret commands and the proxies of the client that asked last.
-            var settings = own.withProxies(of: child.environment ?? [:])
-            settings.child = child
+            guard case .some(let child) = start else { continue }
+            // The secret commands and the proxies of the client that brought it; else the agent's own.
+            var settings = own
+            if let child {
+                settings = own.withProxies(of: child.environment ?? [:])
+                settings.child = child
+            }
             renewals.run { [settings] in self.renew(c, at: now, policy: policy, settings: settings) }
         }
         return Double(max(next - now, 1))

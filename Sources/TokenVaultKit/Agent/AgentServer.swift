@@ -221,10 +221,12 @@ public final class AgentServer: @unchecked Sendable {
             close(fd)
             state.withLock { $0.inFlight -= 1 }
         }
+        // A client outside the agent's world is handed only what the agent holds (docs/security.md).
+        let confinement = PeerWorld.outside(pid: AgentSocket.peerPID(fd)).map(Confinement.init(why:))
         let request: JSONValue
         switch AgentRequestFrame(body: body) {
         case .command(let command):
-            _ = AgentSocket.sendFrame(fd, run(command).bytes)
+            _ = AgentSocket.sendFrame(fd, run(command, confinement: confinement).bytes)
             return
         case .query(let query?): request = query
         case .query(nil): return
@@ -250,7 +252,13 @@ public final class AgentServer: @unchecked Sendable {
         // `stop`: gone from the socket before it answers; it exits once nothing is in flight.
         if op == "stop" { stopListening() }
         let said = NoticeBuffer()
-        let result = Result { try self.answer(request, notices: said.notices) }
+        let result = Result { try self.answer(request, notices: said.notices, confinement: confinement) }
+        if confinement?.refused == true {
+            // Neither an answer nor a failure: the client runs it itself.
+            answer["declined"] = .string(AgentDecline.confined.words)
+            _ = AgentSocket.send(fd, .object(answer))
+            return
+        }
         switch result {
         case .success(let value): answer["ok"] = value
         case .failure(let error as TokenVaultError): answer["error"] = error.wire
@@ -265,7 +273,7 @@ public final class AgentServer: @unchecked Sendable {
     /// environment: same output, same exit status. Declined (the client runs
     /// it) for another scope, for help and version text, and for a vault the
     /// agent cannot open but the client has a passphrase source for.
-    private func run(_ request: AgentCommandRequest?) -> AgentCommandReply {
+    private func run(_ request: AgentCommandRequest?, confinement: Confinement?) -> AgentCommandReply {
         guard let request else { return .declined(.anotherVersion) }
         guard request.build == AgentSocket.build else { return .declined(.anotherBuild) }
         // Only the commands the agent is there for; anything else is the client's own to run.
@@ -285,6 +293,7 @@ public final class AgentServer: @unchecked Sendable {
         for v in EnvironmentVariable.passphraseSources { environment[v.name] = own[v] }
         var client = Settings(environment: environment)
         client.child = request.child
+        client.child.confined = confinement
         client.clientCanUnlock = request.hasPassphraseSource
         let differ = differences(client.agentScope)
         guard differ.isEmpty else { return declined(for: differ) }
@@ -292,7 +301,10 @@ public final class AgentServer: @unchecked Sendable {
             $0.requests += 1
             $0.lastRequest = self.clock.now
         }
-        return runCommand(request, Plan(settings: client, isAgent: true), self.request) ?? .declined(.clientsToRun)
+        let reply = runCommand(request, Plan(settings: client, isAgent: true), self.request)
+        // It needed more than the agent holds (a renewal, a secret command): the confined client's own to run.
+        if confinement?.refused == true { return .declined(.confined) }
+        return reply ?? .declined(.clientsToRun)
     }
 
     /// What a context of the agent's does beyond a command's (docs/agent.md):
@@ -306,7 +318,8 @@ public final class AgentServer: @unchecked Sendable {
     private func handedOut(_ id: CredentialID, _ c: Credential, _ context: Session) {
         let now = context.clock.now
         let policy = AheadOfNeed(minValid: (try? context.config.minValidSeconds) ?? 60)
-        let child = context.settings.child
+        // A confined client's world decides nothing of the renewals (docs/security.md).
+        let child = context.settings.child.confined == nil ? context.settings.child : nil
         // New to the agent, or a record stored meanwhile falling due before the one the loop waits for.
         let sooner = state.withLock { $0.schedule.handedOut(c, at: now, child: child, policy: policy) }
         if sooner { wake.signal() }

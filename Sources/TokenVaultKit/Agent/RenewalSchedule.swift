@@ -22,9 +22,14 @@ public struct RenewalSchedule: Sendable {
         public var attempt: (at: Int64, failed: Bool)?
         /// A renewal is under way (one per credential at a time).
         public var renewing = false
-        /// Where the last client that asked for it would run a secret command:
-        /// its renewals ahead of need run them there too.
-        public var child: ChildContext
+        /// Where the client that brought the credential to the agent runs a
+        /// secret command: its renewals ahead of need run them there too (nil:
+        /// the agent's own world, for a credential a confined client asked
+        /// for). Another client takes that place only when none had it or the
+        /// last renewal there did not succeed (docs/agent.md, "Renewal ahead of need").
+        public var child: ChildContext?
+        /// The last renewal ahead of need did not succeed.
+        public var lastFailed = false
     }
 
     /// How a renewal ended.
@@ -52,15 +57,17 @@ public struct RenewalSchedule: Sendable {
     public init() {}
 
     /// A client was handed `c` at `now`: kept renewed from then on, its
-    /// secret commands run where `child` says. True when the loop should look
-    /// now: the credential is new to it, or falls due before the second the
-    /// loop waits for.
-    public mutating func handedOut(_ c: Credential, at now: Int64, child: ChildContext, policy: AheadOfNeed) -> Bool {
+    /// secret commands run where `child` says (nil: a confined client's, which
+    /// decides nothing). True when the loop should look now: the credential is
+    /// new to it, or falls due before the second the loop waits for.
+    public mutating func handedOut(_ c: Credential, at now: Int64, child: ChildContext?, policy: AheadOfNeed) -> Bool {
         guard var entry = entries[c.id] else {
             entries[c.id] = Entry(askedAt: now, child: child)
             return true
         }
-        (entry.askedAt, entry.child) = (now, child)
+        entry.askedAt = now
+        // Not the last client that asked: the one that brought it, unless its world failed.
+        if let child, entry.child == nil || entry.lastFailed { entry.child = child }
         entries[c.id] = entry
         let due = c.expiresAt.map { $0 - policy.lead(for: c) }
         return due.map { $0 < (entry.nextRenewal ?? .max) } ?? false
@@ -113,6 +120,7 @@ public struct RenewalSchedule: Sendable {
         var failed = false
         if case .failed = outcome { failed = true }
         (entry.renewing, entry.attempt, entry.last) = (false, (startedAt, failed), (startedAt, outcome.words))
+        if case .renewed = outcome { entry.lastFailed = false } else { entry.lastFailed = true }
         entries[id] = entry
     }
 }

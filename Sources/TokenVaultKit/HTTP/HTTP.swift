@@ -329,3 +329,16 @@ public enum FormEncoding {
         return String(bytes: bytes, encoding: .utf8)
     }
 }
+
+/// What a confined client of the agent gets for a transport: every request
+/// refused before anything is sent (docs/security.md, "Clients less trusted
+/// than the agent").
+struct RefusedTransport: HTTPTransport {
+    let confinement: Confinement
+
+    func send(_ request: HTTPRequest) throws -> HTTPResponse {
+        throw confinement.refuse("send a request")
+    }
+
+    func checkConnects(to url: String) throws { throw confinement.refuse("send a request") }
+}

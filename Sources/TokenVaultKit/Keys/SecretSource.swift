@@ -53,12 +53,13 @@ enum SecretSource: Sendable {
 
 /// `/bin/sh -c COMMAND`, its stdout captured, stdin from /dev/null, in the
 /// environment and directory `child` gives, without the passphrase variables
-/// (`ChildEnvironment`).
+/// (`ChildEnvironment`); never for a confined client of the agent.
 enum ShellCommand {
     static func run(
         _ command: String, in child: ChildContext = ChildContext(),
         failure: (String) -> TokenVaultError = { .config($0) }
     ) throws -> (Int32, [UInt8]) {
+        if let confined = child.confined { throw confined.refuse("run a secret command") }
         do {
             return try Posix.spawn(
                 ["/bin/sh", "-c", command], env: child.childEnvironment, capture: true, showErrors: true,

@@ -222,9 +222,15 @@ public final class Session {
 
     public func discovery() throws -> Discovery {
         Discovery(
-            cacheDirectory: Discovery.defaultDirectory(settings),
-            transport: CurlTransport(timeout: try httpTimeout, proxies: proxies), now: clock.now,
+            cacheDirectory: Discovery.defaultDirectory(settings), transport: try transport(), now: clock.now,
             warn: notices.warning)
+    }
+
+    /// The transport of this run's requests: libcurl with its proxies; for
+    /// a confined client of the agent, one that sends nothing (docs/security.md).
+    func transport() throws -> HTTPTransport {
+        if let confined = settings.child.confined { return RefusedTransport(confinement: confined) }
+        return CurlTransport(timeout: try httpTimeout, proxies: proxies)
     }
 
     /// A provider's grant from its table alone (the hot path of `get`).
@@ -254,9 +260,11 @@ public final class Session {
 
     public func refresher() throws -> Refresher {
         var r = Refresher(
-            vault: try vault(), transport: CurlTransport(timeout: try httpTimeout, proxies: proxies), clock: clock,
-            providers: self, warn: notices.warning)
-        r.events = { event, id, reason in self.events.emit(event, id, reason: reason) }
+            vault: try vault(), transport: try transport(), clock: clock, providers: self, warn: notices.warning)
+        // A confined client's refused renewal is no event: the client renews it itself.
+        if settings.child.confined == nil {
+            r.events = { event, id, reason in self.events.emit(event, id, reason: reason) }
+        }
         return r
     }
 

@@ -17,6 +17,14 @@ public enum Posix {
         return String(p[..<slash])
     }
 
+    /// Where the symbolic link `path` points; nil when it cannot be read.
+    public static func readLink(_ path: String) -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let n = readlink(path, &buffer, buffer.count - 1)
+        guard n >= 0 else { return nil }
+        return String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
     /// The last component of `path` (NSString.lastPathComponent).
     public static func basename(_ path: String) -> String {
         var p = Substring(path)

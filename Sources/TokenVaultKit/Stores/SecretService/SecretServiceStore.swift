@@ -277,7 +277,8 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
             return .success(n)
         }
         if let beside = foreignNote(credential.id) {
-            notice("\(beside); tokenvault wrote its own item beside it, which it reads first, and left that one as it was")
+            notice(
+                "\(beside); tokenvault wrote its own item beside it, which it reads first, and left that one as it was")
         }
     }
 
@@ -299,7 +300,8 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
             return .success((n, schema.map { _ in SecretServiceStore.takeMessage(&schema) } ?? ""))
         }
         guard let (count, schema) = found, count > 0 else { return nil }
-        let whose = schema.isEmpty ? "with no schema (one stored by hand?)" : "of schema \(OutsideText.line(schema, limit: 80))"
+        let whose =
+            schema.isEmpty ? "with no schema (one stored by hand?)" : "of schema \(OutsideText.line(schema, limit: 80))"
         let items = count == 1 ? "an item" : "\(count) items"
         return "the Secret Service holds \(items) of another application for \(id), \(whose)"
     }
@@ -360,8 +362,10 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
             }
             return .success(found.items)
         }
-        return Set(pairs.compactMap { s, a in (try? ServiceKey(parsing: s)).map { CredentialID(service: $0, account: a) } })
-            .sorted()
+        return Set(
+            pairs.compactMap { s, a in (try? ServiceKey(parsing: s)).map { CredentialID(service: $0, account: a) } }
+        )
+        .sorted()
     }
 
     public func list() throws -> [Credential] {
