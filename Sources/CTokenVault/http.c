@@ -136,6 +136,9 @@ int tv_http_request(const char *method, const char *url, const char *const *head
     if (o->use_proxy) {
         proxied = o->proxy && o->proxy[0];
         c->curl_easy_setopt(h, CURLOPT_PROXY, proxied ? o->proxy : "");
+        /* The run's no_proxy decided already: an empty list, so that libcurl
+           never reads this process's own no_proxy for another's request. */
+        c->curl_easy_setopt(h, CURLOPT_NOPROXY, "");
     }
     if (o->user_agent) c->curl_easy_setopt(h, CURLOPT_USERAGENT, o->user_agent);
     c->curl_easy_setopt(h, CURLOPT_HTTPHEADER, list);

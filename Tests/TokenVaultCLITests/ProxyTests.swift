@@ -122,6 +122,34 @@ final class ProxyTests: QuirkProviderTestCase {
         XCTAssertEqual(forwarded(Self.open, "/rotate"), before + 2, "no_proxy: not through the proxy")
     }
 
+    /// The request's no_proxy decides, read as curl reads it, and libcurl
+    /// is told: never the process's own. An agent started with `no_proxy=*`
+    /// still sends a client's refresh through that client's proxy; a client's
+    /// CIDR range sends it directly (a plain-http token endpoint on loopback,
+    /// whose refresh token and client secret must not cross the proxy).
+    func testTheRequestsNoProxyDecidesThroughTheAgent() throws {
+        let s = try expired()
+        XCTAssertEqual(s.tv("agent", env: ["no_proxy": "*", "NO_PROXY": "*"]).status, 0)
+        addTeardownBlock { _ = s.tv("agent", "stop") }
+        let before = forwarded(Self.open, "/rotate")
+        let proxied = s.tv("get", "q", env: ["http_proxy": Self.open.url])
+        XCTAssertTrue(proxied.out.hasPrefix("rot-at-"), proxied.stderr)
+        XCTAssertEqual(forwarded(Self.open, "/rotate"), before + 1, "the client's proxy, not the agent's no_proxy")
+        for noProxy in ["127.0.0.0/8", "localhost,127.0.0.1.", "::1/128 127.0.0.1/32", "*"] {
+            s.expect(
+                "set", "q", "--provider", "q",
+                stdin: #"{"access_token":"c","refresh_token":"r3","expires_at":1}"#)
+            let direct = s.tv("get", "q", env: ["http_proxy": Self.open.url, "no_proxy": noProxy])
+            XCTAssertTrue(direct.out.hasPrefix("rot-at-"), "\(noProxy): \(direct.stderr)")
+            XCTAssertEqual(forwarded(Self.open, "/rotate"), before + 1, "\(noProxy): not through the proxy")
+        }
+        // A range that does not hold the host: through the proxy.
+        s.expect("set", "q", "--provider", "q", stdin: #"{"access_token":"d","refresh_token":"r4","expires_at":1}"#)
+        let outside = s.tv("get", "q", env: ["http_proxy": Self.open.url, "no_proxy": "10.0.0.0/8,.127.0.0.1.example"])
+        XCTAssertTrue(outside.out.hasPrefix("rot-at-"), outside.stderr)
+        XCTAssertEqual(forwarded(Self.open, "/rotate"), before + 2)
+    }
+
     /// A proxy that is down is the proxy's failure, said as such; the
     /// credential is kept as it was (its refresh token never left).
     func testAProxyThatIsDownIsNamed() throws {

@@ -58,7 +58,7 @@ typedef struct {
     long idle_timeout_s;      /* with timeout_ms 0: give up after this many seconds without a byte */
     const volatile int *cancel; /* when set and nonzero, the transfer stops within about a second */
     /* With use_proxy: `proxy` is the proxy for this request ("" or NULL: none),
-       and libcurl's proxy variables of this process are not read. */
+       and libcurl's proxy variables of this process (no_proxy too) are not read. */
     int use_proxy;
     const char *proxy;
 } tv_http_options;

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Glibc
 
 /// The proxy a request to a provider goes through (docs/config.md, "Behind a
 /// proxy"): libcurl's own variables, read as libcurl reads them, but from the
@@ -42,21 +43,76 @@ public struct ProxySettings: Sendable, Equatable {
         return try Proxy(source)
     }
 
-    /// `no_proxy`: `*`, or a name that is the host or a domain above it
-    /// (a leading dot aside), or the host's address as written.
-    func bypasses(_ host: String) -> Bool {
-        let name = host.lowercased().trimmingBrackets()
-        for entry in (noProxy ?? "").split(separator: ",") {
-            var e = entry.trimmedSpaces().lowercased()
-            if e == "*" { return true }
+    /// `no_proxy` as curl reads it (docs/config.md, "Behind a proxy"): `*`
+    /// alone bypasses every host; else entries separated by commas or spaces.
+    /// A host name matches an entry that is the name or a domain above it, a
+    /// leading dot and a trailing dot of either aside, in any case; an
+    /// address (IPv4, or IPv6 with or without brackets) matches an entry that
+    /// is the same address, or a CIDR range that holds it (`10.0.0.0/8`,
+    /// `::1/128`). A port on an entry is passed over: the host alone decides.
+    public func bypasses(_ host: String) -> Bool {
+        let list = (noProxy ?? "").trimmedSpaces()
+        if list == "*" { return true }
+        let name = Self.bare(host.lowercased().trimmingBrackets())
+        let address = IPAddress(name)
+        for entry in list.split(whereSeparator: { $0 == "," || $0 == " " || $0 == "\t" }) {
+            var e = entry.lowercased()
             if e.hasPrefix(".") { e.removeFirst() }
-            if let colon = e.lastIndex(of: ":"), !e.contains("]"), e.filter({ $0 == ":" }).count == 1 {
-                e = String(e[..<colon])  // a port: the name alone decides
+            if e.hasPrefix("["), let close = e.firstIndex(of: "]") {
+                e = String(e[e.index(after: e.startIndex)..<close])  // [v6], and any port after it
+            } else if e.filter({ $0 == ":" }).count == 1, let colon = e.lastIndex(of: ":") {
+                e = String(e[..<colon])  // a name or an IPv4 address with a port
             }
-            e = e.trimmingBrackets()
-            if !e.isEmpty, name == e || name.hasSuffix("." + e) { return true }
+            e = Self.bare(e)
+            guard !e.isEmpty else { continue }
+            if let address {
+                if address.within(e) { return true }
+            } else if name == e || name.hasSuffix("." + e) {
+                return true
+            }
         }
         return false
+    }
+
+    /// A name without its trailing dot (`example.com.` is `example.com`).
+    private static func bare(_ name: String) -> String {
+        name.hasSuffix(".") && name.count > 1 ? String(name.dropLast()) : name
+    }
+}
+
+/// An IPv4 or IPv6 address, as `no_proxy` compares them.
+struct IPAddress: Equatable {
+    let bytes: [UInt8]
+
+    init?(_ text: String) {
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 {
+            bytes = withUnsafeBytes(of: &v4) { Array($0) }
+        } else if inet_pton(AF_INET6, text, &v6) == 1 {
+            bytes = withUnsafeBytes(of: &v6) { Array($0) }
+        } else {
+            return nil
+        }
+    }
+
+    /// Whether `entry` (an address, or ADDRESS/BITS) names this address or
+    /// a range that holds it; an entry of the other family never does.
+    func within(_ entry: String) -> Bool {
+        let parts = entry.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
+        guard let network = IPAddress(String(parts[0])), network.bytes.count == bytes.count else { return false }
+        var bits = bytes.count * 8
+        if parts.count == 2 {
+            guard let given = Int(parts[1]), (0...bits).contains(given) else { return false }
+            bits = given
+        }
+        for i in 0..<bytes.count where bits > 0 {
+            let take = min(bits, 8)
+            let mask = UInt8(truncatingIfNeeded: 0xFF << (8 - take))
+            if bytes[i] & mask != network.bytes[i] & mask { return false }
+            bits -= take
+        }
+        return true
     }
 }
 
