@@ -68,6 +68,8 @@ enum InProcess {
         }
         BinaryUse.noteInProcess()
         var settings = Settings(environment: env)
+        // Its commands (a `*_command`) see the command's environment, as in a process of its own.
+        settings.child = ChildContext(environment: env)
         if let clock { settings.clock = clock }
         let (result, out, err) = Output.capturing { TokenVaultMain.execute(args, plan: Plan(settings: settings)) ?? 1 }
         let status: Int32 = (try? result.get()) ?? 1

@@ -116,9 +116,19 @@ extension TokenVault {
 
             func run(in context: Session) throws {
                 let settings = context.settings
-                guard (try AgentClient.ask("stop", [:], plan: context.plan, seconds: 5, notices: .output)) != nil else {
+                guard let answer = try AgentClient.ask("stop", [:], plan: context.plan, seconds: 5, notices: .output)
+                else {
                     Output.notice("no agent was running")
                     return
+                }
+                // It has left once its process is gone: what it had sent is stored first, and
+                // nothing else holds it (docs/agent.md, "Locked").
+                let pid = answer["pid"]?.int64.flatMap { pid_t(exactly: $0) }
+                let seconds = Double((try? context.httpTimeout) ?? 30) + 10
+                guard AgentClient.StoppedAgent(pid: pid, ownsSocket: true).waitGone(seconds) else {
+                    throw TokenVaultError.temporary(
+                        "the agent (process \(pid.map(String.init) ?? "?")) stopped answering but did not leave within \(Int(seconds)) s"
+                    )
                 }
                 Output.notice("the agent stopped")
             }

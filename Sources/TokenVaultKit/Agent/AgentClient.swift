@@ -53,6 +53,10 @@ public enum AgentClient {
         public var pid: pid_t?
         public var ownsSocket: Bool
 
+        public init(pid: pid_t?, ownsSocket: Bool) {
+            (self.pid, self.ownsSocket) = (pid, ownsSocket)
+        }
+
         /// Waits up to `seconds` for the agent to have left; true once it has.
         public func waitGone(_ seconds: Double) -> Bool {
             guard let pid else { return false }

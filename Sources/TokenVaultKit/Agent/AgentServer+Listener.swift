@@ -44,6 +44,8 @@ extension AgentServer {
                 let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress!, $0.count, 0) }
                 if n < 0, errno == EAGAIN || errno == EINTR { continue }
                 let progress = n > 0 ? pending[fd]!.frame.add(chunk[0..<n]) : .invalid
+                // The buffer outlives the request: what a client sent (its environment) is not kept in it.
+                if n > 0 { chunk.withUnsafeMutableBytes { _ = memset($0.baseAddress!, 0, n) } }
                 switch progress {
                 case .more: continue
                 case .invalid:

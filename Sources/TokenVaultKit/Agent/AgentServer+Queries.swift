@@ -6,7 +6,9 @@ import Glibc
 /// client (`usable`, `stored`) through a `Session` of the client's
 /// settings, whose notices go back with the answer.
 extension AgentServer {
-    func answer(_ request: JSONValue, notices: Notices, confinement: Confinement? = nil) throws -> JSONValue {
+    func answer(
+        _ request: JSONValue, notices: Notices, confinement: Confinement? = nil, gate: RequestGate? = nil
+    ) throws -> JSONValue {
         switch request["op"]?.string {
         case "status":
             let now = state.withLock { $0 }
@@ -40,7 +42,13 @@ extension AgentServer {
             // Its own passphrase sources are not used again; a key in the kernel
             // keyring (put back by a command the user runs) still opens the vault.
             // The records it decoded go too (docs/security.md).
-            state.withLock { $0.locked = true }
+            // What is under way sends nothing more, and the clients' environments kept for
+            // renewals go with the keys (docs/agent.md, "Locked").
+            state.withLock {
+                $0.locked = true
+                $0.schedule.forgetClients()
+            }
+            closeGates(RequestGate.locked)
             Credential.forgetDecodedRecords()
             return .object([:])
         case let op where op == "usable" || op == "stored":
@@ -57,6 +65,7 @@ extension AgentServer {
                 settings.child = ChildContext(environment: client, directory: directory)
             }
             settings.child.confined = confinement
+            settings.child.gate = gate
             let context = Session(settings: settings, notices: notices, agent: self.request)
             defer { context.flushWarnings() }
             let id = CredentialID(service: try ServiceKey(parsing: service), account: account)

@@ -57,7 +57,12 @@ extension AgentServer {
                 settings = own.withProxies(of: child.environment ?? [:])
                 settings.child = child
             }
-            renewals.run { [settings] in self.renew(c, at: now, policy: policy, settings: settings) }
+            let gate = openGate()
+            settings.child.gate = gate
+            renewals.run { [settings] in
+                defer { self.done(gate) }
+                self.renew(c, at: now, policy: policy, settings: settings)
+            }
         }
         return Double(max(next - now, 1))
     }

@@ -45,6 +45,9 @@ public final class AgentServer: @unchecked Sendable {
         var inFlight = 0
         /// It is leaving: no new renewal starts.
         var leaving = false
+        /// The gates of the requests and renewals under way, which `lock`
+        /// and `stop` close (docs/agent.md, "Locked").
+        var gates: [ObjectIdentifier: RequestGate] = [:]
     }
     let state = Locked(State())
     let wake = DispatchSemaphore(value: 0)
@@ -109,6 +112,7 @@ public final class AgentServer: @unchecked Sendable {
         Self.wipeWhatIsFreed()
         ProcessHardening.disableCoreDumps()
         SecretServiceStore.keepsItemPaths = true
+        ShellCommand.ownGroups = true
         // No mount kept busy by the directory it was started in (docs/agent.md).
         _ = chdir("/")
         // No request reads the agent's own stdin or terminal: a command that
@@ -192,11 +196,36 @@ public final class AgentServer: @unchecked Sendable {
         if let vault, vault.exists, !vault.health().keyCached { Credential.forgetDecodedRecords() }
     }
 
+    /// A gate for one request or renewal, closed by `lock` and `stop` until `done`.
+    func openGate() -> RequestGate {
+        let gate = RequestGate()
+        let leaving = state.withLock { s -> Bool in
+            s.gates[ObjectIdentifier(gate)] = gate
+            return s.leaving
+        }
+        if leaving { gate.close(RequestGate.stopped) }
+        return gate
+    }
+
+    func done(_ gate: RequestGate) {
+        _ = state.withLock { $0.gates.removeValue(forKey: ObjectIdentifier(gate)) }
+    }
+
+    /// Closes every gate: nothing more is sent for what is under way, and its
+    /// secret commands end (docs/agent.md, "Locked").
+    func closeGates(_ why: String) {
+        let gates = state.withLock { Array($0.gates.values) }
+        for gate in gates { gate.close(why) }
+    }
+
     /// Leaves: stops listening (its socket removed, if still its own), then
     /// exits once no request is being answered and no renewal is under way —
-    /// a refresh the provider already answered is stored first.
+    /// a refresh the provider already answered is stored first; one that has
+    /// sent nothing yet sends nothing, and its secret commands are ended.
     func leave() -> Never {
         stopListening()
+        state.withLock { $0.leaving = true }
+        closeGates(RequestGate.stopped)
         // Bounded by the longest a renewal can take (the HTTP timeout) and some.
         _ = settled(within: Double((try? Config.load(settings))?.timeout ?? 30) + 30)
         exit(0)
@@ -223,10 +252,13 @@ public final class AgentServer: @unchecked Sendable {
         }
         // A client outside the agent's world is handed only what the agent holds (docs/security.md).
         let confinement = PeerWorld.outside(pid: AgentSocket.peerPID(fd)).map(Confinement.init(why:))
+        // `lock` and `stop` close it: this request sends nothing after they are confirmed.
+        let gate = openGate()
+        defer { done(gate) }
         let request: JSONValue
         switch AgentRequestFrame(body: body) {
         case .command(let command):
-            _ = AgentSocket.sendFrame(fd, run(command, confinement: confinement).bytes)
+            _ = AgentSocket.sendFrame(fd, run(command, confinement: confinement, gate: gate).bytes)
             return
         case .query(let query?): request = query
         case .query(nil): return
@@ -252,10 +284,13 @@ public final class AgentServer: @unchecked Sendable {
         // `stop`: gone from the socket before it answers; it exits once nothing is in flight.
         if op == "stop" { stopListening() }
         let said = NoticeBuffer()
-        let result = Result { try self.answer(request, notices: said.notices, confinement: confinement) }
-        if confinement?.refused == true {
+        let result = Result {
+            try self.answer(request, notices: said.notices, confinement: confinement, gate: gate)
+        }
+        let leftUndone = (op == "usable" || op == "stored") && gate.closed == RequestGate.stopped
+        if confinement?.refused == true || leftUndone {
             // Neither an answer nor a failure: the client runs it itself.
-            answer["declined"] = .string(AgentDecline.confined.words)
+            answer["declined"] = .string((leftUndone ? AgentDecline.clientsToRun : .confined).words)
             _ = AgentSocket.send(fd, .object(answer))
             return
         }
@@ -273,7 +308,8 @@ public final class AgentServer: @unchecked Sendable {
     /// environment: same output, same exit status. Declined (the client runs
     /// it) for another scope, for help and version text, and for a vault the
     /// agent cannot open but the client has a passphrase source for.
-    private func run(_ request: AgentCommandRequest?, confinement: Confinement?) -> AgentCommandReply {
+    private func run(_ request: AgentCommandRequest?, confinement: Confinement?, gate: RequestGate) -> AgentCommandReply
+    {
         guard let request else { return .declined(.anotherVersion) }
         guard request.build == AgentSocket.build else { return .declined(.anotherBuild) }
         // Only the commands the agent is there for; anything else is the client's own to run.
@@ -294,6 +330,7 @@ public final class AgentServer: @unchecked Sendable {
         var client = Settings(environment: environment)
         client.child = request.child
         client.child.confined = confinement
+        client.child.gate = gate
         client.clientCanUnlock = request.hasPassphraseSource
         let differ = differences(client.agentScope)
         guard differ.isEmpty else { return declined(for: differ) }
@@ -304,6 +341,8 @@ public final class AgentServer: @unchecked Sendable {
         let reply = runCommand(request, Plan(settings: client, isAgent: true), self.request)
         // It needed more than the agent holds (a renewal, a secret command): the confined client's own to run.
         if confinement?.refused == true { return .declined(.confined) }
+        // The agent is leaving, and this sent nothing: the client runs it itself.
+        if gate.closed == RequestGate.stopped { return .declined(.clientsToRun) }
         return reply ?? .declined(.clientsToRun)
     }
 
@@ -319,7 +358,8 @@ public final class AgentServer: @unchecked Sendable {
         let now = context.clock.now
         let policy = AheadOfNeed(minValid: (try? context.config.minValidSeconds) ?? 60)
         // A confined client's world decides nothing of the renewals (docs/security.md).
-        let child = context.settings.child.confined == nil ? context.settings.child : nil
+        var child = context.settings.child.confined == nil ? context.settings.child : nil
+        child?.gate = nil  // the request's own
         // New to the agent, or a record stored meanwhile falling due before the one the loop waits for.
         let sooner = state.withLock { $0.schedule.handedOut(c, at: now, child: child, policy: policy) }
         if sooner { wake.signal() }

@@ -73,6 +73,12 @@ public struct RenewalSchedule: Sendable {
         return due.map { $0 < (entry.nextRenewal ?? .max) } ?? false
     }
 
+    /// Forgets every client's environment and directory (`lock`): renewals
+    /// run in the agent's own world until a client asks again.
+    public mutating func forgetClients() {
+        for id in entries.keys { entries[id]?.child = nil }
+    }
+
     /// The credentials to look at `now`; those no client asked for within
     /// `keep` seconds are dropped first (`agent_keep`).
     public mutating func looked(at now: Int64, keep: Int64) -> [CredentialID] {

@@ -16,6 +16,9 @@ public struct Config: Sendable, Equatable {
     /// Seconds without a request after which an agent started on first use
     /// stops (docs/agent.md; default 3600, 0: never).
     public var agentIdle: Int?
+    /// Seconds a `*_command` secret source may run before it is ended
+    /// (docs/config.md; default 30).
+    public var commandTimeout: Int?
     /// Where tokenvault's client metadata document is hosted, for every
     /// authorization server that fetches one (docs/providers.md, "Login by URL").
     public var clientMetadataURL: String?
@@ -70,6 +73,7 @@ public struct Config: Sendable, Equatable {
     static func load(_ settings: Settings, readAhead read: Result<Config, Error>) throws -> Config {
         var config = try read.get()
         config.child = settings.child
+        config.child.timeLimit = config.commandTimeout.map(Double.init) ?? ChildContext.defaultTimeLimit
         return config
     }
 
@@ -311,7 +315,7 @@ public struct Config: Sendable, Equatable {
 
     /// The top-level settings.
     static let settings = [
-        "backend", "min_valid", "timeout", "warn_before", "agent_keep", "agent", "agent_idle", "providers", "etcd",
-        "hooks", "client_metadata_url",
+        "backend", "min_valid", "timeout", "warn_before", "agent_keep", "agent", "agent_idle", "command_timeout",
+        "providers", "etcd", "hooks", "client_metadata_url",
     ]
 }

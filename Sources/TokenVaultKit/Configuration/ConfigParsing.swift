@@ -89,6 +89,9 @@ extension Config {
             "agent_keep", { (0...8760).contains($0) }, "a whole number of hours from 0 to 8760, e.g. agent_keep = 24")
         agentIdle = integer(
             "agent_idle", { $0 >= 0 }, "a whole number of seconds, 0 (never) or more, e.g. agent_idle = 3600")
+        commandTimeout = integer(
+            "command_timeout", { (1...3600).contains($0) },
+            "a whole number of seconds from 1 to 3600, e.g. command_timeout = 30")
         if let v = root["client_metadata_url"] {
             if let s = v.string {
                 clientMetadataURL = s

@@ -173,7 +173,9 @@ extension ProviderConfig {
     ) throws -> SecretSource? {
         let sources = [
             value.map { SecretSource.value($0) }, file.map { .file(child.absolute($0)) },
-            command.map { .command($0, child) },
+            command.map {
+                .command($0, child, setting: "the \(prefix)_secret_command of [providers.\(Config.tableKey(name))]")
+            },
         ].compactMap { $0 }
         guard sources.count <= 1 else {
             throw TokenVaultError.config(

@@ -18,7 +18,7 @@ public struct PassphraseSource: Sendable {
                 guard let value = settings[v] else { return nil }
                 switch v {
                 case .passphraseFile: return (v, .secretFile(settings.expandingHome(value)))
-                case .passphraseCommand: return (v, .command(value))
+                case .passphraseCommand: return (v, .command(value, setting: v.name))
                 default: return (v, .value(value))
                 }
             }.first

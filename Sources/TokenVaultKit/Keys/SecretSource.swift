@@ -9,8 +9,9 @@ enum SecretSource: Sendable {
     case file(String)
     /// A file only its owner may read (the vault passphrase's).
     case secretFile(String)
-    /// A shell command, run where `ChildContext` says.
-    case command(String, ChildContext = ChildContext())
+    /// A shell command, run where `ChildContext` says; `setting` names it in
+    /// messages ("client_secret_command of [providers.q]").
+    case command(String, ChildContext = ChildContext(), setting: String)
 
     /// What the source holds, with one trailing newline (LF or CR LF)
     /// removed; the caller wipes it. `failure` words the error for a file
@@ -25,12 +26,12 @@ enum SecretSource: Sendable {
                 throw failure("cannot read \(what) from \(path)")
             }
             bytes = data
-        case .command(let command, let child):
+        case .command(let command, let child, let setting):
             let status: Int32
-            (status, bytes) = try ShellCommand.run(command, in: child, failure: failure)
+            (status, bytes) = try ShellCommand.run(command, in: child, setting: setting, failure: failure)
             guard status == 0 else {
                 Sodium.wipe(&bytes)
-                throw failure("the command giving \(what) failed (exit \(status))")
+                throw failure("the command giving \(what) failed (exit \(status)): \(setting)")
             }
         }
         if bytes.last == 0x0A { bytes.removeLast() }
@@ -53,19 +54,58 @@ enum SecretSource: Sendable {
 
 /// `/bin/sh -c COMMAND`, its stdout captured, stdin from /dev/null, in the
 /// environment and directory `child` gives, without the passphrase variables
-/// (`ChildEnvironment`); never for a confined client of the agent.
+/// (`ChildEnvironment`); never for a confined client of the agent. Bounded:
+/// 64 KiB of output and `command_timeout` seconds (docs/config.md), and, in
+/// the agent, ended by `lock` and `agent stop` (`RequestGate`).
 enum ShellCommand {
+    /// Set once by the agent: its commands run in process groups of their
+    /// own, ended whole (a terminal's commands stay in its foreground group).
+    nonisolated(unsafe) static var ownGroups = false
+
+    /// Without a controlling terminal nothing a command does needs the
+    /// terminal's foreground group: it runs in a group of its own too.
+    static let noTerminal: Bool = {
+        let fd = open("/dev/tty", O_RDONLY | O_NOCTTY | O_CLOEXEC)
+        if fd >= 0 { close(fd) }
+        return fd < 0
+    }()
+
     static func run(
-        _ command: String, in child: ChildContext = ChildContext(),
+        _ command: String, in child: ChildContext = ChildContext(), setting: String,
         failure: (String) -> TokenVaultError = { .config($0) }
     ) throws -> (Int32, [UInt8]) {
         if let confined = child.confined { throw confined.refuse("run a secret command") }
+        try child.gate?.check()
+        var started: pid_t = 0
+        var result: (end: Posix.BoundedEnd, output: [UInt8])
         do {
-            return try Posix.spawn(
-                ["/bin/sh", "-c", command], env: child.childEnvironment, capture: true, showErrors: true,
-                wait: true, directory: child.directory)
+            result = try Posix.spawnBounded(
+                ["/bin/sh", "-c", command], env: child.childEnvironment, directory: child.directory,
+                newGroup: ownGroups || noTerminal, maxOutput: ChildContext.outputLimit, seconds: child.timeLimit
+            ) { pid in
+                started = pid
+                return child.gate?.started(pid) ?? true
+            }
         } catch {
             throw failure("cannot run /bin/sh")
+        }
+        child.gate?.ended(started)
+        switch result.end {
+        case .exited(let status):
+            // Ended by `lock` or `agent stop`: that is the answer, not its exit status.
+            if child.gate?.closed != nil { Sodium.wipe(&result.output) }
+            try child.gate?.check()
+            return (status, result.output)
+        case .tooLarge:
+            Sodium.wipe(&result.output)
+            throw failure(
+                "\(setting) printed more than \(ChildContext.outputLimit / 1024) KiB; a secret is one line, and nothing was sent"
+            )
+        case .tooSlow:
+            Sodium.wipe(&result.output)
+            throw failure(
+                "\(setting) did not finish within \(child.timeLimit.shortText) s (command_timeout in config.toml); it was ended, and nothing was sent"
+            )
         }
     }
 }

@@ -22,7 +22,9 @@ extension OAuth2Provider {
                 "provider \(name): an assertion_file or assertion_command is sent as it is; private_key_file and credentials_file sign one of tokenvault's own: set one kind, not both",
                 hint: "remove one of them from \(table)")
         case (let file?, nil): return (.file(file), file)
-        case (nil, let command?): return (.command(command, child), "the assertion_command of \(table)")
+        case (nil, let command?):
+            let setting = "the assertion_command of \(table)"
+            return (.command(command, child, setting: setting), setting)
         }
     }
 

@@ -57,7 +57,8 @@ struct TokenExchange: Sendable {
         if let file = p.subject_token_file {
             (subject, shown) = (.file(file), file)
         } else if let command = p.subject_token_command {
-            (subject, shown) = (.command(command, child), "the subject_token_command of \(table)")
+            let setting = "the subject_token_command of \(table)"
+            (subject, shown) = (.command(command, child, setting: setting), setting)
         } else if let other = p.subject_provider {
             guard other != name else {
                 throw TokenVaultError.config("provider \(name): subject_provider names the provider itself")

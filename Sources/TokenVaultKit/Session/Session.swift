@@ -230,7 +230,10 @@ public final class Session {
     /// a confined client of the agent, one that sends nothing (docs/security.md).
     func transport() throws -> HTTPTransport {
         if let confined = settings.child.confined { return RefusedTransport(confinement: confined) }
-        return CurlTransport(timeout: try httpTimeout, proxies: proxies)
+        let curl = CurlTransport(timeout: try httpTimeout, proxies: proxies)
+        // In the agent: `lock` and `agent stop` stop what has not been sent (docs/agent.md, "Locked").
+        if let gate = settings.child.gate { return GatedTransport(inner: curl, gate: gate) }
+        return curl
     }
 
     /// A provider's grant from its table alone (the hot path of `get`).

@@ -80,6 +80,16 @@ public struct ChildContext: Sendable, Equatable {
     /// Set in the agent for a client outside its world (another mount or
     /// user namespace): nothing is run or sent on its behalf (docs/security.md).
     public var confined: Confinement?
+    /// Set in the agent for each request and renewal: `lock` and `agent stop`
+    /// close it (docs/agent.md, "Locked").
+    public var gate: RequestGate?
+    /// Seconds a secret command may run (`command_timeout`, docs/config.md).
+    public var timeLimit: Double = ChildContext.defaultTimeLimit
+
+    /// `command_timeout`'s default.
+    public static let defaultTimeLimit = 30.0
+    /// What a secret command may print: a secret is one line.
+    public static let outputLimit = 64 * 1024
 
     public init(environment: [String: String]? = nil, directory: String? = nil) {
         self.environment = environment

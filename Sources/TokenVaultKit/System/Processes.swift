@@ -39,7 +39,7 @@ extension Posix {
     /// the shell that ran the first command open for an hour).
     private static func launch(
         _ argv: [String], env: [String: String], actions: inout posix_spawn_file_actions_t,
-        newSession: Bool = false, path: String? = nil
+        newSession: Bool = false, newGroup: Bool = false, path: String? = nil
     ) throws -> pid_t {
         let cArgs = argv.map { strdup($0) } + [nil]
         let cEnv = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
@@ -58,8 +58,10 @@ extension Posix {
         sigemptyset(&defaults)
         for signal in [SIGPIPE, SIGTERM, SIGINT, SIGHUP] { sigaddset(&defaults, signal) }
         posix_spawnattr_setsigdefault(&attributes, &defaults)
-        // POSIX_SPAWN_SETSIGDEF, POSIX_SPAWN_SETSIGMASK, and POSIX_SPAWN_SETSID (glibc 2.26).
-        posix_spawnattr_setflags(&attributes, Int16(0x04 | 0x08 | (newSession ? 0x80 : 0)))
+        // POSIX_SPAWN_SETSIGDEF, POSIX_SPAWN_SETSIGMASK, POSIX_SPAWN_SETSID (glibc 2.26), POSIX_SPAWN_SETPGROUP.
+        if newGroup { posix_spawnattr_setpgroup(&attributes, 0) }
+        posix_spawnattr_setflags(
+            &attributes, Int16(0x04 | 0x08 | (newSession ? 0x80 : 0) | (newGroup && !newSession ? 0x02 : 0)))
         var pid: pid_t = 0
         let rc = posix_spawn(&pid, path ?? argv[0], &actions, &attributes, cArgs, cEnv)
         guard rc == 0 else {
@@ -116,6 +118,78 @@ extension Posix {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0, errno == EINTR {}
         return (exitStatus(status), output)
+    }
+
+    /// How a bounded child ended (`spawnBounded`).
+    public enum BoundedEnd: Equatable {
+        /// It exited, with this status (128 + a signal that ended it).
+        case exited(Int32)
+        /// It printed more than it may: ended.
+        case tooLarge
+        /// It ran longer than it may: ended.
+        case tooSlow
+    }
+
+    /// `argv` with its stdout captured and stdin from /dev/null, ended (with
+    /// its process group, `newGroup`) once it has printed more than
+    /// `maxOutput` bytes or run `seconds`. `started` is told its pid first,
+    /// and may refuse it (it is then ended at once).
+    public static func spawnBounded(
+        _ argv: [String], env: [String: String], directory: String?, newGroup: Bool, maxOutput: Int,
+        seconds: Double, started: (pid_t) -> Bool = { _ in true }
+    ) throws -> (end: BoundedEnd, output: [UInt8]) {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        if let directory { tv_spawn_chdir(&actions, directory) }
+        var pipeFDs: [Int32] = [-1, -1]
+        guard Descriptors.pipe(&pipeFDs) else {
+            throw TokenVaultError.internal("cannot create a pipe: \(String(cString: strerror(errno)))")
+        }
+        posix_spawn_file_actions_adddup2(&actions, pipeFDs[1], 1)
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        let pid: pid_t
+        do {
+            pid = try launch(argv, env: env, actions: &actions, newGroup: newGroup)
+            close(pipeFDs[1])
+        } catch {
+            pipeFDs.forEach { close($0) }
+            throw error
+        }
+        defer { close(pipeFDs[0]) }
+        func end() { kill(newGroup ? -pid : pid, SIGKILL) }
+        var output: [UInt8] = []
+        var ended: BoundedEnd?
+        if !started(pid) {
+            end()
+            ended = .exited(128 + SIGKILL)
+        }
+        let deadline = Date().addingTimeInterval(seconds)
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while ended == nil {
+            let left = deadline.timeIntervalSinceNow
+            guard left > 0 else {
+                end()
+                ended = .tooSlow
+                break
+            }
+            var fd = pollfd(fd: pipeFDs[0], events: Int16(POLLIN), revents: 0)
+            let ready = poll(&fd, 1, Int32(min(left * 1000, 1000).rounded(.up)))
+            if ready < 0, errno == EINTR { continue }
+            if ready == 0 { continue }
+            let n = read(pipeFDs[0], &buffer, buffer.count)
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { break }
+            output += buffer[..<n]
+            if output.count > maxOutput {
+                end()
+                ended = .tooLarge
+            }
+        }
+        Sodium.wipe(&buffer)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+        return (ended ?? .exited(exitStatus(status)), output)
     }
 
     /// What a shell says of a child that ended with `status` (waitpid's):

@@ -70,7 +70,9 @@ public struct EtcdSettings: Sendable {
             endpoints: endpoints.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }, prefix: prefix,
             username: table.username,
             password: table.password_file.map { SecretSource.file(settings.child.absolute($0)) }
-                ?? table.password_command.map { SecretSource.command($0, settings.child) },
+                ?? table.password_command.map {
+                    SecretSource.command($0, settings.child, setting: "the password_command of [etcd]")
+                },
             tls: tls,
             timeout: table.timeout ?? 5, leaseTTL: table.lease_ttl ?? 30, wait: table.wait ?? 30,
             runtimeDirectory: settings.runtimeDirectory)
