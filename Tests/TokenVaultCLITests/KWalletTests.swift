@@ -63,7 +63,7 @@ final class KWalletTests: XCTestCase {
         let tool = runProcess(
             "/usr/bin/secret-tool", ["lookup", "service", "api.kw.example", "account", "default"],
             env: wallet.env.merging(["PATH": "/usr/bin:/bin"]) { $1 })
-        XCTAssertTrue(tool.out.contains("\"rot-rt-"), "the same record for other clients")
+        XCTAssertTrue(tool.out.contains("\"rot-rt-"), "the same record for other clients: \(tool.out) \(tool.stderr)")
         s.expect("delete", "q")
         XCTAssertEqual(s.tv("get", "q").status, 3)
         XCTAssertFalse(FileManager.default.fileExists(atPath: s.vault), "the file vault was never used")

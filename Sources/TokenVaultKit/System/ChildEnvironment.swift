@@ -31,8 +31,8 @@ public enum ChildEnvironment {
 
     /// What makes a program load or run code of the environment's choosing
     /// rather than its own: the dynamic loader's variables, glibc's, and the
-    /// shells' and interpreters' start-up files, paths and options (docs/security.md,
-    /// "What the agent passes on"). The agent never passes them on from a
+    /// shells' and interpreters' start-up files, paths and options (docs/agent.md,
+    /// "What a command the agent runs sees"). The agent never passes them on from a
     /// client: a client less trusted than the agent (a sandbox sharing its
     /// runtime directory) would have its code run outside its confinement.
     public static func injects(_ name: String) -> Bool {
