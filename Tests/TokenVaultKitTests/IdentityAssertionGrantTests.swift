@@ -34,12 +34,22 @@ final class IdentityAssertionGrantTests: XCTestCase {
         """
 
     /// A JWT (unsigned: the doubles do not verify) with `claims`.
-    static func jwt(_ claims: String) -> String {
+    static func jwt(_ claims: String, typ: String = "oauth-id-jag+jwt") -> String {
         func part(_ s: String) -> String {
             Data(s.utf8).base64EncodedString().replacingOccurrences(of: "=", with: "")
                 .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
         }
-        return part(#"{"alg":"ES256","typ":"oauth-id-jag+jwt"}"#) + "." + part(claims) + ".c2ln"
+        return part(#"{"alg":"ES256","typ":"\#(typ)"}"#) + "." + part(claims) + ".c2ln"
+    }
+
+    /// The claims of a grant the IdP may issue for notes, with `changes` over them (nil: left out).
+    static func grantClaims(_ changes: [String: String?] = [:]) -> String {
+        var claims: [String: String?] = [
+            "iss": #""http://127.0.0.1:9000""#, "aud": #""http://127.0.0.1:9001""#,
+            "resource": #""http://127.0.0.1:9002/mcp""#, "client_id": #""notes-client""#, "exp": "1300",
+        ]
+        for (k, v) in changes { claims[k] = v }
+        return "{" + claims.compactMap { k, v in v.map { "\"\(k)\":\($0)" } }.sorted().joined(separator: ",") + "}"
     }
 
     func refresher(_ store: MemoryStore, _ t: HTTPTransport, config: String = config) throws -> Refresher {
@@ -72,9 +82,7 @@ final class IdentityAssertionGrantTests: XCTestCase {
         let store = MemoryStore()
         try storeIdPLogin(store)
         try storeExpiredResource(store)
-        let jag = Self.jwt(
-            #"{"aud":"http://127.0.0.1:9001","resource":"http://127.0.0.1:9002/mcp","client_id":"notes-client","exp":1300}"#
-        )
+        let jag = Self.jwt(Self.grantClaims())
         let t = ScriptedTransport([
             ScriptedTransport.json(
                 #"{"access_token":"\#(jag)","issued_token_type":"urn:ietf:params:oauth:token-type:id-jag","token_type":"N_A"}"#
@@ -101,24 +109,26 @@ final class IdentityAssertionGrantTests: XCTestCase {
         XCTAssertTrue(t.requests[1].headers.contains { $0.hasPrefix("Authorization: Basic ") })
     }
 
-    /// An answer that is not an ID-JAG, or one for another audience,
-    /// resource or client: refused before anything goes to the resource's server.
+    /// An answer that is not an ID-JAG, or one not checked as the profile
+    /// has it — another type, issuer, audience (or a second one), resource or
+    /// client, or one of them missing: refused before anything goes to the
+    /// resource's server.
     func testAGrantForAnotherPlaceGoesNowhere() throws {
-        let answers = [
+        func answer(_ jag: String) -> String {
+            #"{"access_token":"\#(jag)","issued_token_type":"urn:ietf:params:oauth:token-type:id-jag"}"#
+        }
+        var answers = [
             (#"{"access_token":"opaque","issued_token_type":"urn:ietf:params:oauth:token-type:access_token"}"#, 65),
-            (
-                #"{"access_token":"\#(Self.jwt(#"{"aud":"https://elsewhere.example","exp":1300}"#))","issued_token_type":"urn:ietf:params:oauth:token-type:id-jag"}"#,
-                65
-            ),
-            (
-                #"{"access_token":"\#(Self.jwt(#"{"resource":"https://other.example/mcp","exp":1300}"#))","issued_token_type":"urn:ietf:params:oauth:token-type:id-jag"}"#,
-                65
-            ),
-            (
-                #"{"access_token":"\#(Self.jwt(#"{"client_id":"someone-else","exp":1300}"#))","issued_token_type":"urn:ietf:params:oauth:token-type:id-jag"}"#,
-                65
-            ),
+            (answer(Self.jwt(Self.grantClaims(), typ: "JWT")), 65),
         ]
+        let changes: [[String: String?]] = [
+            ["aud": #""https://elsewhere.example""#], ["aud": nil],
+            ["aud": #"["http://127.0.0.1:9001","https://elsewhere.example"]"#],
+            ["resource": #""https://other.example/mcp""#], ["resource": nil],
+            ["client_id": #""someone-else""#], ["client_id": nil],
+            ["iss": #""https://another-idp.example""#], ["iss": nil],
+        ]
+        answers += changes.map { (answer(Self.jwt(Self.grantClaims($0))), 65) }
         for (answer, code) in answers {
             let store = MemoryStore()
             try storeIdPLogin(store)
@@ -139,7 +149,7 @@ final class IdentityAssertionGrantTests: XCTestCase {
         try storeIdPLogin(store, idTokenExp: 990)
         try storeExpiredResource(store)
         let fresh = Self.jwt(#"{"sub":"u","exp":4600}"#)
-        let jag = Self.jwt(#"{"aud":"http://127.0.0.1:9001","exp":1300}"#)
+        let jag = Self.jwt(Self.grantClaims())
         let t = ScriptedTransport([
             ScriptedTransport.json(
                 #"{"access_token":"idp-at2","refresh_token":"idp-rt2","id_token":"\#(fresh)","expires_in":3600}"#),

@@ -52,10 +52,17 @@ struct IdentityAssertionGrant: Sendable {
         return fields
     }
 
-    /// The IdP's answer, checked before the grant goes anywhere: an ID-JAG
-    /// (its type, a JWT) for this audience, resource and client.
+    /// The JOSE `typ` of an ID-JAG.
+    static let jwtType = "oauth-id-jag+jwt"
+
+    /// The IdP's answer, checked as the ID-JAG profile has it before the grant
+    /// goes anywhere: an ID-JAG (its token type; a JWT whose `typ` is
+    /// `oauth-id-jag+jwt`) issued by the IdP (`iss`), for exactly this
+    /// authorization server (`aud`: it alone), this resource and this client
+    /// (`resource` and `client_id`, present and equal).
     static func grant(
-        from object: [String: JSONValue], idp: String, audience: String, resource: String, clientID: String
+        from object: [String: JSONValue], idp: String, issuer: String, audience: String, resource: String,
+        clientID: String
     ) throws -> String {
         let type = object["issued_token_type"]?.text ?? ""
         guard type == requestedType, let grant = object["access_token"]?.string, !grant.isEmpty,
@@ -65,18 +72,34 @@ struct IdentityAssertionGrant: Sendable {
                 "\(idp) did not answer the exchange with an identity assertion grant (issued_token_type \(Quoted.text(OutsideText.line(type, limit: 80)))); nothing was sent on: check that \(idp) issues ID-JAGs to this client"
             )
         }
-        func names(_ key: String, _ expected: String) -> Bool {
-            guard let value = claims[key] else { return true }
-            let values: [String]
-            if case .array(let items) = value { values = items.map(\.text) } else { values = [value.text] }
-            func bare(_ s: String) -> String { s.hasSuffix("/") ? String(s.dropLast()) : s }
-            return values.contains { bare($0) == bare(expected) }
+        func refused(_ why: String) -> TokenVaultError {
+            .badInput("the grant \(idp) issued \(why); nothing was sent on")
         }
-        for (key, expected) in [("aud", audience), ("resource", resource), ("client_id", clientID)]
-        where !names(key, expected) {
-            throw TokenVaultError.badInput(
-                "the grant \(idp) issued names another \(key) than \(OutsideText.line(expected, limit: 200)); nothing was sent on"
-            )
+        let typ = JWT.header(of: grant)?["typ"]?.text.lowercased() ?? ""
+        guard typ == jwtType || typ == "application/" + jwtType else {
+            throw refused("is not typed as an ID-JAG (typ \(Quoted.text(OutsideText.line(typ, limit: 80))))")
+        }
+        func bare(_ s: String) -> String { s.hasSuffix("/") ? String(s.dropLast()) : s }
+        // `aud` is one value, or a list of that one alone: a grant also good elsewhere is not this one.
+        var audiences: [String] = []
+        switch claims["aud"] {
+        case .string(let one)?: audiences = [one]
+        case .array(let items)?: audiences = items.map(\.text)
+        default: break
+        }
+        guard audiences.count == 1, bare(audiences[0]) == bare(audience) else {
+            throw refused(
+                audiences.isEmpty
+                    ? "names no audience"
+                    : audiences.count > 1
+                        ? "names \(audiences.count) audiences; it must name \(OutsideText.line(audience, limit: 200)) alone"
+                        : "names another audience than \(OutsideText.line(audience, limit: 200))")
+        }
+        for (key, expected) in [("iss", issuer), ("resource", resource), ("client_id", clientID)] {
+            guard let value = claims[key]?.string else { throw refused("names no \(key)") }
+            guard bare(value) == bare(expected) else {
+                throw refused("names another \(key) than \(OutsideText.line(expected, limit: 200))")
+            }
         }
         return grant
     }
@@ -149,6 +172,7 @@ extension Refresher {
             try transport.send(request), host: host, provider: jag.idp,
             sentSecrets: [subject] + (client.secret.map { [$0] } ?? []), configPath: idp.configPath)
         return try IdentityAssertionGrant.grant(
-            from: object, idp: jag.idp, audience: audience, resource: resource, clientID: p.clientID)
+            from: object, idp: jag.idp, issuer: idp.issuedBy, audience: audience, resource: resource,
+            clientID: p.clientID)
     }
 }

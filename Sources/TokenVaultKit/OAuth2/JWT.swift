@@ -106,9 +106,14 @@ public enum JWT {
     }
 
     /// The claims of a JWT, decoded and not verified: for display only.
-    public static func claims(of token: String) -> [String: JSONValue]? {
+    public static func claims(of token: String) -> [String: JSONValue]? { part(1, of: token) }
+
+    /// The JOSE header of a compact JWT (`typ`, `alg`), unverified; nil when it is not one.
+    public static func header(of token: String) -> [String: JSONValue]? { part(0, of: token) }
+
+    private static func part(_ index: Int, of token: String) -> [String: JSONValue]? {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let data = base64urlDecode(parts[1]),
+        guard parts.count == 3, let data = base64urlDecode(parts[index]),
             case .object(let o)? = JSONValue.parsed(data)
         else { return nil }
         return o
