@@ -89,6 +89,76 @@ final class WorkloadIdentityTests: XCTestCase {
         XCTAssertEqual(try assertions(), before + 3, "one jwt-bearer request for 20 readers")
     }
 
+    /// `get` fetches the first token of a grant that needs no person: a CI
+    /// job runs one command. Only where the result can be stored: with the
+    /// vault's key not at hand, nothing is sent.
+    func testGetFetchesTheFirstTokenOnlyWhereItCanBeStored() throws {
+        let token = Self.keys + "/first-token"
+        mint(token)
+        let s = try sandbox("assertion_file = \"\(token)\"")
+        let before = try provider.stats()["token_requests"] ?? 0
+        let locked = s.tv("get", "wl", env: ["TOKENVAULT_PASSPHRASE": ""])
+        XCTAssertEqual(locked.status, 77, locked.stderr)
+        XCTAssertEqual(try provider.stats()["token_requests"] ?? 0, before, "nothing sent that could not be kept")
+        let first = s.tv("get", "wl")
+        XCTAssertEqual(first.status, 0, first.stderr)
+        XCTAssertEqual(provider.resourceStatus(first.out), 200)
+        XCTAssertEqual(s.tv("get", "wl").out, first.out, "stored: the second get asks nobody")
+        XCTAssertEqual(try provider.stats()["token_requests"] ?? 0, before + 1)
+    }
+
+    /// A refused assertion holds only for that assertion: the same file is
+    /// not sent again, a still-valid token keeps being served, and once the
+    /// file is rotated the next use asks again, with no one running `login`.
+    func testAnUnattendedGrantHealsOnceItsAssertionChanges() throws {
+        let token = Self.keys + "/healing-token"
+        func refusedAssertion() {
+            let r = runProcess(
+                "/usr/bin/python3",
+                [
+                    Paths.fixtures.appendingPathComponent("mint_jwt.py").path, "\(Self.keys)/\(Self.issuer).pem",
+                    Self.issuer, "https://elsewhere.example/token", "120", token,
+                ], env: ["PATH": "/usr/bin:/bin"])
+            XCTAssertEqual(r.status, 0, r.stderr)
+        }
+        func requests() throws -> Int { try provider.stats()["token_requests"] ?? 0 }
+        refusedAssertion()
+        let s = try sandbox("assertion_file = \"\(token)\"")
+        var before = try requests()
+        let refused = s.tv("get", "wl")
+        XCTAssertEqual(refused.status, 4, refused.stderr)
+        XCTAssertTrue(refused.stderr.contains("invalid_grant"), refused.stderr)
+        XCTAssertTrue(refused.stderr.contains("the assertion in \(token)"), refused.stderr)
+        XCTAssertFalse(
+            refused.stderr.contains("run: tokenvault login"), "a login sends the same file: \(refused.stderr)")
+        let again = s.tv("get", "wl")
+        XCTAssertEqual(again.status, 4, again.stderr)
+        XCTAssertTrue(again.stderr.contains("has not changed since, so nothing was sent"), again.stderr)
+        XCTAssertEqual(try requests(), before + 1, "the same assertion is not sent twice")
+        // Rotated: the next get asks again, and heals.
+        mint(token)
+        let healed = s.tv("get", "wl")
+        XCTAssertEqual(healed.status, 0, healed.stderr)
+        XCTAssertEqual(provider.resourceStatus(healed.out), 200)
+        // A refused renewal while the token is valid: it is still served.
+        refusedAssertion()
+        let forced = s.tv("refresh", "wl")
+        XCTAssertEqual(forced.status, 4, forced.stderr)
+        XCTAssertTrue(forced.stderr.contains("the stored token is kept, valid"), forced.stderr)
+        before = try requests()
+        let served = s.tv("get", "wl")
+        XCTAssertEqual(served.status, 0, served.stderr)
+        XCTAssertEqual(served.out, healed.out)
+        XCTAssertEqual(try requests(), before, "a valid token is served without asking")
+        // Rotated: renewed.
+        mint(token)
+        let renewed = s.tv("refresh", "wl")
+        XCTAssertEqual(renewed.status, 0, renewed.stderr)
+        let fresh = s.tv("get", "wl").out
+        XCTAssertNotEqual(fresh, healed.out)
+        XCTAssertEqual(provider.resourceStatus(fresh), 200)
+    }
+
     func testAnAssertionCommandIsRunAtEveryUse() throws {
         let mint = [
             "/usr/bin/python3", Paths.fixtures.appendingPathComponent("mint_jwt.py").path,

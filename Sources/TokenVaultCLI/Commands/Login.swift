@@ -197,7 +197,9 @@ extension TokenVault {
             let flow = chooseFlow(
                 grant: p.grant, hasDevice: p.deviceAuthorizationURL != nil, settings: context.settings)
             sayNothingStored(id, provider: p.name, before: try checkOwner(id, provider: p.name, context: context))
-            // Client credentials involve nobody: no login lock.
+            // Client credentials involve nobody: no login lock. Their answer must be kept: the store
+            // is made ready before anything is sent (a one-use assertion is not spent for nothing).
+            if flow == .clientCredentials { try context.vault().prepareToWrite() }
             var held: LoginLock?
             if flow != .clientCredentials {
                 guard let h = try pendingLogin(id, provider: p.name, context: context) else { return }

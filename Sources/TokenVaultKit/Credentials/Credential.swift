@@ -209,7 +209,11 @@ extension Credential {
         if !extra.isEmpty { o["extra"] = .object(extra) }
         if generation != 0 { o["generation"] = .integer(generation) }
         if let issuer { o["issuer"] = .string(issuer) }
-        if let refusal { o["refused"] = .object(["reason": .string(refusal.reason), "at": .integer(refusal.at)]) }
+        if let refusal {
+            var r: [String: JSONValue] = ["reason": .string(refusal.reason), "at": .integer(refusal.at)]
+            if let input = refusal.input { r["input"] = .string(input) }
+            o["refused"] = .object(r)
+        }
         if let dpopKey { o["dpop_key"] = .string(dpopKey) }
         return (try? JSONEncoder.sorted.encode(JSONValue.object(o))) ?? Data()
     }
@@ -341,7 +345,7 @@ extension Credential {
         c.issuer = object["issuer"]?.string
         c.dpopKey = object["dpop_key"]?.string
         if case .object(let r)? = object["refused"], let reason = r["reason"]?.string {
-            c.refusal = Refusal(reason: reason, at: r["at"]?.int64 ?? 0)
+            c.refusal = Refusal(reason: reason, at: r["at"]?.int64 ?? 0, input: r["input"]?.string)
         }
         if case .object(let extra)? = object["extra"] { c.extra = extra }
         // Fields written by hand at the top level are kept, not lost.
@@ -370,9 +374,16 @@ extension Credential {
 public struct Refusal: Equatable, Sendable {
     public var reason: String
     public var at: Int64
+    /// For a grant that needs no person: a fingerprint of what the refused
+    /// request was made from (its assertion, subject token, client secret and
+    /// table). The refusal holds only while that is unchanged: a rotated
+    /// assertion file or a subject that works again is tried at the next use
+    /// (docs/reference.md, "Credential state"). Nil: a login ends it.
+    public var input: String?
 
-    public init(reason: String, at: Int64) {
+    public init(reason: String, at: Int64, input: String? = nil) {
         self.reason = reason
         self.at = at
+        self.input = input
     }
 }

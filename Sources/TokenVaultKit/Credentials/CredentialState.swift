@@ -48,7 +48,10 @@ public struct CredentialStatus: Equatable, Sendable {
         refusal = c.refusal
         renewal = CredentialStatus.renewal(of: c, grant: grant)
         let margin = Self.margin(minValid, for: c)
-        if refusal != nil {
+        // A refusal a login ends holds until then; one of a grant that needs no person
+        // holds only for what it was made from: its token is served while valid, and
+        // renewed once that changes (the refresher compares).
+        if let refusal, refusal.input == nil {
             state = .loginRequired
         } else if secondsLeft.map({ $0 > 0 && $0 >= margin }) ?? true {
             state = .valid
@@ -104,7 +107,7 @@ public struct CredentialStatus: Equatable, Sendable {
 
     /// Whether a command would renew it now if asked ("can refresh" in
     /// `status` and `list`): a way to renew, and no refusal standing.
-    public var canRenew: Bool { renewal.isPossible && refusal == nil }
+    public var canRenew: Bool { renewal.isPossible && (refusal == nil || refusal?.input != nil) }
 
     /// `status SERVICE`'s answer: usable (0) unless a login is required (4).
     public var isUsable: Bool { state != .loginRequired }

@@ -135,11 +135,20 @@ extension Refresher {
     /// login, renewed first when it has to be (its access token, or an ID
     /// token that has expired), traded at the IdP's token endpoint. A login is
     /// needed (4) only when none is stored or the IdP refuses.
-    public func identityAssertion(for p: OAuth2Provider, scopes: [String]) throws -> String {
+    public func identityAssertion(for p: OAuth2Provider, scopes: [String], account: String) throws -> String {
         guard let jag = p.identityGrant else { throw TokenVaultError.internal("no idp") }
+        // What fails at the IdP is the IdP login's: the resource's credential is not blamed.
+        return try SubjectFailure.blaming { try identityAssertion(for: p, jag, scopes: scopes, account: account) }
+    }
+
+    private func identityAssertion(
+        for p: OAuth2Provider, _ jag: IdentityAssertionGrant, scopes: [String], account: String
+    ) throws -> String {
         let idp = try provider(jag.idp)
-        let id = CredentialID(service: idp.service)
-        let login = "run: tokenvault login \(ShellWord.word(jag.idp))"
+        // The same account's login, checked like its own refresh (its issuer).
+        let id = CredentialID(service: idp.service, account: account)
+        let acct = account == Credential.defaultAccount ? "" : " --account \(ShellWord.word(account))"
+        let login = "run: tokenvault login \(ShellWord.word(jag.idp))\(acct)"
         guard var held = try usable(id, minValid: 60) else {
             throw TokenVaultError.loginRequired(
                 "\(p.name) is reached through your login to \(jag.idp), and none is stored; nothing was sent",
@@ -153,6 +162,7 @@ extension Refresher {
         if expired(held), held.refreshToken != nil, let renewed = try usable(id, minValid: 60, force: true) {
             held = renewed
         }
+        try idp.checkIssued(held)
         guard let subject = held.field(jag.subjectField), !expired(held) else {
             throw TokenVaultError.loginRequired(
                 held.field(jag.subjectField) == nil

@@ -310,7 +310,13 @@ public struct OAuth2Login {
     public func clientCredentials(
         id: CredentialID, scopes: [String], subjects: GrantSubjects? = nil
     ) throws -> Credential {
-        let request = try provider.ownTokenRequest(scopes: scopes, now: clock.now, subjects: subjects)
+        let request: (fields: [(String, String)], client: OAuth2Provider.ClientAuthentication, secrets: [String])
+        do {
+            request = try provider.ownTokenRequest(
+                scopes: scopes, now: clock.now, subjects: subjects, account: id.account)
+        } catch let failure as SubjectFailure {
+            throw failure.error
+        }
         return try tokenRequest(request.fields, id: id, sent: request.secrets, client: request.client)
     }
 

@@ -65,15 +65,17 @@ extension OAuth2Provider {
     /// appear in a message.
     /// `subjects`: where a token exchange's subject and an ID-JAG come from (docs/providers.md).
     func ownTokenRequest(
-        scopes: [String], now: Int64, subjects: GrantSubjects? = nil
+        scopes: [String], now: Int64, subjects: GrantSubjects? = nil, account: String = Credential.defaultAccount
     ) throws -> (fields: [(String, String)], client: ClientAuthentication, secrets: [String]) {
         if grant == .idJag {
             guard let subjects else { throw TokenVaultError.internal("id_jag without its IdP") }
-            let assertion = try subjects.identityAssertion(for: self, scopes: scopes)
+            let assertion = try subjects.identityAssertion(for: self, scopes: scopes, account: account)
             return try identityAssertionRequest(grant: assertion, scopes: scopes, now: now)
         }
         if grant == .tokenExchange, let exchange {
-            let held = try exchange.subjectProvider.flatMap { try subjects?.subjectCredential($0) }
+            let held = try exchange.subjectProvider.flatMap {
+                try subjects?.subjectCredential($0, account: account)
+            }
             let (fields, subject) = try exchange.fields(
                 scopes: scopes, audience: audience, resource: resourceFields, now: now, stored: held)
             let client: ClientAuthentication =
@@ -92,6 +94,44 @@ extension OAuth2Provider {
         fields += resourceFields
         let client = try clientCredentials(now: now)
         return (fields, client, client.secret.map { [$0] } ?? [])
+    }
+
+    /// What a grant that needs no person makes its request from, as a
+    /// fingerprint: the table's client and endpoints, the client secret or
+    /// key, the assertion or the subject token — read now, nothing sent. A
+    /// refusal holds only while it is unchanged (docs/reference.md,
+    /// "Credential state"). Nil for a grant that needs a person.
+    func unattendedInput(account: String, subjects: GrantSubjects?) throws -> String? {
+        guard grant.fetchesAgain else { return nil }
+        var parts = [grant.rawValue, clientID, tokenURL, scopes.joined(separator: " "), audience ?? "", resource ?? ""]
+        if let secretSource { parts.append(try secretSource.read(what: "the client secret of \(name)")) }
+        for path in [privateKeyFile, credentialsFile].compactMap({ $0 }) {
+            parts.append(Hex.encode(try TrustedFile.read(path, what: "the key file of \(name)") ?? []))
+        }
+        if let (source, _) = assertionSource { parts.append(try ForeignToken.read(source, what: "the assertion")) }
+        if let exchange {
+            if let subject = exchange.subject {
+                parts.append(try ForeignToken.read(subject, what: "the subject token"))
+            } else if let other = exchange.subjectProvider {
+                parts.append(subjects?.storedSubject(other, account: account, field: exchange.subjectField) ?? "")
+            }
+        }
+        if let identityGrant {
+            parts.append(
+                subjects?.storedSubject(identityGrant.idp, account: account, field: identityGrant.subjectField) ?? "")
+        }
+        var bytes = Array(parts.joined(separator: "\u{0}").utf8)
+        defer { Sodium.wipe(&bytes) }
+        return Hex.encode(Sodium.hash(bytes, bytes: 16))
+    }
+
+    /// Where a grant that needs no person takes what it sends, as messages name it.
+    var unattendedSource: String {
+        if let (_, shown) = assertionSource { return "the assertion in \(shown)" }
+        if let exchange { return "the subject token from \(exchange.shown)" }
+        if let identityGrant { return "your login to \(identityGrant.idp)" }
+        if privateKeyFile != nil || credentialsFile != nil { return "its key" }
+        return "its client secret"
     }
 
     /// The token request of `grant = "jwt_bearer"` (RFC 7523 §2.1): an

@@ -53,11 +53,65 @@ public struct Refresher: GrantSubjects {
     /// The provider `name` resolves to (presets, config, discovery).
     func provider(_ name: String) throws -> OAuth2Provider { try providers.oauth2Provider(name) }
 
-    /// A provider's stored credential (its default account), renewed first
-    /// when it needs to be: a token exchange's subject (docs/providers.md).
-    public func subjectCredential(_ name: String) throws -> Credential? {
-        let p = try provider(name)
-        return try usable(CredentialID(service: p.service), minValid: 60)
+    /// A provider's stored credential of `account`, renewed first when it
+    /// needs to be, and checked like its own refresh (its issuer): a token
+    /// exchange's subject (docs/providers.md). What fails here is the
+    /// subject's (`SubjectFailure`): the exchange is not blamed for it.
+    public func subjectCredential(_ name: String, account: String) throws -> Credential? {
+        try SubjectFailure.blaming {
+            let p = try provider(name)
+            let held = try usable(CredentialID(service: p.service, account: account), minValid: 60)
+            if let held { try p.checkIssued(held) }
+            return held
+        }
+    }
+
+    /// A provider's stored record of `account`, its `field` and generation,
+    /// as it is: what a refusal's input is made from.
+    public func storedSubject(_ name: String, account: String, field: String) -> String? {
+        guard let p = try? provider(name),
+            let c = try? vault.load(CredentialID(service: p.service, account: account))
+        else { return nil }
+        return "\(c.generation) \(c.field(field) ?? "")"
+    }
+
+    /// The first token of `id` from `p`, whose grant needs no person, stored
+    /// while nothing is: under the renewal lock, so that many first uses at
+    /// once make one request.
+    /// A refused first token is remembered beside the locks, with what it
+    /// was made from: the same request is not sent again until that changes.
+    public func firstToken(of p: OAuth2Provider, id: CredentialID) throws -> Credential? {
+        try vault.withRenewalLock(id, settled: { try vault.load(id).map { .some($0) } }) {
+            if let stored = try vault.load(id) { return stored }
+            let mark = vault.runtimeDirectory + "/refused-first-" + CredentialVault.fileName(id)
+            let input = try? p.unattendedInput(account: id.account, subjects: self)
+            let hint =
+                "it is sent again once \(p.unattendedSource) changes; to ask now: tokenvault login \(ShellWord.word(p.name))"
+            if let text = try? String(contentsOfFile: mark, encoding: .utf8),
+                let (refused, reason) = text.firstIndex(of: "\n").map({ (text[..<$0], text[text.index(after: $0)...]) }
+                ),
+                input != nil, String(refused) == input
+            {
+                throw TokenVaultError.loginRequired(
+                    "\(p.name) refused the first token for \(id): \(reason); \(p.unattendedSource) has not changed since, so nothing was sent",
+                    hint: hint)
+            }
+            let login = OAuth2Login(provider: p, transport: transport, clock: clock, notify: warn)
+            let c: Credential
+            do {
+                c = try login.clientCredentials(id: id, scopes: p.scopes, subjects: self)
+            } catch let error as TokenVaultError {
+                guard case .loginRequired = error, let input else { throw error }
+                try? AtomicFile.replace(
+                    mark, with: Array("\(input)\n\(OutsideText.line(error.errorText))".utf8), what: "the refusal mark")
+                throw TokenVaultError.loginRequired(
+                    "\(p.name) refused the first token for \(id): \(error.errorText); it was made from \(p.unattendedSource)",
+                    hint: hint)
+            }
+            unlink(mark)
+            exchanged?(id)
+            return try vault.write(c, if: .unchanged(fingerprint: nil)) ?? vault.load(id)
+        }
     }
 
     /// The state of `c` now (docs/reference.md).
@@ -112,9 +166,26 @@ public struct Refresher: GrantSubjects {
     private func renew(_ current: Credential, minValid: Int64, force: Bool) throws -> Credential? {
         let id = current.id
         let read = WriteCondition.computed(from: current)
+        // A grant that needs no person: what it is made from, read now. Its refusal holds
+        // while that is unchanged; a rotated assertion or a subject that works again is
+        // tried (docs/reference.md, "Credential state"). `refresh` asks whatever it is.
+        let unattended = current.refreshToken == nil ? (try? provider(current.provider ?? "")) : nil
+        // Read only to compare with a refusal, or to remember one: a command is not run twice per renewal.
+        func input() -> String? { unattended.flatMap { try? $0.unattendedInput(account: id.account, subjects: self) } }
+        if let p = unattended, let refusal = current.refusal, let refused = refusal.input, !force, refused == input() {
+            if let left = current.secondsLeft(at: clock.now), left > 0 { return current }
+            throw TokenVaultError.loginRequired(
+                "the token for \(id) expired, and \(p.name) refused its last renewal: \(refusal.reason); \(p.unattendedSource) has not changed since, so nothing was sent",
+                hint:
+                    "it is sent again at the next use once it changes; to ask now: tokenvault refresh \(ShellWord.word(p.name))"
+            )
+        }
         let fresh: Credential
         do {
             fresh = try exchangeTwiceIfForgotten(current)
+        } catch let failure as SubjectFailure {
+            // The subject's failure (its login, its issuer): the subject is blamed, not this credential.
+            throw failure.error
         } catch let salvage as SalvagedRefresh {
             // The answer is malformed, but its new refresh token is readable: the
             // provider has rotated, so keep it (the access token counts as expired).
@@ -132,9 +203,19 @@ public struct Refresher: GrantSubjects {
                 // Remembered (docs/reference.md): no command asks the provider again until a
                 // login, a set or an explicit `tokenvault refresh`.
                 var marked = current
-                marked.refusal = Refusal(reason: error.errorText, at: clock.now)
+                let refusedInput = input()
+                marked.refusal = Refusal(reason: error.errorText, at: clock.now, input: refusedInput)
                 marked.updatedAt = clock.now
                 if (try? vault.write(marked, if: read)) != nil { events?(.loginRequired, id, error.errorText) }
+                if let p = unattended, refusedInput != nil {
+                    // Nobody logs in to a grant that needs no person: what it is made from is the fix.
+                    let left = current.secondsLeft(at: clock.now).map { $0 > 0 ? ", valid \($0) s more" : "" } ?? ""
+                    throw TokenVaultError.loginRequired(
+                        "\(p.name) refused to renew the token for \(id): \(error.errorText); it was made from \(p.unattendedSource), and the stored token is kept\(left)",
+                        hint:
+                            "it is asked again at the next use once that changes; to ask now: tokenvault refresh \(ShellWord.word(p.name))"
+                    )
+                }
                 throw TokenVaultError.loginRequired(
                     "cannot renew the token for \(id): \(error.errorText); the stored record is kept",
                     hint: error.hint ?? current.loginHint)
@@ -219,7 +300,8 @@ public struct Refresher: GrantSubjects {
             client = try p.clientCredentials(now: clock.now)
             sent = [refreshToken] + (client.secret.map { [$0] } ?? [])
         } else {
-            (fields, client, sent) = try p.ownTokenRequest(scopes: p.scopes, now: clock.now, subjects: self)
+            (fields, client, sent) = try p.ownTokenRequest(
+                scopes: p.scopes, now: clock.now, subjects: self, account: current.id.account)
         }
         // A bound credential renews with its own key (docs/security.md, "Sender-constrained tokens").
         let request = HTTPRequest.form(p.tokenURL, fields + client.fields, headers: client.headers)
@@ -262,12 +344,31 @@ struct SalvagedRefresh: Error {
     var error: TokenVaultError
 }
 
+/// A failure of what a grant trades (a token exchange's subject, an IdP's
+/// login): that credential's, said as its own, and never recorded as a
+/// refusal of the credential that trades it.
+struct SubjectFailure: Error {
+    var error: TokenVaultError
+
+    static func blaming<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let failure as SubjectFailure {
+            throw failure
+        } catch let error as TokenVaultError {
+            throw SubjectFailure(error: error)
+        }
+    }
+}
+
 /// Where the grants that trade what the user already holds find it: another
 /// provider's stored credential (a token exchange's subject) and an IdP's
 /// identity assertion grant (docs/providers.md, "Credentials from an identity").
 public protocol GrantSubjects {
-    /// A provider's stored credential (its default account), renewed first when it needs to be.
-    func subjectCredential(_ name: String) throws -> Credential?
-    /// An ID-JAG for `p` (grant = "id_jag") from its IdP.
-    func identityAssertion(for p: OAuth2Provider, scopes: [String]) throws -> String
+    /// A provider's stored credential of `account`, renewed first when it needs to be.
+    func subjectCredential(_ name: String, account: String) throws -> Credential?
+    /// An ID-JAG for `p` (grant = "id_jag") from its IdP's login of `account`.
+    func identityAssertion(for p: OAuth2Provider, scopes: [String], account: String) throws -> String
+    /// A provider's stored record of `account` as it is (no renewal), for a refusal's input.
+    func storedSubject(_ name: String, account: String, field: String) -> String?
 }

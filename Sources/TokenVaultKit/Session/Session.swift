@@ -356,4 +356,19 @@ extension Session: AccessRun {
     public func renewalFailed(_ error: Error, _ c: Credential) {
         forgetDiscovery(after: error, provider: c.provider)
     }
+
+    /// A service whose one provider's grant needs no person gets its first
+    /// token from `get` itself: a CI job runs one command (docs/providers.md,
+    /// "Credentials from an identity"). The store is made ready first, so
+    /// nothing is sent whose answer could not be kept.
+    public func firstToken(_ id: CredentialID) throws -> Credential? {
+        let directory = try providers
+        let owners = directory.owners(of: id.service)
+        guard owners.count == 1, directory.grant(of: owners[0])?.fetchesAgain == true else { return nil }
+        // A table that serves resources by their URLs (`resources`) logs in to each with `login URL`.
+        if let listed = try config.providers[owners[0]]?.resources, !listed.isEmpty { return nil }
+        let p = try oauth2Provider(owners[0])
+        try vault().prepareToWrite()
+        return try refresher().firstToken(of: p, id: id)
+    }
 }

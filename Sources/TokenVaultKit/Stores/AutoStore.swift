@@ -151,6 +151,11 @@ public final class AutoStore: CredentialStore {
 
     public func foreignNote(_ id: CredentialID) -> String? { secretService?.foreignNote(id) }
 
+    public func prepareToWrite() throws {
+        if secretService != nil { return }
+        try file.prepareToWrite()
+    }
+
     public func listIDs() throws -> [CredentialID] {
         var ids = Set<CredentialID>()
         if let secretService { ids.formUnion((try? secretService.listIDs()) ?? []) }

@@ -49,6 +49,10 @@ public protocol CredentialStore: AnyObject {
     /// leaves alone (another application's Secret Service item), said for a
     /// message; nil when there is none.
     func foreignNote(_ id: CredentialID) -> String?
+    /// Makes sure a write can land (the file vault's key at hand, asked for
+    /// or derived now) before anything is sent whose answer must be stored:
+    /// a one-use assertion is not spent on a result that is then dropped.
+    func prepareToWrite() throws
 }
 
 extension CredentialStore {
@@ -58,6 +62,7 @@ extension CredentialStore {
     public var writesTo: String { name }
     public var sharedLockDirectory: String? { nil }
     public func foreignNote(_ id: CredentialID) -> String? { nil }
+    public func prepareToWrite() throws {}
 
     public func locate(_ id: CredentialID) throws -> StoredCredential? {
         try load(id).map { StoredCredential(credential: $0, backend: name) }

@@ -18,6 +18,14 @@ public protocol AccessRun: AnyObject {
     func emit(_ event: Event, _ id: CredentialID, reason: String)
     /// Renewing `c` failed with `error`, which is thrown next.
     func renewalFailed(_ error: Error, _ c: Credential)
+    /// The first token of `id` when its provider's grant needs no person
+    /// (client credentials, an assertion, an exchange), fetched and stored
+    /// now; nil when it needs a login.
+    func firstToken(_ id: CredentialID) throws -> Credential?
+}
+
+extension AccessRun {
+    public func firstToken(_ id: CredentialID) throws -> Credential? { nil }
 }
 
 /// The credential policy of a command that hands out a credential
@@ -58,8 +66,15 @@ public struct CredentialAccess {
         return c
     }
 
+    /// What is stored under `id`; for a grant that needs no person with
+    /// nothing stored yet, its first token, fetched now (docs/providers.md).
+    private func loaded(_ id: CredentialID, refresh: Bool) throws -> Credential? {
+        if let stored = try vault.load(id) { return stored }
+        return refresh ? try run.firstToken(id) : nil
+    }
+
     private func renewedIfNeeded(_ id: CredentialID, refresh: Bool, force: Bool) throws -> Credential {
-        guard let first = try vault.load(id) else { throw try notFound(id) }
+        guard let first = try loaded(id, refresh: refresh) else { throw try notFound(id) }
         if first.expiresAt == nil, first.refusal == nil, !force { return first }
         let refresher = try refresher()
         let minValid = try minValid()
@@ -84,7 +99,9 @@ public struct CredentialAccess {
     /// refreshable credential is renewed first when it can be; when it
     /// cannot, the stored record is handed out all the same, with a warning.
     public func stored(_ id: CredentialID, refresh: Bool) throws -> Credential {
-        guard let found = try vault.locate(id)?.credential else { throw try notFound(id) }
+        guard let found = try vault.locate(id)?.credential ?? loaded(id, refresh: refresh) else {
+            throw try notFound(id)
+        }
         guard refresh, found.expiresAt != nil, found.refusal == nil else { return found }
         let refresher = try refresher()
         let minValid = try minValid()

@@ -67,6 +67,9 @@ public final class CredentialVault {
         try withRecordLock(credential.id) { try writeHoldingLock(credential, if: condition) }
     }
 
+    /// Makes sure a write can land before anything is sent whose answer must be stored.
+    public func prepareToWrite() throws { try store.prepareToWrite() }
+
     /// Deletes if `condition` holds; true when something was deleted.
     @discardableResult
     public func delete(_ id: CredentialID, if condition: WriteCondition = .always) throws -> Bool {

@@ -82,6 +82,11 @@ public final class FileStore: CredentialStore {
         try modify { $0.put(credential) }
     }
 
+    public func prepareToWrite() throws {
+        guard unlocked == nil else { return }
+        if exists { _ = try readContents() } else { _ = try keyForNewVault() }
+    }
+
     @discardableResult
     public func delete(_ id: CredentialID) throws -> Bool {
         guard exists else { return false }
