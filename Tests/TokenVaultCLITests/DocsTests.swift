@@ -63,6 +63,31 @@ final class DocsTests: XCTestCase {
         XCTAssertTrue(agent.contains("it runs \(named)"), named)
     }
 
+    /// Every TOML example of the docs and the README reads as written: no
+    /// mistake, no table refused (two tables of one service, a key misspelt).
+    func testEveryTOMLExampleOfTheDocsReads() throws {
+        let root = Paths.root
+        let docs =
+            try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("docs").path)
+            .filter { $0.hasSuffix(".md") }.map { "docs/" + $0 } + ["README.md"]
+        var examples = 0
+        for file in docs {
+            let text = try String(contentsOf: root.appendingPathComponent(file), encoding: .utf8)
+            for m in text.matches(of: /```toml\n((?:.|\n)*?)```/) {
+                examples += 1
+                let toml = String(m.1)
+                do {
+                    let c = try Config.parse(toml, path: file)
+                    XCTAssertEqual(c.warnings, [], "\(file):\n\(toml)")
+                    XCTAssertEqual(Array(c.brokenProviders.keys), [], "\(file):\n\(toml)")
+                } catch {
+                    XCTFail("\(file): \(error.errorText)\n\(toml)")
+                }
+            }
+        }
+        XCTAssertGreaterThan(examples, 5)
+    }
+
     /// Every `docs/FILE.md, "Heading"` a source comment cites names a heading of that file.
     func testEverySectionASourceCommentCitesExists() throws {
         let root = Paths.root

@@ -39,6 +39,42 @@ final class ConfigMistakesTests: XCTestCase {
         XCTAssertEqual(broken.exitCode, 78)
     }
 
+    /// Two tables naming one service (as written, or spelt another way) would
+    /// replace each other's credential: both are refused, each error naming
+    /// the line of every such table; a third table is untouched.
+    func testTwoTablesNamingOneServiceAreRefused() throws {
+        let c = try Config.parse(
+            """
+            [providers.cluster]
+            service = "api.internal.example"
+            token_url = "https://idp.internal.example/oauth2/token"
+            grant = "jwt_bearer"
+            assertion_file = "/var/run/token"
+
+            [providers.sts]
+            service = "https://API.internal.example/"
+            token_url = "https://sts.example.com/oauth2/token"
+            grant = "token_exchange"
+            subject_provider = "cluster"
+
+            [providers.other]
+            service = "api.other.example"
+            token_url = "https://b.example/token"
+            client_id = "x"
+            """, path: "config.toml")
+        XCTAssertNil(c.providers["cluster"])
+        XCTAssertNil(c.providers["sts"])
+        XCTAssertNotNil(c.providers["other"])
+        for name in ["cluster", "sts"] {
+            let error = try XCTUnwrap(c.brokenProviders[name])
+            XCTAssertEqual(error.exitCode, 78)
+            XCTAssertTrue(error.errorText.contains("config.toml:2"), error.errorText)
+            XCTAssertTrue(error.errorText.contains("config.toml:8"), error.errorText)
+            XCTAssertTrue(error.errorText.contains("name one service, api.internal.example"), error.errorText)
+        }
+        XCTAssertEqual(c.warnings.count, 2)
+    }
+
     /// Mistakes that stop every command are the error, all of them, with the tables' beneath.
     func testTopLevelMistakesAreAllSaid() {
         let text = """

@@ -24,6 +24,7 @@ extension Config {
         if let v = root["providers"] {
             if let providers = v.table {
                 for (name, value) in providers { c.readProvider(name, value, located: located) }
+                c.refuseSharedServices(located: located)
             } else {
                 fatal.append(
                     (
@@ -117,6 +118,32 @@ extension Config {
         let close =
             Suggestion.closest(to: b, in: BackendChoice.allCases.map(\.rawValue)).map { " (did you mean \($0)?)" } ?? ""
         return "\(BackendChoice.spelled), not \(Quoted.text(b))\(close)"
+    }
+
+    /// Two tables that name one `service` would store their credentials under
+    /// one key, each replacing the other's (and a grant whose subject is the
+    /// other would trade its own token): both are refused, each naming the
+    /// line of every table of that service; other commands work.
+    private mutating func refuseSharedServices(located: ConfigText) {
+        var byService: [String: [String]] = [:]
+        for (name, p) in providers {
+            guard let written = p.service, let key = try? ServiceKey(parsing: written) else { continue }
+            byService[key.description, default: []].append(name)
+        }
+        for (service, names) in byService where names.count > 1 {
+            let sorted = names.sorted()
+            let places = sorted.map {
+                "[providers.\(Config.tableKey($0))] at \(located.location(table: ["providers", $0], key: "service"))"
+            }
+            for name in sorted {
+                let error = TokenVaultError.config(
+                    "providers \(Format.list(sorted, "and")) name one service, \(service): \(Format.list(places, "and")); each would replace the other's credential",
+                    hint: "give each table a service of its own in \(located.path)")
+                providers[name] = nil
+                brokenProviders[name] = error
+                warnings.append("\(error.errorText); provider \(name) cannot be used until it is fixed")
+            }
+        }
     }
 
     /// One `[providers.NAME]` table; a mistake in it breaks only that
