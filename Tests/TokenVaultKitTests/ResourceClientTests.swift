@@ -83,6 +83,21 @@ final class ResourceClientTests: XCTestCase {
         XCTAssertEqual(
             try ResourceClient.filled(table(clientID: nil), config: public_, registration: lookup).client_id,
             "corp-public")
+        // The enterprise IdP's own table (another's idp, or subject_provider) is the IdP login: a
+        // resource that names the IdP's issuer never gets its client unless its resources lists it.
+        for naming in ["grant = \"id_jag\"\nidp = \"corp\"", "grant = \"token_exchange\"\nsubject_provider = \"corp\""]
+        {
+            let idp = try Config.parse(
+                "[providers.corp]\nissuer = \"\(issuer)\"\nclient_id = \"corp-public\"\n\n"
+                    + "[providers.mcp]\nservice = \"notes.example\"\nissuer = \"https://as.example\"\n"
+                    + "client_id = \"notes\"\n\(naming)\n")
+            XCTAssertEqual(
+                try ResourceClient.filled(table(clientID: nil), config: idp, registration: lookup).client_id,
+                "confidential", "a registration of its own, never the IdP login's client")
+            XCTAssertEqual(
+                ResourceClient.withheld(issuer: issuer, resource: "https://mcp.example.com/mcp", config: idp)?.name,
+                "corp")
+        }
         // A server with no metadata (the 2025-03-26 fallback endpoints kept in the table): the
         // secret goes to the token_url the configuration names, and with none named, nowhere.
         var fallback = table(clientID: nil)

@@ -29,11 +29,14 @@ public enum ResourceClient {
     /// that names its issuer; a client that holds a secret or a key, or
     /// fetches tokens with no user (client credentials, a JWT bearer), serves
     /// only the resources its `resources` lists: a resource cannot choose to
-    /// be given the user's own client (docs/security.md).
+    /// be given the user's own client (docs/security.md). Nor a table that
+    /// another names as its `idp` or `subject_provider` (the enterprise IdP's
+    /// login): a resource that names the IdP's issuer would be given a login
+    /// at the IdP with its client, and then the IdP's tokens.
     public static func configured(
         issuer: String, resource: String, config: Config
     ) -> (name: String, table: ProviderConfig)? {
-        forIssuer(issuer, config: config).first { !$0.table.isConfidential || $0.table.serves(resource) }
+        forIssuer(issuer, config: config).first { !listedOnly($0, config: config) || $0.table.serves(resource) }
     }
 
     /// A client of the user's own for `issuer` that `resource` is not listed
@@ -41,7 +44,13 @@ public enum ResourceClient {
     public static func withheld(
         issuer: String, resource: String, config: Config
     ) -> (name: String, table: ProviderConfig)? {
-        forIssuer(issuer, config: config).first { $0.table.isConfidential && !$0.table.serves(resource) }
+        forIssuer(issuer, config: config).first { listedOnly($0, config: config) && !$0.table.serves(resource) }
+    }
+
+    /// A table that serves only the resources its `resources` lists.
+    private static func listedOnly(_ entry: (name: String, table: ProviderConfig), config: Config) -> Bool {
+        entry.table.isConfidential
+            || config.providers.values.contains { $0.idp == entry.name || $0.subject_provider == entry.name }
     }
 
     private static func forIssuer(_ issuer: String, config: Config) -> [(name: String, table: ProviderConfig)] {
