@@ -31,7 +31,10 @@ server BASE/as-MODE (or BASE/as-ok):
             Mcp-Param-Region (both eras answered alike)
 A token is any the server issued, or one starting with "t0k3n".
 Authorization servers at /as-MODE: RFC 8414 metadata, /register, /authorize
-(approves at once), /token (authorization_code, refresh_token).
+(approves at once), /token (authorization_code, refresh_token; any other grant
+is answered too, so a client of the user's own fetches tokens with client
+credentials), each request counted by its grant ("token_grant:G") and the
+scope it asked for ("token_scope:S", "-" for none).
 Registrations can be read and deleted at their registration_client_uri
 with their registration access token (RFC 7592); POST /forget-clients
 forgets every one (a server restarted).
@@ -184,6 +187,8 @@ class Handler(BaseHTTPRequestHandler):
                                        registration_client_uri=issuer + "/register/" + client_id))
         if path.endswith("/token"):
             form = urllib.parse.parse_qs(data.decode())
+            count("token_grant:" + form.get("grant_type", ["-"])[0])
+            count("token_scope:" + form.get("scope", ["-"])[0])
             if "/as-nested/" in path and form.get("grant_type") == ["refresh_token"]:
                 count("nested_refreshes")
                 return self.send(200, ('{"access_token":"at-deep","expires_in":3600,"deep":' + DEEP + "}").encode())

@@ -334,6 +334,45 @@ final class HostileServerTests: XCTestCase {
         XCTAssertEqual(s.tv("get", url("scope403")).status, 0, "the grant is kept")
     }
 
+    /// A resource never chooses the powers of a client of the user's own
+    /// that needs no person: its first login asks for the scopes its table
+    /// gives (none here: the server's default), and a 403 for more makes the
+    /// bridge name the login with them, never start one; the table kept in
+    /// providers.toml names no scope the resource chose.
+    func testAResourceNeverChoosesAConfidentialClientsScopes() throws {
+        let s = sandbox()
+        try s.writeConfig(
+            """
+            [providers.machine]
+            issuer = "\(base)/as-ok"
+            grant = "client_credentials"
+            client_id = "machine"
+            client_secret = "machine-secret"
+            resources = ["\(url("scope403"))"]
+            """)
+        let before = try stats()
+        let login = s.tv("login", url("scope403"), limit: 60)
+        XCTAssertEqual(login.status, 0, login.stderr)
+        var after = try stats()
+        XCTAssertEqual(
+            (after["token_grant:client_credentials"] ?? 0) - (before["token_grant:client_credentials"] ?? 0), 1)
+        XCTAssertEqual((after["token_scope:-"] ?? 0) - (before["token_scope:-"] ?? 0), 1, "no scope asked for")
+        let d = try drive(s, url("scope403"), [(0, Self.initialize), (1, Self.call(2))], until: [1, 2], limit: 30)
+        after = try stats()
+        let refused = try XCTUnwrap(d.answer(2)?.message["error"] as? [String: Any])
+        XCTAssertEqual(refused["code"] as? Int, -32003, "\(refused)")
+        XCTAssertTrue(
+            (refused["message"] as? String ?? "").contains("tokenvault login \(url("scope403")) --scope extra"),
+            "\(refused)")
+        XCTAssertEqual(
+            (after["token_grant:client_credentials"] ?? 0) - (before["token_grant:client_credentials"] ?? 0), 1,
+            "no login for the scopes the resource chose")
+        let kept = try String(
+            contentsOfFile: s.env["XDG_CONFIG_HOME"]! + "/tokenvault/providers.toml", encoding: .utf8)
+        XCTAssertFalse(kept.contains("extra"), kept)
+        XCTAssertTrue(!kept.contains("scopes") || kept.contains("scopes = []"), kept)
+    }
+
     /// A server whose logins are refused at once: the bridge starts one
     /// login by itself (one browser window), none again after the refusal,
     /// and every request after it gets an error naming `tokenvault login URL`.

@@ -25,15 +25,15 @@ extension TokenVault.Login {
         }
         // Step-up keeps what is held: the union of the scopes of the stored grant and the ones asked for.
         var wanted = server.loginScopes(scopes.isEmpty ? server.scopes : scopes)
-        // A client of the user's own asks for the scopes its configuration gives, not the ones a resource lists.
-        if scopes.isEmpty,
-            let (_, own) = ResourceClient.configured(
-                issuer: server.issuer, resource: server.resource, config: config),
-            own.isConfidential, let configured = own.scopes
+        // A client of the user's own asks for the scopes its configuration gives, none when it gives
+        // none (the server's default), never the ones a resource lists or a refusal named: a
+        // resource does not choose the powers of a client that needs no person (docs/security.md).
+        let own = ResourceClient.configured(issuer: server.issuer, resource: server.resource, config: config)?.table
+        let configuredOnly = scopes.isEmpty && own?.isConfidential == true
+        if configuredOnly { wanted = own?.scopes ?? [] }
+        if !configuredOnly, let stored = try context.vault().load(id), stored.issuer == server.issuer,
+            let held = stored.scope
         {
-            wanted = configured
-        }
-        if let stored = try context.vault().load(id), stored.issuer == server.issuer, let held = stored.scope {
             let heldScopes = held.split(separator: " ").map(String.init)
             wanted = heldScopes + wanted.filter { !heldScopes.contains($0) }
         }
@@ -52,7 +52,7 @@ extension TokenVault.Login {
         table.issuer = server.issuer
         table.resource = server.resource
         table.service = key.description
-        table.scopes = wanted
+        table.scopes = configuredOnly ? own?.scopes : wanted
         if server.dpop || config.providers[providerName]?.dpop == true { table.dpop = true }
         if !server.publishesMetadata {
             table.authorize_url = server.authorizeURL

@@ -113,10 +113,13 @@ extension MCPBridge {
             scopes.isEmpty
             ? challenge?.parameters["error_description"].map { "it says: \($0)" } ?? "it does not say which"
             : scopes.joined(separator: " ")
+        let named =
+            scopes.isEmpty
+            ? "" : " --scope \(ShellWord.word(OutsideText.line(scopes.joined(separator: " "), limit: 200)))"
         return login(
             scopes, request: request, code: .scope,
             otherwise:
-                "\(shown) asks for more scopes (\(OutsideText.line(asked, limit: 200))); log in with them: tokenvault login \(ShellWord.word(url))"
+                "\(shown) asks for more scopes (\(OutsideText.line(asked, limit: 200))); log in with them: tokenvault login \(ShellWord.word(url))\(named)"
         )
     }
 }

@@ -119,6 +119,9 @@ public final class BridgeCredential: MCPBridgeHost, @unchecked Sendable {
         guard Browser.unavailable(context.settings) == nil else { return false }
         // Named scopes go with the ones held; none named: the login takes the resource's own list with the ones held.
         let stored = state.withLock { $0.resolved }.flatMap { try? context.fresh().vault().load($0) }
+        // A grant that needs no person gets the scopes its configuration gives: the resource asks,
+        // the user decides (the message names the login with them; docs/security.md).
+        if let name = stored?.provider, context.fresh().grant(of: name)?.fetchesAgain == true { return false }
         let held = stored?.scope?.split(separator: " ").map(String.init) ?? []
         // The grant holds every scope named already: another login would get the same refusal.
         if !scopes.isEmpty, scopes.allSatisfy(held.contains) { return false }
