@@ -10,6 +10,7 @@ server BASE/as-MODE (or BASE/as-ok):
   space     its server registers clients with the client_id "bad id"
   scope403  every request with a token: 403 insufficient_scope, naming a new
             scope each time
+  reject    every request: 401 invalid_token, even with a token it issued
   slow      tools/call answered after 20 s; ping at once;
             notifications/cancelled recorded (GET /seen)
   silent    tools/call taken and never answered; ping at once
@@ -213,7 +214,7 @@ class Handler(BaseHTTPRequestHandler):
         token = header[7:] if header.startswith("Bearer ") else ""
         with lock:
             known = token in issued or token.startswith("t0k3n")
-        if not known:
+        if not known or mode == "reject":
             meta = f"{base}/.well-known/oauth-protected-resource/{mode}/mcp"
             self.send(401, {"error": "invalid_token"}, [("WWW-Authenticate", f'Bearer resource_metadata="{meta}"')])
             return False

@@ -373,6 +373,36 @@ final class HostileServerTests: XCTestCase {
         XCTAssertTrue(!kept.contains("scopes") || kept.contains("scopes = []"), kept)
     }
 
+    /// A server that refuses every token (401), the one just renewed too:
+    /// the bridge renews once, then answers each message with the error, never
+    /// trading its grant again for every message.
+    func testATokenRefusedRightAfterItsRenewalIsNotRenewedForEveryMessage() throws {
+        let s = sandbox()
+        try s.writeConfig(
+            """
+            [providers.machine]
+            issuer = "\(base)/as-ok"
+            grant = "client_credentials"
+            client_id = "machine"
+            client_secret = "machine-secret"
+            resources = ["\(url("reject"))"]
+            """)
+        XCTAssertEqual(s.tv("login", url("reject"), limit: 60).status, 0)
+        func trades() throws -> Int {
+            try stats().filter { $0.key.hasPrefix("token_grant:") }.values.reduce(0, +)
+        }
+        let before = try trades()
+        let pings = (2...6).map { (Double($0 - 1) * 0.3, #"{"jsonrpc":"2.0","id":\#($0),"method":"ping"}"#) }
+        let d = try drive(s, url("reject"), [(0, Self.initialize)] + pings, until: Array(1...6), limit: 30)
+        for id in 1...6 {
+            let a = try XCTUnwrap(d.answer(id)?.message, "\(id) answered")
+            XCTAssertNotNil(a["error"], "\(id): \(a)")
+        }
+        XCTAssertEqual(try trades() - before, 1, "one renewal for six refused messages")
+        let later = ((d.answer(6)?.message["error"] as? [String: Any])?["message"] as? String) ?? ""
+        XCTAssertTrue(later.contains("not renewed again for every message"), later)
+    }
+
     /// A server whose logins are refused at once: the bridge starts one
     /// login by itself (one browser window), none again after the refusal,
     /// and every request after it gets an error naming `tokenvault login URL`.

@@ -22,6 +22,10 @@ public final class BridgeCredential: MCPBridgeHost, @unchecked Sendable {
         var resolved: CredentialID?
         /// The DPoP key of `current`, read from its PEM once.
         var key: (pem: String, key: DPoPKey)?
+        /// The token a renewal after a refusal gave: refused too, it is not
+        /// renewed again for the next message (one renewal per refusal, as
+        /// one login per bridge).
+        var renewedAfterRefusal: String?
     }
     private let state = Locked(Shared())
     /// Lines on stderr, from whichever of the bridge's threads says one.
@@ -61,6 +65,15 @@ public final class BridgeCredential: MCPBridgeHost, @unchecked Sendable {
 
     public func renewed(after rejected: PresentedToken) throws -> PresentedToken {
         try state.withLock { s in
+            // The token just renewed after a refusal is refused too: the server refuses what it is
+            // given, and trading again for every message would only spend grants.
+            if let last = s.renewedAfterRefusal, last == rejected.value {
+                throw TokenVaultError.loginRequired(
+                    "\(OutsideText.line(url, limit: 200)) refuses even the token renewed for it (HTTP 401); it is not renewed again for every message",
+                    hint:
+                        "check the server's access for this client; to renew now: tokenvault refresh \(ShellWord.word(url))"
+                )
+            }
             // Another process may have renewed it already: the stored token is then the one to use.
             let fresh = context.fresh()
             defer { fresh.flushWarnings() }
@@ -70,7 +83,9 @@ public final class BridgeCredential: MCPBridgeHost, @unchecked Sendable {
                 s.current = stored
                 return try sent(stored, &s)
             }
-            return try usable(force: true, &s)
+            let renewed = try usable(force: true, &s)
+            s.renewedAfterRefusal = renewed.value
+            return renewed
         }
     }
 
