@@ -19,7 +19,8 @@ server BASE/as-MODE (or BASE/as-ok):
   flood     initialize answered over SSE, then 1 MiB events without end
   retry0    initialize answered with session r-1; each GET: "retry: 0" and closed
   junk      answers by id: 2 JSON with a trailing comma, 3 an object that is
-            no JSON-RPC message, 4 an array of numbers, 5 a JSON string
+            no JSON-RPC message, 4 an array of numbers, 5 a JSON string, 6 a
+            message whose text ends in an unpaired surrogate escape (valid JSON)
   nested    tools/list answered with JSON nested 400 deep (2 KB), tools/call
             over SSE with an event nested as deep; its authorization server
             (as-nested) answers a refresh with a body nested as deep
@@ -292,7 +293,9 @@ class Handler(BaseHTTPRequestHandler):
                 "type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}}}]}))
         if mode == "junk":
             bodies = {2: b'{"jsonrpc":"2.0","id":2,"result":{"a":1},}', 3: b'{"hello":"world"}',
-                      4: b"[1,2,3]", 5: b'"just a string"'}
+                      4: b"[1,2,3]", 5: b'"just a string"',
+                      # valid JSON, a string cut inside an emoji as JSON.stringify writes it: passed on
+                      6: b'{"jsonrpc":"2.0","id":6,"result":{"content":[{"type":"text","text":"cut \\ud83d"}]}}'}
             if rid in bodies:
                 return self.send(200, bodies[rid])
         return self.send(200, answer({"echo": method}))

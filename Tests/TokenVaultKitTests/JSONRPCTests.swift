@@ -61,7 +61,7 @@ final class JSONRPCTests: XCTestCase {
     /// pass-through rules: any RFC 8259 text whose top level is a JSON-RPC
     /// message (an unpaired surrogate escape, an integer beyond a double,
     /// nesting past 64). Strict rules stay for what tokenvault itself
-    /// interprets (a token answer, a server's messages).
+    /// interprets (a token answer, the parts of a server's message it reads).
     func testValidJSONThatIsOnlyPassedOnIsTaken() throws {
         for line in [
             #"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"text":"\ud83d"}}"#,
@@ -73,10 +73,33 @@ final class JSONRPCTests: XCTestCase {
         ] {
             XCTAssertNoThrow(try message(line), line)
         }
-        for strict in [
-            #"{"jsonrpc":"2.0","id":1,"result":{"text":"\ud83d"}}"#, #"{"jsonrpc":"2.0","id":1,"result":1e400}"#,
+        // A server's message is passed on as it came: read for its envelope alone, any depth; what
+        // tokenvault interprets of it (its result, its error) only where that reads strictly.
+        for (passed, id) in [
+            (#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"cut \ud83d"}]}}"#, 1),
+            (#"{"jsonrpc":"2.0","id":2,"result":1e400}"#, 2),
+            (
+                #"{"jsonrpc":"2.0","result":"# + String(repeating: "[", count: 5000)
+                    + String(repeating: "]", count: 5000)
+                    + #","id":3}"#, 3
+            ),
         ] {
-            XCTAssertNil(JSONRPC.serverMessage(Array(strict.utf8)), "a server's message is read strictly: \(strict)")
+            let m = try XCTUnwrap(JSONRPC.serverMessage(Array(passed.utf8)), passed)
+            XCTAssertEqual(m["id"], .integer(Int64(id)))
+            XCTAssertEqual(m["result"], .null, "present, not interpreted")
+        }
+        let batch = try XCTUnwrap(
+            JSONRPC.serverMessage(
+                Array(#"[{"jsonrpc":"2.0","id":4,"result":"\udc00"},{"jsonrpc":"2.0","method":"n"}]"#.utf8)))
+        guard case .array(let items) = batch else { return XCTFail("a batch stays a batch: \(batch)") }
+        XCTAssertEqual(items.first?["id"], .integer(4))
+        for broken in [
+            #"{"jsonrpc":"2.0","id":1,"result":[1,]}"#, #"{"jsonrpc":"2.0","id":1,"result":"\x"}"#,
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"a\u{1}b\"}", #"{"jsonrpc":"2.0","id":1,"result":[[}"#,
+            #"{"jsonrpc":"1.0","id":1,"result":"\ud83d"}"#, #"{"id":1,"result":"\ud83d"} x"#, "[]",
+            #"{"jsonrpc":"2.0","id":1,"result":01}"#, #"{"jsonrpc":"2.0","id":1,"result":tru}"#,
+        ] {
+            XCTAssertNil(JSONRPC.serverMessage(Array(broken.utf8)), broken)
         }
         XCTAssertEqual(try message(#"{"jsonrpc":"2.0","id":"s","method":"m","params":["\ud83d"]}"#)["id"], .string("s"))
         XCTAssertNil(JSONValue.parsed(Array(#"{"access_token":"\ud83d"}"#.utf8)), "strict where tokenvault reads")

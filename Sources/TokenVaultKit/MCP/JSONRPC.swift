@@ -58,11 +58,28 @@ public enum JSONRPC {
         return value
     }
 
-    /// A message from the server, read strictly (what the bridge interprets
-    /// of it, a tool listing, and round four's limits on what a hostile server
-    /// sends); nil when it is none (docs/adapters.md, "MCP servers").
+    /// A message from the server (docs/adapters.md, "MCP servers"); nil when
+    /// it is none. Read whole and strictly where it can be (what the bridge
+    /// interprets of it: its id, an error, a tool listing). Any other JSON
+    /// text the RFC allows (a string cut inside an emoji, an integer beyond a
+    /// double, nesting of any depth) is only passed on: it is read for its
+    /// envelope alone (`jsonrpc`, `id`, `method`, and whether it has a
+    /// `result` or an `error`), with no limit but its size; a `result` or
+    /// `error` that does not read strictly stands as null.
     public static func serverMessage(_ bytes: [UInt8]) -> JSONValue? {
-        try? message(bytes[...], rules: JSONSyntax.Rules())
+        if let strict = try? message(bytes[...], rules: JSONSyntax.Rules()) { return strict }
+        guard bytes.count <= maxLineBytes, let (batch, objects) = JSONEnvelope.members(bytes) else { return nil }
+        var messages: [JSONValue] = []
+        for members in objects {
+            var o: [String: JSONValue] = [:]
+            for (key, range) in members where ["jsonrpc", "id", "method", "result", "error"].contains(key) {
+                let strict = try? JSONSyntax.parse(bytes[range])
+                o[key] = strict ?? (key == "result" || key == "error" ? .null : nil)
+            }
+            do { try check(o) } catch { return nil }
+            messages.append(.object(o))
+        }
+        return batch ? .array(messages) : messages.first
     }
 
     private static func check(_ o: [String: JSONValue]) throws(Refusal) {
