@@ -317,7 +317,14 @@ public struct OAuth2Login {
         } catch let failure as SubjectFailure {
             throw failure.error
         }
-        return try tokenRequest(request.fields, id: id, sent: request.secrets, client: request.client)
+        do {
+            return try tokenRequest(request.fields, id: id, sent: request.secrets, client: request.client)
+        } catch TokenVaultError.loginRequired(let why, _) {
+            // Nobody logs in to a grant that needs no person: the same request would be refused again.
+            throw TokenVaultError.loginRequired(
+                "\(why); it was made from \(provider.unattendedSource)",
+                hint: "the same is refused again: once \(provider.unattendedSource) changes, get or login asks again")
+        }
     }
 
     func tokenRequest(

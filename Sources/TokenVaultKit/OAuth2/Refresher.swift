@@ -85,8 +85,6 @@ public struct Refresher: GrantSubjects {
             if let stored = try vault.load(id) { return stored }
             let mark = vault.runtimeDirectory + "/refused-first-" + CredentialVault.fileName(id)
             let input = try? p.unattendedInput(account: id.account, subjects: self)
-            let hint =
-                "it is sent again once \(p.unattendedSource) changes; to ask now: tokenvault login \(ShellWord.word(p.name))"
             if let text = try? String(contentsOfFile: mark, encoding: .utf8),
                 let (refused, reason) = text.firstIndex(of: "\n").map({ (text[..<$0], text[text.index(after: $0)...]) }
                 ),
@@ -94,7 +92,7 @@ public struct Refresher: GrantSubjects {
             {
                 throw TokenVaultError.loginRequired(
                     "\(p.name) refused the first token for \(id): \(reason); \(p.unattendedSource) has not changed since, so nothing was sent",
-                    hint: hint)
+                    hint: "it is sent again once that changes; to ask now: tokenvault login \(ShellWord.word(p.name))")
             }
             let login = OAuth2Login(provider: p, transport: transport, clock: clock, notify: warn)
             let c: Credential
@@ -104,9 +102,7 @@ public struct Refresher: GrantSubjects {
                 guard case .loginRequired = error, let input else { throw error }
                 try? AtomicFile.replace(
                     mark, with: Array("\(input)\n\(OutsideText.line(error.errorText))".utf8), what: "the refusal mark")
-                throw TokenVaultError.loginRequired(
-                    "\(p.name) refused the first token for \(id): \(error.errorText); it was made from \(p.unattendedSource)",
-                    hint: hint)
+                throw error
             }
             unlink(mark)
             exchanged?(id)
