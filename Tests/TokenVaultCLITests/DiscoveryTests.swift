@@ -257,7 +257,13 @@ final class DiscoveryTests: XCTestCase {
         let r = s.tv("login", "sa")
         XCTAssertEqual(r.status, 4, r.stderr)
         XCTAssertTrue(r.stderr.contains("invalid_grant") && r.stderr.contains("expired"), r.stderr)
-        XCTAssertEqual(s.tv("get", "sa").status, 3, "nothing stored")
+        // get fetches a first token itself, is refused the same way, and then sends the same no more.
+        let first = s.tv("get", "sa")
+        XCTAssertEqual(first.status, 4, first.stderr)
+        let again = s.tv("get", "sa")
+        XCTAssertEqual(again.status, 4, again.stderr)
+        XCTAssertTrue(again.stderr.contains("has not changed since, so nothing was sent"), again.stderr)
+        XCTAssertEqual(s.tv("get", "sa", "--format", "json", "--no-refresh").status, 3, "nothing stored")
     }
 
     // MARK: discovery

@@ -39,9 +39,10 @@ final class ConfigMistakesTests: XCTestCase {
         XCTAssertEqual(broken.exitCode, 78)
     }
 
-    /// Two tables naming one service (as written, or spelt another way) would
-    /// replace each other's credential: both are refused, each error naming
-    /// the line of every such table; a third table is untouched.
+    /// A table whose subject is a table of its own service (as written, or
+    /// spelt another way) would trade its own token: both are refused, each
+    /// error naming the line of both; a third table of that service, that is
+    /// nobody's subject, is another owner kept apart by accounts.
     func testTwoTablesNamingOneServiceAreRefused() throws {
         let c = try Config.parse(
             """
@@ -61,10 +62,16 @@ final class ConfigMistakesTests: XCTestCase {
             service = "api.other.example"
             token_url = "https://b.example/token"
             client_id = "x"
+
+            [providers.work]
+            service = "api.other.example"
+            token_url = "https://b.example/token"
+            client_id = "y"
             """, path: "config.toml")
         XCTAssertNil(c.providers["cluster"])
         XCTAssertNil(c.providers["sts"])
         XCTAssertNotNil(c.providers["other"])
+        XCTAssertNotNil(c.providers["work"], "two owners of one service, kept apart by accounts")
         for name in ["cluster", "sts"] {
             let error = try XCTUnwrap(c.brokenProviders[name])
             XCTAssertEqual(error.exitCode, 78)

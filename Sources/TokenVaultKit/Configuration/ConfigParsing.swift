@@ -120,15 +120,22 @@ extension Config {
         return "\(BackendChoice.spelled), not \(Quoted.text(b))\(close)"
     }
 
-    /// Two tables that name one `service` would store their credentials under
-    /// one key, each replacing the other's (and a grant whose subject is the
-    /// other would trade its own token): both are refused, each naming the
-    /// line of every table of that service; other commands work.
+    /// A table whose subject (`subject_provider`, `idp`) is a table of its
+    /// own `service` would trade its own stored token, and keep renewing on it
+    /// once its real subject is gone: both are refused, each naming the line
+    /// of both; other commands work. (Two tables of one service are otherwise
+    /// two owners, kept apart by their accounts: docs/reference.md.)
     private mutating func refuseSharedServices(located: ConfigText) {
+        func service(_ name: String) -> String? {
+            providers[name]?.service.flatMap { try? ServiceKey(parsing: $0) }?.description
+        }
         var byService: [String: [String]] = [:]
         for (name, p) in providers {
-            guard let written = p.service, let key = try? ServiceKey(parsing: written) else { continue }
-            byService[key.description, default: []].append(name)
+            guard let own = service(name) else { continue }
+            for subject in [p.subject_provider, p.idp].compactMap({ $0 })
+            where subject != name && service(subject) == own {
+                byService[own, default: []] += [name, subject].filter { !(byService[own] ?? []).contains($0) }
+            }
         }
         for (service, names) in byService where names.count > 1 {
             let sorted = names.sorted()
@@ -137,7 +144,7 @@ extension Config {
             }
             for name in sorted {
                 let error = TokenVaultError.config(
-                    "providers \(Format.list(sorted, "and")) name one service, \(service): \(Format.list(places, "and")); each would replace the other's credential",
+                    "providers \(Format.list(sorted, "and")) name one service, \(service), and one is the other's subject: \(Format.list(places, "and")); the exchange would trade its own token",
                     hint: "give each table a service of its own in \(located.path)")
                 providers[name] = nil
                 brokenProviders[name] = error
