@@ -36,11 +36,23 @@ Source: the tokenvault source tree
 
 Files: *
 Copyright: 2026 the tokenvault developers
-License: tokenvault-unlicensed
+License: Apache-2.0
 
-License: tokenvault-unlicensed
- The tokenvault developers have not chosen a license yet: until they do, all
- rights are reserved. This file changes with the license, once chosen.
+License: Apache-2.0
+ Licensed under the Apache License, Version 2.0 (the "License"); you may not
+ use this file except in compliance with the License. You may obtain a copy
+ of the License at
+ .
+ http://www.apache.org/licenses/LICENSE-2.0
+ .
+ Unless required by applicable law or agreed to in writing, software
+ distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+ WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+ License for the specific language governing permissions and limitations
+ under the License.
+ .
+ On Debian systems, the complete text of the Apache License, Version 2.0 can
+ be found in "/usr/share/common-licenses/Apache-2.0".
 EOF
 cat > "$out/changelog" <<EOF
 tokenvault (${version}-1) unstable; urgency=medium

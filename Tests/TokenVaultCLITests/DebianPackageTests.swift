@@ -64,6 +64,12 @@ final class DebianPackageTests: XCTestCase {
         }
         XCTAssertEqual(
             runProcess("/usr/bin/man", ["-w", "tokenvault"], env: env).out, "/usr/share/man/man1/tokenvault.1.gz")
+        // Apache-2.0, as the repository's LICENSE says (Debian's machine-readable copyright format).
+        let copyright = try String(contentsOfFile: "/usr/share/doc/tokenvault/copyright", encoding: .utf8)
+        XCTAssertTrue(copyright.contains("License: Apache-2.0"), copyright)
+        XCTAssertTrue(copyright.contains("/usr/share/common-licenses/Apache-2.0"), copyright)
+        let license = try String(contentsOf: Paths.root.appendingPathComponent("LICENSE"), encoding: .utf8)
+        XCTAssertTrue(license.contains("Apache License") && license.contains("Version 2.0, January 2004"))
         let service = try String(contentsOfFile: "/usr/lib/systemd/user/tokenvault-agent.service", encoding: .utf8)
         XCTAssertTrue(service.contains("ExecStart=\"/usr/bin/tokenvault\""), service)
         // Hardened as built: no RUNPATH (a copy in /tmp loads nothing planted beside it), bound at start.
