@@ -32,9 +32,14 @@ RELEASE_FLAGS = -c release --static-swift-stdlib --product tokenvault -Xlinker -
 	-Xlinker -z -Xlinker pack-relative-relocs -Xlinker -T -Xlinker $(CURDIR)/scripts/relro.ld -Xlinker -lgcc_eh -Xlinker --no-export-dynamic \
 	-Xswiftc -Xfrontend -Xswiftc -function-sections -Xlinker -T -Xlinker $(HOT_TEXT) \
 	--scratch-path $(RELEASE_SCRATCH)
-RELEASE_BIN = $(RELEASE_SCRATCH)/release/tokenvault
+# What SwiftPM linked is left as it linked it (a file changed after the link
+# is linked again by the next build, so make deb relinked every time): the
+# binary patched for release is a copy beside it, made again only when the
+# link is newer.
+RELEASE_BUILT = $(RELEASE_SCRATCH)/release/tokenvault
+RELEASE_BIN = $(RELEASE_SCRATCH)/tokenvault
 
-.PHONY: deps build release test unit lint format demo bench hot-text deb install uninstall docs clean
+.PHONY: deps build release release-patch test unit lint format demo bench hot-text deb install uninstall docs clean
 
 # What each target installs (scripts/deps.sh): build and release only what
 # compiling needs; deb adds the packaging tools; demo the local provider;
@@ -47,27 +52,35 @@ build:
 	swift build
 
 # libsecret and GLib are opened with dlopen when the Secret Service is first
-# used, libcurl when a provider is first asked (Sources/CTokenVault: one shared loader), and no symbol of theirs is linked; but the
-# pkg-config flags still list them as NEEDED (before any --as-needed SwiftPM
-# lets us add), which would cost every `get` ~3 ms of loading. Drop them.
-GLIB_NEEDED = libsecret-1.so.0 libgio-2.0.so.0 libgobject-2.0.so.0 libglib-2.0.so.0 libcurl.so.4
+# used, libcurl when a provider is first asked (Sources/CTokenVault: one shared
+# loader), and no symbol of theirs is linked; libsecret's headers come without
+# its libraries (Package.swift), but libcurl's pkg-config flags still list it as
+# NEEDED (before any --as-needed SwiftPM lets us add), which would cost every
+# `get` its loading. Dropped.
+GLIB_NEEDED = libcurl.so.4
 
 release:
 	@scripts/deps.sh build
 	@mkdir -p $(STATIC_CXX) && ln -sf "$$(gcc -print-file-name=libstdc++.a)" $(STATIC_CXX)/libstdc++.a
 	swift build $(RELEASE_FLAGS)
-	@if readelf -d $(RELEASE_BIN) | grep -q 'libstdc++'; then echo "release: libstdc++ is linked dynamically" >&2; exit 1; fi
-	@if ! readelf -lW $(RELEASE_BIN) | grep -q GNU_RELRO; then echo "release: no RELRO segment" >&2; exit 1; fi
-	@if [ "$(HOT_TEXT)" = "$(CURDIR)/scripts/hot-text.ld" ] && ! readelf -SW $(RELEASE_BIN) | grep -q ' \.text\.hot '; then \
+	@if [ $(RELEASE_BIN) -nt $(RELEASE_BUILT) ]; then echo "release: $(RELEASE_BIN) is up to date"; else $(MAKE) --no-print-directory release-patch RELEASE_SCRATCH=$(RELEASE_SCRATCH) HOT_TEXT=$(HOT_TEXT); fi
+
+# The copy of the link, checked and patched (see RELEASE_BIN).
+release-patch:
+	cp $(RELEASE_BUILT) $(RELEASE_BIN).tmp
+	@if readelf -d $(RELEASE_BIN).tmp | grep -q 'libstdc++'; then echo "release: libstdc++ is linked dynamically" >&2; exit 1; fi
+	@if ! readelf -lW $(RELEASE_BIN).tmp | grep -q GNU_RELRO; then echo "release: no RELRO segment" >&2; exit 1; fi
+	@if [ "$(HOT_TEXT)" = "$(CURDIR)/scripts/hot-text.ld" ] && ! readelf -SW $(RELEASE_BIN).tmp | grep -q ' \.text\.hot '; then \
 	  echo "release: no .text.hot (scripts/hot-text.ld)" >&2; exit 1; fi
-	@if [ "$(HOT_TEXT)" = "$(CURDIR)/scripts/hot-text.ld" ]; then scripts/hot-text.sh --check $(RELEASE_BIN); fi
-	@if nm -D --undefined-only $(RELEASE_BIN) | grep -qE ' (secret|g|curl)_'; then \
+	@if [ "$(HOT_TEXT)" = "$(CURDIR)/scripts/hot-text.ld" ]; then scripts/hot-text.sh --check $(RELEASE_BIN).tmp; fi
+	@if nm -D --undefined-only $(RELEASE_BIN).tmp | grep -qE ' (secret|g|curl)_'; then \
 	  echo "release: a libsecret/GLib symbol is linked directly; keeping its libraries" >&2; \
 	else \
-	  patchelf $(foreach l,$(GLIB_NEEDED),--remove-needed $(l)) $(RELEASE_BIN); \
+	  patchelf $(foreach l,$(GLIB_NEEDED),--remove-needed $(l)) $(RELEASE_BIN).tmp; \
 	fi
 	@# SwiftPM adds RUNPATH=$$ORIGIN: a copy run from /tmp would load a library planted beside it.
-	patchelf --remove-rpath $(RELEASE_BIN)
+	patchelf --remove-rpath $(RELEASE_BIN).tmp
+	mv $(RELEASE_BIN).tmp $(RELEASE_BIN)
 
 # The tests start their own private D-Bus with an unlocked gnome-keyring
 # (one per test class) and their own throwaway homes. scripts/run-tests.sh
@@ -112,7 +125,7 @@ hot-text:
 	@scripts/deps.sh hot
 	@mkdir -p .build/hot-profile && printf 'SECTIONS { .text.hot : { } } INSERT BEFORE .text;\n' > .build/hot-profile/none.ld
 	$(MAKE) release RELEASE_SCRATCH=.build/hot-profile HOT_TEXT=$(CURDIR)/.build/hot-profile/none.ld
-	scripts/hot-text.sh .build/hot-profile/release/tokenvault
+	scripts/hot-text.sh .build/hot-profile/tokenvault
 
 # A Debian package in .build/deb/ (scripts/deb.sh): apt install ./.build/deb/tokenvault_*.deb
 deb: release

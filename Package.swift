@@ -1,6 +1,13 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+/// Debian's multiarch directory of this machine, where GLib keeps glibconfig.h.
+#if arch(arm64)
+    let multiarch = "aarch64-linux-gnu"
+#else
+    let multiarch = "x86_64-linux-gnu"
+#endif
+
 let package = Package(
     name: "tokenvault",
     products: [
@@ -18,11 +25,6 @@ let package = Package(
             providers: [.apt(["libsodium-dev"])]
         ),
         .systemLibrary(
-            name: "CLibSecret",
-            pkgConfig: "libsecret-1",
-            providers: [.apt(["libsecret-1-dev"])]
-        ),
-        .systemLibrary(
             name: "CCurl",
             pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
@@ -33,7 +35,17 @@ let package = Package(
         ),
         // The C glue over libsecret and libcurl (opened with dlopen on first use by
         // one shared loader); Swift sees only the tv_* functions of its headers.
-        .target(name: "CTokenVault", dependencies: ["CLibSecret", "CCurl"]),
+        // libsecret's headers (libsecret-1-dev) are named here rather than through
+        // pkg-config, whose flags for them carry a -pthread SwiftPM refuses with a
+        // warning; nothing of libsecret or GLib is linked.
+        .target(
+            name: "CTokenVault", dependencies: ["CCurl"],
+            cSettings: [
+                .unsafeFlags([
+                    "-I/usr/include/libsecret-1", "-I/usr/include/glib-2.0",
+                    "-I/usr/lib/\(multiarch)/glib-2.0/include",
+                ])
+            ]),
         .target(
             name: "TokenVaultKit",
             dependencies: [

@@ -42,7 +42,7 @@ final class BinaryUse: NSObject, XCTestObservation, @unchecked Sendable {
     }
 
     private func create(_ path: String) -> FileHandle? {
-        FileManager.default.createFile(atPath: path, contents: nil)
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
         return FileHandle(forWritingAtPath: path)
     }
 }

@@ -107,7 +107,7 @@ final class DiscoveryTests: XCTestCase {
             "client_email": Self.robot, "client_id": "1234567890", "token_uri": "\(base)/token",
         ])
         let path = NSTemporaryDirectory() + "tv-sa-" + UUID().uuidString.prefix(8) + ".json"
-        FileManager.default.createFile(atPath: path, contents: json, attributes: [.posixPermissions: 0o600])
+        _ = FileManager.default.createFile(atPath: path, contents: json, attributes: [.posixPermissions: 0o600])
         defer { try? FileManager.default.removeItem(atPath: path) }
         let s = try sandbox(
             """
@@ -212,7 +212,7 @@ final class DiscoveryTests: XCTestCase {
             ], env: [:])
         XCTAssertEqual(encrypted.status, 0, encrypted.stderr)
         chmod("\(Self.keys)/encrypted.pem", 0o600)
-        FileManager.default.createFile(
+        _ = FileManager.default.createFile(
             atPath: "\(Self.keys)/garbage.pem", contents: Data("not a key\n".utf8),
             attributes: [.posixPermissions: 0o600])
         let cases: [(String, Int32, String)] = [

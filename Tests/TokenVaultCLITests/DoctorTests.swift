@@ -19,7 +19,7 @@ final class DoctorTests: QuirkProviderTestCase {
             ("fish/vendor_completions.d", "tokenvault.fish"),
         ] {
             try FileManager.default.createDirectory(atPath: share + "/" + dir, withIntermediateDirectories: true)
-            FileManager.default.createFile(atPath: share + "/" + dir + "/" + file, contents: Data("#\n".utf8))
+            _ = FileManager.default.createFile(atPath: share + "/" + dir + "/" + file, contents: Data("#\n".utf8))
         }
         let r = s.tv("doctor", env: ["XDG_DATA_DIRS": "/nowhere:" + share])
         for shell in ["bash", "zsh", "fish"] {

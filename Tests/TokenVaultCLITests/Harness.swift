@@ -471,7 +471,7 @@ final class NotificationMonitor {
 
     /// `match`: the messages it prints (a D-Bus match rule): by default, desktop notifications.
     init(_ keyring: PrivateKeyring, match: String = "interface='org.freedesktop.Notifications'") throws {
-        FileManager.default.createFile(atPath: path, contents: nil)
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
         monitor.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-monitor")
         monitor.arguments = ["--session", match]
         monitor.environment = keyring.env

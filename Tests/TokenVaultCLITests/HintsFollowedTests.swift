@@ -192,6 +192,17 @@ final class HintsFollowedTests: QuirkProviderTestCase {
             env: ["DBUS_SESSION_BUS_ADDRESS": ""])
         XCTAssertFalse(again.stderr.contains("no credential"), again.stderr)
         XCTAssertFalse(again.stderr.contains("warning:"), again.stderr)
+        // The same warning wherever an entry is printed.
+        for args in [
+            ["setup", "mcp", "https://mcp.example.com/mcp"], ["mcp", "https://mcp.example.com/mcp", "--print-config"],
+        ] {
+            let printed = s.run(args, env: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/tmp/dbus-private-session"])
+            XCTAssertEqual(printed.status, 0, printed.stderr)
+            XCTAssertTrue(printed.stdout.contains("DBUS_SESSION_BUS_ADDRESS"), printed.stdout)
+            XCTAssertTrue(
+                printed.stderr.contains("warning: the entry names this shell's own session bus"),
+                "\(args): \(printed.stderr)")
+        }
     }
 
     /// A table with two endpoints wrong names both; an issuer whose server

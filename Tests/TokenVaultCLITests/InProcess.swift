@@ -56,7 +56,7 @@ enum InProcess {
         var template = Array((NSTemporaryDirectory() + "tv-stdin-XXXXXX").utf8CString)
         let fd = mkstemp(&template)
         precondition(fd >= 0)
-        unlink(String(cString: template))
+        unlink(String(nulTerminated: template))
         Posix.write(fd, stdin ?? "")
         lseek(fd, 0, SEEK_SET)
         let saved = dup(0)
@@ -85,7 +85,7 @@ extension InProcess {
     static let noted: String = {
         let path = NSTemporaryDirectory() + "tv-noted-\(getpid()).sh"
         let script = "#!/bin/sh\necho ran >> '\(marker)'\nexec '\(Paths.binary)' \"$@\"\n"
-        FileManager.default.createFile(
+        _ = FileManager.default.createFile(
             atPath: path, contents: Data(script.utf8), attributes: [.posixPermissions: 0o700])
         return path
     }()

@@ -131,7 +131,7 @@ final class ShellCompletionTests: XCTestCase {
     func testExecCompletesACommandThenFiles() throws {
         let dir = s.home + "/work"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        FileManager.default.createFile(
+        _ = FileManager.default.createFile(
             atPath: dir + "/upload.sh", contents: Data(), attributes: [.posixPermissions: 0o755])
         for shell in Shell.allCases {
             let commands = complete(shell, "tokenvault", "exec", "api.weibo.com", "--", "tokenva", in: dir)

@@ -23,7 +23,7 @@ final class UnreachableBusTests: XCTestCase {
         var addr = sockaddr_un()
         addr.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &addr.sun_path) { dst in
-            _ = path.utf8CString.withUnsafeBytes { dst.copyMemory(from: $0) }
+            path.utf8CString.withUnsafeBytes { dst.copyMemory(from: $0) }
         }
         let bound = withUnsafePointer(to: &addr) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {

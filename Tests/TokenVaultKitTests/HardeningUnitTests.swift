@@ -28,7 +28,7 @@ final class HardeningUnitTests: XCTestCase {
         let read = record("old", generation: 5)
         try store.save(read)
         // Deleted and made again meanwhile, by a writer that happened to number it alike.
-        try store.delete(id)
+        _ = try store.delete(id)
         try store.save(record("new", generation: 5))
         XCTAssertNil(try vault.write(record("renewed", generation: 5), if: .computed(from: read)))
         XCTAssertEqual(try store.load(id)?.accessToken, "new")

@@ -115,7 +115,6 @@ extension TokenVault {
             static let configuration = CommandConfiguration(commandName: "stop", abstract: "Stop the agent.")
 
             func run(in context: Session) throws {
-                let settings = context.settings
                 guard let answer = try AgentClient.ask("stop", [:], plan: context.plan, seconds: 5, notices: .output)
                 else {
                     Output.notice("no agent was running")

@@ -57,6 +57,7 @@ extension TokenVault {
                 let env = Self.clientEnvironment(context.settings)
                 if !env.isEmpty { entry["env"] = .object(env.mapValues { .string($0) }) }
                 Output.value(JSONValue.object(entry).text)
+                Self.warnOfOwnBus(env)
                 return
             }
             // Nothing that needs the vault or the config stops the bridge before it
@@ -73,6 +74,17 @@ extension TokenVault {
 }
 
 extension TokenVault.MCP {
+    /// Said wherever an MCP entry is printed or written (`setup mcp`, `mcp
+    /// --print-config`): an entry that names this shell's own session bus
+    /// reaches the keyring only while that session lasts.
+    static func warnOfOwnBus(_ env: [String: String]) {
+        let bus = EnvironmentVariable.dbusSessionBusAddress.name
+        guard let address = env[bus] else { return }
+        Output.warning(
+            "the entry names this shell's own session bus (\(bus)=\(OutsideText.line(address, limit: 120))), not the desktop's: the client reaches the keyring only while that session lasts (a dbus-run-session ends with its shell); run this from your desktop session, or remove env.\(bus) from the entry"
+        )
+    }
+
     /// What an MCP client must pass for the bridge to find this session, when
     /// it passes only HOME, PATH, SHELL and TERM: the variables set here that
     /// it would not find on its own (docs/adapters.md). Never a passphrase source.

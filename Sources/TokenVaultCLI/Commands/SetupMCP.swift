@@ -72,6 +72,7 @@ extension TokenVault.Setup {
             let shown = Self.text(.object([key: .object([entryName: .object(entry)])]))
             guard let given = write else {
                 Output.value(shown)
+                TokenVault.MCP.warnOfOwnBus(env)
                 return
             }
             // A client config that is a link (dotfiles kept elsewhere) is written where it points.
@@ -129,12 +130,7 @@ extension TokenVault.Setup {
         /// What the entry will meet that the user should know now: a session
         /// bus that ends with this shell's session, and no credential yet.
         func warnings(_ env: [String: String], context: Session) {
-            let bus = EnvironmentVariable.dbusSessionBusAddress.name
-            if let address = env[bus] {
-                Output.warning(
-                    "the entry names this shell's own session bus (\(bus)=\(OutsideText.line(address, limit: 120))), not the desktop's: the client reaches the keyring only while that session lasts (a dbus-run-session ends with its shell); run setup mcp from your desktop session, or remove env.\(bus) from the entry"
-                )
-            }
+            TokenVault.MCP.warnOfOwnBus(env)
             guard let service = try? ServiceKey(parsing: url) else { return }
             let id = CredentialID(service: service, account: account ?? Credential.defaultAccount)
             if (try? context.vault().locate(id)) ?? nil == nil {

@@ -1,7 +1,6 @@
 import Dispatch
 import FoundationEssentials
 import Glibc
-import TokenVaultKit
 
 /// A command's side of the agent (docs/agent.md): one request per
 /// connection. Anything short of a proper answer — no agent, a dead socket,

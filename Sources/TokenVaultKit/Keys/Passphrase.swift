@@ -107,7 +107,7 @@ public struct PassphraseSource: Sendable {
             }
         }
         guard score == -1 else { return nil }
-        return OutsideText.line(String(cString: reason), limit: 160)
+        return OutsideText.line(String(nulTerminated: reason), limit: 160)
     }
 
     /// Opens something locked with the passphrase: `check` returns what the

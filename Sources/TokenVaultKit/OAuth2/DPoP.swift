@@ -37,7 +37,7 @@ public struct DPoPKey: Sendable {
         var length = 0
         guard tv_ec_generate(&out, &length, &message, message.count) == 1, let out else {
             throw TokenVaultError.backendUnavailable(
-                "cannot make a DPoP key: \(String(cString: message))", hint: "install libssl3")
+                "cannot make a DPoP key: \(String(nulTerminated: message))", hint: "install libssl3")
         }
         defer { tv_ec_free_pem(out, length) }
         return try DPoPKey(pem: SecureBytes(UnsafeRawBufferPointer(start: out, count: length)))

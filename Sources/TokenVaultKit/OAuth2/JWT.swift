@@ -73,7 +73,7 @@ public enum JWT {
                 var out: UnsafeMutablePointer<UInt8>?
                 var message = [CChar](repeating: 0, count: 512)
                 let n = tv_sign_key_sign(handle, data, data.count, &out, &message, message.count)
-                guard n > 0, let out else { throw signingError(String(cString: message)) }
+                guard n > 0, let out else { throw signingError(String(nulTerminated: message)) }
                 defer { tv_sign_free(out) }
                 return input + "." + PKCE.base64url(Array(UnsafeBufferPointer(start: out, count: Int(n))))
             }
@@ -93,7 +93,7 @@ public enum JWT {
                 tv_sign_key_open(
                     p.baseAddress?.assumingMemoryBound(to: CChar.self), p.count, &alg, &message, message.count)
             }), let alg
-        else { throw failure(String(cString: message)) }
+        else { throw failure(String(nulTerminated: message)) }
         defer { tv_sign_key_free(handle) }
         return try body(handle, String(cString: alg))
     }

@@ -122,7 +122,7 @@ public struct ChildContext: Sendable, Equatable {
     public static var currentDirectory: String? {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         guard getcwd(&buffer, buffer.count) != nil else { return nil }
-        return String(cString: buffer)
+        return String(nulTerminated: buffer)
     }
 }
 

@@ -35,3 +35,11 @@ extension Hex {
         return out
     }
 }
+
+extension String {
+    /// The text of a C buffer, up to its first NUL (the whole buffer when it
+    /// has none), as UTF-8 with anything invalid replaced.
+    public init(nulTerminated buffer: [CChar]) {
+        self.init(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
