@@ -39,7 +39,7 @@ RELEASE_FLAGS = -c release --static-swift-stdlib --product tokenvault -Xlinker -
 RELEASE_BUILT = $(RELEASE_SCRATCH)/release/tokenvault
 RELEASE_BIN = $(RELEASE_SCRATCH)/tokenvault
 
-.PHONY: deps build release release-patch test unit lint format demo bench hot-text deb install uninstall docs clean
+.PHONY: deps build release release-patch demo-identity test unit lint format demo bench hot-text deb install uninstall docs clean
 
 # What each target installs (scripts/deps.sh): build and release only what
 # compiling needs; deb adds the packaging tools; demo the local provider;
@@ -113,6 +113,12 @@ format:
 demo: release
 	@scripts/deps.sh demo
 	scripts/demo.sh $(RELEASE_BIN)
+
+# Credentials from an identity (docs/providers.md): a workload's JWT and a token
+# exchange against the local provider, in a throwaway home.
+demo-identity: release
+	@scripts/deps.sh demo
+	scripts/demo-identity.sh $(RELEASE_BIN)
 
 bench: release
 	@scripts/deps.sh bench
