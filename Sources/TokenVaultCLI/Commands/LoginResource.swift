@@ -23,20 +23,7 @@ extension TokenVault.Login {
                 "\(OutsideText.line(server.resource)) now names the authorization server \(OutsideText.line(server.issuer)), not \(OutsideText.line(was)): logging in there; nothing from \(OutsideText.line(was)) is sent to it"
             )
         }
-        // Step-up keeps what is held: the union of the scopes of the stored grant and the ones asked for.
-        var wanted = server.loginScopes(scopes.isEmpty ? server.scopes : scopes)
-        // A client of the user's own asks for the scopes its configuration gives, none when it gives
-        // none (the server's default), never the ones a resource lists or a refusal named: a
-        // resource does not choose the powers of a client that needs no person (docs/security.md).
-        let own = ResourceClient.configured(issuer: server.issuer, resource: server.resource, config: config)?.table
-        let configuredOnly = scopes.isEmpty && own?.isConfidential == true
-        if configuredOnly { wanted = own?.scopes ?? [] }
-        if !configuredOnly, let stored = try context.vault().load(id), stored.issuer == server.issuer,
-            let held = stored.scope
-        {
-            let heldScopes = held.split(separator: " ").map(String.init)
-            wanted = heldScopes + wanted.filter { !heldScopes.contains($0) }
-        }
+        let (wanted, kept) = try loginScopes(server, id: id, config: config, context: context)
         var table = ProviderConfig()
         do {
             table.client_id = try ensureClient(server, scopes: wanted, context: context, transport: transport)
@@ -52,7 +39,7 @@ extension TokenVault.Login {
         table.issuer = server.issuer
         table.resource = server.resource
         table.service = key.description
-        table.scopes = configuredOnly ? own?.scopes : wanted
+        table.scopes = kept
         if server.dpop || config.providers[providerName]?.dpop == true { table.dpop = true }
         if !server.publishesMetadata {
             table.authorize_url = server.authorizeURL
@@ -70,6 +57,26 @@ extension TokenVault.Login {
                 "removed \(dropped) registration\(dropped == 1 ? "" : "s") \(OutsideText.line(server.issuer)) no longer knew"
             )
         }
+    }
+
+    /// The scopes a login by URL asks for, and those its kept table names.
+    /// Step-up keeps what is held: the union of the scopes of the stored grant
+    /// and the ones asked for. A client of the user's own asks for the scopes
+    /// its configuration gives, none when it gives none (the server's
+    /// default), never the ones a resource lists or a refusal named: a
+    /// resource does not choose the powers of a client that needs no person
+    /// (docs/security.md).
+    func loginScopes(
+        _ server: ResourceServer, id: CredentialID, config: Config, context: Session
+    ) throws -> (wanted: [String], kept: [String]?) {
+        let own = ResourceClient.configured(issuer: server.issuer, resource: server.resource, config: config)?.table
+        if scopes.isEmpty, own?.isConfidential == true { return (own?.scopes ?? [], own?.scopes) }
+        var wanted = server.loginScopes(scopes.isEmpty ? server.scopes : scopes)
+        if let stored = try context.vault().load(id), stored.issuer == server.issuer, let held = stored.scope {
+            let heldScopes = held.split(separator: " ").map(String.init)
+            wanted = heldScopes + wanted.filter { !heldScopes.contains($0) }
+        }
+        return (wanted, wanted)
     }
 
     /// The resource's authorization server (ResourceDiscovery): PKCE is not

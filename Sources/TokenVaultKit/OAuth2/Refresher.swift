@@ -66,50 +66,6 @@ public struct Refresher: GrantSubjects {
         }
     }
 
-    /// A provider's stored record of `account`, its `field` and generation,
-    /// as it is: what a refusal's input is made from.
-    public func storedSubject(_ name: String, account: String, field: String) -> String? {
-        guard let p = try? provider(name),
-            let c = try? vault.load(CredentialID(service: p.service, account: account))
-        else { return nil }
-        return "\(c.generation) \(c.field(field) ?? "")"
-    }
-
-    /// The first token of `id` from `p`, whose grant needs no person, stored
-    /// while nothing is: under the renewal lock, so that many first uses at
-    /// once make one request.
-    /// A refused first token is remembered beside the locks, with what it
-    /// was made from: the same request is not sent again until that changes.
-    public func firstToken(of p: OAuth2Provider, id: CredentialID) throws -> Credential? {
-        try vault.withRenewalLock(id, settled: { try vault.load(id).map { .some($0) } }) {
-            if let stored = try vault.load(id) { return stored }
-            let mark = vault.runtimeDirectory + "/refused-first-" + CredentialVault.fileName(id)
-            let input = try? p.unattendedInput(account: id.account, subjects: self)
-            if let text = try? String(contentsOfFile: mark, encoding: .utf8),
-                let (refused, reason) = text.firstIndex(of: "\n").map({ (text[..<$0], text[text.index(after: $0)...]) }
-                ),
-                input != nil, String(refused) == input
-            {
-                throw TokenVaultError.loginRequired(
-                    "\(p.name) refused the first token for \(id): \(reason); \(p.unattendedSource) has not changed since, so nothing was sent",
-                    hint: "it is sent again once that changes; to ask now: tokenvault login \(ShellWord.word(p.name))")
-            }
-            let login = OAuth2Login(provider: p, transport: transport, clock: clock, notify: warn)
-            let c: Credential
-            do {
-                c = try login.clientCredentials(id: id, scopes: p.scopes, subjects: self)
-            } catch let error as TokenVaultError {
-                guard case .loginRequired = error, let input else { throw error }
-                try? AtomicFile.replace(
-                    mark, with: Array("\(input)\n\(OutsideText.line(error.errorText))".utf8), what: "the refusal mark")
-                throw error
-            }
-            unlink(mark)
-            exchanged?(id)
-            return try vault.write(c, if: .unchanged(fingerprint: nil)) ?? vault.load(id)
-        }
-    }
-
     /// The state of `c` now (docs/reference.md).
     public func status(of c: Credential, minValid: Int64) -> CredentialStatus {
         CredentialStatus(of: c, now: clock.now, minValid: minValid, grant: { providers.grant(of: $0) })
@@ -162,20 +118,8 @@ public struct Refresher: GrantSubjects {
     private func renew(_ current: Credential, minValid: Int64, force: Bool) throws -> Credential? {
         let id = current.id
         let read = WriteCondition.computed(from: current)
-        // A grant that needs no person: what it is made from, read now. Its refusal holds
-        // while that is unchanged; a rotated assertion or a subject that works again is
-        // tried (docs/reference.md, "Credential state"). `refresh` asks whatever it is.
-        let unattended = current.refreshToken == nil ? (try? provider(current.provider ?? "")) : nil
-        // Read only to compare with a refusal, or to remember one: a command is not run twice per renewal.
-        func input() -> String? { unattended.flatMap { try? $0.unattendedInput(account: id.account, subjects: self) } }
-        if let p = unattended, let refusal = current.refusal, let refused = refusal.input, !force, refused == input() {
-            if let left = current.secondsLeft(at: clock.now), left > 0 { return current }
-            throw TokenVaultError.loginRequired(
-                "the token for \(id) expired, and \(p.name) refused its last renewal: \(refusal.reason); \(p.unattendedSource) has not changed since, so nothing was sent",
-                hint:
-                    "it is sent again at the next use once it changes; to ask now: tokenvault refresh \(ShellWord.word(p.name))"
-            )
-        }
+        // A grant that needs no person: its refusal holds only while what it was made from is unchanged.
+        if let held = try whileRefused(current, force: force) { return held }
         let fresh: Credential
         do {
             fresh = try exchangeTwiceIfForgotten(current)
@@ -197,24 +141,9 @@ public struct Refresher: GrantSubjects {
                     return again
                 }
                 // Remembered (docs/reference.md): no command asks the provider again until a
-                // login, a set or an explicit `tokenvault refresh`.
-                var marked = current
-                let refusedInput = input()
-                marked.refusal = Refusal(reason: error.errorText, at: clock.now, input: refusedInput)
-                marked.updatedAt = clock.now
-                if (try? vault.write(marked, if: read)) != nil { events?(.loginRequired, id, error.errorText) }
-                if let p = unattended, refusedInput != nil {
-                    // Nobody logs in to a grant that needs no person: what it is made from is the fix.
-                    let left = current.secondsLeft(at: clock.now).map { $0 > 0 ? ", valid \($0) s more" : "" } ?? ""
-                    throw TokenVaultError.loginRequired(
-                        "\(p.name) refused to renew the token for \(id): \(error.errorText); it was made from \(p.unattendedSource), and the stored token is kept\(left)",
-                        hint:
-                            "it is asked again at the next use once that changes; to ask now: tokenvault refresh \(ShellWord.word(p.name))"
-                    )
-                }
-                throw TokenVaultError.loginRequired(
-                    "cannot renew the token for \(id): \(error.errorText); the stored record is kept",
-                    hint: error.hint ?? current.loginHint)
+                // login, a set or an explicit `tokenvault refresh` (for a grant that needs no
+                // person: until what it is made from changes).
+                throw refused(current, error, read: read)
             case .temporary where !current.isExpired(at: clock.now) && !force:
                 events?(.refreshFailed, id, error.errorText)
                 let left = (current.expiresAt ?? clock.now) - clock.now
