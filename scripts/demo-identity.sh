@@ -8,17 +8,9 @@
 set -euo pipefail
 TV=$(cd "$(dirname "${1:-.build/tokenvault}")" && pwd)/$(basename "${1:-tokenvault}")
 root=$(cd "$(dirname "$0")/.." && pwd)
-demo_home=$(mktemp -d /tmp/tokenvault-identity.XXXXXX)
+source "$root/scripts/demo-home.sh" tokenvault-identity
 trap 'kill "${provider_pid:-}" 2>/dev/null || true; rm -rf "$demo_home"' EXIT
-export HOME="$demo_home" XDG_DATA_HOME="$demo_home/data" XDG_CONFIG_HOME="$demo_home/config"
-unset DBUS_SESSION_BUS_ADDRESS TOKENVAULT_BACKEND TOKENVAULT_VAULT TOKENVAULT_PASSPHRASE TOKENVAULT_PASSPHRASE_COMMAND
-export XDG_RUNTIME_DIR="$demo_home/run" TOKENVAULT_AGENT=off
-mkdir -m 700 "$XDG_RUNTIME_DIR"
-printf 'demo passphrase\n' > "$demo_home/passphrase"
-chmod 600 "$demo_home/passphrase"
-export TOKENVAULT_PASSPHRASE_FILE="$demo_home/passphrase"
-tokenvault() { "$TV" "$@"; }
-step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
+export TOKENVAULT_AGENT=off
 
 # The workload issuer's key (the cluster's, the CI system's): the provider trusts its public half.
 mkdir -m 700 "$demo_home/keys"

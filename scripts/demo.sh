@@ -6,18 +6,8 @@ set -euo pipefail
 TV=$(cd "$(dirname "${1:-.build/release/tokenvault}")" && pwd)/$(basename "${1:-tokenvault}")
 root=$(cd "$(dirname "$0")/.." && pwd)
 source "$root/scripts/local-provider.sh"
-demo_home=$(mktemp -d /tmp/tokenvault-demo.XXXXXX)
+source "$root/scripts/demo-home.sh" tokenvault-demo
 trap 'kill "${provider_pid:-}" 2>/dev/null || true; "$TV" agent stop >/dev/null 2>&1 || true; rm -rf "$demo_home"' EXIT
-export HOME="$demo_home" XDG_DATA_HOME="$demo_home/data" XDG_CONFIG_HOME="$demo_home/config"
-unset DBUS_SESSION_BUS_ADDRESS TOKENVAULT_BACKEND TOKENVAULT_VAULT TOKENVAULT_PASSPHRASE TOKENVAULT_PASSPHRASE_COMMAND
-export XDG_RUNTIME_DIR="$demo_home/run"   # no session bus here: auto falls back to the file
-mkdir -m 700 "$XDG_RUNTIME_DIR"
-# The passphrase comes from a file (never argv); a real user would be prompted on the terminal.
-printf 'demo passphrase\n' > "$demo_home/passphrase"
-chmod 600 "$demo_home/passphrase"
-export TOKENVAULT_PASSPHRASE_FILE="$demo_home/passphrase"
-tokenvault() { "$TV" "$@"; }
-step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
 
 step "tokenvault backend"
 tokenvault backend

@@ -306,6 +306,14 @@ static GVariant *tv_anyones_query(const tv_secret_api *a, const char *service, c
     return a->g_variant_new_parsed("({'service': %s, 'account': %s},)", service, account);
 }
 
+/* SearchItems with `query` (floating): its answer, the unlocked and the locked
+   items' paths ((aoao)), or NULL with *error. */
+static GVariant *tv_search_items(const tv_secret_api *a, GDBusConnection *bus, GVariant *query, GError **error) {
+    return a->g_dbus_connection_call_sync(bus, "org.freedesktop.secrets", "/org/freedesktop/secrets",
+                                          "org.freedesktop.Secret.Service", "SearchItems", query,
+                                          (const GVariantType *)"(aoao)", G_DBUS_CALL_FLAGS_NONE, -1, NULL, error);
+}
+
 /* The secret of the item at `path`, fetched with one GetSecrets call on
    libsecret's session; NULL when that item is gone, locked or not text. */
 static char *tv_item_secret(const tv_secret_api *a, SecretService *s, GDBusConnection *bus, const char *path) {
@@ -345,10 +353,7 @@ char *tv_lookup_item(const char *service, const char *account, const char *known
     if (secret) {
         *found = a->g_strdup(known);
     } else {
-        GVariant *r = a->g_dbus_connection_call_sync(
-            bus, "org.freedesktop.secrets", "/org/freedesktop/secrets", "org.freedesktop.Secret.Service",
-            "SearchItems", tv_ours_query(a, service, account, NULL),
-            (const GVariantType *)"(aoao)", G_DBUS_CALL_FLAGS_NONE, -1, NULL, &error);
+        GVariant *r = tv_search_items(a, bus, tv_ours_query(a, service, account, NULL), &error);
         if (!r) {
             a->g_object_unref(s);
             tv_take_error(a, &error, message);
@@ -440,10 +445,8 @@ int tv_lookup_copies(const char *service, const char *account, void *context, tv
        unlocked or locked (a locked item of ours is unlocked, never passed over). */
     GVariant *r = NULL, *unlocked = NULL, *locked_paths = NULL;
     for (int pass = 0; pass < 2; pass++) {
-        r = a->g_dbus_connection_call_sync(
-            bus, "org.freedesktop.secrets", "/org/freedesktop/secrets", "org.freedesktop.Secret.Service",
-            "SearchItems", pass == 0 ? tv_ours_query(a, service, account, NULL) : tv_anyones_query(a, service, account),
-            (const GVariantType *)"(aoao)", G_DBUS_CALL_FLAGS_NONE, -1, NULL, &error);
+        r = tv_search_items(
+            a, bus, pass == 0 ? tv_ours_query(a, service, account, NULL) : tv_anyones_query(a, service, account), &error);
         if (!r) { a->g_object_unref(s); tv_take_error(a, &error, message); return -1; }
         unlocked = a->g_variant_get_child_value(r, 0);
         locked_paths = a->g_variant_get_child_value(r, 1);
@@ -510,9 +513,7 @@ static int tv_visit_items(const tv_secret_api *a, SecretService *s, GVariant *qu
     a->g_variant_get(alias, "(&o)", &home);
     size_t home_len = strlen(home);
     int result = 0;
-    GVariant *r = home_len > 1 ? a->g_dbus_connection_call_sync(
-        bus, "org.freedesktop.secrets", "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "SearchItems",
-        query, (const GVariantType *)"(aoao)", G_DBUS_CALL_FLAGS_NONE, -1, NULL, error) : NULL;
+    GVariant *r = home_len > 1 ? tv_search_items(a, bus, query, error) : NULL;
     if (r) {
         GVariant *unlocked = a->g_variant_get_child_value(r, 0);
         size_t n = a->g_variant_n_children(unlocked);
@@ -652,10 +653,7 @@ int tv_foreign_items(const char *service, const char *account, const char *const
     SecretService *s = tv_service(a, &error);
     if (!s) { tv_take_error(a, &error, message); return -1; }
     GDBusConnection *bus = a->g_dbus_proxy_get_connection((GDBusProxy *)s);
-    GVariant *r = a->g_dbus_connection_call_sync(
-        bus, "org.freedesktop.secrets", "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "SearchItems",
-        tv_anyones_query(a, service, account), (const GVariantType *)"(aoao)", G_DBUS_CALL_FLAGS_NONE, -1, NULL,
-        &error);
+    GVariant *r = tv_search_items(a, bus, tv_anyones_query(a, service, account), &error);
     if (!r) { a->g_object_unref(s); tv_take_error(a, &error, message); return -1; }
     int foreign = 0;
     for (int part = 0; part < 2; part++) {

@@ -343,12 +343,9 @@ final class HostileServerTests: XCTestCase {
         XCTAssertEqual(s.tv("get", url("scope403")).status, 0, "the grant is kept")
     }
 
-    /// A resource never chooses the powers of a client of the user's own
-    /// that needs no person: its first login asks for the scopes its table
-    /// gives (none here: the server's default), and a 403 for more makes the
-    /// bridge name the login with them, never start one; the table kept in
-    /// providers.toml names no scope the resource chose.
-    func testAResourceNeverChoosesAConfidentialClientsScopes() throws {
+    /// A sandbox whose config has a client of the user's own that needs no
+    /// person (client credentials) at the resource `mode`'s authorization server.
+    func sandbox(withMachineClientFor mode: String) throws -> Sandbox {
         let s = sandbox()
         try s.writeConfig(
             """
@@ -357,8 +354,18 @@ final class HostileServerTests: XCTestCase {
             grant = "client_credentials"
             client_id = "machine"
             client_secret = "machine-secret"
-            resources = ["\(url("scope403"))"]
+            resources = ["\(url(mode))"]
             """)
+        return s
+    }
+
+    /// A resource never chooses the powers of a client of the user's own
+    /// that needs no person: its first login asks for the scopes its table
+    /// gives (none here: the server's default), and a 403 for more makes the
+    /// bridge name the login with them, never start one; the table kept in
+    /// providers.toml names no scope the resource chose.
+    func testAResourceNeverChoosesAConfidentialClientsScopes() throws {
+        let s = try sandbox(withMachineClientFor: "scope403")
         let before = try stats()
         let login = s.tv("login", url("scope403"), limit: 60)
         XCTAssertEqual(login.status, 0, login.stderr)
@@ -386,16 +393,7 @@ final class HostileServerTests: XCTestCase {
     /// the bridge renews once, then answers each message with the error, never
     /// trading its grant again for every message.
     func testATokenRefusedRightAfterItsRenewalIsNotRenewedForEveryMessage() throws {
-        let s = sandbox()
-        try s.writeConfig(
-            """
-            [providers.machine]
-            issuer = "\(base)/as-ok"
-            grant = "client_credentials"
-            client_id = "machine"
-            client_secret = "machine-secret"
-            resources = ["\(url("reject"))"]
-            """)
+        let s = try sandbox(withMachineClientFor: "reject")
         XCTAssertEqual(s.tv("login", url("reject"), limit: 60).status, 0)
         func trades() throws -> Int {
             try stats().filter { $0.key.hasPrefix("token_grant:") }.values.reduce(0, +)
