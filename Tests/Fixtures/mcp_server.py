@@ -14,6 +14,8 @@ and the method of its body.
 POST /liar: answers 401 naming the first resource's metadata (a resource
 that points at another resource's document).
 POST /tools-changed: a tools-list-changed event for every subscriptions/listen stream.
+POST /forget-sessions: every MCP session is forgotten (a restart, an idle
+expiry): its id then answers 404.
 POST /forget-access: every access token is forgotten (a server restarted
 without its token store): the next request with one gets a 401.
 --also PATH: a second resource on the same host, at PATH, that asks for the
@@ -72,7 +74,8 @@ class Provider:
     def __init__(self):
         self.clients, self.codes, self.refresh, self.access = {}, {}, {}, {}
         self.family_of, self.revoked_families, self.used = {}, set(), set()
-        self.stats = {"registrations": 0, "codes": 0, "refreshes": 0, "replays": 0, "waits_cancelled": 0}
+        self.stats = {"registrations": 0, "codes": 0, "refreshes": 0, "replays": 0, "waits_cancelled": 0,
+                      "sessions_forgotten": 0}
 
     async def get_client(self, client_id):
         return self.clients.get(client_id)
@@ -191,6 +194,19 @@ async def tools_changed(request):
     from mcp.server.subscriptions import ToolsListChanged
     await server._subscriptions.publish(ToolsListChanged())
     return JSONResponse({})
+
+
+@server.custom_route("/forget-sessions", methods=["POST"])
+async def forget_sessions(request):
+    """Every session is forgotten, as a restart or an idle expiry does: its id then answers 404."""
+    forgotten = 0
+    for s in servers:
+        manager = s.session_manager
+        for sid, transport in list(manager._server_instances.items()):
+            await manager._discard_session(sid, transport)
+            forgotten += 1
+    provider.stats["sessions_forgotten"] += forgotten
+    return JSONResponse({"forgotten": forgotten})
 
 
 @server.custom_route("/forget-access", methods=["POST"])

@@ -124,6 +124,20 @@ final class MCPBridgeTests: XCTestCase {
         XCTAssertEqual(try stats()["refreshes"], (before["refreshes"] ?? 0) + 1)
     }
 
+    /// A server that forgets the session under the client (a restart, an
+    /// idle expiry: HTTP 404 for a known session id): the bridge sets up a new
+    /// one with the client's own initialize and sends the request again; the
+    /// client sees only its answers.
+    func testASessionTheServerForgotIsSetUpAgainByTheBridge() throws {
+        let s = sandbox()
+        XCTAssertEqual(s.tv("login", a, limit: 60).status, 0)
+        let before = try stats()["sessions_forgotten"] ?? 0
+        let (steps, run) = client(s, a, ["--forget-access", base + "/forget-sessions", "--calls", "3"])
+        XCTAssertEqual(calls(steps), ["hello 0", "hello 1", "hello 2"], run.stdout + run.stderr)
+        XCTAssertGreaterThan(try stats()["sessions_forgotten"] ?? 0, before, "the session was forgotten")
+        XCTAssertTrue(run.stderr.contains("had forgotten the MCP session; a new one was set up"), run.stderr)
+    }
+
     func testMoreScopesAreAskedForByALoginWhereABrowserCanOpen() throws {
         let s = sandbox()
         XCTAssertEqual(s.tv("login", b, "--scope", "files:read", limit: 60).status, 0)

@@ -162,9 +162,47 @@ final class MCPBridgeEraTests: XCTestCase {
         #"{"jsonrpc":"2.0","id":\#(id),"method":"\#(method)","params":{\#(params)\#(params.isEmpty ? "" : ",")"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#
     }
 
-    /// Handshake era: a 404 once a session is set up means the server ended
-    /// it; the request gets that error and the next one carries no session.
-    func testTheHandshakeEraEndsASessionOn404() throws {
+    /// Handshake era: a 404 for the session means the server forgot it. The
+    /// bridge sets up a new one with the client's own initialize (under an
+    /// id of its own, its answer passed on to nobody) and its
+    /// notification, and sends the request once more; the client sees only
+    /// its answer.
+    func testTheHandshakeEraSetsUpAForgottenSessionAgain() throws {
+        let sessions = Locked(0)
+        let server = ScriptedStreams { r in
+            let body = String(decoding: r.body, as: UTF8.self)
+            if r.method != "POST" { return HTTPResponse(status: 405, body: Data()) }
+            if body.contains("\"initialize\"") {
+                let n = sessions.withLock { n -> Int in
+                    n += 1
+                    return n
+                }
+                return ScriptedStreams.result(
+                    #"{"protocolVersion":"2025-11-25","capabilities":{}}"#, to: r,
+                    headers: [("mcp-session-id", "s-\(n)")])
+            }
+            if body.contains("notifications/initialized") { return HTTPResponse(status: 202, body: Data()) }
+            // The first session is forgotten by the time of the call (a restart); the second one is known.
+            if r.headers.contains("Mcp-Session-Id: s-1") { return HTTPResponse(status: 404, body: Data()) }
+            return ScriptedStreams.result(#"{"content":[]}"#, to: r)
+        }
+        let out = try run([Self.initialize, Self.initialized, Self.call], server: server)
+        XCTAssertEqual(out.count, 2, "the client's two answers alone: \(out)")
+        XCTAssertTrue(out.contains { $0.contains(#""id":2"#) && $0.contains("result") }, "\(out)")
+        let initializes = posts(server, "\"initialize\"")
+        XCTAssertEqual(initializes.count, 2)
+        XCTAssertTrue(
+            String(decoding: initializes[1].body, as: UTF8.self).contains("tokenvault-initialize-1"),
+            "the client's initialize, under an id of the bridge's own")
+        XCTAssertNil(header(initializes[1], "Mcp-Session-Id"))
+        XCTAssertEqual(
+            posts(server, "notifications/initialized").compactMap { header($0, "Mcp-Session-Id") }, ["s-1", "s-2"])
+        XCTAssertEqual(posts(server, "tools/call").compactMap { header($0, "Mcp-Session-Id") }, ["s-1", "s-2"])
+    }
+
+    /// A server that answers 404 even to the new session: that request's
+    /// error, naming the server, for each request; never a loop.
+    func testTheHandshakeEraGivesUpOnASessionForgottenAgain() throws {
         let server = ScriptedStreams { r in
             let body = String(decoding: r.body, as: UTF8.self)
             if r.method != "POST" { return HTTPResponse(status: 405, body: Data()) }
@@ -174,12 +212,14 @@ final class MCPBridgeEraTests: XCTestCase {
             }
             return HTTPResponse(status: 404, body: Data())
         }
-        let host = Host()
         let ping = #"{"jsonrpc":"2.0","id":7,"method":"ping"}"#
-        let out = try run([Self.initialize, Self.call, ping], server: server, host: host)
-        XCTAssertTrue(out.contains { $0.contains(#""id":2"#) && $0.contains("ended the MCP session") }, "\(out)")
-        XCTAssertTrue(out.contains { $0.contains(#""id":7"#) && $0.contains("HTTP 404") }, "\(out)")
-        XCTAssertNil(header(try XCTUnwrap(posts(server, "ping").first), "Mcp-Session-Id"), "the session is gone")
+        let out = try run([Self.initialize, Self.call, ping], server: server)
+        for id in [2, 7] {
+            XCTAssertTrue(
+                out.contains { $0.contains(#""id":\#(id)"#) && $0.contains("no longer knows the MCP session") },
+                "\(out)")
+        }
+        XCTAssertLessThanOrEqual(posts(server, "\"initialize\"").count, 3, "one new session per request at most")
     }
 
     /// Handshake era: events that come before the answer to initialize are

@@ -9,7 +9,10 @@ import Glibc
 extension MCPBridge {
     /// What was done to get a refused message through: each once.
     struct Attempt {
-        var renewed = false, steppedUp = false, loggedIn = false, nonced = false
+        var renewed = false, steppedUp = false, loggedIn = false, nonced = false, renegotiated = false
+        /// The session the last try carried, and the era's headers for the next try after a new one was set up.
+        var session: String?
+        var eraHeaders: [String]?
     }
 
     /// A refusal: the token to send the message again with (a 401 renews
@@ -26,6 +29,15 @@ extension MCPBridge {
         {
             attempt.nonced = true
             return token
+        }
+        // A server that forgot the session (404): a new one with the client's own initialize, and the
+        // same message once more (docs/adapters.md, "MCP servers").
+        if response.status == 404, !attempt.renegotiated {
+            attempt.renegotiated = true
+            if let headers = exchange.renegotiated(after: attempt.session, token: token, on: self) {
+                attempt.eraHeaders = headers
+                return token
+            }
         }
         switch response.status {
         case 401 where !attempt.renewed:

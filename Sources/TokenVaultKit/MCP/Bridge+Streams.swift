@@ -40,6 +40,8 @@ extension MCPBridge {
     }
 
     private func listen() {
+        // Gone: a new session's stream may be opened (a session the server forgot and set up again).
+        defer { state.withLock { $0.listening = false } }
         var last: String?
         // Streams in a row that failed, or closed at once with nothing in them.
         var failures = 0

@@ -60,7 +60,13 @@ public final class MCPBridge: @unchecked Sendable {
         var clientEra = Era.handshake
         /// The bridge listed the tools itself (once at most).
         var listedTools = false
+        /// The client's `initialize` and `notifications/initialized`, kept
+        /// to set up a session again when the server forgets its own.
+        var initialize: JSONValue?
+        var initialized: [UInt8]?
     }
+    /// One new session at a time, for every request that met the same 404.
+    let renegotiation = Locked(0)
     let state = Locked(Shared())
     /// Whole lines on stdout, one writer at a time.
     let output = Locked(())
@@ -135,6 +141,7 @@ public final class MCPBridge: @unchecked Sendable {
             if case .object(let o) = message, o["method"] != nil, let id = o["id"], id != .null { id } else { nil }
         let exchange = exchange(for: message, isRequest: request != nil)
         guard exchange.admit(message, request: request, to: self) else { return }
+        keepHandshake(message, body: body)
         let holds = exchange.holdsEvents(message)
         let underWay = DispatchSemaphore(value: 0)
         inFlight.enter()
@@ -206,12 +213,13 @@ public final class MCPBridge: @unchecked Sendable {
         }
         var token: PresentedToken
         do { token = try host.token() } catch { return fail(request, error, code: .authorization) }
-        guard let eraHeaders = exchange.headers(for: message, request: request, token: token, cancel: cancel, on: self)
+        guard var eraHeaders = exchange.headers(for: message, request: request, token: token, cancel: cancel, on: self)
         else { return }
         let holds = exchange.holdsEvents(message)
         let idle = exchange.idleSeconds(for: message, otherwise: idleSeconds)
         var attempt = Attempt()
         while true {
+            attempt.session = Self.session(in: eraHeaders)
             var x = Transfer()
             x.holding = holds
             let response: HTTPResponse
@@ -244,6 +252,7 @@ public final class MCPBridge: @unchecked Sendable {
                     exchange: exchange)
             else { return }
             token = again
+            if let renewed = attempt.eraHeaders { eraHeaders = renewed }
         }
     }
 

@@ -25,12 +25,21 @@ protocol MCPExchange: Sendable {
     func answered(refusal: HTTPResponse, body: [UInt8], request: JSONValue?, on bridge: MCPBridge) -> Bool
     /// Once the message is under way.
     func sent(on bridge: MCPBridge)
+    /// After a 404 for `session` (the one the refused message carried): the
+    /// era's headers for the message's second try once a new session was
+    /// set up; nil when there is none to set up (the refusal is answered).
+    func renegotiated(after session: String?, token: PresentedToken, on bridge: MCPBridge) -> [String]?
+}
+
+extension MCPExchange {
+    func renegotiated(after session: String?, token: PresentedToken, on bridge: MCPBridge) -> [String]? { nil }
 }
 
 /// MCP 2025-11-25 and before: `initialize` sets up a session, which every
 /// later request carries with its protocol version; client notifications
 /// go to the server; the server's own messages come on a GET stream; a 404
-/// ends the session.
+/// for a session the server forgot sets up a new one with the client's own
+/// `initialize`, and the message goes again.
 struct HandshakeExchange: MCPExchange {
     var era: MCPBridge.Era { .handshake }
 
@@ -50,9 +59,15 @@ struct HandshakeExchange: MCPExchange {
 
     func answered(refusal: HTTPResponse, body: [UInt8], request: JSONValue?, on bridge: MCPBridge) -> Bool {
         guard refusal.status == 404, bridge.state.withLock({ $0.sessionID != nil }) else { return false }
-        bridge.state.withLock { $0.sessionID = nil }
-        bridge.fail(request, "\(bridge.shown) ended the MCP session; start a new one (initialize)")
+        bridge.fail(
+            request,
+            "\(bridge.shown) no longer knows the MCP session (HTTP 404), and a new one set up with your initialize did not help; this request was not answered"
+        )
         return true
+    }
+
+    func renegotiated(after session: String?, token: PresentedToken, on bridge: MCPBridge) -> [String]? {
+        bridge.renegotiated(after: session, token: token)
     }
 
     func sent(on bridge: MCPBridge) { bridge.startListening() }

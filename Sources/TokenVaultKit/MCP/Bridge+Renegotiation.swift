@@ -1,0 +1,69 @@
+import FoundationEssentials
+
+/// A session the server forgot (docs/adapters.md, "MCP servers"): a restart,
+/// a load balancer, an idle expiry answers 404 for a session id it no longer
+/// knows. A stdio host cannot start a new session on its own, so the bridge
+/// sets one up with the client's own `initialize` and carries on.
+extension MCPBridge {
+    /// Keeps the client's `initialize` and `notifications/initialized`.
+    func keepHandshake(_ message: JSONValue, body: [UInt8]) {
+        switch message["method"]?.string {
+        case "initialize": state.withLock { $0.initialize = message }
+        case "notifications/initialized": state.withLock { $0.initialized = body }
+        default: break
+        }
+    }
+
+    /// The session id a message's era headers carry.
+    static func session(in headers: [String]) -> String? {
+        headers.first { $0.hasPrefix("Mcp-Session-Id: ") }.map { String($0.dropFirst("Mcp-Session-Id: ".count)) }
+    }
+
+    /// After a 404 for `failed` (the session the refused message carried): a
+    /// new session, set up once for every request that met the same 404, with
+    /// the client's `initialize` (under an id of the bridge's own: its answer
+    /// goes to nobody) and `notifications/initialized`; the headers of the new
+    /// session for the message's second try. Nil when no session of the
+    /// client's was known, or the new one could not be set up.
+    func renegotiated(after failed: String?, token: PresentedToken) -> [String]? {
+        guard let failed else { return nil }
+        return renegotiation.withLock { count -> [String]? in
+            let (current, kept, initialized) = state.withLock { ($0.sessionID, $0.initialize, $0.initialized) }
+            // Another request met the same 404 and set one up already.
+            if let current, current != failed { return sessionHeaders() }
+            guard case .object(var initialize)? = kept else { return nil }
+            count += 1
+            initialize["id"] = .string("tokenvault-initialize-\(count)")
+            state.withLock {
+                $0.sessionID = nil
+                $0.protocolVersion = nil
+            }
+            var body: [UInt8] = []
+            guard
+                var response = try? transport.stream(
+                    post(Array(JSONValue.object(initialize).text.utf8), token: token, eraHeaders: []),
+                    idleSeconds: idleSeconds,
+                    receive: { _, _, bytes in
+                        body += bytes
+                        return body.count <= JSONRPC.maxLineBytes
+                    }),
+                (200..<300).contains(response.status),
+                let session = response.header("Mcp-Session-Id"), !session.isEmpty, session.utf8.count <= 1024,
+                session.utf8.allSatisfy({ (0x21...0x7E).contains($0) })
+            else { return nil }
+            response.body = Data(body)
+            let version = MCPBridge.answer(in: response)?["result"]?["protocolVersion"]?.string.flatMap {
+                $0.utf8.count <= 64 && $0.utf8.allSatisfy { (0x21...0x7E).contains($0) } ? $0 : nil
+            }
+            state.withLock {
+                $0.sessionID = session
+                $0.protocolVersion = version
+            }
+            let notification = initialized ?? Array(#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.utf8)
+            _ = try? transport.send(post(notification, token: token, eraHeaders: sessionHeaders()))
+            host.say("\(shown) had forgotten the MCP session; a new one was set up with your initialize")
+            startListening()
+            return sessionHeaders()
+        }
+    }
+}
