@@ -53,6 +53,7 @@ final class ForgottenRegistrationTests: XCTestCase {
         let get = s.tv("get", url)
         XCTAssertEqual(get.status, 4, get.stderr)
         XCTAssertTrue(get.stderr.contains("no longer knows the client tokenvault registered there"), get.stderr)
+        XCTAssertEqual(get.stderr.components(separatedBy: " is kept").count - 1, 1, "said once: \(get.stderr)")
         XCTAssertTrue(get.stderr.contains("log in to register again: tokenvault login \(url)"), get.stderr)
         XCTAssertEqual(try keptClients(s), [old], "nothing is dropped before a new login worked")
         XCTAssertFalse(s.tv("get", url, "--no-refresh", "--field", "refresh_token").out.isEmpty, "the grant is kept")

@@ -158,6 +158,15 @@ final class MCPBridgeTests: XCTestCase {
         XCTAssertEqual(s.tv("get", b, "--field", "scope").out, "files:read files:write")
     }
 
+    /// With no credential and a browser that can open, the request that
+    /// found none waits for the login the bridge starts, and is answered.
+    func testTheRequestThatStartsALoginIsAnsweredAfterIt() throws {
+        let s = sandbox()
+        let (steps, run) = client(s, a)
+        XCTAssertEqual(calls(steps), ["hello 0"], run.stdout + run.stderr)
+        XCTAssertEqual(s.tv("get", a).status, 0, "the login stored the credential")
+    }
+
     func testANeededLoginIsAJSONRPCErrorNotAHang() throws {
         let s = sandbox(browser: false)
         let (_, run) = client(s, a)

@@ -113,8 +113,17 @@ public final class BridgeCredential: MCPBridgeHost, @unchecked Sendable {
             switch error {
             case .loginRequired, .notFound:
                 if startLogin(&s) {
+                    // The request that found it waits for the login (bounded by the login's own
+                    // timeout), then is answered with what it stored (docs/adapters.md, "MCP servers").
+                    let again = context.fresh()
+                    again.interactive = false
+                    if loginEnded(&s), let c = try? again.usable(try credentialID(&s), minValid: nil) {
+                        s.current = c
+                        return try sent(c, &s)
+                    }
                     throw TokenVaultError.loginRequired(
-                        "\(error.errorText); a login was started in the browser: try again once it is done")
+                        "\(error.errorText); the login started in the browser did not finish",
+                        hint: "run: tokenvault login \(loginWords)")
                 }
                 let refused = s.loginRefused ? " (the login the bridge started was refused)" : ""
                 throw TokenVaultError.loginRequired(
@@ -177,6 +186,28 @@ public final class BridgeCredential: MCPBridgeHost, @unchecked Sendable {
         else { return false }
         (s.login, s.loginStarted) = (pid, now)
         return true
+    }
+
+    /// Seconds the login the bridge started may take: its own browser timeout, and some.
+    static let loginWait = 310.0
+
+    /// Waits for the login the bridge started to end (at most `loginWait`
+    /// seconds); true when it stored a credential.
+    private func loginEnded(_ s: inout Shared) -> Bool {
+        guard s.login > 0 else { return false }
+        let until = Date().addingTimeInterval(Self.loginWait)
+        var status: Int32 = 0
+        while Date() < until {
+            let ended = waitpid(s.login, &status, WNOHANG)
+            if ended == s.login {
+                s.login = 0
+                if Posix.exitStatus(status) == 4 { s.loginRefused = true }
+                return Posix.exitStatus(status) == 0
+            }
+            if ended < 0 { break }
+            Posix.sleep(0.1)
+        }
+        return false
     }
 
     private func loginArguments(scopes: [String]) -> [String] {

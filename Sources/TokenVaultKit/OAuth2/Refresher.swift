@@ -204,7 +204,7 @@ public struct Refresher: GrantSubjects {
                 }
                 let server = OutsideText.line(p.issuer ?? p.tokenURL, limit: 200)
                 throw TokenVaultError.loginRequired(
-                    "\(server) no longer knows the client tokenvault registered there (invalid_client, twice); the stored grant is kept",
+                    "\(server) no longer knows the client tokenvault registered there (invalid_client, twice)",
                     hint:
                         "log in to register again: tokenvault login \(ShellWord.word(p.resource ?? current.service.description))"
                 )
