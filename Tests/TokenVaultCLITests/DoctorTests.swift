@@ -44,6 +44,26 @@ final class DoctorTests: QuirkProviderTestCase {
         XCTAssertGreaterThan((o["checks"] as? [Any])?.count ?? 0, 5)
     }
 
+    /// No Secret Service, no file vault, no passphrase source and no terminal
+    /// (a cron job, a CI step): nothing can store a credential, and doctor
+    /// fails saying so, with what to set; with a passphrase source it is a
+    /// vault not created yet.
+    func testNothingThatCanStoreACredentialIsAFailure() throws {
+        let s = Sandbox(backend: "auto", inProcess: false)
+        s.env["TOKENVAULT_PASSPHRASE"] = nil
+        s.env["DBUS_SESSION_BUS_ADDRESS"] = "unix:path=/nonexistent/bus"
+        // setsid: no controlling terminal, as under cron.
+        let none = s.shell(#"setsid -w "$TV" doctor --color never"#)
+        XCTAssertEqual(none.status, 2, none.stdout + none.stderr)
+        XCTAssertTrue(
+            line(none, "✗ file vault:").contains("nothing here can create it (no passphrase source, no terminal)"),
+            none.stdout)
+        XCTAssertTrue(none.stdout.contains("TOKENVAULT_PASSPHRASE_FILE"), none.stdout)
+        let given = s.shell(#"setsid -w "$TV" doctor --color never"#, env: ["TOKENVAULT_PASSPHRASE": "correct horse"])
+        XCTAssertTrue(line(given, "- file vault:").contains("not created yet"), given.stdout)
+        XCTAssertFalse(given.stdout.contains("nothing here can create it"), given.stdout)
+    }
+
     func testABrokenConfigIsALineNotTheEnd() throws {
         let s = Sandbox()
         try s.writeConfig(

@@ -38,7 +38,7 @@ extension TokenVault {
             backends.config = { config ?? Config() }
             let choice = doctor.checkBackend(config)
             doctor.checkSecretService(choice)
-            doctor.checkFileVault(backends)
+            doctor.checkFileVault(backends, choice: choice)
             doctor.checkDirectories()
             if choice == .etcd || config?.etcd != nil { doctor.checkEtcd(backends) }
             doctor.checkCompletions()

@@ -20,6 +20,8 @@ public final class DoctorChecks {
     /// Where what the agent printed while it answered goes.
     let notices: Notices
     public private(set) var checks: [Check] = []
+    /// The Secret Service answered with an unlocked default collection: a credential can be stored there.
+    private var secretServiceStores = false
 
     public init(plan: Plan, notices: Notices) {
         self.plan = plan
@@ -116,6 +118,7 @@ public final class DoctorChecks {
                     ? (probe.provider ?? .gnomeKeyring).unlockHint(desktop: settings.desktop)
                     : nil)
         } else {
+            secretServiceStores = true
             add(
                 "secret service", .ok,
                 "\(probe.detail), default collection unlocked (\(quoted(probe.collection)), \(ms) ms)")
@@ -128,15 +131,30 @@ public final class DoctorChecks {
         label.flatMap { $0.isEmpty ? nil : "\u{201C}\(OutsideText.line($0, limit: 80))\u{201D}" } ?? "(unnamed)"
     }
 
-    /// The file vault: permissions, format, whether its key is cached.
-    public func checkFileVault(_ backends: Backends) {
+    /// The file vault: permissions, format, whether its key is cached; and,
+    /// where it is where credentials go and is not created yet, whether
+    /// anything here could create it (a passphrase source, a terminal):
+    /// else nothing can store a credential, and the next `set` fails.
+    public func checkFileVault(_ backends: Backends, choice: BackendChoice? = nil) {
         do {
             let vault = try backends.fileVault()
             let health = vault.health()
             if let problem = health.problem {
                 add("file vault", .failed, problem.errorText, fix: problem.hint)
             } else if !health.exists {
-                add("file vault", .info, "\(vault.path): not created yet")
+                let writesHere = choice == .file || (choice == .auto && !secretServiceStores)
+                let terminal = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
+                if terminal >= 0 { close(terminal) }
+                if writesHere, terminal < 0, !PassphraseSource(settings: settings).isNonInteractive {
+                    add(
+                        "file vault", .failed,
+                        "\(vault.path): not created yet, and nothing here can create it (no passphrase source, no terminal)"
+                            + (choice == .auto
+                                ? ", and no Secret Service stores credentials: nothing can store one" : ""),
+                        fix: PassphraseSource.noVaultHint)
+                } else {
+                    add("file vault", .info, "\(vault.path): not created yet")
+                }
             } else {
                 let key =
                     try settings.keyTTL == 0
