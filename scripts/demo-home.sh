@@ -5,7 +5,8 @@
 # prompted on the terminal), and tokenvault() and step() for the walk-through.
 demo_home=$(mktemp -d "/tmp/$1.XXXXXX")
 export HOME="$demo_home" XDG_DATA_HOME="$demo_home/data" XDG_CONFIG_HOME="$demo_home/config"
-unset DBUS_SESSION_BUS_ADDRESS TOKENVAULT_BACKEND TOKENVAULT_VAULT TOKENVAULT_PASSPHRASE TOKENVAULT_PASSPHRASE_COMMAND
+# CI: the demo shows a user's machine, the agent started on first use included.
+unset CI DBUS_SESSION_BUS_ADDRESS TOKENVAULT_BACKEND TOKENVAULT_VAULT TOKENVAULT_PASSPHRASE TOKENVAULT_PASSPHRASE_COMMAND
 export XDG_RUNTIME_DIR="$demo_home/run"
 mkdir -m 700 "$XDG_RUNTIME_DIR"
 printf 'demo passphrase\n' > "$demo_home/passphrase"

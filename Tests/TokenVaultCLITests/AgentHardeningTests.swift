@@ -181,6 +181,25 @@ final class AgentHardeningTests: QuirkProviderTestCase {
     /// Started on first use from inside `exec` in some directory: the agent
     /// has none of the token `exec` set, no LISTEN_* and no passphrase, and
     /// sits in /.
+    /// A CI job (`CI=true`) leaves nothing behind: its `get` starts no agent
+    /// on use, and nothing prompts, on a terminal either (a locked vault is 77).
+    func testACIJobStartsNoAgentAndIsNeverPrompted() throws {
+        let s = try sandbox()
+        s.expect("set", "api.ci.example", stdin: "t-ci\n")
+        let job = s.tv("get", "api.ci.example", env: ["TOKENVAULT_AGENT": "auto", "CI": "true"])
+        XCTAssertEqual(job.out, "t-ci", job.stderr)
+        XCTAssertFalse(eventually(2) { self.agentPID(s) != nil }, "no agent was started")
+        XCTAssertTrue(s.tv("doctor", env: ["TOKENVAULT_AGENT": "auto", "CI": "true"]).stdout.contains("CI=true"))
+        s.expect("lock")
+        let prompted = s.onTerminal(["get", "api.ci.example"], env: ["TOKENVAULT_PASSPHRASE": "", "CI": "true"])
+        XCTAssertEqual(prompted.status, 77, prompted.stdout)
+        XCTAssertFalse(prompted.stdout.lowercased().contains("passphrase:"), "no prompt: \(prompted.stdout)")
+        // Outside a CI job, the same get starts one.
+        XCTAssertEqual(s.tv("get", "api.ci.example", env: ["TOKENVAULT_AGENT": "auto"]).out, "t-ci")
+        XCTAssertTrue(eventually(10) { self.agentPID(s) != nil }, "an agent was started on first use")
+        addTeardownBlock { _ = s.tv("agent", "stop") }
+    }
+
     func testTheAgentStartedOnUseKeepsNothingOfTheCommandsEnvironment() throws {
         let s = try sandbox()
         s.expect("set", "api.first.example", stdin: "secret-first\n")

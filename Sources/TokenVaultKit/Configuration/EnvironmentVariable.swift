@@ -41,6 +41,7 @@ public enum EnvironmentVariable: String, CaseIterable, Sendable {
     case sshConnection = "SSH_CONNECTION"
     case browser = "BROWSER"
     case noColor = "NO_COLOR"
+    case ci = "CI"
     case term = "TERM"
     case columns = "COLUMNS"
     case kubernetesExecInfo = "KUBERNETES_EXEC_INFO"
@@ -98,6 +99,8 @@ public enum EnvironmentVariable: String, CaseIterable, Sendable {
             "With no DISPLAY or WAYLAND_DISPLAY: login picks the device flow or paste mode, as no browser can open."
         case .browser: "The browser login opens, with the URL as last argument (default: xdg-open)."
         case .noColor: "Set and not empty: no colour, whatever --color auto would choose."
+        case .ci:
+            "true, as CI systems set it: a job leaves nothing behind: no agent is started on use, and no prompt is shown."
         case .term: "dumb: no colour."
         case .columns: "The width tables fit when the terminal does not say."
         case .kubernetesExecInfo:

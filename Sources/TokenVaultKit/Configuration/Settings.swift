@@ -223,8 +223,13 @@ public struct Settings: Sendable {
     public var agentAllowed: Bool { self[.agent]?.lowercased() != "off" }
 
     /// A command may start the agent on first use (docs/agent.md): not with
-    /// `TOKENVAULT_AGENT=off` or `manual` (the config's `agent = false` says the same).
-    public var agentStartsOnUse: Bool { agentAllowed && self[.agent]?.lowercased() != "manual" }
+    /// `TOKENVAULT_AGENT=off` or `manual` (the config's `agent = false` says
+    /// the same), and not in a CI job (`CI=true`), which leaves no process behind.
+    public var agentStartsOnUse: Bool { agentAllowed && self[.agent]?.lowercased() != "manual" && !isCI }
+
+    /// A CI job (`CI=true`, as CI systems set it): no agent is started on use,
+    /// and nobody is prompted.
+    public var isCI: Bool { ["true", "1", "yes"].contains(self[.ci]?.lowercased() ?? "") }
 
     /// What must be the same for a client and the agent that answers it
     /// (docs/agent.md): the backend, the files and the bus they resolve to.

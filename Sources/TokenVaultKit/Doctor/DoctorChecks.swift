@@ -241,9 +241,13 @@ public final class DoctorChecks {
         }
         guard plan.agentAnswers else {
             if !settings.agentStartsOnUse {
+                let why =
+                    settings.isCI
+                    ? "\(EnvironmentVariable.ci.name)=true: a CI job leaves no process behind"
+                    : "\(EnvironmentVariable.agent.name)=manual"
                 add(
                     "agent", .info,
-                    "not running, and not started on first use (\(EnvironmentVariable.agent.name)=manual): commands open the backend themselves",
+                    "not running, and not started on first use (\(why)): commands open the backend themselves",
                     fix: start)
             } else if let config = try? Config.load(settings), !config.startsAgent {
                 add(

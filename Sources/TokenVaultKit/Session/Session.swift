@@ -20,7 +20,7 @@ public final class Session {
     /// False: never prompt on the terminal (kubectl said no one answers;
     /// in the agent, never).
     public var interactive: Bool {
-        get { wantsPrompts && !isAgent }
+        get { wantsPrompts && !isAgent && !settings.isCI }
         set { wantsPrompts = newValue }
     }
     private var wantsPrompts = true
