@@ -15,23 +15,20 @@ public enum PeerWorld {
     public static func outside(pid: pid_t?) -> String? {
         guard let pid, pid > 0 else { return "a process the agent cannot see" }
         if pid == getpid() { return nil }
-        for (ns, words) in [("mnt", "another mount namespace"), ("user", "another user namespace")] {
-            // Exact where the agent may look (a process that is dumpable; root).
-            if let mine = Posix.readLink("/proc/self/ns/\(ns)"), let theirs = Posix.readLink("/proc/\(pid)/ns/\(ns)") {
-                if mine != theirs { return words }
-                continue
-            }
-            // Not readable: tokenvault's own commands are not dumpable, and
-            // /proc/PID/ns is then closed to the same user. What /proc shows
-            // anyone decides instead.
-            switch ns {
-            case "mnt":
-                guard let same = sameMountNamespace(pid) else { return "a process the agent cannot see" }
-                if !same { return words }
-            default:
-                guard let same = sameUserNamespace(pid) else { return "a process the agent cannot see" }
-                if !same { return words }
-            }
+        let namespaces: [(ns: String, words: String, shownToAnyone: (pid_t) -> Bool?)] = [
+            ("mnt", "another mount namespace", sameMountNamespace),
+            ("user", "another user namespace", sameUserNamespace),
+        ]
+        for (ns, words, shownToAnyone) in namespaces {
+            // Exact where the agent may look (a process that is dumpable; root). Else (tokenvault's
+            // own commands are not dumpable, and /proc/PID/ns is then closed to the same user)
+            // what /proc shows anyone decides.
+            let same =
+                Posix.readLink("/proc/self/ns/\(ns)").flatMap { mine in
+                    Posix.readLink("/proc/\(pid)/ns/\(ns)").map { $0 == mine }
+                } ?? shownToAnyone(pid)
+            guard let same else { return "a process the agent cannot see" }
+            if !same { return words }
         }
         return nil
     }

@@ -143,9 +143,7 @@ public final class DoctorChecks {
                 add("file vault", .failed, problem.errorText, fix: problem.hint)
             } else if !health.exists {
                 let writesHere = choice == .file || (choice == .auto && !secretServiceStores)
-                let terminal = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
-                if terminal >= 0 { close(terminal) }
-                if writesHere, terminal < 0, !PassphraseSource(settings: settings).isNonInteractive {
+                if writesHere, !Posix.hasControllingTerminal, !PassphraseSource(settings: settings).isNonInteractive {
                     add(
                         "file vault", .failed,
                         "\(vault.path): not created yet, and nothing here can create it (no passphrase source, no terminal)"

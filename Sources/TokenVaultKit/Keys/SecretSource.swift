@@ -64,11 +64,7 @@ enum ShellCommand {
 
     /// Without a controlling terminal nothing a command does needs the
     /// terminal's foreground group: it runs in a group of its own too.
-    static let noTerminal: Bool = {
-        let fd = open("/dev/tty", O_RDONLY | O_NOCTTY | O_CLOEXEC)
-        if fd >= 0 { close(fd) }
-        return fd < 0
-    }()
+    static let noTerminal = !Posix.hasControllingTerminal
 
     static func run(
         _ command: String, in child: ChildContext = ChildContext(), setting: String,
@@ -78,13 +74,14 @@ enum ShellCommand {
         try child.gate?.check()
         var started: pid_t = 0
         var result: (end: Posix.BoundedEnd, output: [UInt8])
+        let newGroup = ownGroups || noTerminal
         do {
             result = try Posix.spawnBounded(
                 ["/bin/sh", "-c", command], env: child.childEnvironment, directory: child.directory,
-                newGroup: ownGroups || noTerminal, maxOutput: ChildContext.outputLimit, seconds: child.timeLimit
+                newGroup: newGroup, maxOutput: ChildContext.outputLimit, seconds: child.timeLimit
             ) { pid in
                 started = pid
-                return child.gate?.started(pid) ?? true
+                return child.gate?.started(pid, group: newGroup) ?? true
             }
         } catch {
             throw failure("cannot run /bin/sh")

@@ -25,6 +25,15 @@ public enum Posix {
         return String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
+    /// Whether this process has a controlling terminal (`/dev/tty` opens):
+    /// a prompt could be answered, and a command may need the terminal's
+    /// foreground group.
+    public static var hasControllingTerminal: Bool {
+        let fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
+        if fd >= 0 { close(fd) }
+        return fd >= 0
+    }
+
     /// The last component of `path` (NSString.lastPathComponent).
     public static func basename(_ path: String) -> String {
         var p = Substring(path)

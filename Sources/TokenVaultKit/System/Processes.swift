@@ -80,6 +80,33 @@ extension Posix {
         _ argv: [String], env: [String: String], capture: Bool, showErrors: Bool = false,
         wait: Bool, directory: String? = nil
     ) throws -> (status: Int32, output: [UInt8]) {
+        let (pid, out) = try start(argv, env: env, capture: capture, showErrors: showErrors, directory: directory)
+        var output: [UInt8] = []
+        if capture {
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let n = read(out, &buffer, buffer.count)
+                if n < 0, errno == EINTR { continue }
+                guard n > 0 else { break }
+                output += buffer[..<n]
+            }
+            close(out)
+        }
+        guard wait else { return (0, output) }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+        return (exitStatus(status), output)
+    }
+
+    /// `argv` started as `spawn` and `spawnBounded` start it: stdin from
+    /// /dev/null, in `directory`; stdout into a pipe whose read end is
+    /// returned (`capture`; else -1 and stdout to /dev/null); stderr shared with
+    /// tokenvault's when `showErrors`, else to /dev/null; in a process group
+    /// of its own with `newGroup`.
+    private static func start(
+        _ argv: [String], env: [String: String], capture: Bool, showErrors: Bool, directory: String?,
+        newGroup: Bool = false
+    ) throws -> (pid: pid_t, output: Int32) {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -95,29 +122,14 @@ extension Posix {
         }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         if !showErrors { posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0) }
-        let pid: pid_t
         do {
-            pid = try launch(argv, env: env, actions: &actions)
+            let pid = try launch(argv, env: env, actions: &actions, newGroup: newGroup)
             if capture { close(pipeFDs[1]) }
+            return (pid, capture ? pipeFDs[0] : -1)
         } catch {
             if capture { pipeFDs.forEach { close($0) } }
             throw error
         }
-        var output: [UInt8] = []
-        if capture {
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            while true {
-                let n = read(pipeFDs[0], &buffer, buffer.count)
-                if n < 0, errno == EINTR { continue }
-                guard n > 0 else { break }
-                output += buffer[..<n]
-            }
-            close(pipeFDs[0])
-        }
-        guard wait else { return (0, output) }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0, errno == EINTR {}
-        return (exitStatus(status), output)
     }
 
     /// How a bounded child ended (`spawnBounded`).
@@ -138,25 +150,9 @@ extension Posix {
         _ argv: [String], env: [String: String], directory: String?, newGroup: Bool, maxOutput: Int,
         seconds: Double, started: (pid_t) -> Bool = { _ in true }
     ) throws -> (end: BoundedEnd, output: [UInt8]) {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        if let directory { tv_spawn_chdir(&actions, directory) }
-        var pipeFDs: [Int32] = [-1, -1]
-        guard Descriptors.pipe(&pipeFDs) else {
-            throw TokenVaultError.internal("cannot create a pipe: \(String(cString: strerror(errno)))")
-        }
-        posix_spawn_file_actions_adddup2(&actions, pipeFDs[1], 1)
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        let pid: pid_t
-        do {
-            pid = try launch(argv, env: env, actions: &actions, newGroup: newGroup)
-            close(pipeFDs[1])
-        } catch {
-            pipeFDs.forEach { close($0) }
-            throw error
-        }
-        defer { close(pipeFDs[0]) }
+        let (pid, out) = try start(
+            argv, env: env, capture: true, showErrors: true, directory: directory, newGroup: newGroup)
+        defer { close(out) }
         func end() { kill(newGroup ? -pid : pid, SIGKILL) }
         var output: [UInt8] = []
         var ended: BoundedEnd?
@@ -173,11 +169,11 @@ extension Posix {
                 ended = .tooSlow
                 break
             }
-            var fd = pollfd(fd: pipeFDs[0], events: Int16(POLLIN), revents: 0)
+            var fd = pollfd(fd: out, events: Int16(POLLIN), revents: 0)
             let ready = poll(&fd, 1, Int32(min(left * 1000, 1000).rounded(.up)))
             if ready < 0, errno == EINTR { continue }
             if ready == 0 { continue }
-            let n = read(pipeFDs[0], &buffer, buffer.count)
+            let n = read(out, &buffer, buffer.count)
             if n < 0, errno == EINTR { continue }
             guard n > 0 else { break }
             output += buffer[..<n]

@@ -9,13 +9,12 @@ import Glibc
 public final class RequestGate: @unchecked Sendable {
     private struct State {
         var closed: String?
-        var children: Set<pid_t> = []
+        /// Each secret command under way, and whether it leads a process group of its own (ended whole).
+        var children: [pid_t: Bool] = [:]
     }
     private let state = Locked(State())
-    /// The secret commands run in groups of their own, ended whole.
-    let groups: Bool
 
-    public init(groups: Bool = true) { self.groups = groups }
+    public init() {}
 
     /// The reasons it is closed for.
     public static let locked = "tokenvault lock ran", stopped = "the agent was stopped"
@@ -35,23 +34,24 @@ public final class RequestGate: @unchecked Sendable {
 
     /// Closes it (the first reason stays) and ends its secret commands.
     public func close(_ why: String) {
-        let children = state.withLock { s -> Set<pid_t> in
+        let children = state.withLock { s -> [pid_t: Bool] in
             if s.closed == nil { s.closed = why }
             return s.children
         }
-        for pid in children { kill(groups ? -pid : pid, SIGKILL) }
+        for (pid, group) in children { kill(group ? -pid : pid, SIGKILL) }
     }
 
-    /// A secret command started as `pid`: false when the gate is closed (it is ended).
-    func started(_ pid: pid_t) -> Bool {
+    /// A secret command started as `pid` (the leader of its own process
+    /// group, `group`): false when the gate is closed (it is ended).
+    func started(_ pid: pid_t, group: Bool) -> Bool {
         state.withLock { s in
             guard s.closed == nil else { return false }
-            s.children.insert(pid)
+            s.children[pid] = group
             return true
         }
     }
 
-    func ended(_ pid: pid_t) { _ = state.withLock { $0.children.remove(pid) } }
+    func ended(_ pid: pid_t) { _ = state.withLock { $0.children.removeValue(forKey: pid) } }
 }
 
 /// A transport that asks its gate before each request.
