@@ -20,8 +20,7 @@ extension DeletesCredential {
             if let foreign = try context.store().foreignNote(id) {
                 throw TokenVaultError.notFound(
                     service: id.service.description, account: id.account,
-                    hint:
-                        "\(foreign), which tokenvault never deletes; remove it with that application, or: secret-tool clear service \(ShellWord.word(id.service.description)) account \(ShellWord.word(id.account))"
+                    hint: "\(foreign), which tokenvault never deletes; \(id.foreignItemRemoval)"
                 )
             }
             throw try context.notFound(id, deleting: true)

@@ -327,7 +327,7 @@ public final class DoctorChecks {
                 "record \(c.id)", .failed, "unusable: \(c.unusable ?? "")",
                 fix: c.foreignItem
                     // Another application's item: tokenvault never deletes it (docs/security.md).
-                    ? "it is another application's item: remove it with that application, or: secret-tool clear service \(ShellWord.word(c.service.description)) account \(ShellWord.word(c.account))"
+                    ? "it is another application's item: \(c.id.foreignItemRemoval)"
                     : "remove it: tokenvault delete \(ShellWord.word(c.service.description)) --account \(ShellWord.word(c.account))"
             )
         }

@@ -9,54 +9,17 @@ extension SecretServiceStore {
     /// Which credentials exist, from the attributes alone: no secret is loaded
     /// and nothing is unlocked, so it never prompts (for shell completion).
     public func listIDs() throws -> [CredentialID] {
-        final class IDs: @unchecked Sendable { var items: [(String, String)] = [] }
-        let pairs: [(String, String)] = try call("list credentials") {
-            let found = IDs()
-            for type in CredentialType.allCases {
-                var message: UnsafeMutablePointer<CChar>?
-                let ok = SecretServiceStore.withTypes { types in
-                    tv_search(
-                        type.rawValue, types, 0, Unmanaged.passUnretained(found).toOpaque(),
-                        { context, service, account, _, _ in
-                            Unmanaged<IDs>.fromOpaque(context!).takeUnretainedValue().items.append(
-                                (String(cString: service!), String(cString: account!)))
-                        }, &message)
-                }
-                if ok == 0 { return SecretServiceStore.failure("list credentials", &message) }
+        Set(
+            try items(withSecrets: false).compactMap { item in
+                (try? ServiceKey(parsing: item.service)).map { CredentialID(service: $0, account: item.account) }
             }
-            return .success(found.items)
-        }
-        return Set(
-            pairs.compactMap { s, a in (try? ServiceKey(parsing: s)).map { CredentialID(service: $0, account: a) } }
         )
         .sorted()
     }
 
     public func list() throws -> [Credential] {
         try ensureUnlocked("list credentials")
-        final class Rows: @unchecked Sendable { var items: [(String, String, Data, Bool)] = [] }
-        let rows: [(String, String, Data, Bool)] = try call("list credentials") {
-            let found = Rows()
-            // One search per type, not matching the schema name: items stored with
-            // `secret-tool store service H account A type token` are listed too.
-            for type in CredentialType.allCases {
-                var message: UnsafeMutablePointer<CChar>?
-                let ok = SecretServiceStore.withTypes { types in
-                    tv_search(
-                        type.rawValue, types, 1, Unmanaged.passUnretained(found).toOpaque(),
-                        { context, service, account, secret, ours in
-                            let rows = Unmanaged<Rows>.fromOpaque(context!).takeUnretainedValue()
-                            rows.items.append(
-                                (
-                                    String(cString: service!), String(cString: account!),
-                                    Data(bytes: secret!, count: strlen(secret!)), ours == 0
-                                ))
-                        }, &message)
-                }
-                if ok == 0 { return SecretServiceStore.failure("list credentials", &message) }
-            }
-            return .success(found.items)
-        }
+        let rows = try items(withSecrets: true)
         // One row a credential: tokenvault's own item where it has one, as a lookup reads.
         var byID: [CredentialID: Credential] = [:]
         for (service, account, record, foreign) in rows {
@@ -68,5 +31,34 @@ extension SecretServiceStore {
             byID[id] = c
         }
         return byID.values.sorted { $0.id < $1.id }
+    }
+
+    private typealias Item = (service: String, account: String, secret: Data, foreign: Bool)
+
+    /// Every item with tokenvault's attribute names, one search per type and
+    /// not by schema name: items stored with `secret-tool store service H
+    /// account A type token` are listed too. The secret is loaded only
+    /// `withSecrets` (else empty); `foreign` marks another application's item.
+    private func items(withSecrets: Bool) throws -> [Item] {
+        final class Found: @unchecked Sendable { var items: [Item] = [] }
+        return try call("list credentials") {
+            let found = Found()
+            for type in CredentialType.allCases {
+                var message: UnsafeMutablePointer<CChar>?
+                let ok = SecretServiceStore.withTypes { types in
+                    tv_search(
+                        type.rawValue, types, withSecrets ? 1 : 0, Unmanaged.passUnretained(found).toOpaque(),
+                        { context, service, account, secret, ours in
+                            Unmanaged<Found>.fromOpaque(context!).takeUnretainedValue().items.append(
+                                (
+                                    String(cString: service!), String(cString: account!),
+                                    secret.map { Data(bytes: $0, count: strlen($0)) } ?? Data(), ours == 0
+                                ))
+                        }, &message)
+                }
+                if ok == 0 { return SecretServiceStore.failure("list credentials", &message) }
+            }
+            return .success(found.items)
+        }
     }
 }

@@ -177,14 +177,12 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
         var foreign: Int32 = 0
     }
 
-    /// tokenvault's types, NULL-terminated, for the C calls that match only its
-    /// own items; freed by the caller.
-    static func typeList() -> [UnsafeMutablePointer<CChar>?] {
-        CredentialType.allCases.map { strdup($0.rawValue) } + [nil]
-    }
-
-    static func withTypes<T>(_ body: (UnsafePointer<UnsafePointer<CChar>?>) -> T) -> T {
-        let types = typeList()
+    /// `body` given tokenvault's types (but `except`), NULL-terminated, for the
+    /// C calls that match only its own items.
+    static func withTypes<T>(
+        except: CredentialType? = nil, _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> T
+    ) -> T {
+        let types = CredentialType.allCases.filter { $0 != except }.map { strdup($0.rawValue) } + [nil]
         defer { types.forEach { free($0) } }
         return types.map { UnsafePointer($0) }.withUnsafeBufferPointer { body($0.baseAddress!) }
     }
@@ -317,12 +315,10 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
         try call("store \(credential.id)") { () -> Result<Void, TokenVaultError> in
             // Only tokenvault's own items of the other types go (docs/security.md).
             var message: UnsafeMutablePointer<CChar>?
-            let others = CredentialType.allCases.filter { $0.rawValue != type }.map { strdup($0.rawValue) } + [nil]
-            defer { others.forEach { free($0) } }
-            let ok = others.map { UnsafePointer($0) }.withUnsafeBufferPointer { otherTypes in
+            let ok = SecretServiceStore.withTypes(except: credential.type) { otherTypes in
                 secret.withUnsafeBytes { s in
                     tv_store(
-                        service, account, type, otherTypes.baseAddress, label,
+                        service, account, type, otherTypes, label,
                         s.baseAddress!.assumingMemoryBound(to: CChar.self), &message)
                 }
             }
@@ -340,5 +336,13 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
             let removed = SecretServiceStore.withTypes { tv_clear(service, account, $0, &message) }
             return removed < 0 ? SecretServiceStore.failure("delete \(id)", &message) : .success(removed == 1)
         }
+    }
+}
+
+extension CredentialID {
+    /// How to remove another application's item under this name, which
+    /// tokenvault never deletes (docs/security.md).
+    public var foreignItemRemoval: String {
+        "remove it with that application, or: secret-tool clear service \(ShellWord.word(service.description)) account \(ShellWord.word(account))"
     }
 }
