@@ -11,11 +11,11 @@ extension Refresher {
         current.refreshToken == nil ? (try? provider(current.provider ?? "")) : nil
     }
 
-    /// What `current`'s grant is made from now, as a fingerprint; nil when it
-    /// needs a person or cannot be read. Read only to compare with a refusal
-    /// or to remember one: a command is not run twice per renewal.
-    func unattendedInput(of current: Credential) -> String? {
-        unattendedProvider(of: current).flatMap { try? $0.unattendedInput(account: current.id.account, subjects: self) }
+    /// What `current`'s grant (by `p`, its unattended provider) is made from
+    /// now, as a fingerprint; nil when it cannot be read. Read only to compare
+    /// with a refusal or to remember one: a command is not run twice per renewal.
+    func unattendedInput(of current: Credential, by p: OAuth2Provider) -> String? {
+        try? p.unattendedInput(account: current.id.account, subjects: self)
     }
 
     /// While a refusal holds for what `current` is made from (and `refresh`
@@ -23,7 +23,7 @@ extension Refresher {
     /// valid, else the error, nothing sent. Nil: renew.
     func whileRefused(_ current: Credential, force: Bool) throws -> Credential? {
         guard !force, let p = unattendedProvider(of: current), let refusal = current.refusal,
-            let refused = refusal.input, refused == unattendedInput(of: current)
+            let refused = refusal.input, refused == unattendedInput(of: current, by: p)
         else { return nil }
         if let left = current.secondsLeft(at: clock.now), left > 0 { return current }
         throw TokenVaultError.loginRequired(
@@ -38,11 +38,12 @@ extension Refresher {
     func refused(_ current: Credential, _ error: TokenVaultError, read: WriteCondition) -> TokenVaultError {
         let id = current.id
         var marked = current
-        let input = unattendedInput(of: current)
+        let unattended = unattendedProvider(of: current)
+        let input = unattended.flatMap { unattendedInput(of: current, by: $0) }
         marked.refusal = Refusal(reason: error.errorText, at: clock.now, input: input)
         marked.updatedAt = clock.now
         if (try? vault.write(marked, if: read)) != nil { events?(.loginRequired, id, error.errorText) }
-        if let p = unattendedProvider(of: current), input != nil {
+        if let p = unattended, input != nil {
             // Nobody logs in to a grant that needs no person: what it is made from is the fix.
             let left = current.secondsLeft(at: clock.now).map { $0 > 0 ? ", valid \($0) s more" : "" } ?? ""
             return .loginRequired(
