@@ -14,6 +14,20 @@ extension MCPBridge {
         }
     }
 
+    /// The session id a response sets, when it is one a header can carry back
+    /// as it is (1 to 1024 bytes of visible ASCII).
+    static func sessionID(of response: HTTPResponse) -> String? {
+        response.header("Mcp-Session-Id").flatMap { MCPRouting.isVisible($0, limit: 1024) ? $0 : nil }
+    }
+
+    /// The protocol version an `initialize` answer names, when a header can
+    /// carry it as it is (at most 64 bytes of visible ASCII).
+    static func protocolVersion(of answer: JSONValue?) -> String? {
+        answer?["result"]?["protocolVersion"]?.string.flatMap {
+            $0.utf8.count <= 64 && $0.utf8.allSatisfy { (0x21...0x7E).contains($0) } ? $0 : nil
+        }
+    }
+
     /// The session id a message's era headers carry.
     static func session(in headers: [String]) -> String? {
         headers.first { $0.hasPrefix("Mcp-Session-Id: ") }.map { String($0.dropFirst("Mcp-Session-Id: ".count)) }
@@ -47,14 +61,10 @@ extension MCPBridge {
                         body += bytes
                         return body.count <= JSONRPC.maxLineBytes
                     }),
-                (200..<300).contains(response.status),
-                let session = response.header("Mcp-Session-Id"), !session.isEmpty, session.utf8.count <= 1024,
-                session.utf8.allSatisfy({ (0x21...0x7E).contains($0) })
+                (200..<300).contains(response.status), let session = MCPBridge.sessionID(of: response)
             else { return nil }
             response.body = Data(body)
-            let version = MCPBridge.answer(in: response)?["result"]?["protocolVersion"]?.string.flatMap {
-                $0.utf8.count <= 64 && $0.utf8.allSatisfy { (0x21...0x7E).contains($0) } ? $0 : nil
-            }
+            let version = MCPBridge.protocolVersion(of: MCPBridge.answer(in: response))
             state.withLock {
                 $0.sessionID = session
                 $0.protocolVersion = version

@@ -329,16 +329,10 @@ public final class MCPBridge: @unchecked Sendable {
     /// then its answer (held until both are known, so the client's next
     /// message carries them).
     private func settle(_ response: HTTPResponse?, held: [String], request: JSONValue?, whole: Bool) -> Bool {
-        let session = response?.header("Mcp-Session-Id").flatMap { id -> String? in
-            let visible = !id.isEmpty && id.utf8.count <= 1024 && id.utf8.allSatisfy { (0x21...0x7E).contains($0) }
-            return visible ? id : nil
-        }
+        let session = response.flatMap(MCPBridge.sessionID(of:))
         var answered = false
         for data in held {
-            if case .object(let o)? = JSONValue.parsed(Data(data.utf8)),
-                let version = o["result"]?["protocolVersion"]?.string,
-                version.utf8.count <= 64, version.utf8.allSatisfy({ (0x21...0x7E).contains($0) })
-            {
+            if let version = MCPBridge.protocolVersion(of: JSONValue.parsed(Data(data.utf8))) {
                 state.withLock { $0.protocolVersion = version }
             }
         }
