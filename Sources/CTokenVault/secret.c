@@ -134,6 +134,19 @@ static SecretService *tv_service(const tv_secret_api *a, GError **error) {
     return a->secret_service_get_sync(SECRET_SERVICE_OPEN_SESSION, NULL, error);
 }
 
+/* libsecret and its service with the bus it talks on, for the calls that
+   send their own D-Bus messages on libsecret's session; NULL with *message
+   set when either cannot be had. */
+static SecretService *tv_open(const tv_secret_api **a, GDBusConnection **bus, char **message) {
+    *a = tv_api();
+    if (!*a) { tv_no_library(message); return NULL; }
+    GError *error = NULL;
+    SecretService *s = tv_service(*a, &error);
+    if (!s) { tv_take_error(*a, &error, message); return NULL; }
+    *bus = (*a)->g_dbus_proxy_get_connection((GDBusProxy *)s);
+    return s;
+}
+
 int tv_secret_prepare(void) {
     const tv_secret_api *a = tv_api();
     if (!a) return 0;
@@ -343,12 +356,11 @@ static char *tv_item_secret(const tv_secret_api *a, SecretService *s, GDBusConne
    item's path. NULL with *message set on failure; NULL with *message NULL
    when this way cannot answer (no item, or only locked ones): tv_lookup decides. */
 char *tv_lookup_item(const char *service, const char *account, const char *known, char **found, char **message) {
-    const tv_secret_api *a = tv_api();
-    if (!a) return tv_no_library(message);
+    const tv_secret_api *a;
+    GDBusConnection *bus;
+    SecretService *s = tv_open(&a, &bus, message);
+    if (!s) return NULL;
     GError *error = NULL;
-    SecretService *s = tv_service(a, &error);
-    if (!s) { tv_take_error(a, &error, message); return NULL; }
-    GDBusConnection *bus = a->g_dbus_proxy_get_connection((GDBusProxy *)s);
     char *secret = known ? tv_item_secret(a, s, bus, known) : NULL;
     if (secret) {
         *found = a->g_strdup(known);
@@ -434,12 +446,11 @@ int tv_lookup_copies(const char *service, const char *account, void *context, tv
                      int *locked, int *foreign, char **message) {
     *locked = 0;
     *foreign = 0;
-    const tv_secret_api *a = tv_api();
-    if (!a) { tv_no_library(message); return -1; }
+    const tv_secret_api *a;
+    GDBusConnection *bus;
+    SecretService *s = tv_open(&a, &bus, message);
+    if (!s) return -1;
     GError *error = NULL;
-    SecretService *s = tv_service(a, &error);
-    if (!s) { tv_take_error(a, &error, message); return -1; }
-    GDBusConnection *bus = a->g_dbus_proxy_get_connection((GDBusProxy *)s);
     const char *session = a->secret_service_get_session_dbus_path(s);
     /* tokenvault's own items first; another schema's only where it has none,
        unlocked or locked (a locked item of ours is unlocked, never passed over). */
@@ -647,12 +658,11 @@ static int tv_attributes_ours(const tv_secret_api *a, GHashTable *attributes, co
 
 int tv_foreign_items(const char *service, const char *account, const char *const *types, char **schema,
                      char **message) {
-    const tv_secret_api *a = tv_api();
-    if (!a) { tv_no_library(message); return -1; }
+    const tv_secret_api *a;
+    GDBusConnection *bus;
+    SecretService *s = tv_open(&a, &bus, message);
+    if (!s) return -1;
     GError *error = NULL;
-    SecretService *s = tv_service(a, &error);
-    if (!s) { tv_take_error(a, &error, message); return -1; }
-    GDBusConnection *bus = a->g_dbus_proxy_get_connection((GDBusProxy *)s);
     GVariant *r = tv_search_items(a, bus, tv_anyones_query(a, service, account), &error);
     if (!r) { a->g_object_unref(s); tv_take_error(a, &error, message); return -1; }
     int foreign = 0;
