@@ -149,7 +149,7 @@ enum Completions {
     /// the passphrase, and a short wait for D-Bus.
     static func quietStore() -> (Session, CredentialStore?) {
         var settings = Self.settings.with(.dbusTimeout, "0.5")
-        for source in EnvironmentVariable.passphraseSources { settings = settings.with(source, nil) }
+        for source in EnvironmentVariable.passphraseVariables { settings = settings.with(source, nil) }
         let context = Session(settings: settings, notices: .output)
         var backends = context.backends
         backends.interactive = false

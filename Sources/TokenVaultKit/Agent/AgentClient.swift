@@ -99,7 +99,7 @@ public enum AgentClient {
         guard let first = args.first, commands.contains(first), !AgentCommandRequest.readsStandardInput(args) else {
             return .direct(Plan.AgentFinding(), said: nil)
         }
-        let sources = EnvironmentVariable.passphraseSources
+        let sources = EnvironmentVariable.passphraseVariables
         let settings = Settings.reading(EnvironmentVariable.sentToAgent + sources)
         guard Plan(settings: settings).agentAnswers else {
             return .direct(Plan.AgentFinding(unanswered: settings.agentAllowed), said: nil)
@@ -196,7 +196,7 @@ public enum AgentClient {
             guard let failure = TokenVaultError(wire: error) else { return nil }
             // The agent cannot open the vault, but this command has a passphrase source of its own.
             if case .permission = failure,
-                EnvironmentVariable.passphraseSources.contains(where: { settings[$0] != nil })
+                EnvironmentVariable.passphraseVariables.contains(where: { settings[$0] != nil })
             {
                 return nil
             }

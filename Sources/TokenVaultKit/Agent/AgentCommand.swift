@@ -200,7 +200,7 @@ extension EnvironmentVariable {
     /// `exec` set, or what systemd or a hook set for that process alone.
     public static var sentToAgent: [EnvironmentVariable] {
         allCases.filter {
-            !passphraseSources.contains($0)
+            !passphraseVariables.contains($0)
                 && ![.accessToken, .tokenSecret, .listenPID, .listenFDs, .service, .reason, .event].contains($0)
         }
     }

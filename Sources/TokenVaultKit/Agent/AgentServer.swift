@@ -88,7 +88,7 @@ public final class AgentServer: @unchecked Sendable {
     var own: Settings {
         guard state.withLock({ $0.locked }) else { return settings }
         var environment = settings.environment
-        for v in EnvironmentVariable.passphraseSources { environment[v.name] = nil }
+        for v in EnvironmentVariable.passphraseVariables { environment[v.name] = nil }
         return Settings(environment: environment)
     }
 
@@ -326,7 +326,7 @@ public final class AgentServer: @unchecked Sendable {
         // The client's settings, with the agent's own passphrase sources (a client never sends its own).
         var environment = request.environment
         let own = self.own
-        for v in EnvironmentVariable.passphraseSources { environment[v.name] = own[v] }
+        for v in EnvironmentVariable.passphraseVariables { environment[v.name] = own[v] }
         var client = Settings(environment: environment)
         client.child = request.child
         client.child.confined = confinement

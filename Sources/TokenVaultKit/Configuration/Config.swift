@@ -19,6 +19,8 @@ public struct Config: Sendable, Equatable {
     /// Seconds a `*_command` secret source may run before it is ended
     /// (docs/config.md; default 30).
     public var commandTimeout: Int?
+    /// `key_ttl`: seconds the vault key stays cached (docs/config.md).
+    public var keyTTL: Int?
     /// Where tokenvault's client metadata document is hosted, for every
     /// authorization server that fetches one (docs/providers.md, "Login by URL").
     public var clientMetadataURL: String?
@@ -315,7 +317,7 @@ public struct Config: Sendable, Equatable {
 
     /// The top-level settings.
     static let settings = [
-        "backend", "min_valid", "timeout", "warn_before", "agent_keep", "agent", "agent_idle", "command_timeout",
+        "backend", "min_valid", "timeout", "warn_before", "agent_keep", "agent", "agent_idle", "command_timeout", "key_ttl",
         "providers", "etcd", "hooks", "client_metadata_url",
     ]
 }

@@ -93,6 +93,9 @@ extension Config {
         commandTimeout = integer(
             "command_timeout", { (1...3600).contains($0) },
             "a whole number of seconds from 1 to 3600, e.g. command_timeout = 30")
+        keyTTL = integer(
+            "key_ttl", { Settings.keyTTLRange.contains($0) },
+            "a whole number of seconds from 0 (never cached) to 2592000, e.g. key_ttl = 900")
         if let v = root["client_metadata_url"] {
             if let s = v.string {
                 clientMetadataURL = s

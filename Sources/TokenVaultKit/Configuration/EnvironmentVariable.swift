@@ -9,7 +9,11 @@ public enum EnvironmentVariable: String, CaseIterable, Sendable {
     case vault = "TOKENVAULT_VAULT"
     case passphraseFile = "TOKENVAULT_PASSPHRASE_FILE"
     case passphraseCommand = "TOKENVAULT_PASSPHRASE_COMMAND"
+    case passphraseCredential = "TOKENVAULT_PASSPHRASE_CREDENTIAL"
     case passphrase = "TOKENVAULT_PASSPHRASE"
+    case tpmTCTI = "TOKENVAULT_TPM_TCTI"
+    /// Set by systemd in a unit that loads credentials.
+    case credentialsDirectory = "CREDENTIALS_DIRECTORY"
     case keyTTL = "TOKENVAULT_KEY_TTL"
     case kdfProfile = "TOKENVAULT_KDF_PROFILE"
     case dbusTimeout = "TOKENVAULT_DBUS_TIMEOUT"
@@ -64,9 +68,15 @@ public enum EnvironmentVariable: String, CaseIterable, Sendable {
         case .vault: "The file vault (default: $XDG_DATA_HOME/tokenvault/vault)."
         case .passphraseFile: "A file holding the vault passphrase; the first passphrase source asked."
         case .passphraseCommand: "A shell command printing the vault passphrase; asked second."
-        case .passphrase: "The vault passphrase itself; asked third, before the terminal."
+        case .passphraseCredential:
+            "The name of a systemd credential holding the vault passphrase, read from $CREDENTIALS_DIRECTORY; asked third (default: tokenvault-passphrase, where the unit passes one)."
+        case .passphrase: "The vault passphrase itself; asked fourth, before the terminal."
+        case .tpmTCTI:
+            "Where the TPM is reached for a sealed vault key (device:/dev/tpmrm0, swtpm:port=2321), instead of the place recorded when it was sealed."
+        case .credentialsDirectory:
+            "Set by systemd in a unit with LoadCredential= or LoadCredentialEncrypted=: where the passphrase credential is read."
         case .keyTTL:
-            "Seconds the derived vault key stays cached in the kernel user keyring, 0 to 2592000 (default: 900; 0: not cached)."
+            "Seconds the vault key stays cached in the kernel user keyring, 0 to 2592000; overrides key_ttl in the config (default: 900; 0: never cached, so each command opens the vault itself)."
         case .kdfProfile: "interactive, moderate (default) or sensitive: the Argon2id cost of a new vault."
         case .dbusTimeout: "Seconds to wait for the Secret Service, 0.1 to 60 (default: 3)."
         case .unlockTimeout:
@@ -114,5 +124,11 @@ public enum EnvironmentVariable: String, CaseIterable, Sendable {
     }
 
     /// The passphrase sources, in the order they are asked: never passed on to a child.
-    public static let passphraseSources: [EnvironmentVariable] = [.passphraseFile, .passphraseCommand, .passphrase]
+    public static let passphraseSources: [EnvironmentVariable] = [
+        .passphraseFile, .passphraseCommand, .passphraseCredential, .passphrase,
+    ]
+
+    /// The passphrase sources and what they read from: a process's own,
+    /// never sent to the agent nor passed on.
+    public static let passphraseVariables: [EnvironmentVariable] = passphraseSources + [.credentialsDirectory]
 }

@@ -88,11 +88,17 @@ public struct Settings: Sendable {
 
     // MARK: Numbers
 
-    /// Seconds the derived vault key stays in the kernel keyring: 0 (not
-    /// cached) to 30 days; default 900.
+    /// Seconds the vault key stays in the kernel keyring: 0 (never cached)
+    /// to 30 days; `TOKENVAULT_KEY_TTL`, else `key_ttl` in the config, else 900.
     public var keyTTL: Int {
-        get throws { try whole(.keyTTL, in: 0...2_592_000, default: 900) }
+        get throws {
+            if self[.keyTTL] != nil { return try whole(.keyTTL, in: Self.keyTTLRange, default: 900) }
+            return try Config.load(self).keyTTL ?? 900
+        }
     }
+
+    /// What `key_ttl` and `TOKENVAULT_KEY_TTL` may be.
+    public static let keyTTLRange = 0...2_592_000
 
     /// Seconds to wait for the Secret Service: 0.1 to 60; default 3.
     public var dbusTimeout: Double {

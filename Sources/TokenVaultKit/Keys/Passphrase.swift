@@ -5,6 +5,8 @@ import Glibc
 
 /// Where the vault passphrase comes from, first found wins (docs/security.md):
 /// `TOKENVAULT_PASSPHRASE_FILE`, `TOKENVAULT_PASSPHRASE_COMMAND` (its stdout),
+/// a systemd credential (`TOKENVAULT_PASSPHRASE_CREDENTIAL`, or
+/// `tokenvault-passphrase` when `CREDENTIALS_DIRECTORY` holds one),
 /// `TOKENVAULT_PASSPHRASE`, then a no-echo prompt on the terminal.
 public struct PassphraseSource: Sendable {
     /// The first passphrase variable set (an empty one is unset), and what it holds.
@@ -15,6 +17,7 @@ public struct PassphraseSource: Sendable {
     public init(settings: Settings, terminalPath: String? = "/dev/tty") {
         given =
             EnvironmentVariable.passphraseSources.lazy.compactMap { v -> (EnvironmentVariable, SecretSource)? in
+                if v == .passphraseCredential { return Self.credential(settings).map { (v, $0) } }
                 guard let value = settings[v] else { return nil }
                 switch v {
                 case .passphraseFile: return (v, .secretFile(settings.expandingHome(value)))
@@ -25,13 +28,43 @@ public struct PassphraseSource: Sendable {
         self.terminalPath = terminalPath
     }
 
+    /// The name a systemd credential holding the passphrase has when
+    /// `TOKENVAULT_PASSPHRASE_CREDENTIAL` does not name one.
+    public static let defaultCredentialName = "tokenvault-passphrase"
+
+    /// The systemd credential (docs/headless.md): `$CREDENTIALS_DIRECTORY/NAME`
+    /// for the NAME the variable gives, or the default name where the unit
+    /// passed one. A named credential with no `CREDENTIALS_DIRECTORY` (a
+    /// command run outside its unit), or a NAME that is not one, is a
+    /// source that fails to read, with the reason.
+    static func credential(_ settings: Settings) -> SecretSource? {
+        let named = settings[.passphraseCredential]
+        let name = named ?? defaultCredentialName
+        guard let directory = settings[.credentialsDirectory] else {
+            guard let named else { return nil }
+            return .failing(
+                "\(EnvironmentVariable.passphraseCredential.name) names the systemd credential \(Quoted.text(named)), but \(EnvironmentVariable.credentialsDirectory.name) is not set: systemd sets it only in a unit that loads credentials (LoadCredentialEncrypted=\(named):…)"
+            )
+        }
+        guard !name.contains("/"), name != ".", name != ".." else {
+            return .failing(
+                "\(EnvironmentVariable.passphraseCredential.name) must be a credential's name, not a path: \(Quoted.text(name))")
+        }
+        let path = directory + "/" + name
+        guard named != nil || access(path, F_OK) == 0 else { return nil }
+        return .secretFile(path)
+    }
+
     /// "TOKENVAULT_PASSPHRASE_FILE, TOKENVAULT_PASSPHRASE_COMMAND or TOKENVAULT_PASSPHRASE".
     static let sourceNames = Format.list(EnvironmentVariable.passphraseSources.map(\.name), "or")
 
-    static let noSourceHint = "run tokenvault unlock on a terminal (the key is then cached), or set \(sourceNames)"
+    static let noSourceHint = "run tokenvault unlock on a terminal (the key is then cached), or set \(sourceNames) (docs/headless.md)"
 
     /// The hint for a wrong passphrase from a source.
     static let checkSourcesHint = "check \(sourceNames)"
+
+    /// The variable the passphrase comes from; nil: the terminal.
+    public var sourceName: String? { given?.variable.name }
 
     /// True when a passphrase can be had without asking anyone.
     public var isNonInteractive: Bool { given != nil }
@@ -70,12 +103,13 @@ public struct PassphraseSource: Sendable {
     /// judges weak is shown with the reason and kept only when confirmed
     /// (three rounds at most). From the environment, a file or a command it
     /// is taken as it is, never judged.
-    public func obtain(creating: Bool) throws -> SecureBytes {
+    public func obtain(creating: Bool, vault: String? = nil) throws -> SecureBytes {
         if let given = try fromEnvironment() { return given }
         let tty = try terminal(creating: creating)
         guard creating else {
             return try nonEmpty(tty.readSecret(prompt: "Vault passphrase: ")[...], source: "the passphrase")
         }
+        if let vault { tty.say(Self.newVaultLine(vault)) }
         var failure = "no passphrase was chosen"
         for round in 1...3 {
             let first = try nonEmpty(tty.readSecret(prompt: "New vault passphrase: ")[...], source: "the passphrase")
@@ -93,6 +127,14 @@ public struct PassphraseSource: Sendable {
             if round < 3 { tty.say("the passphrases do not match; again\n") }
         }
         throw TokenVaultError.permission("\(failure); nothing was stored")
+    }
+
+    /// The line before the first prompt for a new vault's passphrase: which
+    /// file it protects, and what opens it when nobody is there to type it.
+    static func newVaultLine(_ vault: String) -> String {
+        "tokenvault keeps credentials encrypted in \(vault), with a passphrase you choose now; "
+            + "for cron jobs, services and the agent after \(EnvironmentVariable.keyTTL.name.lowercased().dropFirst("tokenvault_".count)) "
+            + "it is opened by the TPM (tokenvault init --key tpm), a systemd credential, or tokenvault unlock (docs/headless.md)\n"
     }
 
     /// Why libpwquality judges `secret` weak; nil when it does not, or when
@@ -114,12 +156,18 @@ public struct PassphraseSource: Sendable {
     /// passphrase opens, or nil when it is the wrong one. A passphrase from the
     /// environment, a file or a command is tried once; at a terminal, a wrong
     /// one may be typed again (three tries).
-    public func unlock<T>(_ what: String, check: (SecureBytes) throws -> T?) throws -> T {
+    /// `preface` is said on the terminal before the first prompt; `noSource`
+    /// is the error when there is neither a source nor a terminal.
+    public func unlock<T>(
+        _ what: String, preface: String? = nil, noSource: TokenVaultError? = nil, check: (SecureBytes) throws -> T?
+    ) throws -> T {
         if let given = try fromEnvironment() {
             if let opened = try check(given) { return opened }
             throw TokenVaultError.permission("wrong passphrase for \(what)", hint: PassphraseSource.checkSourcesHint)
         }
+        if let noSource, terminalPath.flatMap(TerminalInput.init(path:)) == nil { throw noSource }
         let tty = try terminal()
+        if let preface { tty.say(preface) }
         for attempt in 1...3 {
             let secret = try nonEmpty(tty.readSecret(prompt: "Vault passphrase: ")[...], source: "the passphrase")
             if let opened = try check(secret) { return opened }

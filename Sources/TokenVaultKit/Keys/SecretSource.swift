@@ -12,6 +12,8 @@ enum SecretSource: Sendable {
     /// A shell command, run where `ChildContext` says; `setting` names it in
     /// messages ("client_secret_command of [providers.q]").
     case command(String, ChildContext = ChildContext(), setting: String)
+    /// A source that cannot be read, and why (a setting that names nothing usable).
+    case failing(String)
 
     /// What the source holds, with one trailing newline (LF or CR LF)
     /// removed; the caller wipes it. `failure` words the error for a file
@@ -26,6 +28,8 @@ enum SecretSource: Sendable {
                 throw failure("cannot read \(what) from \(path)")
             }
             bytes = data
+        case .failing(let why):
+            throw failure(why)
         case .command(let command, let child, let setting):
             let status: Int32
             (status, bytes) = try ShellCommand.run(command, in: child, setting: setting, failure: failure)

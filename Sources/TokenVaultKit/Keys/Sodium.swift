@@ -196,4 +196,10 @@ public final class SecureBytes: @unchecked Sendable {
     }
 
     var bytes: [UInt8] { withUnsafeBytes { Array($0) } }
+
+    /// The same bytes, compared in constant time.
+    func same(as other: SecureBytes) -> Bool {
+        count == other.count
+            && withUnsafeBytes { a in other.withUnsafeBytes { b in sodium_memcmp(a.baseAddress, b.baseAddress, count) == 0 } }
+    }
 }

@@ -13,7 +13,8 @@ public final class AutoStore: CredentialStore {
     /// The file vault's directory: the one store here others may share.
     public var sharedLockDirectory: String? { file.sharedLockDirectory }
     /// Things the user should know that do not stop the command.
-    public private(set) var warnings: [String] = []
+    public var warnings: [String] { own + file.warnings }
+    private var own: [String] = []
     private var unchecked: [String] = []
     /// The fix for the first backend not checked (`uncheckedFix`).
     private var fixes: [String] = []
@@ -59,7 +60,7 @@ public final class AutoStore: CredentialStore {
 
     private func warnUnchecked() {
         if let unavailableReason, !quiet {
-            warnings.append("the Secret Service was not checked (\(unavailableReason))")
+            own.append("the Secret Service was not checked (\(unavailableReason))")
         }
     }
 
@@ -85,7 +86,7 @@ public final class AutoStore: CredentialStore {
                 fix:
                     "unlock the file vault first: tokenvault unlock (it asks for the passphrase on a terminal), then try again"
             )
-            if !warnings.contains(note) { warnings.append(note) }
+            if !own.contains(note) { own.append(note) }
             return true
         }
     }
@@ -125,7 +126,7 @@ public final class AutoStore: CredentialStore {
                 return
             } catch let e as TokenVaultError {
                 try giveUp(on: e)
-                warnings.append("\(e.errorText); stored in the file vault instead")
+                own.append("\(e.errorText); stored in the file vault instead")
             }
         }
         try file.save(credential)
@@ -139,7 +140,7 @@ public final class AutoStore: CredentialStore {
                 removed = try secretService.delete(id)
             } catch let e as TokenVaultError {
                 try giveUp(on: e)
-                warnings.append("the Secret Service was not checked (\(e.errorText))")
+                own.append("the Secret Service was not checked (\(e.errorText))")
             }
         }
         if file.exists { _ = try fileUnlessLocked { removed = try file.delete(id) || removed } }
@@ -175,13 +176,13 @@ public final class AutoStore: CredentialStore {
                 add(try secretService.listLocated())
             } catch let e as TokenVaultError {
                 try giveUp(on: e)
-                warnings.append("the Secret Service was not checked (\(e.errorText))")
+                own.append("the Secret Service was not checked (\(e.errorText))")
             }
         }
         // A list says what it could not look at, even where no bus is the rule (a server).
         if let unavailableReason {
             let note = "the Secret Service was not checked (\(unavailableReason)), so what it may hold is not listed"
-            if !warnings.contains(note) { warnings.append(note) }
+            if !own.contains(note) { own.append(note) }
         }
         if file.exists { _ = try fileUnlessLocked { add(try file.listLocated()) } }
         return all.values.sorted { $0.credential.id < $1.credential.id }
