@@ -82,7 +82,8 @@ find "$stage" -type d -exec chmod 0755 {} +
 # libcurl for every exchange with a provider (Depends: a login or a refresh
 # cannot happen without it), libsecret for the Secret Service, libpwquality
 # for judging a new passphrase and libqrencode for the device flow's QR code
-# (Recommends: the file vault and everything else work without them).
+# (Recommends: the file vault and everything else work without them); the
+# TPM2 software stack only for a vault key sealed by the TPM (Suggests).
 cat > "$out/shlibs/debian/control" <<'EOF'
 Source: tokenvault
 
@@ -117,7 +118,7 @@ Maintainer: tokenvault developers <tokenvault@users.noreply.github.com>
 Installed-Size: ${size}
 Depends: ${linked}, libcurl4
 Recommends: libsecret-1-0, libpwquality1, libqrencode4
-Suggests: gnome-keyring
+Suggests: gnome-keyring, libtss2-esys-3.0.2-0, libtss2-tctildr0, libtss2-tcti-device0
 Section: utils
 Priority: optional
 Description: command-line vault for OAuth credentials

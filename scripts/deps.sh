@@ -6,20 +6,20 @@
 #   deb    build, and the packaging tools (make deb)
 #   demo   build, and the local test provider the demo logs in to (make demo)
 #   test   everything the tests drive: keyrings (gnome-keyring, KeePassXC, KWallet), etcd,
-#          dovecot, tinyproxy, git, kubectl,
+#          dovecot, tinyproxy, git, kubectl, a software TPM (swtpm, tpm2-tools),
 #          shells, man tools, the MCP Python SDK (make test; the default)
 #   bench  test, and the benchmark tools (make bench)
 #   hot    test, and valgrind (make hot-text)
 set -euo pipefail
 mode=${1:-test}
 build=(pkg-config gcc libstdc++-12-dev binutils patchelf libsecret-1-dev libsodium-dev libkeyutils-dev
-       libcurl4-openssl-dev libqrencode-dev libssl-dev libpwquality-dev)
+       libcurl4-openssl-dev libqrencode-dev libssl-dev libpwquality-dev libtss2-dev)
 demo=(python3 python3-authlib python3-flask curl)
 deb=(dpkg-dev)
 test=(keyutils gnome-keyring libsecret-tools dbus dbus-daemon python3 python3-nacl python3-pexpect util-linux
       procps curl openssl fish zsh python3-flask python3-authlib man-db groff-base mandoc bash-completion
       etcd-server etcd-client git dovecot-imapd zbar-tools python3-dbus python3-venv systemd lintian tinyproxy
-      keepassxc libkf5wallet-bin libqca-qt5-2-plugins)
+      keepassxc libkf5wallet-bin libqca-qt5-2-plugins swtpm tpm2-tools)
 case $mode in
   build) pkgs=("${build[@]}") ;;
   deb) pkgs=("${build[@]}" "${deb[@]}") ;;

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Decrypts a tokenvault file vault with PyNaCl, following docs/FORMAT.md only.
 
-Usage: TOKENVAULT_PASSPHRASE=... decrypt_vault.py VAULT
-Prints a JSON array of {"service", "account", "record"} objects.
+Usage: TOKENVAULT_PASSPHRASE=... decrypt_vault.py [--print-key] VAULT
+Prints a JSON array of {"service", "account", "record"} objects; with
+--print-key, the derived vault key in hex instead (to look for it on disk).
 """
 import json
 import os
@@ -13,7 +14,8 @@ from nacl import bindings, encoding, hash as nhash, pwhash
 
 
 def main() -> int:
-    data = open(sys.argv[1], "rb").read()
+    print_key = sys.argv[1] == "--print-key"
+    data = open(sys.argv[-1], "rb").read()
     passphrase = os.environ["TOKENVAULT_PASSPHRASE"].encode()
     header, body = data[:96], data[96:]
     if header[:8] != b"TKNVAULT" or header[8] != 1 or header[9] != 2:
@@ -28,6 +30,9 @@ def main() -> int:
     mine = nhash.blake2b(b"tokenvault key check v1", digest_size=16, key=key, encoder=encoding.RawEncoder)
     if mine != key_check:
         sys.exit("wrong passphrase")
+    if print_key:
+        print(key.hex())
+        return 0
     padded = bindings.crypto_aead_xchacha20poly1305_ietf_decrypt(body, header, nonce, key)
     # ISO/IEC 7816-4 padding: strip zeros, then the 0x80 marker.
     end = len(padded.rstrip(b"\x00"))

@@ -36,7 +36,9 @@ extension TokenVault {
         var json = false
 
         func validate() throws {
-            if pcrs != nil, key != .tpm { throw ValidationError("--pcrs binds a TPM-sealed key: use it with --key tpm") }
+            if pcrs != nil, key != .tpm {
+                throw ValidationError("a PCR list (--pcrs) binds a TPM-sealed key: use it with --key tpm")
+            }
             _ = try pcrMask()
         }
 
@@ -45,7 +47,8 @@ extension TokenVault {
             var mask: UInt32 = 0
             for part in pcrs.split(separator: ",", omittingEmptySubsequences: false) {
                 guard let n = Int(String(part).trimmedSpaces()), (0...23).contains(n) else {
-                    throw ValidationError("--pcrs is a comma-separated list of PCR numbers from 0 to 23, not \(pcrs)")
+                    throw ValidationError(
+                        "the PCR list (--pcrs) is a comma-separated list of PCR numbers from 0 to 23, not \(pcrs)")
                 }
                 mask |= 1 << n
             }
@@ -88,7 +91,9 @@ extension TokenVault {
             switch key {
             case .tpm:
                 let sealed = try vault.sealKey(tcti: context.settings[.tpmTCTI], pcrs: try pcrMask())
-                let bound = sealed.pcrList.isEmpty ? "" : ", bound to PCR " + sealed.pcrList.map(String.init).joined(separator: ",")
+                let bound =
+                    sealed.pcrList.isEmpty
+                    ? "" : ", bound to PCR " + sealed.pcrList.map(String.init).joined(separator: ",")
                 lines.append(
                     "the vault key is sealed by the TPM\(bound) in \(SealedKey.path(forVault: vault.path)): commands open the vault without a passphrase"
                 )

@@ -317,7 +317,8 @@ public struct Config: Sendable, Equatable {
 
     /// The top-level settings.
     static let settings = [
-        "backend", "min_valid", "timeout", "warn_before", "agent_keep", "agent", "agent_idle", "command_timeout", "key_ttl",
+        "backend", "min_valid", "timeout", "warn_before", "agent_keep", "agent", "agent_idle", "command_timeout",
+        "key_ttl",
         "providers", "etcd", "hooks", "client_metadata_url",
     ]
 }

@@ -48,7 +48,8 @@ public struct PassphraseSource: Sendable {
         }
         guard !name.contains("/"), name != ".", name != ".." else {
             return .failing(
-                "\(EnvironmentVariable.passphraseCredential.name) must be a credential's name, not a path: \(Quoted.text(name))")
+                "\(EnvironmentVariable.passphraseCredential.name) must be a credential's name, not a path: \(Quoted.text(name))"
+            )
         }
         let path = directory + "/" + name
         guard named != nil || access(path, F_OK) == 0 else { return nil }
@@ -58,7 +59,8 @@ public struct PassphraseSource: Sendable {
     /// "TOKENVAULT_PASSPHRASE_FILE, TOKENVAULT_PASSPHRASE_COMMAND or TOKENVAULT_PASSPHRASE".
     static let sourceNames = Format.list(EnvironmentVariable.passphraseSources.map(\.name), "or")
 
-    static let noSourceHint = "run tokenvault unlock on a terminal (the key is then cached), or set \(sourceNames) (docs/headless.md)"
+    static let noSourceHint =
+        "run tokenvault unlock on a terminal (the key is then cached), or set \(sourceNames) (docs/headless.md)"
 
     /// The hint for a wrong passphrase from a source.
     static let checkSourcesHint = "check \(sourceNames)"

@@ -200,6 +200,8 @@ public final class SecureBytes: @unchecked Sendable {
     /// The same bytes, compared in constant time.
     func same(as other: SecureBytes) -> Bool {
         count == other.count
-            && withUnsafeBytes { a in other.withUnsafeBytes { b in sodium_memcmp(a.baseAddress, b.baseAddress, count) == 0 } }
+            && withUnsafeBytes { a in
+                other.withUnsafeBytes { b in sodium_memcmp(a.baseAddress, b.baseAddress, count) == 0 }
+            }
     }
 }

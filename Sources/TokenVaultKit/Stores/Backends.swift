@@ -39,6 +39,7 @@ public struct Backends {
             keyCache: keyCache, keyTTL: try settings.keyTTL,
             newVaultParams: try settings.kdfProfile)
         store.ahead = plan.vaultAhead
+        store.tpmTCTI = settings[.tpmTCTI]
         return store
     }
 

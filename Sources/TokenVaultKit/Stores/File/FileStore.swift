@@ -310,11 +310,13 @@ public final class FileStore: CredentialStore {
     public func sealKey(tcti: String?, pcrs: UInt32) throws -> SealedKey {
         let header = try readHeaderOnly()
         let opened = unlocked.flatMap { $0.salt == header.salt && $0.params == header.params ? $0.key : nil }
-        let key = try opened ?? passphrase.unlock("the vault \(path)") { secret -> SecureBytes? in
-            let key = try Sodium.deriveKey(
-                passphrase: secret, salt: header.salt, ops: header.params.opsLimit, mem: header.params.memLimit)
-            return VaultFormat.keyMatches(key, header: header) ? key : nil
-        }
+        let key =
+            try opened
+            ?? passphrase.unlock("the vault \(path)") { secret -> SecureBytes? in
+                let key = try Sodium.deriveKey(
+                    passphrase: secret, salt: header.salt, ops: header.params.opsLimit, mem: header.params.memLimit)
+                return VaultFormat.keyMatches(key, header: header) ? key : nil
+            }
         let sealed: SealedKey
         do {
             sealed = try SealedKey.seal(key, tcti: tcti, pcrs: pcrs)
