@@ -173,13 +173,13 @@ _tokenvault() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    login|set|get|list|status|refresh|revoke|header|exec|delete|logout|backend|migrate|lock|unlock|providers|git-credential|mcp|agent|doctor|setup|help)
+    login|set|get|list|status|refresh|revoke|header|exec|delete|logout|init|backend|migrate|lock|unlock|providers|git-credential|mcp|agent|doctor|setup|help)
         # Offer subcommand argument completions
         "_tokenvault_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'login set get list status refresh revoke header exec delete logout backend migrate lock unlock providers git-credential mcp agent doctor setup help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'login set get list status refresh revoke header exec delete logout init backend migrate lock unlock providers git-credential mcp agent doctor setup help' -- "${cur}"))
         ;;
     esac
 }
@@ -492,6 +492,25 @@ _tokenvault_logout() {
     case "${positional_number}" in
     1)
         __tokenvault_add_completions -W "$(__tokenvault_custom_complete ---completion logout -- positional@0 "${COMP_CWORD}" "$(__tokenvault_cursor_index_in_current_word)")"
+        return
+        ;;
+    esac
+}
+
+_tokenvault_init() {
+    repeating_flags=()
+    non_repeating_flags=(--json --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--key --pcrs)
+    __tokenvault_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--key')
+        __tokenvault_add_completions -W 'passphrase'$'\n''tpm'
+        return
+        ;;
+    '--pcrs')
         return
         ;;
     esac

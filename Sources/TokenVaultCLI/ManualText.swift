@@ -289,6 +289,7 @@ public enum ManualText {
             "$XDG_DATA_HOME/tokenvault/vault",
             "The file vault; its format is documented in docs/FORMAT.md of the source."
         ),
+        ("$XDG_DATA_HOME/tokenvault/vault.tpm", "The vault key sealed by the TPM (tokenvault init --key tpm)."),
         ("$XDG_DATA_HOME/tokenvault/vault.lock", "Serialises writers of the file vault."),
         (
             "$XDG_CONFIG_HOME/tokenvault/providers.toml",

@@ -4,7 +4,7 @@ import Glibc
 
 /// The file vault's key sealed by the machine's TPM 2.0 (docs/headless.md):
 /// `VAULT.tpm` beside the vault holds what the TPM returned when it sealed
-/// the key (docs/FORMAT.md, "The sealed key"); only that TPM, unchanged,
+/// the key (docs/FORMAT.md, "The TPM-sealed key"); only that TPM, unchanged,
 /// unseals it. The key itself is the one the recovery passphrase derives, so
 /// the passphrase opens the vault whatever becomes of the TPM.
 public struct SealedKey: Sendable, Equatable {
@@ -21,15 +21,15 @@ public struct SealedKey: Sendable, Equatable {
 
     /// What to do when the TPM does not unseal the key.
     static let recoveryHint =
-        "open it with the recovery passphrase (TOKENVAULT_PASSPHRASE_FILE, or on a terminal), and seal the key to this TPM again: tokenvault init --key tpm (docs/headless.md)"
+        "open it with the recovery passphrase (\(EnvironmentVariable.passphraseFile.name), or on a terminal), and seal the key to this TPM again: tokenvault init --key tpm (docs/headless.md)"
 
     /// What to do when no TPM answered.
     static let reachHint =
-        "check that the TPM answers (/dev/tpmrm0, in group tss; or TOKENVAULT_TPM_TCTI), or open the vault with the recovery passphrase (TOKENVAULT_PASSPHRASE_FILE, or on a terminal) (docs/headless.md)"
+        "check that the TPM answers (/dev/tpmrm0, in group tss; or \(EnvironmentVariable.tpmTCTI.name)), or open the vault with the recovery passphrase (\(EnvironmentVariable.passphraseFile.name), or on a terminal) (docs/headless.md)"
 
     /// What to check when the TPM cannot seal.
     static let setupHint =
-        "check that a TPM 2.0 answers (/dev/tpmrm0, in group tss) or set TOKENVAULT_TPM_TCTI; the vault and its passphrase are unchanged (docs/headless.md)"
+        "check that a TPM 2.0 answers (/dev/tpmrm0, in group tss) or set \(EnvironmentVariable.tpmTCTI.name); the vault and its passphrase are unchanged (docs/headless.md)"
 
     /// The sealed-key file of the vault at `vaultPath`.
     public static func path(forVault vaultPath: String) -> String { vaultPath + ".tpm" }
