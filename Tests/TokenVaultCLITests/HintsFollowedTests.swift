@@ -35,13 +35,41 @@ final class HintsFollowedTests: QuirkProviderTestCase {
         let asked = s.onTerminal(["get", "django"], answer: ("Vault passphrase: ", "correct horse"))
         XCTAssertEqual(asked.status, 0, asked.stdout)
         XCTAssertTrue(asked.stdout.hasSuffix("in-the-file\n"), asked.stdout)
-        // No terminal: 3, and the hint opens the vault instead of a login.
+        // No terminal: 77 (the locked vault may hold it: never "not stored"), and the hint opens the vault.
         let r = s.tv("get", "django")
-        XCTAssertEqual(r.status, 3, r.stderr)
+        XCTAssertEqual(r.status, 77, r.stderr)
+        XCTAssertFalse(r.stderr.contains("no credential stored"), r.stderr)
         XCTAssertTrue(r.stderr.contains("hint: unlock the file vault first: tokenvault unlock"), r.stderr)
         XCTAssertFalse(r.stderr.contains("hint: run: tokenvault login"), r.stderr)
         XCTAssertEqual(
             r.stderr.components(separatedBy: "is locked (no passphrase source").count, 2, "said once: \(r.stderr)")
+    }
+
+    /// A machine with no session bus (a server): the first store creates the
+    /// file vault and records the choice, saying so once; a keyring that
+    /// appears later does not take over, and misses no longer say what was
+    /// not checked.
+    func testWithNoSecretServiceTheFirstStoreRecordsTheFileVault() throws {
+        let s = try sandbox()
+        s.env["TOKENVAULT_BACKEND"] = nil
+        let bus = s.env["DBUS_SESSION_BUS_ADDRESS"]
+        s.env["DBUS_SESSION_BUS_ADDRESS"] = nil
+        let first = s.expect("set", "api.first.example", stdin: "one\n")
+        XCTAssertTrue(first.stderr.contains("no Secret Service here"), first.stderr)
+        XCTAssertTrue(first.stderr.contains("recorded backend = \"file\""), first.stderr)
+        let config = try String(
+            contentsOfFile: s.env["XDG_CONFIG_HOME"]! + "/tokenvault/config.toml", encoding: .utf8)
+        XCTAssertTrue(config.hasPrefix("backend = \"file\"\n"), config)
+        XCTAssertTrue(config.contains("[providers.django]"), config)
+        let second = s.expect("set", "api.second.example", stdin: "two\n")
+        XCTAssertFalse(second.stderr.contains("recorded"), second.stderr)
+        // The keyring answers now: still the file vault, and nothing goes to the keyring.
+        s.env["DBUS_SESSION_BUS_ADDRESS"] = bus
+        s.expect("set", "api.third.example", stdin: "three\n", stderr: ["in file"])
+        let miss = s.tv("get", "api.none.example")
+        XCTAssertEqual(miss.status, 3, miss.stderr)
+        XCTAssertFalse(miss.stderr.contains("not checked"), miss.stderr)
+        XCTAssertEqual(s.tv("get", "api.first.example").out, "one")
     }
 
     /// Stored in the keyring, asked where no session bus is: the hint is to
@@ -56,7 +84,7 @@ final class HintsFollowedTests: QuirkProviderTestCase {
         XCTAssertEqual(r.status, 3, r.stderr)
         XCTAssertTrue(r.stderr.contains("the Secret Service was not checked"), r.stderr)
         XCTAssertTrue(
-            r.stderr.contains("hint: if it is stored in the keyring, run this where the keyring answers"), r.stderr)
+            r.stderr.contains("hint: if it is stored in a keyring, run this where that keyring answers"), r.stderr)
         let listed = s.tv("list", env: away)
         XCTAssertEqual(listed.status, 0, listed.stderr)
         XCTAssertTrue(

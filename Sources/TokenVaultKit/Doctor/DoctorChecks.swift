@@ -90,9 +90,13 @@ public final class DoctorChecks {
         if let missing = plan.missingBus {
             add(
                 "d-bus", choice == .secretService ? .failed : .info, missing,
-                fix: usesSecretService
-                    ? "the file vault is used; for the Secret Service, run in a desktop session (or dbus-run-session)"
-                    : nil)
+                fix: choice == .secretService
+                    ? "start a Secret Service on a session bus, or set backend = \"file\" (docs/headless.md)"
+                    : usesSecretService
+                        ? (settings.desktop
+                            ? "the file vault is used; for the Secret Service, run in a desktop session (or dbus-run-session)"
+                            : "the file vault is used, as on any machine without a keyring; tokenvault init makes that the recorded choice (docs/headless.md)")
+                        : nil)
             return
         }
         add("d-bus", .ok, "session bus \(settings.sessionBus ?? "at \(settings.runtimeBus)")")

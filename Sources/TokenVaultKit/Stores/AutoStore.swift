@@ -21,7 +21,7 @@ public final class AutoStore: CredentialStore {
 
     /// What reaches a Secret Service that could not be asked.
     static let keyringFix =
-        "if it is stored in the keyring, run this where the keyring answers (a desktop session, or with \(EnvironmentVariable.dbusSessionBusAddress.name) set); only if it is not: a login here stores a new one in the file vault"
+        "if it is stored in a keyring, run this where that keyring answers (with \(EnvironmentVariable.dbusSessionBusAddress.name) set to its session bus); only if it is not: a login here stores a new one in the file vault"
 
     /// Where there is no session bus at all (a server), the file is simply the
     /// backend: no warnings, though a failed lookup still says what it did not check.
@@ -30,6 +30,11 @@ public final class AutoStore: CredentialStore {
     /// Whether a locked file vault nobody can open here is looked past (false
     /// for the agent's run of a client that can open it: the client runs it).
     let skipsLockedFile: Bool
+
+    /// Where there is no Secret Service at all, records `backend = "file"`
+    /// once the first store created the file vault, and returns the config
+    /// file's path (docs/headless.md, "Decided once").
+    var recordFileChoice: (() throws -> String)?
 
     init(
         secretService: CredentialStore?, unavailableReason: String?, quiet: Bool, file: FileStore,
@@ -110,10 +115,20 @@ public final class AutoStore: CredentialStore {
         }
         // The file is read when it may hold the only copy, or when that costs no prompt.
         if file.exists, found.isEmpty || file.canOpenQuietly {
+            var locked = false
             do {
-                _ = try fileUnlessLocked { if let c = try file.locate(id) { found.append(c) } }
+                locked = try fileUnlessLocked { if let c = try file.locate(id) { found.append(c) } }
             } catch {
                 if found.isEmpty { throw error }
+            }
+            // Only the locked vault may hold it: that is the answer, not "not stored".
+            if locked, found.isEmpty {
+                own.removeAll { $0.hasPrefix("the file vault \(file.path) is locked") }
+                throw TokenVaultError.permission(
+                    "\(id.service) is not in the Secret Service, and the file vault \(file.path), which may hold it, is locked (no passphrase source, no terminal)",
+                    hint:
+                        "unlock the file vault first: tokenvault unlock (it asks for the passphrase on a terminal), then try again"
+                )
             }
         }
         return found.max { $1.credential.isNewer(than: $0.credential) }
@@ -129,7 +144,20 @@ public final class AutoStore: CredentialStore {
                 own.append("\(e.errorText); stored in the file vault instead")
             }
         }
+        let creating = !file.exists
         try file.save(credential)
+        if creating, secretService == nil, let recordFileChoice, let unavailableReason {
+            do {
+                let config = try recordFileChoice()
+                own.append(
+                    "no Secret Service here (\(unavailableReason)): created the file vault \(file.path) and recorded backend = \"file\" in \(config), so a keyring that appears later does not take over; to use one: tokenvault migrate --to secret-service"
+                )
+            } catch {
+                own.append(
+                    "created the file vault \(file.path), but backend = \"file\" could not be recorded (\((error as? TokenVaultError)?.errorText ?? "\(error)")): set it in the config so that a keyring that appears later does not take over"
+                )
+            }
+        }
     }
 
     @discardableResult

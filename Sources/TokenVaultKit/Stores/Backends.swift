@@ -72,7 +72,17 @@ public struct Backends {
             // No separate probe: the first real call is the probe (a probe costs a
             // second D-Bus session), and its failure is what auto falls back on.
             if let missing = plan.missingBus {
-                return AutoStore(secretService: nil, unavailableReason: missing, quiet: true, file: try fileVault())
+                let store = AutoStore(
+                    secretService: nil, unavailableReason: missing, quiet: true, file: try fileVault())
+                let settings = settings
+                // `TOKENVAULT_BACKEND=auto` asks for auto on every run: nothing to record.
+                if (try? settings.backendOverride) == nil {
+                    store.recordFileChoice = {
+                        try Config.setBackend(BackendChoice.file.rawValue, settings)
+                        return settings.configPath
+                    }
+                }
+                return store
             }
             return AutoStore(
                 secretService: try secretService(), unavailableReason: nil, quiet: false, file: try fileVault(),
