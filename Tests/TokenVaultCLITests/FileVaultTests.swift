@@ -76,6 +76,26 @@ final class FileVaultTests: XCTestCase {
         XCTAssertNotEqual(bytes.subdata(in: 40..<64), again.subdata(in: 40..<64))
     }
 
+    /// `key_ttl` in the config, the variable over it, and one meaning and
+    /// one wording for 0: never cached.
+    func testKeyTTLInTheConfigAndZeroMeansNeverCached() throws {
+        let s = Sandbox()
+        s.env["TOKENVAULT_KEY_TTL"] = nil
+        try s.writeConfig("key_ttl = 0\n")
+        s.expect("set", "api.x.com", stdin: "tok\n")
+        let r = s.expect("unlock", stderr: ["key_ttl is 0: the key is never cached"])
+        XCTAssertFalse(r.stderr.contains("cached for"), r.stderr)
+        XCTAssertFalse(r.stderr.contains("warning"), r.stderr)
+        s.expect("doctor", status: 0, stdout: ["key never cached (key_ttl 0)"])
+        try s.writeConfig("key_ttl = 600\n")
+        s.expect(
+            "unlock", env: ["TOKENVAULT_KEY_TTL": "0"], stderr: ["TOKENVAULT_KEY_TTL is 0: the key is never cached"])
+        try s.writeConfig("key_ttl = -1\n")
+        s.expect("get", "api.x.com", status: 78, stderr: ["key_ttl must be a whole number of seconds from 0"])
+        try s.writeConfig("key_ttl = \"900\"\n")
+        s.expect("get", "api.x.com", status: 78, stderr: ["key_ttl must be"])
+    }
+
     func testWrongPassphraseAndNoSource() {
         let s = Sandbox()
         s.expect("set", "api.x.com", stdin: "tok\n")

@@ -13,7 +13,7 @@ extension TokenVault {
         static let configuration = CommandConfiguration(
             commandName: "unlock",
             abstract:
-                "Ask for the vault passphrase once and cache the key (file or etcd) for \(EnvironmentVariable.keyTTL.name)."
+                "Ask for the vault passphrase once and cache the key (file or etcd) for key_ttl seconds."
         )
 
         @Flag(help: "Print what was done as JSON: vault, cached_for (seconds).")
@@ -51,8 +51,10 @@ extension TokenVault {
                 what = vault.path
             }
             if ttl == 0 {
-                Output.warning(
-                    "\(EnvironmentVariable.keyTTL.name) is 0: the key is not cached, so nothing stays unlocked")
+                context.result(
+                    "opened \(what), but nothing stays unlocked: \(context.settings.keyNeverCached)", json: json,
+                    ["vault": .string(what), "cached_for": .integer(0)])
+                return
             }
             context.result(
                 "unlocked \(what); the key is cached for \(Format.ago(Int64(ttl))) (tokenvault lock forgets it)",

@@ -97,6 +97,14 @@ public struct Settings: Sendable {
         }
     }
 
+    /// Where the key's lifetime was set, for messages: the variable, else the config's key_ttl.
+    public var keyTTLSetting: String { self[.keyTTL] != nil ? EnvironmentVariable.keyTTL.name : "key_ttl" }
+
+    /// The one wording of a key lifetime of 0.
+    public var keyNeverCached: String {
+        "\(keyTTLSetting) is 0: the key is never cached, so each command opens the vault itself (with the TPM, or a passphrase source)"
+    }
+
     /// What `key_ttl` and `TOKENVAULT_KEY_TTL` may be.
     public static let keyTTLRange = 0...2_592_000
 

@@ -158,10 +158,11 @@ public final class DoctorChecks {
                     add("file vault", .info, "\(vault.path): not created yet")
                 }
             } else {
-                let key =
+                var key =
                     try settings.keyTTL == 0
-                    ? "key not cached (\(EnvironmentVariable.keyTTL.name)=0)"
+                    ? "key never cached (\(settings.keyTTLSetting) 0)"
                     : health.keyCached ? "key cached" : "key not cached"
+                if health.sealed { key += ", key sealed by the TPM" }
                 add("file vault", .ok, "\(vault.path), format \(health.formatVersion ?? 0), private, \(key)")
             }
         } catch {

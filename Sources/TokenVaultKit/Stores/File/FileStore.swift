@@ -47,6 +47,8 @@ public final class FileStore: CredentialStore {
         public var problem: TokenVaultError?
         public var formatVersion: Int?
         public var keyCached: Bool
+        /// A key sealed by the TPM lies beside the vault.
+        public var sealed = false
     }
 
     public func health() -> Health {
@@ -55,7 +57,8 @@ public final class FileStore: CredentialStore {
             let header = try readHeaderOnly()
             return Health(
                 exists: true, problem: nil, formatVersion: Int(VaultFormat.version),
-                keyCached: (try? cachedKey(for: header)) != nil)
+                keyCached: (try? cachedKey(for: header)) != nil,
+                sealed: access(SealedKey.path(forVault: path), F_OK) == 0)
         } catch let error as TokenVaultError {
             return Health(exists: true, problem: error, formatVersion: nil, keyCached: false)
         } catch {
