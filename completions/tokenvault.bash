@@ -255,7 +255,7 @@ _tokenvault_set() {
 
 _tokenvault_get() {
     repeating_flags=()
-    non_repeating_flags=(--verbose --no-refresh --json --version -h --help)
+    non_repeating_flags=(--verbose --no-refresh --json --no-store --version -h --help)
     repeating_options=()
     non_repeating_options=(--account --field --format --user --sasl --min-valid)
     __tokenvault_offer_flags_options 1

@@ -99,7 +99,7 @@ final class ConfigMistakesTests: XCTestCase {
             XCTAssertEqual(
                 e?.excerpt,
                 [
-                    "config.toml:2: backend must be auto, secret-service, file or etcd, not 'fil' (did you mean file?)",
+                    "config.toml:2: backend must be auto, secret-service, file, etcd or none, not 'fil' (did you mean file?)",
                     "config.toml:3: min_valid must be a whole number of seconds, 0 or more, e.g. min_valid = 60",
                     "config.toml:5: unknown setting providers.dot.scops (did you mean scopes?); provider dot cannot be used until it is fixed",
                 ])

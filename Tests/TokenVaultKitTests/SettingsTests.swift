@@ -48,7 +48,7 @@ final class SettingsTests: XCTestCase {
         XCTAssertThrowsError(try settings(.backend, "files").backendOverride) { error in
             XCTAssertEqual((error as? TokenVaultError)?.exitCode, 78)
             XCTAssertTrue(
-                error.errorText.hasPrefix("TOKENVAULT_BACKEND must be auto, secret-service, file or etcd"),
+                error.errorText.hasPrefix("TOKENVAULT_BACKEND must be auto, secret-service, file, etcd or none"),
                 error.errorText)
         }
         XCTAssertEqual(try settings(.kdfProfile, "Sensitive").kdfProfile, .sensitive)

@@ -18,6 +18,16 @@ extension TokenVault {
             let source = chosenBy.rawValue
             let backends = context.backends
             if choice == .etcd { return try reportEtcd(try backends.etcdStore(), source: source) }
+            if choice == .none {
+                if json {
+                    Output.json(
+                        .object(["in_use": .string("none"), "choice": .string("none"), "chosen_by": .string(source)]))
+                } else {
+                    Output.value("none: nothing is kept past a command")
+                    Output.value("  why: set by \(source)")
+                }
+                return
+            }
             let probe = SecretServiceStore.probe(
                 context.settings, timeout: try context.settings.dbusTimeout, detailed: true)
             let vault = try backends.fileVault()

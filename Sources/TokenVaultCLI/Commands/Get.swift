@@ -90,6 +90,13 @@ extension TokenVault {
         @Flag(help: "The same as --format json, as for list and status: the whole record.")
         var json = false
 
+        @Flag(
+            name: .customLong("no-store"),
+            help:
+                "Keep nothing: a token from a grant that needs no person is fetched, printed and forgotten (backend none for this command)."
+        )
+        var noStore = false
+
         func validate() throws {
             if json, format != .raw, format != .json { throw ValidationError("--json is --format json; give one") }
             if let minValid, minValid < 0 { throw ValidationError("--min-valid must not be negative") }
@@ -103,6 +110,11 @@ extension TokenVault {
         }
 
         func run(in context: Session) throws {
+            guard !noStore || context.settings[.backend] == BackendChoice.none.rawValue else {
+                // A session of its own, with no agent: what it fetches is this process's alone.
+                let settings = context.settings.with(.backend, BackendChoice.none.rawValue).with(.agent, "off")
+                return try run(in: Session(settings: settings, notices: context.notices))
+            }
             let format = json ? GetFormat.json : self.format
             let exec = format == .kubectl ? try ExecCredentialRequest.from(context.settings) : nil
             if let exec { context.interactive = exec.interactive }

@@ -36,6 +36,11 @@ extension TokenVault {
                     "the Secret Service is unlocked (it keeps its own collections unlocked, not tokenvault)",
                     json: json, ["vault": .string("secret-service"), "cached_for": .integer(0)])
                 return
+            case .none:
+                context.result(
+                    "backend is none: nothing is stored, so there is nothing to unlock", json: json,
+                    ["vault": .string("none"), "cached_for": .integer(0)])
+                return
             case .auto, .file:
                 let vault = try backends.fileVault()
                 guard vault.exists else {

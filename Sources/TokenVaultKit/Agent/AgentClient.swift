@@ -101,6 +101,9 @@ public enum AgentClient {
         }
         let sources = EnvironmentVariable.passphraseVariables
         let settings = Settings.reading(EnvironmentVariable.sentToAgent + sources)
+        guard !AgentCommandRequest.keepsNothing(args, settings) else {
+            return .direct(Plan.AgentFinding(), said: nil)
+        }
         guard Plan(settings: settings).agentAnswers else {
             return .direct(Plan.AgentFinding(unanswered: settings.agentAllowed), said: nil)
         }
@@ -145,7 +148,9 @@ public enum AgentClient {
         let (found, settings) = (plan.agentFinding, plan.settings)
         guard (found.unanswered && !found.declined) || found.replaced, let first = args.first, commands.contains(first)
         else { return }
-        guard settings.agentStartsOnUse, let config = try? Config.load(settings), config.startsAgent else { return }
+        guard settings.agentStartsOnUse, !AgentCommandRequest.keepsNothing(args, settings),
+            let config = try? Config.load(settings), config.startsAgent, config.backendChoice != BackendChoice.none
+        else { return }
         // The agent stopped for another build leaves once its work is done: a moment.
         var free = AgentSocket.lockFree(settings)
         for _ in 0..<(found.replaced ? 40 : 0) where !free {

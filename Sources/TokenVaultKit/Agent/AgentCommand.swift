@@ -40,6 +40,13 @@ public struct AgentCommandRequest: Equatable, Sendable {
         arguments.first == "header" && arguments.contains { $0 == "--data" }
     }
 
+    /// A command that keeps nothing past its process (`get --no-store`, or
+    /// backend none): no agent runs it, starts for it, or keeps what it fetched.
+    public static func keepsNothing(_ arguments: [String], _ settings: Settings) -> Bool {
+        (arguments.first == "get" && arguments.contains("--no-store"))
+            || settings[.backend]?.trimmedSpaces().lowercased() == BackendChoice.none.rawValue
+    }
+
     /// The fields' first: a tag and the protocol's version; then the build.
     static var tag: String { "C\(AgentSocket.version)" }
 

@@ -332,6 +332,12 @@ public final class AgentServer: @unchecked Sendable {
         client.child.confined = confinement
         client.child.gate = gate
         client.clientCanUnlock = request.hasPassphraseSource
+        // Nothing is kept past the client's process: the agent keeps nothing of it either.
+        if AgentCommandRequest.keepsNothing(request.arguments, client)
+            || (try? Config.load(client))?.backendChoice == BackendChoice.none
+        {
+            return .declined(.clientsToRun)
+        }
         let differ = differences(client.agentScope)
         guard differ.isEmpty else { return declined(for: differ) }
         state.withLock {

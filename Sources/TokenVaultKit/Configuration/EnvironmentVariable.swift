@@ -63,7 +63,7 @@ public enum EnvironmentVariable: String, CaseIterable, Sendable {
     /// What it does, for the man page and docs/reference.md.
     public var meaning: String {
         switch self {
-        case .backend: "auto, secret-service, file or etcd; overrides backend in the config file."
+        case .backend: "auto, secret-service, file, etcd or none; overrides backend in the config file."
         case .config: "The config file (default: $XDG_CONFIG_HOME/tokenvault/config.toml)."
         case .vault: "The file vault (default: $XDG_DATA_HOME/tokenvault/vault)."
         case .passphraseFile: "A file holding the vault passphrase; the first passphrase source asked."

@@ -2,14 +2,16 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 
-/// `backend = auto | secret-service | file` (config, or `TOKENVAULT_BACKEND`).
+/// `backend = auto | secret-service | file | etcd | none` (config, or `TOKENVAULT_BACKEND`).
 public enum BackendChoice: String, Sendable, CaseIterable {
     case auto
     case secretService = "secret-service"
     case file
     case etcd
+    /// Keeps nothing past the process (`ProcessOnlyStore`).
+    case none
 
-    /// "auto, secret-service, file or etcd", for messages.
+    /// "auto, secret-service, file, etcd or none", for messages.
     public static var spelled: String { Format.list(allCases.map(\.rawValue), "or") }
 }
 
@@ -61,6 +63,7 @@ public struct Backends {
         switch choice {
         case .etcd: return try etcdStore()
         case .file: return try fileVault()
+        case .none: return ProcessOnlyStore()
         case .secretService:
             if let missing = plan.missingBus {
                 throw TokenVaultError.backendUnavailable(
