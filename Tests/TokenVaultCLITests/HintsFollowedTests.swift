@@ -204,7 +204,7 @@ final class HintsFollowedTests: QuirkProviderTestCase {
         let config = s.home + "/claude_desktop_config.json"
         let r = s.tv(
             "setup", "mcp", "https://mcp.example.com/mcp", "--write", config,
-            env: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/tmp/dbus-private-session"])
+            env: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/tmp/dbus-private-session", "BROWSER": "/bin/true"])
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertTrue(
             r.stderr.contains(
@@ -214,6 +214,15 @@ final class HintsFollowedTests: QuirkProviderTestCase {
             r.stderr.contains(
                 "no credential is stored for https://mcp.example.com/mcp yet: the client's first call asks for a login in the browser; or log in now: tokenvault login https://mcp.example.com/mcp"
             ), r.stderr)
+        // Over SSH with no display, nothing could open a browser for the client's bridge: log in now.
+        let ssh = s.tv(
+            "setup", "mcp", "https://mcp.example.com/mcp", "--name", "remote", "--write", config,
+            env: ["SSH_CONNECTION": "10.0.0.2 50000 10.0.0.1 22", "DBUS_SESSION_BUS_ADDRESS": ""])
+        XCTAssertTrue(
+            ssh.stderr.contains(
+                "no browser can open here (an SSH session without a display): log in now, before the client starts: tokenvault login https://mcp.example.com/mcp (it offers the device flow or paste mode)"
+            ), ssh.stderr)
+        XCTAssertFalse(ssh.stderr.contains("in the browser"), ssh.stderr)
         s.expect("set", "https://mcp.example.com/mcp", stdin: "tok")
         let again = s.tv(
             "setup", "mcp", "https://mcp.example.com/mcp", "--name", "second", "--write", config,

@@ -329,10 +329,11 @@ final class HostileLocalTests: QuirkProviderTestCase {
         XCTAssertTrue(list.stderr.contains("tokenvault unlock"), list.stderr)
         XCTAssertEqual(s.tv("status", env: locked).status, 0)
         XCTAssertEqual(s.tv("get", "in.keyring.example", env: locked).out, "ss-tok")
+        // Not in the keyring, and the locked vault may hold it: 77, never "not stored".
         let missing = s.tv("get", "nowhere.example", env: locked)
-        XCTAssertEqual(missing.status, 3, missing.stderr)
+        XCTAssertEqual(missing.status, 77, missing.stderr)
         XCTAssertTrue(missing.stderr.contains("is locked"), missing.stderr)
-        XCTAssertEqual(s.tv("delete", "nowhere.example", env: locked).status, 3)
+        XCTAssertEqual(s.tv("delete", "nowhere.example", env: locked).status, 77)
         // With the passphrase, the file's own credential is there, untouched.
         XCTAssertEqual(s.tv("get", "in.file.example").out, "file-tok")
     }

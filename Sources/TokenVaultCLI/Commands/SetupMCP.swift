@@ -134,9 +134,17 @@ extension TokenVault.Setup {
             guard let service = try? ServiceKey(parsing: url) else { return }
             let id = CredentialID(service: service, account: account ?? Credential.defaultAccount)
             if (try? context.vault().locate(id)) ?? nil == nil {
-                Output.notice(
-                    "no credential is stored for \(url) yet: the client's first call asks for a login in the browser; or log in now: tokenvault login \(ShellWord.word(url))\(account.map { " --account \(ShellWord.word($0))" } ?? "")"
-                )
+                let login = "tokenvault login \(ShellWord.word(url))\(account.map { " --account \(ShellWord.word($0))" } ?? "")"
+                if let nowhere = Browser.unavailable(context.settings) {
+                    // A server: the client's bridge could not open a browser either.
+                    Output.notice(
+                        "no credential is stored for \(url) yet, and no browser can open here (\(nowhere)): log in now, before the client starts: \(login) (it offers the device flow or paste mode)"
+                    )
+                } else {
+                    Output.notice(
+                        "no credential is stored for \(url) yet: the client's first call asks for a login in the browser; or log in now: \(login)"
+                    )
+                }
             }
         }
 

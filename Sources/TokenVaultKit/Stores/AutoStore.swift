@@ -96,6 +96,15 @@ public final class AutoStore: CredentialStore {
         }
     }
 
+    /// Only the locked file vault may hold `id`: that is the answer (77), not
+    /// "not stored"; the note that it was locked is in the error alone.
+    private func lockedMayHold(_ id: CredentialID) -> TokenVaultError {
+        own.removeAll { $0.hasPrefix("the file vault \(file.path) is locked") }
+        return .permission(
+            "\(id.service) is not in the Secret Service, and the file vault \(file.path), which may hold it, is locked (no passphrase source, no terminal)",
+            hint: "unlock the file vault first: tokenvault unlock (it asks for the passphrase on a terminal), then try again")
+    }
+
     /// Where new credentials go.
     public var primary: CredentialStore { secretService ?? file }
 
@@ -122,14 +131,7 @@ public final class AutoStore: CredentialStore {
                 if found.isEmpty { throw error }
             }
             // Only the locked vault may hold it: that is the answer, not "not stored".
-            if locked, found.isEmpty {
-                own.removeAll { $0.hasPrefix("the file vault \(file.path) is locked") }
-                throw TokenVaultError.permission(
-                    "\(id.service) is not in the Secret Service, and the file vault \(file.path), which may hold it, is locked (no passphrase source, no terminal)",
-                    hint:
-                        "unlock the file vault first: tokenvault unlock (it asks for the passphrase on a terminal), then try again"
-                )
-            }
+            if locked, found.isEmpty { throw lockedMayHold(id) }
         }
         return found.max { $1.credential.isNewer(than: $0.credential) }
     }
@@ -171,7 +173,9 @@ public final class AutoStore: CredentialStore {
                 own.append("the Secret Service was not checked (\(e.errorText))")
             }
         }
-        if file.exists { _ = try fileUnlessLocked { removed = try file.delete(id) || removed } }
+        if file.exists, try fileUnlessLocked({ removed = try file.delete(id) || removed }), !removed {
+            throw lockedMayHold(id)
+        }
         warnUnchecked()
         return removed
     }
