@@ -8,7 +8,10 @@
 #include "tv_tpm.h"
 #include "loader.h"
 #include <stdio.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include <tss2/tss2_esys.h>
 #include <tss2/tss2_mu.h>
@@ -27,10 +30,30 @@ typedef struct { TV_LDR_FUNCS(TV_DL_FIELD) } tv_ldr_api;
 static tv_ldr_api ldr;
 static tv_dl_library ldr_library = TV_DL_LIBRARY_INIT;
 
-/* The TSS logs its errors on stderr unless TSS2_LOG says otherwise; tokenvault
-   says what failed in its own words. Set before main, while no other thread
-   can read the environment; a TSS2_LOG the user set is kept. */
-__attribute__((constructor)) static void tv_tpm_quiet(void) { setenv("TSS2_LOG", "all+NONE", 0); }
+/* The TSS logs its errors on stderr unless TSS2_LOG says otherwise, and
+   tokenvault says what failed in its own words. Changing the environment is
+   not an option (a static Swift runtime finds argv beside it, and other
+   threads read it), so while the TSS works stderr points at /dev/null, one
+   operation at a time; a TSS2_LOG the user set is left to speak. */
+static pthread_mutex_t quiet_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int quiet_begin(void) {
+    pthread_mutex_lock(&quiet_lock);
+    if (getenv("TSS2_LOG") != NULL) return -1;
+    int saved = fcntl(2, F_DUPFD_CLOEXEC, 3);
+    int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (saved >= 0 && null >= 0) dup2(null, 2);
+    if (null >= 0) close(null);
+    return saved;
+}
+
+static void quiet_end(int saved) {
+    if (saved >= 0) {
+        dup2(saved, 2);
+        close(saved);
+    }
+    pthread_mutex_unlock(&quiet_lock);
+}
 
 static const tv_ldr_api *tv_ldr(void) {
     static const char *const names[] = { TV_LDR_FUNCS(TV_DL_NAME) };
@@ -152,7 +175,7 @@ static int pcr_session(tv_tpm *t, uint32_t mask, TPM2_SE type) {
     return TV_TPM_OK;
 }
 
-int tv_tpm_seal(const char *tcti, const uint8_t *secret, size_t secret_len, uint32_t pcr_mask, uint8_t *blob,
+static int seal(const char *tcti, const uint8_t *secret, size_t secret_len, uint32_t pcr_mask, uint8_t *blob,
                 size_t *blob_len, char *message, size_t message_len) {
     tv_tpm t = { .primary = ESYS_TR_NONE, .session = ESYS_TR_NONE, .message = message, .message_len = message_len };
     if (secret_len == 0 || secret_len > TV_TPM_SECRET_MAX) {
@@ -207,7 +230,7 @@ int tv_tpm_seal(const char *tcti, const uint8_t *secret, size_t secret_len, uint
     return r;
 }
 
-int tv_tpm_unseal(const char *tcti, const uint8_t *blob, size_t blob_len, uint32_t pcr_mask, uint8_t *secret,
+static int unseal(const char *tcti, const uint8_t *blob, size_t blob_len, uint32_t pcr_mask, uint8_t *secret,
                   size_t *secret_len, char *message, size_t message_len) {
     tv_tpm t = { .primary = ESYS_TR_NONE, .session = ESYS_TR_NONE, .message = message, .message_len = message_len };
     TPM2B_PUBLIC public_part = { 0 };
@@ -244,5 +267,21 @@ int tv_tpm_unseal(const char *tcti, const uint8_t *blob, size_t blob_len, uint32
     }
     if (object != ESYS_TR_NONE) t.e->Esys_FlushContext(t.ctx, object);
     close_tpm(&t);
+    return r;
+}
+
+int tv_tpm_seal(const char *tcti, const uint8_t *secret, size_t secret_len, uint32_t pcr_mask, uint8_t *blob,
+                size_t *blob_len, char *message, size_t message_len) {
+    int saved = quiet_begin();
+    int r = seal(tcti, secret, secret_len, pcr_mask, blob, blob_len, message, message_len);
+    quiet_end(saved);
+    return r;
+}
+
+int tv_tpm_unseal(const char *tcti, const uint8_t *blob, size_t blob_len, uint32_t pcr_mask, uint8_t *secret,
+                  size_t *secret_len, char *message, size_t message_len) {
+    int saved = quiet_begin();
+    int r = unseal(tcti, blob, blob_len, pcr_mask, secret, secret_len, message, message_len);
+    quiet_end(saved);
     return r;
 }

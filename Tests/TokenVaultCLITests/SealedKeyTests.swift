@@ -133,6 +133,7 @@ final class SealedKeyTests: XCTestCase {
         XCTAssertTrue(r.stderr.contains("sealed by another TPM, or this one was cleared"), r.stderr)
         XCTAssertTrue(r.stderr.contains("tokenvault init --key tpm"), r.stderr)
         XCTAssertFalse(r.stderr.contains("no credential stored"), r.stderr)
+        XCTAssertFalse(r.stderr.contains("ERROR:"), "the TSS's own log stays quiet: \(r.stderr)")
         // The recovery passphrase opens it, and says the seal is to be renewed.
         let opened = s.expect("get", "api.example.com", env: recovery, stdout: ["tok-1"])
         XCTAssertTrue(opened.stderr.contains("TOKENVAULT_PASSPHRASE_FILE opened the vault"), opened.stderr)
@@ -162,6 +163,7 @@ final class SealedKeyTests: XCTestCase {
         XCTAssertEqual(r.status, 77, r.stderr)
         XCTAssertTrue(r.stderr.contains("no TPM answers"), r.stderr)
         XCTAssertTrue(r.stderr.contains("check that the TPM answers"), r.stderr)
+        XCTAssertEqual(r.stderr.split(separator: "\n").count, 2, "one error line and one hint: \(r.stderr)")
 
         // A second vault on a machine with no TPM: init says so, the vault stays, unsealed.
         let (t, recovery2) = try server()

@@ -134,7 +134,8 @@ extension TokenVault.Setup {
             guard let service = try? ServiceKey(parsing: url) else { return }
             let id = CredentialID(service: service, account: account ?? Credential.defaultAccount)
             if (try? context.vault().locate(id)) ?? nil == nil {
-                let login = "tokenvault login \(ShellWord.word(url))\(account.map { " --account \(ShellWord.word($0))" } ?? "")"
+                let login =
+                    "tokenvault login \(ShellWord.word(url))\(account.map { " --account \(ShellWord.word($0))" } ?? "")"
                 if let nowhere = Browser.unavailable(context.settings) {
                     // A server: the client's bridge could not open a browser either.
                     Output.notice(

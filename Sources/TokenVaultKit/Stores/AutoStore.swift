@@ -102,7 +102,9 @@ public final class AutoStore: CredentialStore {
         own.removeAll { $0.hasPrefix("the file vault \(file.path) is locked") }
         return .permission(
             "\(id.service) is not in the Secret Service, and the file vault \(file.path), which may hold it, is locked (no passphrase source, no terminal)",
-            hint: "unlock the file vault first: tokenvault unlock (it asks for the passphrase on a terminal), then try again")
+            hint:
+                "unlock the file vault first: tokenvault unlock (it asks for the passphrase on a terminal), then try again"
+        )
     }
 
     /// Where new credentials go.
