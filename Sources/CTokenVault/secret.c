@@ -19,7 +19,7 @@
 #define TV_SECRET_FUNCS(X) \
     X(g_free) X(g_strdup) X(g_str_hash) X(g_str_equal) X(g_hash_table_new_full) \
     X(g_hash_table_insert) X(g_hash_table_lookup) X(g_hash_table_unref) X(g_object_unref) \
-    X(g_clear_error) X(g_list_free_full) X(g_bus_get_sync) X(g_dbus_connection_call_sync) \
+    X(g_clear_error) X(g_error_matches) X(g_io_error_quark) X(g_list_free_full) X(g_bus_get_sync) X(g_dbus_connection_call_sync) \
     X(g_variant_new) X(g_variant_get) X(g_variant_unref) \
     X(secret_service_get_sync) X(secret_collection_for_alias_sync) X(secret_collection_get_locked) \
     X(secret_collection_get_label) X(secret_service_unlock_sync) X(g_list_append) X(g_list_free) \
@@ -80,7 +80,14 @@ static GHashTable *tv_attributes(const tv_secret_api *a, const char *service, co
 
 /* On failure these set *message to a newly allocated text (tv_free). */
 static void tv_take_error(const tv_secret_api *a, GError **error, char **message) {
-    if (message) *message = a->g_strdup(*error ? (*error)->message : "unknown error");
+    /* A call D-Bus gave up on (its 25 s default) says so in words the caller
+       recognises, whatever the locale of GLib's own message: the provider
+       may still hold it (a dialog), which is not a provider that is gone. */
+    if (message && *error && a->g_error_matches(*error, a->g_io_error_quark(), G_IO_ERROR_TIMED_OUT)) {
+        *message = a->g_strdup(TV_SECRET_NO_ANSWER);
+    } else if (message) {
+        *message = a->g_strdup(*error ? (*error)->message : "unknown error");
+    }
     a->g_clear_error(error);
 }
 
@@ -403,7 +410,9 @@ int tv_secret_reconnect(void) {
     /* The agent asks from several threads at once. */
     static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     pthread_mutex_lock(&lock);
-    int changed = tv_owner == NULL || strcmp(tv_owner, owner ? owner : "") != 0;
+    /* The first time, there is no earlier owner to compare with: noted only. */
+    int changed = tv_owner != NULL && strcmp(tv_owner, owner ? owner : "") != 0;
+    if (tv_owner == NULL) tv_owner = a->g_strdup(owner ? owner : "");
     if (changed) {
         a->g_free(tv_owner);
         tv_owner = a->g_strdup(owner ? owner : "");

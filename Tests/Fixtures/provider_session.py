@@ -1,8 +1,9 @@
 """What keepassxc_provider.py and kwallet_provider.py share: a desktop
 program's session inside DIR (its HOME, XDG directories, runtime and
-temporary directories, Qt's offscreen platform: no display needed) on the
-session bus of DBUS_SESSION_BUS_ADDRESS, and who owns org.freedesktop.secrets
-there. Imported by them; not run on its own.
+temporary directories, Qt's offscreen platform: no display needed; or, with
+TV_DISPLAY set, Qt's normal xcb platform on that X display, as desktops run
+it, its dialogs shown) on the session bus of DBUS_SESSION_BUS_ADDRESS, and
+who owns org.freedesktop.secrets there. Imported by them; not run on its own.
 """
 import os
 
@@ -22,6 +23,9 @@ def environment(directory):
         "QT_QPA_PLATFORM": "offscreen",
         "DBUS_SESSION_BUS_ADDRESS": os.environ["DBUS_SESSION_BUS_ADDRESS"],
     }
+    if os.environ.get("TV_DISPLAY"):
+        env.update({"QT_QPA_PLATFORM": "xcb", "DISPLAY": os.environ["TV_DISPLAY"],
+                    "XAUTHORITY": os.environ.get("XAUTHORITY", "")})
     for key in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_RUNTIME_DIR", "TMPDIR"):
         os.makedirs(env[key], mode=0o700, exist_ok=True)
     return env

@@ -68,12 +68,18 @@ class PrivateProvider {
 
     var env: [String: String] { bus.env }
 
+    /// The X display the provider runs on (Qt's xcb platform), nil: offscreen.
+    var display: VirtualDisplay?
+
     /// What the fixture printed; a failure throws with its stderr.
     @discardableResult
     func tool(_ args: [String], stdin: String? = nil) throws -> String {
         let r = runProcess(
             "/usr/bin/python3", [Paths.fixtures.appendingPathComponent(script).path] + args,
-            stdin: stdin, env: bus.env.merging(["PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"]) { $1 },
+            stdin: stdin,
+            env: bus.env.merging(
+                ["PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1", "TV_DISPLAY": display?.name ?? ""]
+            ) { $1 },
             limit: 60)
         guard r.status == 0 else {
             throw NSError(
@@ -101,6 +107,7 @@ class PrivateProvider {
     func shutdown() {
         stop()
         bus.stop()
+        display?.stop()
     }
 }
 
@@ -112,8 +119,11 @@ final class PrivateKeePassXC: PrivateProvider {
     /// Each database's password (its file and label are its name).
     static let passwords = ["Passwords": "pw-one", "Work": "pw-two"]
 
-    init() throws {
+    /// `onDisplay`: on an X server (Xvfb) with Qt's xcb platform, as
+    /// desktops run it: a locked database then shows its Unlock dialog.
+    init(onDisplay: Bool = false) throws {
         try super.init(script: "keepassxc_provider.py")
+        if onDisplay { display = try VirtualDisplay() }
         for (name, password) in Self.passwords { try tool(["make", dir, name], stdin: password) }
     }
 
@@ -181,4 +191,54 @@ func agentRequests(_ s: Sandbox) throws -> Int {
     XCTAssertEqual(r.status, 0, r.stderr)
     let status = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
     return status?["requests"] as? Int ?? -1
+}
+
+/// Debian's Xvfb on the first free display (`-displayfd`), no TCP; windows
+/// found and typed into with xdotool, as a user answers a dialog.
+final class VirtualDisplay {
+    let name: String
+    private let server: Process
+
+    init() throws {
+        server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/bin/Xvfb")
+        server.arguments = ["-displayfd", "1", "-nolisten", "tcp", "-screen", "0", "1280x800x24"]
+        server.environment = ["PATH": "/usr/bin:/bin"]
+        name = ":" + (try startAndReadFirstLine(server))
+    }
+
+    /// The first window whose name contains `title`, within `seconds`; nil when none appeared.
+    func window(_ title: String, within seconds: Double = 20) -> String? {
+        var found: String?
+        _ = eventually(seconds) {
+            found = self.xdotool(["search", "--name", title]).split(separator: "\n").last.map(String.init)
+            return found != nil
+        }
+        return found
+    }
+
+    /// Focuses the window and types `text`, then Return (no window manager: the focus is set directly).
+    func type(_ text: String, into window: String) {
+        xdotool(["windowfocus", "--sync", window])
+        xdotool(["type", "--delay", "20", text])
+        xdotool(["key", "Return"])
+    }
+
+    /// Escape in the window: its dialog cancelled.
+    func escape(_ window: String) {
+        xdotool(["windowfocus", "--sync", window])
+        xdotool(["key", "Escape"])
+    }
+
+    @discardableResult
+    func xdotool(_ args: [String]) -> String {
+        runProcess("/usr/bin/xdotool", args, env: ["PATH": "/usr/bin:/bin", "DISPLAY": name], limit: 20).out
+    }
+
+    func stop() {
+        if server.isRunning {
+            server.terminate()
+            server.waitUntilExit()
+        }
+    }
 }

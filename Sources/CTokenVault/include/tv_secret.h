@@ -39,6 +39,10 @@ char *tv_lookup(const char *service, const char *account, int foreign_too, int *
 /* The same in D-Bus calls of its own: one when `known` still names the item;
    *found (tv_free) is the item's path. NULL and no message: ask tv_lookup. */
 char *tv_lookup_item(const char *service, const char *account, const char *known, char **found, char **message);
+/* The message of a call that D-Bus stopped waiting for (its own 25 s
+   default): the provider may still hold it, behind a dialog. */
+#define TV_SECRET_NO_ANSWER "no answer within D-Bus's own time limit"
+
 /* After a failed call: 1 when the Secret Service's owner on the bus changed
    (a keyring restarted), and libsecret's shared service, session and
    connection were dropped so that the next call opens new ones; else 0. */

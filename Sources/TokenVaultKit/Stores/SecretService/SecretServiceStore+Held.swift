@@ -1,4 +1,5 @@
 internal import CTokenVault
+import Dispatch
 import FoundationEssentials
 import Glibc
 
@@ -42,8 +43,23 @@ extension SecretServiceStore {
         let more = max(unlock.timeout - timeout, 0)
         if more > 0 {
             if !WaitLine.enabled { Posix.write(2, "tokenvault: \(held.waitsFor), for at most \(more.shortText) s\n") }
-            let late = pending.wait(more) { "\(held.waitsFor) (\($0) s of at most \(more.shortText) s)" }
-            if let late { return late }
+            // The wait is the unlock timeout's, not D-Bus's: a call D-Bus gave up
+            // on while the provider still holds it (its dialog open) is made again.
+            let end = DispatchTime.now().uptimeNanoseconds + UInt64(more * 1e9)
+            func remaining() -> Double {
+                let now = DispatchTime.now().uptimeNanoseconds
+                return now < end ? Double(end - now) / 1e9 : 0
+            }
+            var call = pending
+            while remaining() > 0,
+                let late = call.wait(
+                    remaining(), waiting: { "\(held.waitsFor) (\($0) s of at most \(more.shortText) s)" })
+            {
+                guard case .failure(let error) = late, error.errorText.contains(TV_SECRET_NO_ANSWER) else {
+                    return late
+                }
+                call = PendingCall { body() }
+            }
         }
         throw held.error(what, waited: timeout + more)
     }
