@@ -110,6 +110,34 @@ final class KeePassXCTests: XCTestCase {
         XCTAssertEqual(s.tv("get", "api.new.example").status, 3, "the refused set stored nothing anywhere")
     }
 
+    /// KeePassXC quit (the name has no owner on the bus): its own error, 69,
+    /// on every command and through the agent; never "not stored", never the
+    /// file vault. Started again, everything is as it was.
+    func testAProviderThatQuitIs69OnEveryCommandAndNeverTheFileVault() throws {
+        try keepass.start(["Passwords"])
+        let s = try sandbox()
+        s.expect("set", "api.kx.example", stdin: "kept-token")
+        keepass.stop()
+        func check(_ r: Run, _ what: String) {
+            XCTAssertEqual(r.status, 69, "\(what): \(r.stderr)")
+            XCTAssertTrue(r.stderr.contains("no Secret Service (org.freedesktop.secrets) on the session bus"), r.stderr)
+            XCTAssertTrue(r.stderr.contains("hint: start the program that keeps your credentials"), r.stderr)
+            XCTAssertFalse(r.stderr.contains("no credential stored"), r.stderr)
+        }
+        for args in [
+            ["get", "api.kx.example"], ["status", "api.kx.example"], ["delete", "api.kx.example"], ["list"],
+        ] {
+            check(s.run(args), args.joined(separator: " "))
+        }
+        check(s.tv("set", "api.new.example", stdin: "new-token"), "set")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: s.vault), "nothing went to the file vault")
+        s.expect("agent")
+        defer { s.expect("agent", "stop") }
+        check(s.tv("get", "api.kx.example"), "get through the agent")
+        try keepass.start(["Passwords"])
+        XCTAssertEqual(s.tv("get", "api.kx.example").out, "kept-token")
+    }
+
     /// With "confirm when passwords are retrieved by clients" on, a read waits
     /// for its user's answer: 77 saying so, never "not stored".
     func testAnUnansweredAccessRequestIsRefusedAndNeverReadsAsNotStored() throws {

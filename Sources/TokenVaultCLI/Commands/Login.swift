@@ -197,9 +197,10 @@ extension TokenVault {
             let flow = chooseFlow(
                 grant: p.grant, hasDevice: p.deviceAuthorizationURL != nil, settings: context.settings)
             sayNothingStored(id, provider: p.name, before: try checkOwner(id, provider: p.name, context: context))
-            // Client credentials involve nobody: no login lock. Their answer must be kept: the store
-            // is made ready before anything is sent (a one-use assertion is not spent for nothing).
-            if flow == .clientCredentials { try context.vault().prepareToWrite() }
+            // The answer must be kept: the store is made ready before anything is sent or
+            // shown (a one-use assertion is not spent, nor a device approval given, for nothing:
+            // a new vault's passphrase is asked now). Client credentials involve nobody: no login lock.
+            try context.vault().prepareToWrite()
             var held: LoginLock?
             if flow != .clientCredentials {
                 guard let h = try pendingLogin(id, provider: p.name, context: context) else { return }

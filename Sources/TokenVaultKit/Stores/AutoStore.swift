@@ -58,9 +58,28 @@ public final class AutoStore: CredentialStore {
     /// A Secret Service that failed once is not waited on again in this run.
     /// A locked collection (77) is not a failure to work around: the file is
     /// never used in its place, so nothing lands there behind the user's back.
+    /// Nor is a Secret Service that is gone from a session bus that is there
+    /// (its program quit): it is its own error (69), kept in `gone` for the
+    /// command's end (docs/config.md, "A provider that quit").
     private func giveUp(on error: TokenVaultError) throws {
         if case .permission = error { throw error }
-        if case .backendUnavailable = error { secretService = nil }
+        if case .backendUnavailable = error {
+            secretService = nil
+            // A bus that cannot be reached is no bus: the file vault is auto's answer there.
+            if error.errorText.contains(SecretServiceStore.notRunning) { gone = gone ?? Self.gone(error) }
+        }
+    }
+
+    /// No program owns the Secret Service's name on a bus that answers; nil: one does, or it was not asked.
+    private var gone: TokenVaultError?
+
+    /// The error of a Secret Service that quit (or never started) on a bus that answers.
+    static func gone(_ error: TokenVaultError) -> TokenVaultError {
+        .backendUnavailable(
+            error.errorText,
+            hint:
+                "start the program that keeps your credentials (KeePassXC, gnome-keyring, KWallet) and try again; on a machine without one: tokenvault init (the file vault, recorded as the backend)"
+        )
     }
 
     private func warnUnchecked() {
@@ -135,6 +154,8 @@ public final class AutoStore: CredentialStore {
             // Only the locked vault may hold it: that is the answer, not "not stored".
             if locked, found.isEmpty { throw lockedMayHold(id) }
         }
+        // A copy in the file vault may be older than the one the missing provider keeps.
+        if let gone { throw gone }
         return found.max { $1.credential.isNewer(than: $0.credential) }
     }
 
@@ -145,9 +166,12 @@ public final class AutoStore: CredentialStore {
                 return
             } catch let e as TokenVaultError {
                 try giveUp(on: e)
+                // A provider that quit: never the file vault behind the user's back.
+                if let gone { throw gone }
                 own.append("\(e.errorText); stored in the file vault instead")
             }
         }
+        if let gone { throw gone }
         let creating = !file.exists
         try file.save(credential)
         if creating, secretService == nil, let recordFileChoice, let unavailableReason {
@@ -178,6 +202,7 @@ public final class AutoStore: CredentialStore {
         if file.exists, try fileUnlessLocked({ removed = try file.delete(id) || removed }), !removed {
             throw lockedMayHold(id)
         }
+        if !removed, let gone { throw gone }
         warnUnchecked()
         return removed
     }
@@ -218,6 +243,7 @@ public final class AutoStore: CredentialStore {
             let note = "the Secret Service was not checked (\(unavailableReason)), so what it may hold is not listed"
             if !own.contains(note) { own.append(note) }
         }
+        if let gone { throw gone }
         if file.exists { _ = try fileUnlessLocked { add(try file.listLocated()) } }
         return all.values.sorted { $0.credential.id < $1.credential.id }
     }

@@ -24,7 +24,12 @@ extension SecretServiceStore {
             "waiting for the Secret Service: \(WaitLine.left(bound, $0)) of \(bound.shortText) s to \(what) (bus \(bus))"
         }
         if let answer { return answer }
-        guard withDeadline(1, { tv_secret_owned() }) == 1 else {
+        let owned = withDeadline(1, { tv_secret_owned() })
+        if owned == 0 {
+            // It quit while the call was under way: nobody holds it.
+            throw TokenVaultError.backendUnavailable("the Secret Service could not \(what): \(Self.notRunning)")
+        }
+        guard owned == 1 else {
             throw TokenVaultError.backendUnavailable(
                 "the Secret Service did not answer within \(timeout.shortText) s while trying to \(what)",
                 hint:

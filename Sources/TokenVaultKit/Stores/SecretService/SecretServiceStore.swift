@@ -96,12 +96,18 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
             ?? Status(available: false, detail: "the session bus did not answer within \(timeout.shortText) s")
     }
 
+    /// A session bus that answers, where no program owns org.freedesktop.secrets:
+    /// the keyring quit, or was never started (docs/config.md, "A provider that quit").
+    public static let notRunning = "no Secret Service (org.freedesktop.secrets) on the session bus"
+
     private static func describe(_ glibMessage: String) -> String {
         if tv_secret_library_available() == 0 {
             return "libsecret cannot be loaded (\(glibMessage)); install it (Debian: apt-get install libsecret-1-0)"
         }
-        if glibMessage.contains("not provided by any .service files") || glibMessage.contains("ServiceUnknown") {
-            return "no Secret Service (org.freedesktop.secrets) on the session bus"
+        if glibMessage.contains("not provided by any .service files") || glibMessage.contains("ServiceUnknown")
+            || glibMessage.contains("NameHasNoOwner")
+        {
+            return notRunning
         }
         return glibMessage
     }
