@@ -4,8 +4,9 @@ integration on, on the session bus of DBUS_SESSION_BUS_ADDRESS, inside DIR (its
 HOME, configuration, runtime and temporary directories, so that no other
 instance is found): no display is needed (Qt's offscreen platform).
 
-Usage: keepassxc_provider.py make DIR NAME        (password on stdin; DIR/NAME.kdbx
-                                                  with a group "Secrets" exposed to the Secret Service)
+Usage: keepassxc_provider.py make DIR NAME [bare] (password on stdin; DIR/NAME.kdbx
+                                                  with a group "Secrets" exposed to the Secret Service;
+                                                  bare: none exposed, as a new database has)
        keepassxc_provider.py start DIR NAME...    (one password a line on stdin; opens
                                                   the databases, prints its pid once it owns
                                                   org.freedesktop.secrets)
@@ -36,12 +37,14 @@ def settings(directory, confirm):
                 f"ConfirmAccessItem={'true' if confirm else 'false'}\nConfirmDeleteItem=false\n")
 
 
-def make(directory, name, password):
+def make(directory, name, password, bare=False):
     root, exposed = uuid.uuid4(), uuid.uuid4()
     encoded = lambda u: base64.b64encode(u.bytes).decode()
+    custom = "" if bare else (
+        f"<CustomData><Item><Key>FDO_SECRETS_EXPOSED_GROUP</Key><Value>{{{exposed}}}</Value></Item></CustomData>")
     xml = f"""<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
 <KeePassFile><Meta><Generator>tokenvault tests</Generator><DatabaseName>{name}</DatabaseName>
-<CustomData><Item><Key>FDO_SECRETS_EXPOSED_GROUP</Key><Value>{{{exposed}}}</Value></Item></CustomData></Meta>
+{custom}</Meta>
 <Root><Group><UUID>{encoded(root)}</UUID><Name>Root</Name>
 <Group><UUID>{encoded(exposed)}</UUID><Name>Secrets</Name></Group></Group></Root></KeePassFile>
 """
@@ -59,14 +62,23 @@ def make(directory, name, password):
     settings(directory, False)
 
 
+# The databases `make` created with no exposed group.
+BARE = {"Bare"}
+
+
+def collections():
+    """The paths of the collections, open or locked."""
+    bus = dbus.SessionBus()
+    service = bus.get_object("org.freedesktop.secrets", "/org/freedesktop/secrets")
+    return list(service.Get("org.freedesktop.Secret.Service", "Collections",
+                            dbus_interface="org.freedesktop.DBus.Properties"))
+
+
 def unlocked():
     """The paths of the collections that are open."""
     bus = dbus.SessionBus()
-    service = bus.get_object("org.freedesktop.secrets", "/org/freedesktop/secrets")
-    properties = "org.freedesktop.DBus.Properties"
-    found = service.Get("org.freedesktop.Secret.Service", "Collections", dbus_interface=properties)
-    return [path for path in found if not bus.get_object("org.freedesktop.secrets", path).Get(
-        "org.freedesktop.Secret.Collection", "Locked", dbus_interface=properties)]
+    return [path for path in collections() if not bus.get_object("org.freedesktop.secrets", path).Get(
+        "org.freedesktop.Secret.Collection", "Locked", dbus_interface="org.freedesktop.DBus.Properties")]
 
 
 def start(directory, names, passwords):
@@ -85,8 +97,10 @@ def start(directory, names, passwords):
         if process.poll() is not None:
             sys.exit("keepassxc exited with %d" % process.returncode)
         if owner() == process.pid:
-            # Each database is a collection at once, and unlocked once its key is derived.
-            if len(unlocked()) >= len(names):
+            # Each database is a collection at once, and unlocked once its key is derived;
+            # one that exposes no group is then no collection any more.
+            if len(unlocked()) >= len([n for n in names if n not in BARE]) and not any(
+                    path.rsplit("/", 1)[-1] in BARE for path in collections()):
                 print(process.pid)
                 return
         time.sleep(0.1)
@@ -96,7 +110,7 @@ def start(directory, names, passwords):
 def main():
     command, directory = sys.argv[1], sys.argv[2]
     if command == "make":
-        make(directory, sys.argv[3], sys.stdin.buffer.read().strip(b"\n"))
+        make(directory, sys.argv[3], sys.stdin.buffer.read().strip(b"\n"), sys.argv[4:] == ["bare"])
     elif command == "start":
         start(directory, sys.argv[3:], sys.stdin.buffer.read().splitlines())
     elif command == "lock":

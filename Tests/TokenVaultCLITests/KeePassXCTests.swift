@@ -138,6 +138,21 @@ final class KeePassXCTests: XCTestCase {
         XCTAssertEqual(s.tv("get", "api.kx.example").out, "kept-token")
     }
 
+    /// A database that exposes no group is no collection: KeePassXC holds
+    /// every call while it asks its user to create one. 77 naming its own
+    /// fix, on a write and a read alike; never the file vault, never "not stored".
+    func testNoExposedGroupIs77NamingTheFixNeverTheFileVault() throws {
+        try keepass.start(["Bare"])
+        let s = try sandbox()
+        for args in [["set", "api.kx.example"], ["get", "api.kx.example"]] {
+            let r = s.run(args, stdin: "tok", env: PrivateProvider.held)
+            XCTAssertEqual(r.status, 77, "\(args): \(r.stderr)")
+            XCTAssertTrue(r.stderr.contains("has no default collection"), r.stderr)
+            XCTAssertTrue(r.stderr.contains("Database Settings: Secret Service Integration"), r.stderr)
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: s.vault), "nothing went to the file vault")
+    }
+
     /// With "confirm when passwords are retrieved by clients" on, a read waits
     /// for its user's answer: 77 saying so, never "not stored".
     func testAnUnansweredAccessRequestIsRefusedAndNeverReadsAsNotStored() throws {

@@ -117,14 +117,17 @@ class PrivateProvider {
 /// started again.
 final class PrivateKeePassXC: PrivateProvider {
     /// Each database's password (its file and label are its name).
-    static let passwords = ["Passwords": "pw-one", "Work": "pw-two"]
+    /// "Bare" exposes no group to the Secret Service, as a new database.
+    static let passwords = ["Passwords": "pw-one", "Work": "pw-two", "Bare": "pw-three"]
 
     /// `onDisplay`: on an X server (Xvfb) with Qt's xcb platform, as
     /// desktops run it: a locked database then shows its Unlock dialog.
     init(onDisplay: Bool = false) throws {
         try super.init(script: "keepassxc_provider.py")
         if onDisplay { display = try VirtualDisplay() }
-        for (name, password) in Self.passwords { try tool(["make", dir, name], stdin: password) }
+        for (name, password) in Self.passwords {
+            try tool(["make", dir, name] + (name == "Bare" ? ["bare"] : []), stdin: password)
+        }
     }
 
     /// Started (again) with these databases open, the last one active (the
