@@ -84,6 +84,11 @@ final class KeePassXCDisplayTests: XCTestCase {
         XCTAssertEqual(set.status, 77, set.stderr)
         assertClean(set, "set")
         XCTAssertFalse(FileManager.default.fileExists(atPath: s.vault), "nothing went to the file vault")
+        // doctor on a pipe: a line before the wait, and the failure named.
+        let doctor = s.tv("doctor", "--color", "never", env: wait)
+        XCTAssertEqual(doctor.status, 2, doctor.stdout)
+        XCTAssertTrue(doctor.stderr.hasPrefix("tokenvault: waiting for "), doctor.stderr)
+        XCTAssertTrue(doctor.stdout.contains("default collection locked"), doctor.stdout)
         // Through the agent: the same answer.
         s.expect("agent")
         defer { s.expect("agent", "stop") }

@@ -131,6 +131,11 @@ final class KeePassXCTests: XCTestCase {
         }
         check(s.tv("set", "api.new.example", stdin: "new-token"), "set")
         XCTAssertFalse(FileManager.default.fileExists(atPath: s.vault), "nothing went to the file vault")
+        // doctor: nothing can store a credential here, and it says why.
+        let doctor = s.tv("doctor", "--color", "never")
+        XCTAssertEqual(doctor.status, 2, doctor.stdout)
+        XCTAssertTrue(doctor.stdout.contains("✗ secret service: no Secret Service"), doctor.stdout)
+        XCTAssertTrue(doctor.stdout.contains("the keyring quit, or was never started"), doctor.stdout)
         s.expect("agent")
         defer { s.expect("agent", "stop") }
         check(s.tv("get", "api.kx.example"), "get through the agent")

@@ -103,7 +103,16 @@ public final class DoctorChecks {
         let started = DispatchTime.now()
         let probe = SecretServiceStore.probe(settings, timeout: (try? settings.dbusTimeout) ?? 3, detailed: true)
         let ms = (DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1_000_000
-        if !probe.available {
+        if !probe.available, usesSecretService, probe.detail.contains(SecretServiceStore.notRunning) {
+            // A bus that answers, and nobody on it keeps the credentials: nothing can store one
+            // (auto never writes to the file vault in its place: docs/config.md, "A provider that quit").
+            add(
+                "secret service", .failed,
+                "\(probe.detail): the keyring quit, or was never started (\(ms) ms)",
+                fix:
+                    "start the program that keeps your credentials (KeePassXC, gnome-keyring, KWallet); on a machine without one: tokenvault init (the file vault, recorded as the backend)"
+            )
+        } else if !probe.available {
             add(
                 "secret service", choice == .secretService ? .failed : .info, "\(probe.detail) (\(ms) ms)",
                 fix: choice == .secretService

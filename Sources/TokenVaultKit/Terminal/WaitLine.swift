@@ -10,6 +10,12 @@ public final class WaitLine: @unchecked Sendable {
     /// Whether waits are shown: stderr is a terminal.
     public static let enabled = isatty(2) == 1
 
+    /// Where no line can be drawn (a pipe, a log), a wait that may be long is
+    /// said once, before it starts: `tokenvault: LINE` on stderr.
+    public static func announce(_ line: String) {
+        if !enabled { Posix.write(2, "tokenvault: \(line)\n") }
+    }
+
     private let describe: @Sendable (_ elapsed: Int) -> String
     private let note: (after: Int, text: String)?
     private let done = DispatchSemaphore(value: 0)

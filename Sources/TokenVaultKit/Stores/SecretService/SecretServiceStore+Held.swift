@@ -47,7 +47,7 @@ extension SecretServiceStore {
             }, provider: SecretServiceProvider.answering(timeout: 1), desktop: unlock.desktop)
         let more = max(unlock.timeout - timeout, 0)
         if more > 0 {
-            if !WaitLine.enabled { Posix.write(2, "tokenvault: \(held.waitsFor), for at most \(more.shortText) s\n") }
+            WaitLine.announce("\(held.waitsFor), for at most \(more.shortText) s")
             // The wait is the unlock timeout's, not D-Bus's: a call D-Bus gave up
             // on while the provider still holds it (its dialog open) is made again.
             let end = DispatchTime.now().uptimeNanoseconds + UInt64(more * 1e9)

@@ -30,6 +30,9 @@ extension SecretServiceStore {
         let drawn = { (seconds: Int) in
             "waiting for the keyring \(name) to be unlocked (\(seconds) s of at most \(most) s)"
         }
+        if unlock.timeout > 0 {
+            WaitLine.announce("waiting for the keyring \(name) to be unlocked, for at most \(most) s")
+        }
         if unlock.timeout > 0, unlock.desktop {
             let answer = withDeadline(unlock.timeout, waiting: drawn) { () -> Int32 in
                 var message: UnsafeMutablePointer<CChar>?
