@@ -69,6 +69,28 @@ final class KWalletTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: s.vault), "the file vault was never used")
     }
 
+    /// A renewal is in kwalletd5 before its token is printed, through the
+    /// agent as directly: another client reading right after the answer
+    /// gets the renewed record (docs/design.md, "The write path").
+    func testARenewalIsInTheWalletBeforeItsTokenIsPrinted() throws {
+        try wallet.start()
+        let s = try sandbox()
+        s.expect("set", "q", "--provider", "q", stdin: #"{"access_token":"a","refresh_token":"r-kw","expires_at":1}"#)
+        s.expect("agent")
+        defer { s.expect("agent", "stop") }
+        for round in 1...5 {
+            if round > 1 { _ = try s.expireStored("api.kw.example") }
+            let renewed = s.tv("get", "q")
+            XCTAssertTrue(renewed.out.hasPrefix("rot-at-"), "round \(round): \(renewed.stderr)")
+            let tool = runProcess(
+                "/usr/bin/secret-tool", ["lookup", "service", "api.kw.example", "account", "default"],
+                env: wallet.env.merging(["PATH": "/usr/bin:/bin"]) { $1 })
+            XCTAssertTrue(
+                tool.out.contains("\"\(renewed.out)\""), "round \(round): the wallet gives \(tool.out) \(tool.stderr)")
+        }
+        XCTAssertEqual(items("api.kw.example", on: wallet).count, 1)
+    }
+
     /// The very first login creates the wallet, and kwalletd5 names no
     /// `default` collection until it starts again: `doctor` says so, and a
     /// write is refused, never sent to the file vault.

@@ -140,6 +140,13 @@ public final class CredentialVault {
         guard condition.holds(for: current) else { return nil }
         let next = nextGeneration(credential, after: current)
         try store.save(next)
+        // Durable before it is answered (docs/design.md, "The write path"): the
+        // store gives the record back before anyone is told it is stored. One
+        // that does not is a write that failed: a renewal then goes to the spool.
+        guard let back = try store.load(id: credential.id), back.fingerprint == next.fingerprint else {
+            throw TokenVaultError.backendUnavailable(
+                "the \(store.name) store did not give back the record of \(credential.id) just written to it")
+        }
         spool.remove(credential.id)
         return next
     }
