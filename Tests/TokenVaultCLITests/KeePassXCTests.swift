@@ -131,6 +131,19 @@ final class KeePassXCTests: XCTestCase {
         }
         check(s.tv("set", "api.new.example", stdin: "new-token"), "set")
         XCTAssertFalse(FileManager.default.fileExists(atPath: s.vault), "nothing went to the file vault")
+        // A login says so before any browser opens.
+        try s.writeConfig(
+            """
+            [providers.web]
+            service = "api.web.example"
+            authorize_url = "http://127.0.0.1:\(Self.port)/authorize"
+            token_url = "http://127.0.0.1:\(Self.port)/rotate"
+            client_id = "cid"
+            """)
+        let opened = s.home + "/browser-opened"
+        let login = s.tv("login", "web", env: ["BROWSER": "/usr/bin/touch \(opened)", "DISPLAY": ":0"], limit: 30)
+        check(login, "login")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: opened), "no browser was opened")
         // doctor: nothing can store a credential here, and it says why.
         let doctor = s.tv("doctor", "--color", "never")
         XCTAssertEqual(doctor.status, 2, doctor.stdout)
