@@ -91,6 +91,29 @@ final class KWalletTests: XCTestCase {
         XCTAssertEqual(items("api.kw.example", on: wallet).count, 1)
     }
 
+    /// kwalletd5 stopped: 69 on every command and through the agent, as
+    /// KeePassXC quit gives; never "not stored", never the file vault.
+    func testKwalletdStoppedIs69OnEveryCommand() throws {
+        try wallet.start()
+        let s = try sandbox()
+        s.expect("set", "api.kw.example", stdin: "kept-token")
+        wallet.stop()
+        defer { try? wallet.start() }
+        func check(_ r: Run, _ what: String) {
+            XCTAssertEqual(r.status, 69, "\(what): \(r.stderr)")
+            XCTAssertTrue(r.stderr.contains("hint: start the program that keeps your credentials"), r.stderr)
+            XCTAssertFalse(r.stderr.contains("no credential stored"), r.stderr)
+        }
+        for args in [["get", "api.kw.example"], ["status", "api.kw.example"], ["list"]] {
+            check(s.run(args), args.joined(separator: " "))
+        }
+        check(s.tv("set", "api.new.example", stdin: "new-token"), "set")
+        s.expect("agent")
+        defer { s.expect("agent", "stop") }
+        check(s.tv("get", "api.kw.example"), "get through the agent")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: s.vault), "nothing went to the file vault")
+    }
+
     /// The very first login creates the wallet, and kwalletd5 names no
     /// `default` collection until it starts again: `doctor` says so, and a
     /// write is refused, never sent to the file vault.
