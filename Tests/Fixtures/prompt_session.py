@@ -45,7 +45,10 @@ def run(name, args, answers, data_home=None, quiet=False):
     print(line)
 
 
+# The first prompt for a new vault says which file it protects and what unattended use needs.
 run("create", ["set", "api.x.com"], [("Token for api.x.com: ", "tok-from-tty"),
+    (f"tokenvault keeps credentials encrypted in {home}/d/tokenvault/vault, with the passphrase you choose now;", None),
+    ("needs the TPM (tokenvault init --key tpm), a systemd credential, or tokenvault unlock", None),
     ("New vault passphrase: ", "pass-one"), ("Repeat passphrase: ", "pass-one")])
 run("get", ["get", "api.x.com"], [("Vault passphrase: ", "pass-one")])
 run("retry", ["get", "api.x.com"], [("Vault passphrase: ", "pass-two"), ("try again (2 left)", None), ("Vault passphrase: ", "pass-one")])

@@ -85,6 +85,7 @@ final class HintsFollowedTests: QuirkProviderTestCase {
         XCTAssertTrue(r.stderr.contains("the Secret Service was not checked"), r.stderr)
         XCTAssertTrue(
             r.stderr.contains("hint: if it is stored in a keyring, run this where that keyring answers"), r.stderr)
+        XCTAssertFalse(r.stderr.contains("desktop"), "no desktop advice where there is none: \(r.stderr)")
         let listed = s.tv("list", env: away)
         XCTAssertEqual(listed.status, 0, listed.stderr)
         XCTAssertTrue(

@@ -134,9 +134,9 @@ public struct PassphraseSource: Sendable {
     /// The line before the first prompt for a new vault's passphrase: which
     /// file it protects, and what opens it when nobody is there to type it.
     static func newVaultLine(_ vault: String) -> String {
-        "tokenvault keeps credentials encrypted in \(vault), with a passphrase you choose now; "
-            + "for cron jobs, services and the agent after \(EnvironmentVariable.keyTTL.name.lowercased().dropFirst("tokenvault_".count)) "
-            + "it is opened by the TPM (tokenvault init --key tpm), a systemd credential, or tokenvault unlock (docs/headless.md)\n"
+        "tokenvault keeps credentials encrypted in \(vault), with the passphrase you choose now; "
+            + "unattended use (cron, services, the agent once key_ttl has passed) needs the TPM (tokenvault init --key tpm), "
+            + "a systemd credential, or tokenvault unlock (docs/headless.md)\n"
     }
 
     /// Why libpwquality judges `secret` weak; nil when it does not, or when
