@@ -123,6 +123,21 @@ final class SealedKeyTests: XCTestCase {
         XCTAssertEqual(cron.stderr, "")
     }
 
+    /// The agent opens the vault with the TPM as a command does: no
+    /// passphrase anywhere, and the key unsealed by the agent serves its clients.
+    func testTheAgentOpensASealedVault() throws {
+        let (s, recovery) = try server()
+        s.inProcess = false
+        s.expect("init", "--key", "tpm", env: recovery)
+        s.expect("set", "api.example.com", stdin: "agent-tok\n")
+        s.expect("agent")
+        defer { s.expect("agent", "stop") }
+        let before = try agentRequests(s)
+        let r = s.tv("get", "api.example.com")
+        XCTAssertEqual(r.out, "agent-tok", r.stderr)
+        XCTAssertGreaterThan(try agentRequests(s), before, "the agent answered it")
+    }
+
     func testAClearedTPMIs77AndTheRecoveryPassphraseSealsAgain() throws {
         let (s, recovery) = try server()
         s.expect("init", "--key", "tpm", env: recovery)
