@@ -173,13 +173,13 @@ _tokenvault() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    login|set|get|list|status|refresh|revoke|header|exec|delete|logout|init|backend|migrate|lock|unlock|providers|git-credential|mcp|agent|doctor|setup|help)
+    login|set|get|list|status|refresh|revoke|header|exec|delete|logout|init|export|import|backend|migrate|lock|unlock|providers|git-credential|mcp|agent|doctor|setup|help)
         # Offer subcommand argument completions
         "_tokenvault_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'login set get list status refresh revoke header exec delete logout init backend migrate lock unlock providers git-credential mcp agent doctor setup help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'login set get list status refresh revoke header exec delete logout init export import backend migrate lock unlock providers git-credential mcp agent doctor setup help' -- "${cur}"))
         ;;
     esac
 }
@@ -511,6 +511,36 @@ _tokenvault_init() {
         return
         ;;
     '--pcrs')
+        return
+        ;;
+    esac
+}
+
+_tokenvault_export() {
+    repeating_flags=()
+    non_repeating_flags=(--force --json --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--passphrase-file)
+    __tokenvault_offer_flags_options -1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--passphrase-file')
+        return
+        ;;
+    esac
+}
+
+_tokenvault_import() {
+    repeating_flags=()
+    non_repeating_flags=(--force --dry-run --json --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--passphrase-file)
+    __tokenvault_offer_flags_options 1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--passphrase-file')
         return
         ;;
     esac

@@ -11,7 +11,8 @@ public struct TokenVault: ParsableCommand {
         subcommands: [
             Login.self, SetCredential.self, Get.self, List.self, Status.self, Refresh.self, Revoke.self, Header.self,
             Exec.self, Delete.self, Logout.self,
-            Init.self, Backend.self, Migrate.self, Lock.self, Unlock.self, Providers.self, GitCredential.self, MCP.self,
+            Init.self, Export.self, Import.self, Backend.self, Migrate.self, Lock.self, Unlock.self, Providers.self,
+            GitCredential.self, MCP.self,
             Agent.self,
             Doctor.self,
             Setup.self, HelpEnvironment.self, HelpExitCodes.self,

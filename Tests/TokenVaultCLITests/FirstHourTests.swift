@@ -245,7 +245,7 @@ final class FirstHourTests: QuirkProviderTestCase {
         let s = try twoOwners()
         XCTAssertEqual(s.tv("set", "api.example.com", stdin: "one").status, 0)
         let commands =
-            "commands: login, set, get, list, status, refresh, revoke, header, exec, delete, logout, init, backend, migrate, lock, unlock, providers, git-credential"
+            "commands: login, set, get, list, status, refresh, revoke, header, exec, delete, logout, init, export, import, backend, migrate, lock, unlock, providers, git-credential"
         let cases: [([String], Int32, String)] = [
             (["gte", "api.example.com"], 64, "error: unknown command 'gte'\nhint: did you mean get? \(commands)"),
             (["logut"], 64, "hint: did you mean logout? "),

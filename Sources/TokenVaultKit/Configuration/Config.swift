@@ -307,7 +307,7 @@ public struct Config: Sendable, Equatable {
     }
 
     /// A config file's text, checked like every trusted file; nil when there is none.
-    private static func text(of path: String) throws -> String? {
+    static func text(of path: String) throws -> String? {
         guard let data = try TrustedFile.read(path, what: "the config file") else { return nil }
         guard let text = String(validating: data, as: UTF8.self) else {
             throw TokenVaultError.config("the config file \(path) is not UTF-8 text")

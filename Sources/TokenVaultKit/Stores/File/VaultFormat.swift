@@ -238,6 +238,11 @@ public struct VaultContents: Sendable {
         if let i = index(of: c.id) { entries[i] = entry } else { entries.append(entry) }
     }
 
+    /// An entry that is no credential (an export's provider tables).
+    mutating func putRaw(service: String, account: String, record: [UInt8]) {
+        entries.append(Entry(service: service, account: account, record: record))
+    }
+
     @discardableResult
     public mutating func remove(_ id: CredentialID) -> Bool {
         guard let i = index(of: id) else { return false }
