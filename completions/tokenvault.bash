@@ -533,14 +533,25 @@ _tokenvault_export() {
 
 _tokenvault_import() {
     repeating_flags=()
-    non_repeating_flags=(--force --dry-run --json --version -h --help)
+    non_repeating_flags=(--remove-source --force --dry-run --json --version -h --help)
     repeating_options=()
-    non_repeating_options=(--passphrase-file)
+    non_repeating_options=(--from --passphrase-file)
     __tokenvault_offer_flags_options 1
 
     # Offer option value completions
     case "${prev}" in
+    '--from')
+        return
+        ;;
     '--passphrase-file')
+        return
+        ;;
+    esac
+
+    # Offer positional completions
+    case "${positional_number}" in
+    1)
+        __tokenvault_add_completions -W 'git-credentials'$'\n''netrc'
         return
         ;;
     esac

@@ -11,16 +11,30 @@ extension TokenVault {
     struct Import: SessionCommand {
         static let configuration = CommandConfiguration(
             commandName: "import",
-            abstract: "Store the credentials of an export (tokenvault export) in this machine's backend.",
+            abstract: "Store the credentials of an export, or of another tool's plaintext file, in the backend.",
             discussion: """
-                FILE is a file tokenvault export wrote; its passphrase is asked on the terminal (or read from \
-                --passphrase-file). Provider tables it carries are added to config.toml where no table of that \
-                name exists. A credential already stored is kept unless --force; one stored that is newer than \
-                the export's is kept even then. --dry-run says what would be done and changes nothing.
+                SOURCE is a file tokenvault export wrote (its passphrase is asked on the terminal, or read from \
+                --passphrase-file; provider tables it carries are added to config.toml where no table of that \
+                name exists), or git-credentials (git's credential store, ~/.git-credentials) or netrc \
+                (~/.netrc), each read from --from PATH when given. A token for a host a provider claims for git \
+                (github.com) is stored under that provider's service (api.github.com), else under the host. \
+                A credential already stored is kept unless --force; one stored that is newer than the \
+                imported one is kept even then. --remove-source deletes each secret from the plaintext file \
+                once it is stored and read back. --dry-run says what would be done and changes nothing.
                 """)
 
-        @Argument(help: ArgumentHelp("The export to read.", valueName: "file"))
+        @Argument(
+            help: ArgumentHelp("An export, or git-credentials or netrc.", valueName: "source"),
+            completion: .list(PlaintextSource.allCases.map(\.rawValue)))
         var source: String
+
+        @Option(
+            help: ArgumentHelp(
+                "Where git-credentials or netrc is read from (default: its usual file).", valueName: "path"))
+        var from: String?
+
+        @Flag(help: "Delete each imported secret from the plaintext source once it is stored and read back.")
+        var removeSource = false
 
         @Option(help: ArgumentHelp("A file only you can read holding the export's passphrase.", valueName: "path"))
         var passphraseFile: String?
@@ -34,7 +48,17 @@ extension TokenVault {
         @Flag(help: "Print what was done as JSON: imported, kept, providers_added.")
         var json = false
 
+        func validate() throws {
+            if PlaintextSource(rawValue: source) == nil, from != nil || removeSource {
+                throw ValidationError("--from and --remove-source go with git-credentials or netrc")
+            }
+            if PlaintextSource(rawValue: source) != nil, passphraseFile != nil {
+                throw ValidationError("--passphrase-file goes with an export")
+            }
+        }
+
         func run(in context: Session) throws {
+            if let tool = PlaintextSource(rawValue: source) { return try importPlaintext(tool, context: context) }
             let bytes = try read(source)
             guard ExportFile.looksLikeOne(bytes) else {
                 throw TokenVaultError.badInput(
@@ -54,9 +78,30 @@ extension TokenVault {
             if !dryRun, !missing.isEmpty {
                 try ExportFile.addToConfig(missing.map(\.text).joined(separator: "\n"), settings: context.settings)
             }
+            let (imported, kept) = try store(contents.credentials, context: context)
+            let verb = dryRun ? "would import" : "imported"
+            var lines = imported.map { "\(verb) \($0)" } + kept.map { "kept \($0)" }
+            if !missing.isEmpty {
+                lines.append(
+                    "\(dryRun ? "would add" : "added") [providers.\(missing.map(\.name).joined(separator: "], [providers."))] to \(context.settings.configPath)"
+                )
+            }
+            if lines.isEmpty { lines.append("the export holds nothing") }
+            context.result(
+                lines.joined(separator: "\n"), json: json,
+                [
+                    "imported": .array(imported.map { .string($0) }), "kept": .array(kept.map { .string($0) }),
+                    "providers_added": .array(missing.map { .string($0.name) }), "dry_run": .bool(dryRun),
+                ])
+        }
+
+        /// Stores each credential unless one is stored (kept without --force)
+        /// or a newer one is (kept always); what was imported and what was kept, in words.
+        private func store(_ credentials: [Credential], context: Session) throws -> (imported: [String], kept: [String])
+        {
             let vault = try context.vault()
             var imported: [String] = [], kept: [String] = []
-            for c in contents.credentials {
+            for c in credentials {
                 let shown = c.id.isRegistration ? "the client registration of \(c.service)" : "\(c.id)"
                 if let stored = try vault.load(c.id) {
                     let why: String? =
@@ -72,19 +117,71 @@ extension TokenVault {
                 if !dryRun { try vault.write(c) }
                 imported.append(shown)
             }
+            return (imported, kept)
+        }
+
+        /// git's credential store or a .netrc: each secret stored as a token of
+        /// the service a provider claims its host under (for git), else of the host.
+        private func importPlaintext(_ tool: PlaintextSource, context: Session) throws {
+            let path = from ?? tool.defaultPath(context.settings)
+            let text = String(decoding: try read(path), as: UTF8.self)
+            let found = try tool.parse(text, path: path)
+            let directory = try context.providers
+            let now = context.clock.now
+            var credentials: [Credential] = []
+            var accounts: [ServiceKey: Int] = [:]
+            for f in found {
+                let claimed = try directory.gitProviders(
+                    protocol: f.proto, host: f.host, configPath: context.settings.configPath
+                ).first
+                let service: ServiceKey
+                do { service = try claimed?.service ?? ServiceKey(parsing: f.host) } catch {
+                    throw TokenVaultError.badInput(
+                        "\(path):\(f.line): \(Quoted.text(f.host)) is no host; nothing was imported")
+                }
+                // The first login of a service is its default account; more are kept apart by their user names.
+                accounts[service, default: 0] += 1
+                let account = accounts[service] == 1 || f.user.isEmpty ? Credential.defaultAccount : f.user
+                credentials.append(
+                    Credential(
+                        service: service, account: account, type: .token, provider: claimed?.provider,
+                        accessToken: f.secret, extra: f.user.isEmpty ? [:] : ["login": .string(f.user)],
+                        updatedAt: now))
+            }
+            // Every secret checked as a stored record is before any is stored: all or nothing.
+            for (c, f) in zip(credentials, found) {
+                do { _ = try Credential.fromRecord(c.recordJSON(), id: c.id) } catch {
+                    throw TokenVaultError.badInput(
+                        "\(path):\(f.line): the secret for \(f.user.isEmpty ? f.host : "\(f.user)@\(f.host)") cannot be kept as a token (it contains white space or control characters); nothing was imported"
+                    )
+                }
+            }
+            let (imported, kept) = try store(credentials, context: context)
             let verb = dryRun ? "would import" : "imported"
             var lines = imported.map { "\(verb) \($0)" } + kept.map { "kept \($0)" }
-            if !missing.isEmpty {
+            if found.isEmpty { lines.append("\(path) holds no secret") }
+            // What is stored now (imported, or there already) leaves the plaintext file.
+            let stored = found.indices.filter { i in
+                let shown = "\(credentials[i].id)"
+                return imported.contains(shown) || kept.contains("\(shown): already stored")
+            }.map { found[$0] }
+            if removeSource, !dryRun, !stored.isEmpty {
+                guard let rest = PlaintextSource.removing(stored, from: text, all: found) else {
+                    throw TokenVaultError.badInput(
+                        "\(path): an imported entry shares its lines with one that stays; the file was left as it was")
+                }
+                try AtomicFile.replace(path, with: Array(rest.utf8), what: "the plaintext source")
+                lines.append("removed \(stored.count) secret\(stored.count == 1 ? "" : "s") from \(path)")
+            } else if !found.isEmpty {
                 lines.append(
-                    "\(dryRun ? "would add" : "added") [providers.\(missing.map(\.name).joined(separator: "], [providers."))] to \(context.settings.configPath)"
+                    "\(path) still holds \(found.count) secret\(found.count == 1 ? "" : "s") in plaintext: tokenvault import \(tool.rawValue)\(from.map { " --from \(ShellWord.word($0))" } ?? "") --remove-source deletes those stored"
                 )
             }
-            if lines.isEmpty { lines.append("the export holds nothing") }
             context.result(
                 lines.joined(separator: "\n"), json: json,
                 [
                     "imported": .array(imported.map { .string($0) }), "kept": .array(kept.map { .string($0) }),
-                    "providers_added": .array(missing.map { .string($0.name) }), "dry_run": .bool(dryRun),
+                    "providers_added": .array([]), "dry_run": .bool(dryRun),
                 ])
         }
 
