@@ -70,6 +70,55 @@ final class PlaintextImportTests: XCTestCase {
         XCTAssertTrue(left.contains("default login anonymous"), left)
     }
 
+    /// gh's hosts.yml where gh keeps its tokens in the file (gh auth login
+    /// --insecure-storage), in gh 2.40's multi-account layout beside the
+    /// older one: the active account is the default login, others are kept
+    /// under their names, a host whose token is in the keyring has none here;
+    /// --remove-source blanks the tokens and leaves gh's file otherwise as it was.
+    func testGhsHostsFileMovesIn() throws {
+        let s = Sandbox()
+        let dir = s.env["XDG_CONFIG_HOME"]! + "/gh"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let hosts = dir + "/hosts.yml"
+        try """
+        github.com:
+            users:
+                alice:
+                    oauth_token: gho_alice
+                bob:
+                    oauth_token: gho_bob
+            git_protocol: https
+            user: alice
+            oauth_token: gho_alice
+        ghe.example.com:
+            user: carol
+            oauth_token: "ghp_carol"
+            git_protocol: ssh
+        keyring.example.com:
+            users:
+                dave:
+            git_protocol: https
+            user: dave
+
+        """.write(toFile: hosts, atomically: true, encoding: .utf8)
+        s.expect(
+            "import", "gh", "--remove-source",
+            stderr: [
+                "imported api.github.com (default)", "imported api.github.com (bob)",
+                "imported ghe.example.com (default)",
+                "removed 3 secrets",
+            ])
+        XCTAssertEqual(s.tv("get", "api.github.com").out, "gho_alice")
+        XCTAssertEqual(s.tv("get", "api.github.com", "--account", "bob").out, "gho_bob")
+        XCTAssertEqual(s.tv("get", "ghe.example.com").out, "ghp_carol")
+        XCTAssertNotEqual(s.tv("get", "keyring.example.com").status, 0)
+        let left = try String(contentsOfFile: hosts, encoding: .utf8)
+        XCTAssertFalse(left.contains("gho_") || left.contains("ghp_"), left)
+        for kept in ["github.com:", "user: alice", "bob:", "git_protocol: ssh", "keyring.example.com:"] {
+            XCTAssertTrue(left.contains(kept), "\(kept): \(left)")
+        }
+    }
+
     /// A half-written or foreign file: one line naming where, nothing stored, the file untouched.
     func testBadSourcesChangeNothing() throws {
         let s = Sandbox()

@@ -15,8 +15,9 @@ extension TokenVault {
             discussion: """
                 SOURCE is a file tokenvault export wrote (its passphrase is asked on the terminal, or read from \
                 --passphrase-file; provider tables it carries are added to config.toml where no table of that \
-                name exists), or git-credentials (git's credential store, ~/.git-credentials) or netrc \
-                (~/.netrc), each read from --from PATH when given. A token for a host a provider claims for git \
+                name exists), or git-credentials (git's credential store, ~/.git-credentials), netrc \
+                (~/.netrc) or gh (gh's hosts.yml, where gh keeps tokens in the file), each read from --from \
+                PATH when given. A token for a host a provider claims for git \
                 (github.com) is stored under that provider's service (api.github.com), else under the host. \
                 A credential already stored is kept unless --force; one stored that is newer than the \
                 imported one is kept even then. --remove-source deletes each secret from the plaintext file \
@@ -24,13 +25,13 @@ extension TokenVault {
                 """)
 
         @Argument(
-            help: ArgumentHelp("An export, or git-credentials or netrc.", valueName: "source"),
+            help: ArgumentHelp("An export, or git-credentials, netrc or gh.", valueName: "source"),
             completion: .list(PlaintextSource.allCases.map(\.rawValue)))
         var source: String
 
         @Option(
             help: ArgumentHelp(
-                "Where git-credentials or netrc is read from (default: its usual file).", valueName: "path"))
+                "Where git-credentials, netrc or gh is read from (default: its usual file).", valueName: "path"))
         var from: String?
 
         @Flag(help: "Delete each imported secret from the plaintext source once it is stored and read back.")
@@ -50,7 +51,7 @@ extension TokenVault {
 
         func validate() throws {
             if PlaintextSource(rawValue: source) == nil, from != nil || removeSource {
-                throw ValidationError("--from and --remove-source go with git-credentials or netrc")
+                throw ValidationError("--from and --remove-source go with git-credentials, netrc or gh")
             }
             if PlaintextSource(rawValue: source) != nil, passphraseFile != nil {
                 throw ValidationError("--passphrase-file goes with an export")

@@ -4,13 +4,15 @@ import Glibc
 /// The plaintext files other tools keep tokens in (docs/reference.md,
 /// "Moving in"), read as those tools write them: git's credential store
 /// (git-credential-store(1): one `scheme://user:password@host[/path]` URL a
-/// line, user and password percent-encoded) and a `.netrc` (`machine HOST
-/// login USER password SECRET`, as curl and ftp read it). A line or entry
+/// line, user and password percent-encoded), a `.netrc` (`machine HOST
+/// login USER password SECRET`, as curl and ftp read it), and gh's
+/// `hosts.yml` where gh keeps tokens in the file (`--insecure-storage`). A line or entry
 /// that is not one is the error, naming it: nothing is imported from a file
 /// that is half-written or not what it claims.
 public enum PlaintextSource: String, CaseIterable, Sendable {
     case gitCredentials = "git-credentials"
     case netrc
+    case gh
 
     /// One secret found in a source: where, for whom, and where in the file.
     public struct Found: Sendable {
@@ -20,16 +22,17 @@ public enum PlaintextSource: String, CaseIterable, Sendable {
         public var secret: String
         /// The line (git-credentials) or the line of `machine` (netrc), from 1.
         public var line: Int
-        /// The lines the entry spans (netrc: from `machine` to its last token).
-        public var lines: ClosedRange<Int>
+        /// The lines that hold it (netrc: from `machine` to its last token;
+        /// gh: each `oauth_token` line of the token).
+        public var lines: [Int]
     }
 
     /// `text` without the lines of `removed`; nil when one of them shares a
     /// line with an entry that stays (it cannot be cut out whole).
     public static func removing(_ removed: [Found], from text: String, all: [Found]) -> String? {
-        let gone = Set(removed.flatMap { Array($0.lines) })
+        let gone = Set(removed.flatMap(\.lines))
         let kept = all.filter { f in !removed.contains { $0.line == f.line } }
-        guard !kept.contains(where: { !gone.isDisjoint(with: Array($0.lines)) }) else { return nil }
+        guard !kept.contains(where: { !gone.isDisjoint(with: $0.lines) }) else { return nil }
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         return lines.enumerated().filter { !gone.contains($0.offset + 1) }.map(\.element).joined(separator: "\n")
     }
@@ -40,6 +43,9 @@ public enum PlaintextSource: String, CaseIterable, Sendable {
         switch self {
         case .gitCredentials: return home + "/.git-credentials"
         case .netrc: return home + "/.netrc"
+        case .gh:
+            if let dir = settings.environment["GH_CONFIG_DIR"], !dir.isEmpty { return dir + "/hosts.yml" }
+            return (settings[.xdgConfigHome] ?? home + "/.config") + "/gh/hosts.yml"
         }
     }
 
@@ -48,6 +54,7 @@ public enum PlaintextSource: String, CaseIterable, Sendable {
         switch self {
         case .gitCredentials: return try Self.gitCredentials(text, path: path)
         case .netrc: return try Self.netrc(text, path: path)
+        case .gh: return try Self.gh(text, path: path)
         }
     }
 
@@ -72,7 +79,7 @@ public enum PlaintextSource: String, CaseIterable, Sendable {
             found.append(
                 Found(
                     proto: String(line[..<scheme.lowerBound]).lowercased(), host: host.lowercased(), user: user,
-                    secret: secret, line: i + 1, lines: (i + 1)...(i + 1)))
+                    secret: secret, line: i + 1, lines: [i + 1]))
         }
         return found
     }
@@ -112,7 +119,7 @@ public enum PlaintextSource: String, CaseIterable, Sendable {
             found.append(
                 Found(
                     proto: "https", host: e.host.lowercased(), user: user, secret: secret, line: e.line,
-                    lines: e.line...max(e.line, last)))
+                    lines: Array(e.line...max(e.line, last))))
             entry = nil
         }
         while i < tokens.count {
@@ -152,6 +159,77 @@ public enum PlaintextSource: String, CaseIterable, Sendable {
             i += 1
         }
         try close()
+        return found
+    }
+
+    /// gh's hosts.yml: a host a top-level key; under it `user` (the active
+    /// account), `oauth_token` (its token), and `users:` with a token per
+    /// account where gh keeps them in the file. A host whose tokens are in
+    /// the keyring has none here.
+    static func gh(_ text: String, path: String) throws -> [Found] {
+        struct Host {
+            var name: String
+            var line: Int
+            var user = ""
+            var token: (String, Int)?
+            var users: [(name: String, token: String?, line: Int)] = []
+        }
+        var hosts: [Host] = []
+        // The indentation of a host's own keys, and of the accounts under its `users:`.
+        var hostIndent: Int?, userIndent: Int?, inUsers = false
+        for (i, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let content = raw.prefix { $0 != "#" }
+            guard !content.trimmedWhitespace().isEmpty else { continue }
+            let indent = content.prefix { $0 == " " }.count
+            func bad(_ why: String) -> TokenVaultError {
+                .badInput("\(path):\(i + 1): not gh's hosts.yml (\(why)); nothing was imported")
+            }
+            guard let colon = content.firstIndex(of: ":") else { throw bad("a line without a key") }
+            let key = content[..<colon].trimmedWhitespace()
+            var value = content[content.index(after: colon)...].trimmedWhitespace()
+            if value.count >= 2, let q = value.first, q == "\"" || q == "'", value.last == q {
+                value = String(value.dropFirst().dropLast())
+            }
+            if indent == 0 {
+                hosts.append(Host(name: key, line: i + 1))
+                (hostIndent, userIndent, inUsers) = (nil, nil, false)
+                continue
+            }
+            guard !hosts.isEmpty else { throw bad("no host above this line") }
+            let h = hosts.count - 1
+            if hostIndent == nil { hostIndent = indent }
+            if indent == hostIndent {
+                inUsers = key == "users"
+                userIndent = nil
+                if key == "user" { hosts[h].user = value }
+                if key == "oauth_token", !value.isEmpty { hosts[h].token = (value, i + 1) }
+            } else if inUsers {
+                if userIndent == nil { userIndent = indent }
+                if indent == userIndent {
+                    hosts[h].users.append((key, nil, i + 1))
+                } else if key == "oauth_token", !value.isEmpty, !hosts[h].users.isEmpty {
+                    hosts[h].users[hosts[h].users.count - 1].token = value
+                    hosts[h].users[hosts[h].users.count - 1].line = i + 1
+                }
+            }
+        }
+        var found: [Found] = []
+        for h in hosts {
+            // The active account's token, and each other account's the file keeps.
+            if let (token, line) = h.token {
+                let same = h.users.filter { $0.token == token }.map(\.line)
+                found.append(
+                    Found(
+                        proto: "https", host: h.name.lowercased(), user: h.user, secret: token, line: line,
+                        lines: [line] + same))
+            }
+            for u in h.users where u.token != nil && u.token != h.token?.0 {
+                found.append(
+                    Found(
+                        proto: "https", host: h.name.lowercased(), user: u.name, secret: u.token!, line: u.line,
+                        lines: [u.line]))
+            }
+        }
         return found
     }
 }
