@@ -122,6 +122,7 @@ final class KeePassXCTests: XCTestCase {
             XCTAssertEqual(r.status, 69, "\(what): \(r.stderr)")
             XCTAssertTrue(r.stderr.contains("no Secret Service (org.freedesktop.secrets) on the session bus"), r.stderr)
             XCTAssertTrue(r.stderr.contains("hint: start the program that keeps your credentials"), r.stderr)
+            XCTAssertTrue(r.stderr.contains("KeePassXC"), "the providers installed here are named: \(r.stderr)")
             XCTAssertFalse(r.stderr.contains("no credential stored"), r.stderr)
         }
         for args in [

@@ -75,10 +75,15 @@ public final class AutoStore: CredentialStore {
 
     /// The error of a Secret Service that quit (or never started) on a bus that answers.
     static func gone(_ error: TokenVaultError) -> TokenVaultError {
-        .backendUnavailable(
+        let installed = SecretServiceProvider.installed.map(\.displayName)
+        let which =
+            installed.count == 1
+            ? "\(installed[0]), the Secret Service installed here"
+            : installed.isEmpty ? "its program" : Format.list(installed, "or") + " (installed here)"
+        return .backendUnavailable(
             error.errorText,
             hint:
-                "start the program that keeps your credentials (KeePassXC, gnome-keyring, KWallet) and try again; on a machine without one: tokenvault init (the file vault, recorded as the backend)"
+                "start the program that keeps your credentials — \(which) — and try again; on a machine without one: tokenvault init (the file vault, recorded as the backend)"
         )
     }
 

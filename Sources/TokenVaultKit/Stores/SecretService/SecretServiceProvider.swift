@@ -30,6 +30,27 @@ public enum SecretServiceProvider: Sendable, Equatable {
         return SecretServiceProvider(program: String(program))
     }
 
+    /// The providers installed here (their programs in /usr/bin or
+    /// /usr/local/bin): what "start it" can name when none runs.
+    static var installed: [SecretServiceProvider] {
+        [
+            (SecretServiceProvider.keepassxc, "keepassxc"), (.kwallet, "kwalletd5"),
+            (.gnomeKeyring, "gnome-keyring-daemon"),
+        ]
+        .filter { _, program in ["/usr/bin/", "/usr/local/bin/"].contains { access($0 + program, X_OK) == 0 } }
+        .map(\.0)
+    }
+
+    /// Its name as its users know it.
+    public var displayName: String {
+        switch self {
+        case .gnomeKeyring: "gnome-keyring"
+        case .keepassxc: "KeePassXC"
+        case .kwallet: "KWallet"
+        case .other(let name): name
+        }
+    }
+
     /// The program's name, as `doctor` shows it.
     public var program: String {
         switch self {
