@@ -536,7 +536,7 @@ _tokenvault_import() {
     non_repeating_flags=(--remove-source --force --dry-run --json --version -h --help)
     repeating_options=()
     non_repeating_options=(--from --passphrase-file)
-    __tokenvault_offer_flags_options 1
+    __tokenvault_offer_flags_options 2
 
     # Offer option value completions
     case "${prev}" in

@@ -49,7 +49,7 @@ function __tokenvault_parse_tokens -S
         case 'export'
             __tokenvault_parse_subcommand -r 2 'passphrase-file=' 'force' 'json' 'version' 'h/help'
         case 'import'
-            __tokenvault_parse_subcommand 1 'from=' 'remove-source' 'passphrase-file=' 'force' 'dry-run' 'json' 'version' 'h/help'
+            __tokenvault_parse_subcommand 2 'from=' 'remove-source' 'passphrase-file=' 'force' 'dry-run' 'json' 'version' 'h/help'
         case 'backend'
             __tokenvault_parse_subcommand 0 'json' 'version' 'h/help'
         case 'migrate'

@@ -17,7 +17,8 @@ extension TokenVault {
                 --passphrase-file; provider tables it carries are added to config.toml where no table of that \
                 name exists), or git-credentials (git's credential store, ~/.git-credentials), netrc \
                 (~/.netrc) or gh (gh's hosts.yml, where gh keeps tokens in the file), each read from --from \
-                PATH when given. A token for a host a provider claims for git \
+                PATH when given; or mcp-remote URL (mcp-remote's cached login for the MCP server at URL: \
+                its client registration and tokens, stored as tokenvault login URL would have). A token for a host a provider claims for git \
                 (github.com) is stored under that provider's service (api.github.com), else under the host. \
                 A credential already stored is kept unless --force; one stored that is newer than the \
                 imported one is kept even then. --remove-source deletes each secret from the plaintext file \
@@ -25,9 +26,13 @@ extension TokenVault {
                 """)
 
         @Argument(
-            help: ArgumentHelp("An export, or git-credentials, netrc or gh.", valueName: "source"),
+            help: ArgumentHelp("An export, or git-credentials, netrc, gh or mcp-remote.", valueName: "source"),
             completion: .list(PlaintextSource.allCases.map(\.rawValue)))
         var source: String
+
+        @Argument(
+            help: ArgumentHelp("With mcp-remote: the MCP server's URL, as mcp-remote was given it.", valueName: "url"))
+        var url: String?
 
         @Option(
             help: ArgumentHelp(
@@ -50,6 +55,14 @@ extension TokenVault {
         var json = false
 
         func validate() throws {
+            if source == MCPRemoteLogin.source {
+                guard url != nil else {
+                    throw ValidationError("mcp-remote needs the server's URL: tokenvault import mcp-remote URL")
+                }
+                if passphraseFile != nil { throw ValidationError("--passphrase-file goes with an export") }
+                return
+            }
+            if url != nil { throw ValidationError("a URL goes with mcp-remote only") }
             if PlaintextSource(rawValue: source) == nil, from != nil || removeSource {
                 throw ValidationError("--from and --remove-source go with git-credentials, netrc or gh")
             }
@@ -60,6 +73,7 @@ extension TokenVault {
 
         func run(in context: Session) throws {
             if let tool = PlaintextSource(rawValue: source) { return try importPlaintext(tool, context: context) }
+            if source == MCPRemoteLogin.source, let url { return try importMCPRemote(url, context: context) }
             let bytes = try read(source)
             guard ExportFile.looksLikeOne(bytes) else {
                 throw TokenVaultError.badInput(
@@ -183,6 +197,76 @@ extension TokenVault {
                 [
                     "imported": .array(imported.map { .string($0) }), "kept": .array(kept.map { .string($0) }),
                     "providers_added": .array([]), "dry_run": .bool(dryRun),
+                ])
+        }
+
+        /// mcp-remote's login for `url`: its client registration kept as one
+        /// tokenvault made, the resource's provider table as `login URL`
+        /// keeps it, and the tokens stored under the URL, so that the bridge
+        /// uses them and their expiry renews through that client.
+        private func importMCPRemote(_ url: String, context: Session) throws {
+            let base = from ?? MCPRemoteLogin.base(context.settings)
+            guard let login = try MCPRemoteLogin.find(url: url, base: base) else {
+                throw TokenVaultError.notFound(
+                    service: url, account: "",
+                    hint:
+                        "mcp-remote keeps no login for exactly this URL under \(base) (it names its files by the URL as given)"
+                )
+            }
+            let transport = CurlTransport(timeout: try context.httpTimeout, proxies: context.proxies)
+            let server = try ResourceDiscovery.discover(url, transport: transport)
+            let config = try context.config
+            let key = try ServiceKey(resource: url)
+            let name = try DiscoveredProviders.providerName(for: server, config: config, given: nil)
+            let scopes = (login.scope ?? "").split(separator: " ").map(String.init)
+            let registration = ClientRegistration(
+                issuer: server.issuer, clientID: login.clientID, clientSecret: login.clientSecret,
+                redirectURI: login.redirectURI, registeredAt: context.clock.now, scopes: scopes,
+                tokenEndpointAuthMethod: login.tokenEndpointAuthMethod)
+            var table = ProviderConfig()
+            table.client_id = login.clientID
+            table.client_auth = ClientAuthChoice.decide(
+                configured: nil, registered: login.tokenEndpointAuthMethod,
+                serverLists: server.tokenEndpointAuthMethods,
+                hasSecret: login.clientSecret != nil, hasKey: false)
+            table.issuer = server.issuer
+            table.resource = server.resource
+            table.service = key.description
+            table.scopes = scopes
+            if !server.publishesMetadata {
+                table.authorize_url = server.authorizeURL
+                table.token_url = server.tokenURL
+            }
+            var c = Credential(
+                service: key, account: context.settings[.account] ?? Credential.defaultAccount, type: .oauth2,
+                provider: name,
+                accessToken: login.accessToken, refreshToken: login.refreshToken, tokenType: login.tokenType,
+                scope: login.scope, expiresAt: login.expiresAt, updatedAt: context.clock.now)
+            c.issuer = server.issuer
+            _ = try Credential.fromRecord(c.recordJSON(), id: c.id)
+            if !dryRun {
+                try context.vault().keep(registration)
+                try context.addProvider(name, table, kept: true)
+                try DiscoveredProviders.keepResource(name: name, table: table, settings: context.settings)
+            }
+            let (imported, kept) = try store([c], context: context)
+            let verb = dryRun ? "would import" : "imported"
+            var lines =
+                imported.map { "\(verb) \($0) (mcp-remote's login, its client \(login.clientID) kept)" }
+                + kept.map { "kept \($0)" }
+            if removeSource, !dryRun, !imported.isEmpty || kept.contains("\(c.id): already stored") {
+                for file in login.files { unlink(file) }
+                lines.append("removed mcp-remote's files for \(url) from \(base)")
+            } else {
+                lines.append(
+                    "mcp-remote's files for \(url) in \(base) still hold its tokens in plaintext: add --remove-source to delete them"
+                )
+            }
+            context.result(
+                lines.joined(separator: "\n"), json: json,
+                [
+                    "imported": .array(imported.map { .string($0) }), "kept": .array(kept.map { .string($0) }),
+                    "providers_added": .array(dryRun ? [] : [.string(name)]), "dry_run": .bool(dryRun),
                 ])
         }
 

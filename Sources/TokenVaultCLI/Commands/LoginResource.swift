@@ -118,31 +118,8 @@ extension TokenVault.Login {
         return chosen
     }
 
-    /// The provider name a resource is kept under: `--name`, else the name
-    /// it was kept under before, else one derived from its URL (with a short
-    /// hash when another provider has that one).
     func resourceProviderName(_ server: ResourceServer, config: Config) throws -> String {
-        func free(_ candidate: String) -> Bool {
-            guard ProviderPreset.named(candidate) == nil else { return false }
-            guard let t = config.providers[candidate] else { return true }
-            return config.discoveredProviders.contains(candidate) && t.resource == server.resource
-        }
-        if let given = name?.lowercased() {
-            guard free(given) else {
-                throw TokenVaultError.usage(
-                    "a provider named \(given) exists already and is not \(OutsideText.line(server.resource))",
-                    hint: "choose another: --name OTHER")
-            }
-            return given
-        }
-        if let kept = config.discoveredProviders.sorted().first(where: {
-            config.providers[$0]?.resource == server.resource
-        }) {
-            return kept
-        }
-        let derived = DiscoveredProviders.name(for: server.resource)
-        if free(derived) { return derived }
-        return DiscoveredProviders.hashedName(for: server.resource)
+        try DiscoveredProviders.providerName(for: server, config: config, given: name)
     }
 
     /// The client id to log in with at the resource's authorization server:

@@ -174,3 +174,32 @@ extension DiscoveredProviders {
         return lines.joined(separator: "\n")
     }
 }
+
+extension DiscoveredProviders {
+    /// The provider name a resource is kept under: `given` (`login --name`),
+    /// else the name it was kept under before, else one derived from its URL
+    /// (with a short hash when another provider has that one).
+    public static func providerName(for server: ResourceServer, config: Config, given: String?) throws -> String {
+        func free(_ candidate: String) -> Bool {
+            guard ProviderPreset.named(candidate) == nil else { return false }
+            guard let t = config.providers[candidate] else { return true }
+            return config.discoveredProviders.contains(candidate) && t.resource == server.resource
+        }
+        if let given = given?.lowercased() {
+            guard free(given) else {
+                throw TokenVaultError.usage(
+                    "a provider named \(given) exists already and is not \(OutsideText.line(server.resource))",
+                    hint: "choose another: --name OTHER")
+            }
+            return given
+        }
+        if let kept = config.discoveredProviders.sorted().first(where: {
+            config.providers[$0]?.resource == server.resource
+        }) {
+            return kept
+        }
+        let derived = name(for: server.resource)
+        if free(derived) { return derived }
+        return hashedName(for: server.resource)
+    }
+}

@@ -236,3 +236,16 @@ extension CredentialVault {
         return dropped
     }
 }
+
+extension ClientRegistration {
+    /// A registration another client made (`tokenvault import mcp-remote`), kept as one of tokenvault's own.
+    public init(
+        issuer: String, clientID: String, clientSecret: String?, redirectURI: String, registeredAt: Int64,
+        scopes: [String], tokenEndpointAuthMethod: String?
+    ) {
+        self.init(
+            issuer: issuer, clientID: clientID, clientSecret: clientSecret, registrationAccessToken: nil,
+            redirectURI: redirectURI, registeredAt: registeredAt, scopes: scopes)
+        self.tokenEndpointAuthMethod = tokenEndpointAuthMethod
+    }
+}
