@@ -270,18 +270,24 @@ static int unseal(const char *tcti, const uint8_t *blob, size_t blob_len, uint32
     return r;
 }
 
+/* `call` with the TSS's log quieted; its result in `r`. */
+#define TV_QUIETLY(r, call)            \
+    do {                               \
+        int saved_ = quiet_begin();    \
+        (r) = (call);                  \
+        quiet_end(saved_);             \
+    } while (0)
+
 int tv_tpm_seal(const char *tcti, const uint8_t *secret, size_t secret_len, uint32_t pcr_mask, uint8_t *blob,
                 size_t *blob_len, char *message, size_t message_len) {
-    int saved = quiet_begin();
-    int r = seal(tcti, secret, secret_len, pcr_mask, blob, blob_len, message, message_len);
-    quiet_end(saved);
+    int r;
+    TV_QUIETLY(r, seal(tcti, secret, secret_len, pcr_mask, blob, blob_len, message, message_len));
     return r;
 }
 
 int tv_tpm_unseal(const char *tcti, const uint8_t *blob, size_t blob_len, uint32_t pcr_mask, uint8_t *secret,
                   size_t *secret_len, char *message, size_t message_len) {
-    int saved = quiet_begin();
-    int r = unseal(tcti, blob, blob_len, pcr_mask, secret, secret_len, message, message_len);
-    quiet_end(saved);
+    int r;
+    TV_QUIETLY(r, unseal(tcti, blob, blob_len, pcr_mask, secret, secret_len, message, message_len));
     return r;
 }
