@@ -410,9 +410,10 @@ int tv_secret_reconnect(void) {
     /* The agent asks from several threads at once. */
     static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     pthread_mutex_lock(&lock);
-    /* The first time, there is no earlier owner to compare with: noted only. */
-    int changed = tv_owner != NULL && strcmp(tv_owner, owner ? owner : "") != 0;
-    if (tv_owner == NULL) tv_owner = a->g_strdup(owner ? owner : "");
+    /* The first time there is no earlier owner to compare with: taken as a
+       change, so a call that failed is made once more on a new session
+       (kwalletd5 refuses some of libsecret's session keys at random). */
+    int changed = tv_owner == NULL || strcmp(tv_owner, owner ? owner : "") != 0;
     if (changed) {
         a->g_free(tv_owner);
         tv_owner = a->g_strdup(owner ? owner : "");
