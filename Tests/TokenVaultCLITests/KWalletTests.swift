@@ -82,9 +82,15 @@ final class KWalletTests: XCTestCase {
             if round > 1 { _ = try s.expireStored("api.kw.example") }
             let renewed = s.tv("get", "q")
             XCTAssertTrue(renewed.out.hasPrefix("rot-at-"), "round \(round): \(renewed.stderr)")
-            let tool = runProcess(
-                "/usr/bin/secret-tool", ["lookup", "service", "api.kw.example", "account", "default"],
-                env: wallet.env.merging(["PATH": "/usr/bin:/bin"]) { $1 })
+            // secret-tool has no second try when kwalletd5 refuses its session key (a KWallet bug
+            // that hits about one session in a few hundred): it gets one here; the record is read all the same.
+            var tool = Run(status: 1, stdout: "", stderr: "")
+            for _ in 0..<3 where tool.status != 0 {
+                tool = runProcess(
+                    "/usr/bin/secret-tool", ["lookup", "service", "api.kw.example", "account", "default"],
+                    env: wallet.env.merging(["PATH": "/usr/bin:/bin"]) { $1 })
+                if !tool.stderr.contains("Client public key size is invalid") { break }
+            }
             XCTAssertTrue(
                 tool.out.contains("\"\(renewed.out)\""), "round \(round): the wallet gives \(tool.out) \(tool.stderr)")
         }
