@@ -279,6 +279,20 @@ public struct Config: Sendable, Equatable {
         return try TOMLTable(string: text)["backend"]?.string
     }
 
+    /// `key_ttl` alone, read as `backendSetting` reads `backend`: the vault's
+    /// read ahead needs it, and must not decode the whole config beside the
+    /// command's own load. nil when not set. A value that is not one is
+    /// reported by the whole file's load (78, naming its line).
+    static func keyTTLSetting(_ settings: Settings) throws -> Int? {
+        guard let text = try text(of: settings.configPath), mayName("key_ttl", text),
+            let value = try TOMLTable(string: text)["key_ttl"]
+        else { return nil }
+        guard value.type == .int, let n = value.int, Settings.keyTTLRange.contains(n) else {
+            return try load(settings).keyTTL
+        }
+        return n
+    }
+
     /// Whether `text` holds `key`, or an escape (`\u`, `\U`) that a quoted key could spell it with.
     static func mayName(_ key: String, _ text: String) -> Bool {
         let needle = Array(key.utf8)

@@ -93,16 +93,16 @@ public struct Settings: Sendable {
     public var keyTTL: Int {
         get throws {
             if self[.keyTTL] != nil { return try whole(.keyTTL, in: Self.keyTTLRange, default: 900) }
-            return try Config.load(self).keyTTL ?? 900
+            return try Config.keyTTLSetting(self) ?? 900
         }
     }
 
     /// Where the key's lifetime was set, for messages: the variable, else the config's key_ttl.
-    public var keyTTLSetting: String { self[.keyTTL] != nil ? EnvironmentVariable.keyTTL.name : "key_ttl" }
+    public var keyTTLSource: String { self[.keyTTL] != nil ? EnvironmentVariable.keyTTL.name : "key_ttl" }
 
     /// The one wording of a key lifetime of 0.
     public var keyNeverCached: String {
-        "\(keyTTLSetting) is 0: the key is never cached, so each command opens the vault itself (with the TPM, or a passphrase source)"
+        "\(keyTTLSource) is 0: the key is never cached, so each command opens the vault itself (with the TPM, or a passphrase source)"
     }
 
     /// What `key_ttl` and `TOKENVAULT_KEY_TTL` may be.

@@ -169,7 +169,7 @@ public final class DoctorChecks {
             } else {
                 var key =
                     try settings.keyTTL == 0
-                    ? "key never cached (\(settings.keyTTLSetting) 0)"
+                    ? "key never cached (\(settings.keyTTLSource) 0)"
                     : health.keyCached ? "key cached" : "key not cached"
                 if health.sealed { key += ", key sealed by the TPM" }
                 add("file vault", .ok, "\(vault.path), format \(health.formatVersion ?? 0), private, \(key)")

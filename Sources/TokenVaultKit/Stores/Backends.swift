@@ -26,19 +26,24 @@ public struct Backends {
     /// The config file, read only when a backend needs it (etcd).
     public var config: () throws -> Config = { Config() }
 
+    /// `key_ttl`, resolved once (an invalid one is the error of the store that needs it).
+    private let keyTTL: Result<Int, Error>
+
     /// The kernel keyring caches the vault key unless the key TTL is 0 (or
     /// invalid: the store that needs it reports that).
     public init(settings: Settings, plan: Plan? = nil, keyCache: KeyCache? = nil) {
         self.settings = settings
         self.plan = plan ?? Plan(settings: settings)
-        self.keyCache = keyCache ?? (((try? settings.keyTTL) ?? 0) > 0 ? KernelKeyring() : NoKeyCache())
+        let keyTTL = Result { try settings.keyTTL }
+        self.keyTTL = keyTTL
+        self.keyCache = keyCache ?? (((try? keyTTL.get()) ?? 0) > 0 ? KernelKeyring() : NoKeyCache())
     }
 
     public func fileVault() throws -> FileStore {
         let store = FileStore(
             path: settings.vaultPath,
             passphrase: PassphraseSource(settings: settings, terminalPath: interactive ? "/dev/tty" : nil),
-            keyCache: keyCache, keyTTL: try settings.keyTTL,
+            keyCache: keyCache, keyTTL: try keyTTL.get(),
             newVaultParams: try settings.kdfProfile)
         store.ahead = plan.vaultAhead
         store.tpmTCTI = settings[.tpmTCTI]
@@ -49,7 +54,7 @@ public struct Backends {
         EtcdStore(
             settings: try EtcdSettings.resolve(settings, config: try config()),
             passphrase: PassphraseSource(settings: settings, terminalPath: interactive ? "/dev/tty" : nil),
-            keyCache: keyCache, keyTTL: try settings.keyTTL,
+            keyCache: keyCache, keyTTL: try keyTTL.get(),
             newParams: try settings.kdfProfile)
     }
 
