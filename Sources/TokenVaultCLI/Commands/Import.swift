@@ -93,46 +93,63 @@ extension TokenVault {
             if !dryRun, !missing.isEmpty {
                 try ExportFile.addToConfig(missing.map(\.text).joined(separator: "\n"), settings: context.settings)
             }
-            let (imported, kept) = try store(contents.credentials, context: context)
-            let verb = dryRun ? "would import" : "imported"
-            var lines = imported.map { "\(verb) \($0)" } + kept.map { "kept \($0)" }
+            let outcomes = try store(contents.credentials, context: context)
+            var more: [String] = []
             if !missing.isEmpty {
-                lines.append(
+                more.append(
                     "\(dryRun ? "would add" : "added") [providers.\(missing.map(\.name).joined(separator: "], [providers."))] to \(context.settings.configPath)"
                 )
             }
-            if lines.isEmpty { lines.append("the export holds nothing") }
+            if outcomes.isEmpty, more.isEmpty { more.append("the export holds nothing") }
+            report(outcomes, more: more, providersAdded: missing.map(\.name), context: context)
+        }
+
+        /// What became of one credential of a source.
+        private struct Outcome {
+            var shown: String
+            /// Why it was kept out; nil: imported (or, with --dry-run, it would be).
+            var kept: String?
+
+            static let alreadyStored = "already stored"
+
+            /// Stored now, by this import or before it: its copy may leave the source.
+            var isStored: Bool { kept == nil || kept == Self.alreadyStored }
+        }
+
+        /// The import's lines (what was imported, each with `note`, then what
+        /// was kept, then `more`) and its JSON.
+        private func report(
+            _ outcomes: [Outcome], note: String = "", more: [String], providersAdded: [String], context: Session
+        ) {
+            let verb = dryRun ? "would import" : "imported"
+            let imported = outcomes.filter { $0.kept == nil }.map(\.shown)
+            let kept = outcomes.compactMap { o in o.kept.map { "\(o.shown): \($0)" } }
+            let lines = imported.map { "\(verb) \($0)\(note)" } + kept.map { "kept \($0)" } + more
             context.result(
                 lines.joined(separator: "\n"), json: json,
                 [
                     "imported": .array(imported.map { .string($0) }), "kept": .array(kept.map { .string($0) }),
-                    "providers_added": .array(missing.map { .string($0.name) }), "dry_run": .bool(dryRun),
+                    "providers_added": .array(providersAdded.map { .string($0) }), "dry_run": .bool(dryRun),
                 ])
         }
 
         /// Stores each credential unless one is stored (kept without --force)
-        /// or a newer one is (kept always); what was imported and what was kept, in words.
-        private func store(_ credentials: [Credential], context: Session) throws -> (imported: [String], kept: [String])
-        {
+        /// or a newer one is (kept always); what became of each, in order.
+        private func store(_ credentials: [Credential], context: Session) throws -> [Outcome] {
             let vault = try context.vault()
-            var imported: [String] = [], kept: [String] = []
-            for c in credentials {
+            return try credentials.map { c in
                 let shown = c.id.isRegistration ? "the client registration of \(c.service)" : "\(c.id)"
                 if let stored = try vault.load(c.id) {
                     let why: String? =
                         stored.accessToken == c.accessToken && stored.refreshToken == c.refreshToken
-                        ? "already stored"
+                        ? Outcome.alreadyStored
                         : stored.isNewer(than: c)
                             ? "a newer one is stored" : force ? nil : "one is stored (--force replaces it)"
-                    if let why {
-                        kept.append("\(shown): \(why)")
-                        continue
-                    }
+                    if let why { return Outcome(shown: shown, kept: why) }
                 }
                 if !dryRun { try vault.write(c) }
-                imported.append(shown)
+                return Outcome(shown: shown, kept: nil)
             }
-            return (imported, kept)
         }
 
         /// git's credential store or a .netrc: each secret stored as a token of
@@ -171,33 +188,24 @@ extension TokenVault {
                     )
                 }
             }
-            let (imported, kept) = try store(credentials, context: context)
-            let verb = dryRun ? "would import" : "imported"
-            var lines = imported.map { "\(verb) \($0)" } + kept.map { "kept \($0)" }
-            if found.isEmpty { lines.append("\(path) holds no secret") }
+            let outcomes = try store(credentials, context: context)
+            var more: [String] = []
+            if found.isEmpty { more.append("\(path) holds no secret") }
             // What is stored now (imported, or there already) leaves the plaintext file.
-            let stored = found.indices.filter { i in
-                let shown = "\(credentials[i].id)"
-                return imported.contains(shown) || kept.contains("\(shown): already stored")
-            }.map { found[$0] }
+            let stored = zip(found, outcomes).filter { $1.isStored }.map(\.0)
             if removeSource, !dryRun, !stored.isEmpty {
                 guard let rest = PlaintextSource.removing(stored, from: text, all: found) else {
                     throw TokenVaultError.badInput(
                         "\(path): an imported entry shares its lines with one that stays; the file was left as it was")
                 }
                 try AtomicFile.replace(path, with: Array(rest.utf8), what: "the plaintext source")
-                lines.append("removed \(stored.count) secret\(stored.count == 1 ? "" : "s") from \(path)")
+                more.append("removed \(stored.count) secret\(stored.count == 1 ? "" : "s") from \(path)")
             } else if !found.isEmpty {
-                lines.append(
+                more.append(
                     "\(path) still holds \(found.count) secret\(found.count == 1 ? "" : "s") in plaintext: tokenvault import \(tool.rawValue)\(from.map { " --from \(ShellWord.word($0))" } ?? "") --remove-source deletes those stored"
                 )
             }
-            context.result(
-                lines.joined(separator: "\n"), json: json,
-                [
-                    "imported": .array(imported.map { .string($0) }), "kept": .array(kept.map { .string($0) }),
-                    "providers_added": .array([]), "dry_run": .bool(dryRun),
-                ])
+            report(outcomes, more: more, providersAdded: [], context: context)
         }
 
         /// mcp-remote's login for `url`: its client registration kept as one
@@ -249,25 +257,18 @@ extension TokenVault {
                 try context.addProvider(name, table, kept: true)
                 try DiscoveredProviders.keepResource(name: name, table: table, settings: context.settings)
             }
-            let (imported, kept) = try store([c], context: context)
-            let verb = dryRun ? "would import" : "imported"
-            var lines =
-                imported.map { "\(verb) \($0) (mcp-remote's login, its client \(login.clientID) kept)" }
-                + kept.map { "kept \($0)" }
-            if removeSource, !dryRun, !imported.isEmpty || kept.contains("\(c.id): already stored") {
+            let outcomes = try store([c], context: context)
+            let more: String
+            if removeSource, !dryRun, outcomes.allSatisfy(\.isStored) {
                 for file in login.files { unlink(file) }
-                lines.append("removed mcp-remote's files for \(url) from \(base)")
+                more = "removed mcp-remote's files for \(url) from \(base)"
             } else {
-                lines.append(
+                more =
                     "mcp-remote's files for \(url) in \(base) still hold its tokens in plaintext: add --remove-source to delete them"
-                )
             }
-            context.result(
-                lines.joined(separator: "\n"), json: json,
-                [
-                    "imported": .array(imported.map { .string($0) }), "kept": .array(kept.map { .string($0) }),
-                    "providers_added": .array(dryRun ? [] : [.string(name)]), "dry_run": .bool(dryRun),
-                ])
+            report(
+                outcomes, note: " (mcp-remote's login, its client \(login.clientID) kept)", more: [more],
+                providersAdded: dryRun ? [] : [name], context: context)
         }
 
         /// The file's bytes; 66 when it cannot be read.
