@@ -100,6 +100,11 @@ public final class AutoStore: CredentialStore {
     /// (locked: no passphrase source, no terminal) does not stop the command:
     /// it answers from the Secret Service and says what was not looked at
     /// (docs/config.md). `body` is run; true when the file vault was locked.
+    /// What a command says when it looked past the locked file vault.
+    private var lockedNote: String {
+        "the file vault \(file.path) is locked (no passphrase source, no terminal), so what it holds was not looked at; tokenvault unlock opens it"
+    }
+
     private func fileUnlessLocked(_ body: () throws -> Void) throws -> Bool {
         do {
             try body()
@@ -108,8 +113,7 @@ public final class AutoStore: CredentialStore {
             where secretService != nil && skipsLockedFile
             && message == PassphraseSource.lockedHere
         {
-            let note =
-                "the file vault \(file.path) is locked (no passphrase source, no terminal), so what it holds was not looked at; tokenvault unlock opens it"
+            let note = lockedNote
             notChecked(
                 note,
                 fix:
@@ -123,7 +127,7 @@ public final class AutoStore: CredentialStore {
     /// Only the locked file vault may hold `id`: that is the answer (77), not
     /// "not stored"; the note that it was locked is in the error alone.
     private func lockedMayHold(_ id: CredentialID) -> TokenVaultError {
-        own.removeAll { $0.hasPrefix("the file vault \(file.path) is locked") }
+        own.removeAll { $0 == lockedNote }
         return .permission(
             "\(id.service) is not in the Secret Service, and the file vault \(file.path), which may hold it, is locked (no passphrase source, no terminal)",
             hint:
