@@ -51,49 +51,32 @@ extension FileStore {
     /// under the lock too (a command's source runs once); a prompt never is.
     /// A `lock` that came meanwhile keeps the key out of the cache.
     func key(for header: VaultFormat.Header) throws -> SecureBytes {
-        if let key = try cachedKey(for: header) {
+        func opening(_ key: SecureBytes) -> SecureBytes {
             unlocked = (key, header.salt, header.params)
             return key
         }
+        if let key = try cachedKey(for: header) { return opening(key) }
         let generation = keyCache.generation()
         let lockPath = directory + "/.unlock.lock"
-        var sealedFailure: String?
-        var sealedHint = SealedKey.recoveryHint
+        var unsealFailure: UnsealFailure?
         if let sealed = try SealedKey.load(forVault: path) {
-            let lock = try FileLock(path: lockPath)
-            defer { lock.release() }
-            if let key = try cachedKey(for: header) {
-                unlocked = (key, header.salt, header.params)
-                return key
-            }
-            do {
-                let key = try sealed.unseal(tcti: tpmTCTI)
-                if key.count == Sodium.keyBytes, VaultFormat.keyMatches(key, header: header) {
-                    keyCache.store(name: cacheName(), key: key, ttl: keyTTL, since: generation)
-                    unlocked = (key, header.salt, header.params)
-                    return key
-                }
-                sealedFailure = "the key the TPM unsealed does not open this vault (it was sealed for an earlier one)"
-            } catch let failure as SealedKey.Failure {
-                sealedFailure = failure.message
-                if failure.kind == .unreachable || failure.kind == .noLibrary { sealedHint = SealedKey.reachHint }
+            switch try unseal(sealed, header: header, generation: generation, lockPath: lockPath) {
+            case .success(let key): return opening(key)
+            case .failure(let failure): unsealFailure = failure
             }
         }
         let held = passphrase.isNonInteractive ? try FileLock(path: lockPath) : nil
         defer { held?.release() }
-        if held != nil, let key = try cachedKey(for: header) {
-            unlocked = (key, header.salt, header.params)
-            return key
-        }
+        if held != nil, let key = try cachedKey(for: header) { return opening(key) }
         var cachedMeanwhile = false
         let key = try passphrase.unlock(
             "the vault \(path)",
-            preface: sealedFailure.map {
-                "the TPM did not unseal the vault key: \($0)\nthe recovery passphrase opens the vault (tokenvault init --key tpm seals the key again)\n"
+            preface: unsealFailure.map {
+                "the TPM did not unseal the vault key: \($0.message)\nthe recovery passphrase opens the vault (tokenvault init --key tpm seals the key again)\n"
             },
-            noSource: sealedFailure.map {
+            noSource: unsealFailure.map {
                 TokenVaultError.permission(
-                    "the TPM did not unseal the key of the vault \(path): \($0)", hint: sealedHint)
+                    "the TPM did not unseal the key of the vault \(path): \($0.message)", hint: $0.hint)
             }
         ) { secret -> SecureBytes? in
             let lock = held == nil ? try FileLock(path: lockPath) : nil
@@ -107,13 +90,45 @@ extension FileStore {
             return VaultFormat.keyMatches(key, header: header) ? key : nil
         }
         if !cachedMeanwhile { keyCache.store(name: cacheName(), key: key, ttl: keyTTL, since: generation) }
-        unlocked = (key, header.salt, header.params)
-        if let sealedFailure, let source = passphrase.sourceName {
+        _ = opening(key)
+        if let unsealFailure, let source = passphrase.sourceName {
             warnings.append(
-                "the TPM did not unseal the vault key (\(sealedFailure)); \(source) opened the vault: seal the key again with tokenvault init --key tpm"
+                "the TPM did not unseal the vault key (\(unsealFailure.message)); \(source) opened the vault: seal the key again with tokenvault init --key tpm"
             )
         }
         return key
+    }
+
+    /// Why the TPM did not give the vault's key, and what to do.
+    struct UnsealFailure: Error {
+        var message: String
+        var hint: String
+    }
+
+    /// The vault's key as the TPM unseals it, under the unlock lock (or the
+    /// key another process cached while this one waited), cached in turn.
+    private func unseal(
+        _ sealed: SealedKey, header: VaultFormat.Header, generation: [UInt8]?, lockPath: String
+    ) throws -> Result<SecureBytes, UnsealFailure> {
+        let lock = try FileLock(path: lockPath)
+        defer { lock.release() }
+        if let key = try cachedKey(for: header) { return .success(key) }
+        do {
+            let key = try sealed.unseal(tcti: tpmTCTI)
+            guard key.count == Sodium.keyBytes, VaultFormat.keyMatches(key, header: header) else {
+                return .failure(
+                    UnsealFailure(
+                        message: "the key the TPM unsealed does not open this vault (it was sealed for an earlier one)",
+                        hint: SealedKey.recoveryHint))
+            }
+            keyCache.store(name: cacheName(), key: key, ttl: keyTTL, since: generation)
+            return .success(key)
+        } catch let failure as SealedKey.Failure {
+            let unreachable = failure.kind == .unreachable || failure.kind == .noLibrary
+            return .failure(
+                UnsealFailure(
+                    message: failure.message, hint: unreachable ? SealedKey.reachHint : SealedKey.recoveryHint))
+        }
     }
 
     /// Seals the vault's key with the TPM (`tokenvault init --key tpm`): the
