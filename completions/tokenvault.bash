@@ -551,7 +551,7 @@ _tokenvault_import() {
     # Offer positional completions
     case "${positional_number}" in
     1)
-        __tokenvault_add_completions -W 'git-credentials'$'\n''netrc'$'\n''gh'
+        __tokenvault_add_completions -W 'git-credentials'$'\n''netrc'$'\n''gh'$'\n''mcp-remote'$'\n''fastmcp'
         return
         ;;
     esac

@@ -37,19 +37,20 @@ missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-# The official MCP Python SDK (PyPI, pinned), for the MCP tests: a venv of
-# Debian's python3 under .build, made once.
+# The official MCP Python SDK (PyPI, pinned), for the MCP tests, and FastMCP,
+# whose CLI logs in for the import tests: a venv of Debian's python3 under
+# .build, made once.
 mcp_venv() {
   case $mode in test | bench) ;; *) return 0 ;; esac
   local root venv
   root=$(cd "$(dirname "$0")/.." && pwd)
   venv="$root/.build/mcp-venv"
-  [ -x "$venv/bin/python" ] && "$venv/bin/python" -c 'import mcp' 2>/dev/null && return 0
-  echo "installing the MCP Python SDK into $venv" >&2
+  [ -x "$venv/bin/python" ] && "$venv/bin/python" -c 'import mcp, fastmcp' 2>/dev/null && return 0
+  echo "installing the MCP Python SDK and FastMCP into $venv" >&2
   mkdir -p "$root/.build"
   rm -rf "$venv"
   /usr/bin/python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check mcp==2.3.0
+  "$venv/bin/pip" install -q --disable-pip-version-check mcp==2.3.0 fastmcp==4.2.3
 }
 if [ ${#missing[@]} -eq 0 ]; then mcp_venv; exit 0; fi
 echo "installing: ${missing[*]}" >&2

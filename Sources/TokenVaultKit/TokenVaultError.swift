@@ -83,7 +83,7 @@ public enum TokenVaultError: Error, Equatable, LocalizedError, Sendable {
             .permission(let m, _), .config(let m, _), .configDetail(let m, _, _):
             return m
         case .notFound(let service, let account, let unchecked, _):
-            var m = "no credential stored for \(service) (account \(account))"
+            var m = "no credential stored for \(service)" + (account.isEmpty ? "" : " (account \(account))")
             if let unchecked { m += "; \(unchecked)" }
             return m
         case .providerRefused(let code, let description, _):

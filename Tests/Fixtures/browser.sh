@@ -8,6 +8,9 @@
 # BROWSER_MODE=trickle  a local client connects to the listener and trickles a
 #                       byte a second, and nobody approves
 # BROWSER_MODE=ignore     the browser opens and nobody does anything
+# BROWSER_MODE=detached   the browser returns at once, as xdg-open does, and the user
+#                         approves after (FastMCP's CLI waits for the browser before it
+#                         listens for the redirect: the redirect is retried until it is)
 # BROWSER_MODE=iss        the redirect comes back with iss=$BROWSER_ISS (RFC 9207)
 # BROWSER_MODE=linger     the user approves, and the browser stays open (a child of
 #                         it lives on for 20 s with whatever it inherited)
@@ -21,6 +24,8 @@ url="$1"
 case "${BROWSER_MODE:-approve}" in
   approve) exec curl -s -L -o /dev/null "$url" ;;
   ignore) ;;
+  detached)
+    curl -s -L --retry 30 --retry-connrefused --retry-delay 1 -o /dev/null "$url" </dev/null >/dev/null 2>&1 & ;;
   linger)
     sleep 20 </dev/null >/dev/null 2>&1 &
     exec curl -s -L -o /dev/null "$url" ;;

@@ -17,8 +17,10 @@ extension TokenVault {
                 --passphrase-file; provider tables it carries are added to config.toml where no table of that \
                 name exists), or git-credentials (git's credential store, ~/.git-credentials), netrc \
                 (~/.netrc) or gh (gh's hosts.yml, where gh keeps tokens in the file), each read from --from \
-                PATH when given; or mcp-remote URL (mcp-remote's cached login for the MCP server at URL: \
-                its client registration and tokens, stored as tokenvault login URL would have). A token for a host a provider claims for git \
+                PATH when given; or mcp-remote URL or fastmcp URL (the login mcp-remote or FastMCP keeps for \
+                the MCP server at URL: its client registration and tokens, stored as tokenvault login URL \
+                would have; FastMCP's CLI keeps them where FASTMCP_OAUTH_ENCRYPTION_KEY is set, an \
+                application's FileTreeStore is named with --from DIR). A token for a host a provider claims for git \
                 (github.com) is stored under that provider's service (api.github.com), else under the host. \
                 A credential already stored is kept unless --force; one stored that is newer than the \
                 imported one is kept even then. --remove-source deletes each secret from the plaintext file \
@@ -26,17 +28,18 @@ extension TokenVault {
                 """)
 
         @Argument(
-            help: ArgumentHelp("An export, or git-credentials, netrc, gh or mcp-remote.", valueName: "source"),
-            completion: .list(PlaintextSource.allCases.map(\.rawValue)))
+            help: ArgumentHelp("An export, or git-credentials, netrc, gh, mcp-remote or fastmcp.", valueName: "source"),
+            completion: .list(PlaintextSource.allCases.map(\.rawValue) + MCPClientTool.allCases.map(\.rawValue)))
         var source: String
 
         @Argument(
-            help: ArgumentHelp("With mcp-remote: the MCP server's URL, as mcp-remote was given it.", valueName: "url"))
+            help: ArgumentHelp(
+                "With mcp-remote or fastmcp: the MCP server's URL, as the tool was given it.", valueName: "url"))
         var url: String?
 
         @Option(
             help: ArgumentHelp(
-                "Where git-credentials, netrc or gh is read from (default: its usual file).", valueName: "path"))
+                "Where the source is read from (default: its usual file or directory).", valueName: "path"))
         var from: String?
 
         @Flag(help: "Delete each imported secret from the plaintext source once it is stored and read back.")
@@ -55,16 +58,16 @@ extension TokenVault {
         var json = false
 
         func validate() throws {
-            if source == MCPRemoteLogin.source {
+            if MCPClientTool(rawValue: source) != nil {
                 guard url != nil else {
-                    throw ValidationError("mcp-remote needs the server's URL: tokenvault import mcp-remote URL")
+                    throw ValidationError("\(source) needs the server's URL: tokenvault import \(source) URL")
                 }
                 if passphraseFile != nil { throw ValidationError("--passphrase-file goes with an export") }
                 return
             }
-            if url != nil { throw ValidationError("a URL goes with mcp-remote only") }
+            if url != nil { throw ValidationError("a URL goes with mcp-remote or fastmcp only") }
             if PlaintextSource(rawValue: source) == nil, from != nil || removeSource {
-                throw ValidationError("--from and --remove-source go with git-credentials, netrc or gh")
+                throw ValidationError("--from and --remove-source go with another tool's logins, not an export")
             }
             if PlaintextSource(rawValue: source) != nil, passphraseFile != nil {
                 throw ValidationError("--passphrase-file goes with an export")
@@ -73,7 +76,9 @@ extension TokenVault {
 
         func run(in context: Session) throws {
             if let tool = PlaintextSource(rawValue: source) { return try importPlaintext(tool, context: context) }
-            if source == MCPRemoteLogin.source, let url { return try importMCPRemote(url, context: context) }
+            if let tool = MCPClientTool(rawValue: source), let url {
+                return try importMCPClient(tool, url, context: context)
+            }
             let bytes = try read(source)
             guard ExportFile.looksLikeOne(bytes) else {
                 throw TokenVaultError.badInput(
@@ -208,18 +213,16 @@ extension TokenVault {
             report(outcomes, more: more, providersAdded: [], context: context)
         }
 
-        /// mcp-remote's login for `url`: its client registration kept as one
-        /// tokenvault made, the resource's provider table as `login URL`
+        /// An MCP client's login for `url`: its client registration kept as
+        /// one tokenvault made, the resource's provider table as `login URL`
         /// keeps it, and the tokens stored under the URL, so that the bridge
         /// uses them and their expiry renews through that client.
-        private func importMCPRemote(_ url: String, context: Session) throws {
-            let base = from ?? MCPRemoteLogin.base(context.settings)
-            guard let login = try MCPRemoteLogin.find(url: url, base: base) else {
+        private func importMCPClient(_ tool: MCPClientTool, _ url: String, context: Session) throws {
+            guard let base = from ?? tool.base(context.settings),
+                let login = try tool.find(url: url, base: base, settings: context.settings)
+            else {
                 throw TokenVaultError.notFound(
-                    service: url, account: "",
-                    hint:
-                        "mcp-remote keeps no login for exactly this URL under \(base) (it names its files by the URL as given)"
-                )
+                    service: url, account: "", hint: tool.nothingFound(base: from ?? tool.base(context.settings)))
             }
             let transport = CurlTransport(timeout: try context.httpTimeout, proxies: context.proxies)
             let server = try ResourceDiscovery.discover(url, transport: transport)
@@ -261,13 +264,13 @@ extension TokenVault {
             let more: String
             if removeSource, !dryRun, outcomes.allSatisfy(\.isStored) {
                 for file in login.files { unlink(file) }
-                more = "removed mcp-remote's files for \(url) from \(base)"
+                more = "removed \(tool.name)'s files for \(url) from \(base)"
             } else {
                 more =
-                    "mcp-remote's files for \(url) in \(base) still hold its tokens in plaintext: add --remove-source to delete them"
+                    "\(tool.name)'s files for \(url) in \(base) still hold its tokens\(login.encrypted ? " (encrypted)" : " in plaintext"): add --remove-source to delete them"
             }
             report(
-                outcomes, note: " (mcp-remote's login, its client \(login.clientID) kept)", more: [more],
+                outcomes, note: " (\(tool.name)'s login, its client \(login.clientID) kept)", more: [more],
                 providersAdded: dryRun ? [] : [name], context: context)
         }
 

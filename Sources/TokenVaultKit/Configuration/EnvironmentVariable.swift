@@ -57,6 +57,11 @@ public enum EnvironmentVariable: String, CaseIterable, Sendable {
     case allProxyUpper = "ALL_PROXY"
     case noProxy = "no_proxy"
     case noProxyUpper = "NO_PROXY"
+    // Other tools' own, read by `import` where it finds their logins.
+    case ghConfigDir = "GH_CONFIG_DIR"
+    case mcpRemoteConfigDir = "MCP_REMOTE_CONFIG_DIR"
+    case fastmcpHome = "FASTMCP_HOME"
+    case fastmcpOAuthEncryptionKey = "FASTMCP_OAUTH_ENCRYPTION_KEY"
 
     public var name: String { rawValue }
 
@@ -120,6 +125,12 @@ public enum EnvironmentVariable: String, CaseIterable, Sendable {
         case .allProxy, .allProxyUpper: "The proxy for either scheme when the one of its scheme is not set."
         case .noProxy, .noProxyUpper:
             "Hosts reached directly: comma-separated names (a domain's subdomains too), addresses, or *."
+        case .ghConfigDir: "Where import gh finds gh's hosts.yml (default: $XDG_CONFIG_HOME/gh)."
+        case .mcpRemoteConfigDir: "Where import mcp-remote finds mcp-remote's cache (default: ~/.mcp-auth)."
+        case .fastmcpHome:
+            "FastMCP's data directory, where import fastmcp finds its CLI's logins (default: $XDG_DATA_HOME/fastmcp)."
+        case .fastmcpOAuthEncryptionKey:
+            "The Fernet key FastMCP's CLI encrypts its logins with: import fastmcp reads them with it."
         }
     }
 

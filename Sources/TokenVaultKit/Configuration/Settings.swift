@@ -182,6 +182,9 @@ public struct Settings: Sendable {
         self[v].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? (home + "/" + fallback)
     }
 
+    /// `$XDG_DATA_HOME`, else `~/.local/share`.
+    public var dataHome: String { base(.xdgDataHome, ".local/share") }
+
     /// `TOKENVAULT_CONFIG`, else `$XDG_CONFIG_HOME/tokenvault/config.toml`.
     public var configPath: String {
         self[.config].map(child.absolute) ?? base(.xdgConfigHome, ".config") + "/tokenvault/config.toml"
@@ -192,7 +195,7 @@ public struct Settings: Sendable {
 
     /// `TOKENVAULT_VAULT`, else `$XDG_DATA_HOME/tokenvault/vault`.
     public var vaultPath: String {
-        self[.vault].map(child.absolute) ?? base(.xdgDataHome, ".local/share") + "/tokenvault/vault"
+        self[.vault].map(child.absolute) ?? dataHome + "/tokenvault/vault"
     }
 
     /// `$XDG_CACHE_HOME/tokenvault` (by default `~/.cache/tokenvault`).

@@ -150,6 +150,18 @@ enum Sodium {
         return out
     }
 
+    // MARK: HMAC-SHA-256 (HS256; Fernet), a key of any length but 0
+
+    static func hmacSHA256(key: UnsafeRawBufferPointer, _ message: [UInt8]) -> [UInt8] {
+        var mac = [UInt8](repeating: 0, count: Int(crypto_auth_hmacsha256_BYTES))
+        var state = crypto_auth_hmacsha256_state()
+        crypto_auth_hmacsha256_init(&state, key.bindMemory(to: UInt8.self).baseAddress!, key.count)
+        crypto_auth_hmacsha256_update(&state, message, UInt64(message.count))
+        crypto_auth_hmacsha256_final(&state, &mac)
+        withUnsafeMutableBytes(of: &state) { Sodium.wipe($0) }
+        return mac
+    }
+
     // MARK: Padding (ISO/IEC 7816-4), so the file size tells little
 
     static func pad(_ bytes: inout [UInt8], blockSize: Int) {

@@ -40,17 +40,10 @@ public enum JWT {
         switch key {
         case .secret(let secret):
             let input = Array((try part(["alg": .string("HS256"), "typ": .string("JWT")]) + "." + payload).utf8)
-            var mac = [UInt8](repeating: 0, count: Int(crypto_auth_hmacsha256_BYTES))
             guard secret.withUnsafeBytes({ $0.count }) > 0 else {
                 throw TokenVaultError.config("an empty secret cannot sign a JWT")
             }
-            secret.withUnsafeBytes { k in
-                var state = crypto_auth_hmacsha256_state()
-                crypto_auth_hmacsha256_init(&state, k.bindMemory(to: UInt8.self).baseAddress!, k.count)
-                crypto_auth_hmacsha256_update(&state, input, UInt64(input.count))
-                crypto_auth_hmacsha256_final(&state, &mac)
-                withUnsafeMutableBytes(of: &state) { Sodium.wipe($0) }
-            }
+            let mac = secret.withUnsafeBytes { Sodium.hmacSHA256(key: $0, input) }
             return String(decoding: input, as: UTF8.self) + "." + PKCE.base64url(mac)
         case .ed25519(let secretKey):
             var header: [String: JSONValue] = ["alg": .string("EdDSA"), "typ": .string("JWT")]

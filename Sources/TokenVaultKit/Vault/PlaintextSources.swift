@@ -44,7 +44,7 @@ public enum PlaintextSource: String, CaseIterable, Sendable {
         case .gitCredentials: return home + "/.git-credentials"
         case .netrc: return home + "/.netrc"
         case .gh:
-            if let dir = settings.environment["GH_CONFIG_DIR"], !dir.isEmpty { return dir + "/hosts.yml" }
+            if let dir = settings[.ghConfigDir] { return dir + "/hosts.yml" }
             return (settings[.xdgConfigHome] ?? home + "/.config") + "/gh/hosts.yml"
         }
     }
