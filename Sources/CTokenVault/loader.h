@@ -26,8 +26,9 @@ int tv_dl_load(tv_dl_library *lib, const char *soname, const char *const *names,
 #define TV_DL_FIELD(name) __typeof__(&name) name;
 #define TV_DL_NAME(name) #name,
 #define TV_DL_SLOT(name) (void **)&api.name,
-#define TV_DL_API(TYPE, FUNCS, SONAME, LOAD)                                                   \
-    typedef struct { FUNCS(TV_DL_FIELD) } TYPE;                                               \
+#define TV_DL_TYPE(TYPE, FUNCS) typedef struct { FUNCS(TV_DL_FIELD) } TYPE;
+/* The same without the typedef, for a TYPE a shared header declares. */
+#define TV_DL_LOADER(TYPE, FUNCS, SONAME, LOAD)                                                \
     static TYPE api;                                                                          \
     static tv_dl_library library = TV_DL_LIBRARY_INIT;                                        \
     static const TYPE *LOAD(void) {                                                           \
@@ -35,5 +36,6 @@ int tv_dl_load(tv_dl_library *lib, const char *soname, const char *const *names,
         static void **const slots[] = { FUNCS(TV_DL_SLOT) };                                  \
         return tv_dl_load(&library, SONAME, names, slots, sizeof names / sizeof *names) ? &api : NULL; \
     }
+#define TV_DL_API(TYPE, FUNCS, SONAME, LOAD) TV_DL_TYPE(TYPE, FUNCS) TV_DL_LOADER(TYPE, FUNCS, SONAME, LOAD)
 
 #endif

@@ -71,6 +71,12 @@ int tv_store(const char *service, const char *account, const char *type, const c
 /* Deletes tokenvault's items for service+account (of each of `types`,
    NULL-terminated), never another schema's. 1: some deleted, 0: none, -1: failed. */
 int tv_clear(const char *service, const char *account, const char *const *types, char **message);
+/* The secret of another application's item (tv_password_free) with these
+   attributes (`attributes`: name, value, name, value, …, NULL), as that
+   application wrote it, in any collection; libsecret may unlock to answer.
+   NULL with *message NULL when there is none. Read only: tokenvault never
+   changes or deletes another application's item. */
+char *tv_lookup_other(const char *const *attributes, char **message);
 /* Calls back for every item of `type`, anyone's, saying whether it is
    tokenvault's (`types`: its types); loads (and unlocks) secrets only with
    load_secrets. 1: ok. */
