@@ -6,7 +6,7 @@
 #   deb    build, and the packaging tools (make deb)
 #   demo   build, and the local test provider the demo logs in to (make demo)
 #   test   everything the tests drive: keyrings (gnome-keyring, KeePassXC, KWallet), etcd,
-#          dovecot, tinyproxy, git, kubectl, a software TPM (swtpm, tpm2-tools),
+#          dovecot, tinyproxy, git, gh, kubectl, a software TPM (swtpm, tpm2-tools),
 #          shells, man tools, the MCP Python SDK (make test; the default)
 #   bench  test, and the benchmark tools (make bench)
 #   hot    test, and valgrind (make hot-text)
@@ -18,7 +18,7 @@ demo=(python3 python3-authlib python3-flask curl)
 deb=(dpkg-dev)
 test=(keyutils gnome-keyring libsecret-tools dbus dbus-daemon python3 python3-nacl python3-pexpect util-linux
       procps curl openssl fish zsh python3-flask python3-authlib man-db groff-base mandoc bash-completion
-      etcd-server etcd-client git dovecot-imapd zbar-tools python3-dbus python3-venv systemd lintian tinyproxy
+      etcd-server etcd-client git gh dovecot-imapd zbar-tools python3-dbus python3-venv systemd lintian tinyproxy
       keepassxc libkf5wallet-bin libqca-qt5-2-plugins swtpm tpm2-tools)
 case $mode in
   build) pkgs=("${build[@]}") ;;

@@ -27,7 +27,8 @@ enum InProcess {
     /// by side are processes side by side), on the file or etcd backend, and
     /// with no agent that would answer it or be started by it. A session bus
     /// named in `env` is left to the binary where it would be used: libsecret
-    /// (`doctor`, `migrate` and `backend` look for the Secret Service) and
+    /// (`doctor`, `migrate` and `backend` look for the Secret Service, `import gh`
+    /// reads gh's keyring items) and
     /// desktop notifications (while a `NotificationMonitor` watches) talk to
     /// the bus of the process's own environment; with none named, the
     /// settings say there is no Secret Service before libsecret is asked.
@@ -42,7 +43,7 @@ enum InProcess {
         guard ["file", "etcd"].contains(backend), ["manual", "off"].contains(env["TOKENVAULT_AGENT"] ?? "")
         else { return false }
         if env["DBUS_SESSION_BUS_ADDRESS"] != nil,
-            ["doctor", "migrate", "backend"].contains(first) || NotificationMonitor.watching.value > 0
+            ["doctor", "migrate", "backend", "import"].contains(first) || NotificationMonitor.watching.value > 0
         {
             return false
         }

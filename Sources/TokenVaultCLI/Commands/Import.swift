@@ -162,7 +162,8 @@ extension TokenVault {
         private func importPlaintext(_ tool: PlaintextSource, context: Session) throws {
             let path = from ?? tool.defaultPath(context.settings)
             let text = String(decoding: try read(path), as: UTF8.self)
-            let found = try tool.parse(text, path: path)
+            var more: [String] = []
+            let found = try readKeyring(try tool.parse(text, path: path), notes: &more, context: context)
             let directory = try context.providers
             let now = context.clock.now
             var credentials: [Credential] = []
@@ -194,23 +195,67 @@ extension TokenVault {
                 }
             }
             let outcomes = try store(credentials, context: context)
-            var more: [String] = []
-            if found.isEmpty { more.append("\(path) holds no secret") }
+            let inFile = found.filter { !$0.inKeyring }
+            if found.isEmpty, more.isEmpty { more.append("\(path) holds no secret") }
             // What is stored now (imported, or there already) leaves the plaintext file.
             let stored = zip(found, outcomes).filter { $1.isStored }.map(\.0)
-            if removeSource, !dryRun, !stored.isEmpty {
-                guard let rest = PlaintextSource.removing(stored, from: text, all: found) else {
+            let storedInFile = stored.filter { !$0.inKeyring }
+            if removeSource, !dryRun, !storedInFile.isEmpty {
+                guard let rest = PlaintextSource.removing(storedInFile, from: text, all: inFile) else {
                     throw TokenVaultError.badInput(
                         "\(path): an imported entry shares its lines with one that stays; the file was left as it was")
                 }
                 try AtomicFile.replace(path, with: Array(rest.utf8), what: "the plaintext source")
-                more.append("removed \(stored.count) secret\(stored.count == 1 ? "" : "s") from \(path)")
-            } else if !found.isEmpty {
                 more.append(
-                    "\(path) still holds \(found.count) secret\(found.count == 1 ? "" : "s") in plaintext: tokenvault import \(tool.rawValue)\(from.map { " --from \(ShellWord.word($0))" } ?? "") --remove-source deletes those stored"
+                    "removed \(storedInFile.count) secret\(storedInFile.count == 1 ? "" : "s") from \(path)")
+            } else if !inFile.isEmpty {
+                more.append(
+                    "\(path) still holds \(inFile.count) secret\(inFile.count == 1 ? "" : "s") in plaintext: tokenvault import \(tool.rawValue)\(from.map { " --from \(ShellWord.word($0))" } ?? "") --remove-source deletes those stored"
+                )
+            }
+            if removeSource, stored.contains(where: \.inKeyring) {
+                more.append(
+                    "gh's keyring items stay as they are: tokenvault never deletes another application's item (gh auth logout deletes gh's)"
                 )
             }
             report(outcomes, more: more, providersAdded: [], context: context)
+        }
+
+        /// gh's accounts whose token gh keeps in its keyring item (go-keyring's,
+        /// in the Secret Service), read there and never changed; one that
+        /// cannot be read is left out with a line saying why.
+        private func readKeyring(
+            _ found: [PlaintextSource.Found], notes: inout [String], context: Session
+        ) throws -> [PlaintextSource.Found] {
+            guard found.contains(where: \.inKeyring) else { return found }
+            let keyring = Result { try context.backends.otherApplications() }
+            var read: [PlaintextSource.Found] = []
+            for var f in found {
+                guard f.inKeyring else {
+                    read.append(f)
+                    continue
+                }
+                let who = f.user.isEmpty ? f.host : "\(f.user)@\(f.host)"
+                do {
+                    let store = try keyring.get()
+                    for attributes in PlaintextSource.ghKeyringItems(f) where f.secret.isEmpty {
+                        f.secret =
+                            try store.otherApplicationsSecret(attributes, what: "gh's keyring item for \(who)") ?? ""
+                    }
+                } catch {
+                    notes.append(
+                        "kept out \(who): gh keeps its token in the Secret Service, which could not be read (\((error as? TokenVaultError)?.errorDescription ?? "\(error)"))"
+                    )
+                    continue
+                }
+                if f.secret.isEmpty {
+                    notes.append(
+                        "kept out \(who): gh keeps no token for it in the keyring (gh auth login logs in again)")
+                    continue
+                }
+                read.append(f)
+            }
+            return read
         }
 
         /// An MCP client's login for `url`: its client registration kept as

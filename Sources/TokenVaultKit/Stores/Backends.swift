@@ -64,6 +64,15 @@ public struct Backends {
             headStart: plan.secretServiceAhead)
     }
 
+    /// The Secret Service to read another application's item from (`import
+    /// gh`), whatever backend stores tokenvault's own; 69 without a session bus.
+    public func otherApplications() throws -> SecretServiceStore {
+        if let missing = plan.missingBus {
+            throw TokenVaultError.backendUnavailable("the Secret Service is not available: \(missing)")
+        }
+        return try secretService()
+    }
+
     public func open(_ choice: BackendChoice) throws -> CredentialStore {
         switch choice {
         case .etcd: return try etcdStore()

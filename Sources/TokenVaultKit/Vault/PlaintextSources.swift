@@ -25,6 +25,12 @@ public enum PlaintextSource: String, CaseIterable, Sendable {
         /// The lines that hold it (netrc: from `machine` to its last token;
         /// gh: each `oauth_token` line of the token).
         public var lines: [Int]
+        /// gh: the account's token is in the Secret Service (gh's keyring
+        /// item), not the file; `secret` is empty until it is read.
+        public var inKeyring = false
+        /// gh: the active account of its host (its keyring item may be the
+        /// one gh keeps for the active account, with an empty user name).
+        public var active = false
     }
 
     /// `text` without the lines of `removed`; nil when one of them shares a
@@ -35,6 +41,14 @@ public enum PlaintextSource: String, CaseIterable, Sendable {
         guard !kept.contains(where: { !gone.isDisjoint(with: $0.lines) }) else { return nil }
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         return lines.enumerated().filter { !gone.contains($0.offset + 1) }.map(\.element).joined(separator: "\n")
+    }
+
+    /// The attributes of gh's keyring items for `found` (go-keyring's:
+    /// `service` `gh:HOST` and `username`), the account's own first, then,
+    /// for the active account, the one gh keeps with an empty user name.
+    public static func ghKeyringItems(_ found: Found) -> [[(name: String, value: String)]] {
+        let service = ("service", "gh:" + found.host)
+        return ([found.user] + (found.active ? [""] : [])).map { [service, ("username", $0)] }
     }
 
     /// Where the tool keeps it by default.
@@ -215,19 +229,30 @@ public enum PlaintextSource: String, CaseIterable, Sendable {
         }
         var found: [Found] = []
         for h in hosts {
+            let host = h.name.lowercased()
             // The active account's token, and each other account's the file keeps.
             if let (token, line) = h.token {
                 let same = h.users.filter { $0.token == token }.map(\.line)
                 found.append(
                     Found(
-                        proto: "https", host: h.name.lowercased(), user: h.user, secret: token, line: line,
-                        lines: [line] + same))
-            }
-            for u in h.users where u.token != nil && u.token != h.token?.0 {
+                        proto: "https", host: host, user: h.user, secret: token, line: line, lines: [line] + same,
+                        active: true))
+            } else if !h.user.isEmpty {
                 found.append(
                     Found(
-                        proto: "https", host: h.name.lowercased(), user: u.name, secret: u.token!, line: u.line,
-                        lines: [u.line]))
+                        proto: "https", host: host, user: h.user, secret: "", line: h.line, lines: [], inKeyring: true,
+                        active: true))
+            }
+            for u in h.users where u.name != h.user || h.user.isEmpty {
+                if let token = u.token, token != h.token?.0 {
+                    found.append(
+                        Found(proto: "https", host: host, user: u.name, secret: token, line: u.line, lines: [u.line]))
+                } else if u.token == nil {
+                    found.append(
+                        Found(
+                            proto: "https", host: host, user: u.name, secret: "", line: u.line, lines: [],
+                            inKeyring: true))
+                }
             }
         }
         return found

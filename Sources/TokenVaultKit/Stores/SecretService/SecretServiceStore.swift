@@ -134,6 +134,26 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
         return try answered(what, body).get()
     }
 
+    /// The secret of another application's item with these attributes, as
+    /// that application wrote it (gh's: `service` `gh:HOST`, `username`);
+    /// nil when there is none. Read only: nothing here changes or deletes
+    /// another application's item (docs/security.md, "Other applications' secrets").
+    public func otherApplicationsSecret(_ attributes: [(name: String, value: String)], what: String) throws -> String? {
+        try call("read \(what)") {
+            var message: UnsafeMutablePointer<CChar>?
+            let flat = attributes.flatMap { [strdup($0.name), strdup($0.value)] } + [nil]
+            defer { flat.forEach { free($0) } }
+            let secret = flat.map { UnsafePointer($0) }.withUnsafeBufferPointer {
+                tv_lookup_other($0.baseAddress!, &message)
+            }
+            guard let secret else {
+                return message == nil ? .success(nil) : SecretServiceStore.failure("read \(what)", &message)
+            }
+            defer { tv_password_free(secret) }
+            return .success(String(cString: secret))
+        }
+    }
+
     /// The text of a message the shim allocated, freed.
     static func takeMessage(_ message: inout UnsafeMutablePointer<CChar>?) -> String {
         guard let m = message else { return "unknown error" }
