@@ -258,15 +258,23 @@ final class HardeningUnitTests: XCTestCase {
         XCTAssertEqual(Suggestion.text(for: "yaml", in: ["raw", "json"], listName: "one of"), "one of: raw, json")
     }
 
-    /// The records a process decoded are kept to decode each once; the agent
-    /// drops them at `lock` and when the key expires (docs/security.md).
+    /// The records the agent decoded are kept, in the cache it owns, to
+    /// decode each once; it drops them at `lock` and when the key expires
+    /// (docs/security.md). A command keeps none.
     func testDecodedRecordsAreForgottenOnDemand() throws {
         let id = CredentialID(service: try ServiceKey(parsing: "api.decoded.example"))
         let record = Data(#"{"access_token":"a1","refresh_token":"r-decoded"}"#.utf8)
+        let decoded = DecodedRecords()
         XCTAssertEqual(try Credential.fromRecord(record, id: id).refreshToken, "r-decoded")
-        XCTAssertTrue(Credential.hasDecodedRecords)
-        Credential.forgetDecodedRecords()
-        XCTAssertFalse(Credential.hasDecodedRecords)
-        XCTAssertEqual(try Credential.fromRecord(record, id: id).refreshToken, "r-decoded", "decoded again")
+        XCTAssertTrue(decoded.isEmpty, "a command's decoding keeps nothing")
+        XCTAssertEqual(try Credential.fromRecord(record, id: id, decoded: decoded).refreshToken, "r-decoded")
+        XCTAssertFalse(decoded.isEmpty)
+        decoded.forget()
+        XCTAssertTrue(decoded.isEmpty)
+        XCTAssertEqual(
+            try Credential.fromRecord(record, id: id, decoded: decoded).refreshToken, "r-decoded", "decoded again")
+        // Other bytes for the same id are decoded, not answered from what was kept.
+        let changed = Data(#"{"access_token":"a2","refresh_token":"r-changed"}"#.utf8)
+        XCTAssertEqual(try Credential.fromRecord(changed, id: id, decoded: decoded).refreshToken, "r-changed")
     }
 }

@@ -49,7 +49,7 @@ extension AgentServer {
                 $0.schedule.forgetClients()
             }
             closeGates(RequestGate.locked)
-            Credential.forgetDecodedRecords()
+            caches.decodedRecords.forget()
             return .object([:])
         case let op where op == "usable" || op == "stored":
             guard let service = request["service"]?.string, let account = request["account"]?.string else {

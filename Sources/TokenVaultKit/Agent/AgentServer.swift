@@ -66,6 +66,9 @@ public final class AgentServer: @unchecked Sendable {
     /// renewal, or a D-Bus call under its deadline (`Posix.onWorker`'s own
     /// pool); none of them reads a request (the accept loop does).
     let requests = WorkerPool(most: 512)
+    /// What it keeps across the stores it opens: where Secret Service items
+    /// were found, the records it decoded (forgotten at `lock`).
+    let caches = StoreCaches()
     let renewals = WorkerPool(most: 64)
 
     /// Started by a command on first use: it stops after `agent_idle` without a request.
@@ -111,8 +114,6 @@ public final class AgentServer: @unchecked Sendable {
     public func serve() throws -> Never {
         Self.wipeWhatIsFreed()
         ProcessHardening.disableCoreDumps()
-        SecretServiceStore.keepsItemPaths = true
-        ShellCommand.ownGroups = true
         // No mount kept busy by the directory it was started in (docs/agent.md).
         _ = chdir("/")
         // No request reads the agent's own stdin or terminal: a command that
@@ -191,9 +192,9 @@ public final class AgentServer: @unchecked Sendable {
     /// The records the agent decoded stay no longer than the vault's key
     /// (docs/security.md): once it has expired from the kernel keyring, they go.
     private func forgetRecordsOnceTheKeyIsGone() {
-        guard Credential.hasDecodedRecords else { return }
+        guard !caches.decodedRecords.isEmpty else { return }
         let vault = try? Backends(settings: settings, keyCache: KernelKeyring()).fileVault()
-        if let vault, vault.exists, !vault.health().keyCached { Credential.forgetDecodedRecords() }
+        if let vault, vault.exists, !vault.health().keyCached { caches.decodedRecords.forget() }
     }
 
     /// A gate for one request or renewal, closed by `lock` and `stop` until `done`.
@@ -355,7 +356,7 @@ public final class AgentServer: @unchecked Sendable {
     /// What a context of the agent's does beyond a command's (docs/agent.md):
     /// each credential it hands out is kept renewed from then on.
     var request: Session.AgentRequest {
-        Session.AgentRequest { id, c, context in self.handedOut(id, c, context) }
+        Session.AgentRequest(caches: caches) { id, c, context in self.handedOut(id, c, context) }
     }
 
     /// A client was handed `c`: it is renewed ahead of need from now on.

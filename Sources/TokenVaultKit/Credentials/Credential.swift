@@ -237,22 +237,19 @@ extension Credential {
     /// becomes a `token` record. A record is checked as `set` checks its input,
     /// whoever wrote it: a token with a line break or a control character would
     /// inject a header line or an extra output line (65, naming the item).
-    public static func fromRecord(_ data: Data, id: CredentialID) throws -> Credential {
-        if let known = decodedRecords.withLock({ $0[id] }), known.data == data { return known.credential }
-        let c = try checkedRecord(data, id: id)
-        decodedRecords.withLock { records in
-            if records.count >= 64, records[id] == nil { records = [:] }
-            records[id] = (data, c)
-        }
-        return c
+    /// `decoded`: the agent's record of what it decoded already (a record is
+    /// decoded once per exact bytes); nil in a command.
+    public static func fromRecord(_ data: Data, id: CredentialID, decoded: DecodedRecords? = nil) throws -> Credential {
+        if let decoded { return try decoded.decode(data, id: id) { try checkedRecord($0, id: $1) } }
+        return try checkedRecord(data, id: id)
     }
 
     /// A stored record for a listing: the credential, or, when the record
     /// cannot be read, a stand-in that says why (`unusable`), so that one bad
     /// record never takes a whole listing down.
-    public static func listed(_ data: Data, id: CredentialID) -> Credential {
+    public static func listed(_ data: Data, id: CredentialID, decoded: DecodedRecords? = nil) -> Credential {
         do {
-            return try fromRecord(data, id: id)
+            return try fromRecord(data, id: id, decoded: decoded)
         } catch {
             return unusableRecord(id, why: error.errorText)
         }
@@ -263,30 +260,6 @@ extension Credential {
         var c = Credential(service: id.service, account: id.account, type: .token, accessToken: "")
         c.unusable = why
         return c
-    }
-
-    /// The records decoded last, by id and their exact bytes: decoding is a
-    /// function of the two, so a process that reads the same record again (the
-    /// agent, answering `get` after `get`) decodes it once. Only what the backend
-    /// has just returned is looked up here: nothing is answered from memory.
-    private static let decodedRecords = Locked<[CredentialID: (data: Data, credential: Credential)]>([:])
-
-    /// True when some decoded record is kept (`decodedRecords`).
-    public static var hasDecodedRecords: Bool { decodedRecords.withLock { !$0.isEmpty } }
-
-    /// Forgets the decoded records (the agent, at `lock` and when the vault's
-    /// key expires): each record's bytes are overwritten with zeros, and the
-    /// decoded values released.
-    public static func forgetDecodedRecords() {
-        var taken = decodedRecords.withLock { records in
-            defer { records = [:] }
-            return records.map(\.value.data)
-        }
-        for i in taken.indices {
-            taken[i].withUnsafeMutableBytes { raw in
-                if let base = raw.baseAddress { memset(base, 0, raw.count) }
-            }
-        }
     }
 
     private static func checkedRecord(_ data: Data, id: CredentialID) throws -> Credential {
@@ -385,5 +358,45 @@ public struct Refusal: Equatable, Sendable {
         self.reason = reason
         self.at = at
         self.input = input
+    }
+}
+
+/// The records decoded last, by id and their exact bytes: decoding is a
+/// function of the two, so the agent, which reads the same record again
+/// (answering `get` after `get`), decodes it once. It owns one and hands it
+/// to the stores it opens (docs/design.md); only what a backend has just
+/// returned is looked up here: nothing is answered from memory.
+public final class DecodedRecords: Sendable {
+    private let records = Locked<[CredentialID: (data: Data, credential: Credential)]>([:])
+
+    public init() {}
+
+    /// True when some decoded record is kept.
+    public var isEmpty: Bool { records.withLock { $0.isEmpty } }
+
+    func decode(
+        _ data: Data, id: CredentialID, _ decode: (Data, CredentialID) throws -> Credential
+    ) throws -> Credential {
+        if let known = records.withLock({ $0[id] }), known.data == data { return known.credential }
+        let c = try decode(data, id)
+        records.withLock { records in
+            if records.count >= 64, records[id] == nil { records = [:] }
+            records[id] = (data, c)
+        }
+        return c
+    }
+
+    /// Forgets them (the agent, at `lock` and when the vault's key expires):
+    /// each record's bytes are overwritten with zeros, and the decoded values released.
+    public func forget() {
+        var taken = records.withLock { records in
+            defer { records = [:] }
+            return records.map(\.value.data)
+        }
+        for i in taken.indices {
+            taken[i].withUnsafeMutableBytes { raw in
+                if let base = raw.baseAddress { memset(base, 0, raw.count) }
+            }
+        }
     }
 }

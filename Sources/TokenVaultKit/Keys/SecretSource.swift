@@ -62,12 +62,10 @@ enum SecretSource: Sendable {
 /// 64 KiB of output and `command_timeout` seconds (docs/config.md), and, in
 /// the agent, ended by `lock` and `agent stop` (`RequestGate`).
 enum ShellCommand {
-    /// Set once by the agent: its commands run in process groups of their
-    /// own, ended whole (a terminal's commands stay in its foreground group).
-    nonisolated(unsafe) static var ownGroups = false
-
     /// Without a controlling terminal nothing a command does needs the
-    /// terminal's foreground group: it runs in a group of its own too.
+    /// terminal's foreground group: it runs in a group of its own. So does a
+    /// command of an agent's request or renewal (its `gate` is set), ended
+    /// whole; a terminal's commands stay in its foreground group.
     static let noTerminal = !Posix.hasControllingTerminal
 
     static func run(
@@ -78,7 +76,7 @@ enum ShellCommand {
         try child.gate?.check()
         var started: pid_t = 0
         var result: (end: Posix.BoundedEnd, output: [UInt8])
-        let newGroup = ownGroups || noTerminal
+        let newGroup = child.gate != nil || noTerminal
         do {
             result = try Posix.spawnBounded(
                 ["/bin/sh", "-c", command], env: child.childEnvironment, directory: child.directory,

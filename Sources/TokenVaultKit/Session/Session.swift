@@ -32,8 +32,13 @@ public final class Session {
     /// reports each credential it hands out.
     public struct AgentRequest {
         let handedOut: (CredentialID, Credential, Session) -> Void
+        /// The agent's: what it keeps across the stores it opens.
+        let caches: StoreCaches
 
-        public init(handedOut: @escaping (CredentialID, Credential, Session) -> Void) { self.handedOut = handedOut }
+        public init(caches: StoreCaches, handedOut: @escaping (CredentialID, Credential, Session) -> Void) {
+            self.caches = caches
+            self.handedOut = handedOut
+        }
     }
     private let agent: AgentRequest?
 
@@ -109,6 +114,7 @@ public final class Session {
         var b = Backends(settings: settings, plan: plan)
         b.interactive = interactive
         b.config = { try self.config }
+        b.caches = agent?.caches
         return b
     }
 

@@ -15,6 +15,16 @@ public enum BackendChoice: String, Sendable, CaseIterable {
     public static var spelled: String { Format.list(allCases.map(\.rawValue), "or") }
 }
 
+/// What a long-lived process (the agent) keeps across the stores it opens,
+/// handed to each (docs/design.md): where Secret Service items were found,
+/// and the records it decoded. A command keeps none: it reads once.
+public final class StoreCaches: Sendable {
+    public let itemPaths = ItemPathCache()
+    public let decodedRecords = DecodedRecords()
+
+    public init() {}
+}
+
 /// Builds the stores from the settings, as the run's plan decided (the bus,
 /// and what it started ahead).
 public struct Backends {
@@ -25,6 +35,8 @@ public struct Backends {
     public var interactive = true
     /// The config file, read only when a backend needs it (etcd).
     public var config: () throws -> Config = { Config() }
+    /// What the agent keeps across the stores it opens (nil in a command).
+    public var caches: StoreCaches?
 
     /// `key_ttl`, resolved once (an invalid one is the error of the store that needs it).
     private let keyTTL: Result<Int, Error>
@@ -47,21 +59,24 @@ public struct Backends {
             newVaultParams: try settings.kdfProfile)
         store.ahead = plan.vaultAhead
         store.tpmTCTI = settings[.tpmTCTI]
+        store.decoded = caches?.decodedRecords
         return store
     }
 
     public func etcdStore() throws -> EtcdStore {
-        EtcdStore(
+        let store = EtcdStore(
             settings: try EtcdSettings.resolve(settings, config: try config()),
             passphrase: PassphraseSource(settings: settings, terminalPath: interactive ? "/dev/tty" : nil),
             keyCache: keyCache, keyTTL: try keyTTL.get(),
             newParams: try settings.kdfProfile)
+        store.decoded = caches?.decodedRecords
+        return store
     }
 
     func secretService() throws -> SecretServiceStore {
         SecretServiceStore(
             timeout: try settings.dbusTimeout, unlock: try .init(settings: settings), bus: settings.sessionBusShown,
-            headStart: plan.secretServiceAhead)
+            headStart: plan.secretServiceAhead, itemPaths: caches?.itemPaths, decoded: caches?.decodedRecords)
     }
 
     /// The Secret Service to read another application's item from (`import

@@ -24,6 +24,8 @@ public final class EtcdStore: SharedStore {
     let client: EtcdClient
     let passphrase: PassphraseSource
     let keyCache: KeyCache
+    /// The agent's decoded records (nil in a command).
+    var decoded: DecodedRecords?
     let keyTTL: Int
     let newParams: KDFParams
     /// Warnings that do not stop the command (a fleet lock lost mid-refresh).
@@ -254,7 +256,9 @@ public final class EtcdStore: SharedStore {
         }
         let record = Data(plain[aAt + 2 + aLen..<n])
         // A listing shows a record that authenticates but cannot be read, and goes on.
-        return id == nil ? Credential.listed(record, id: found) : try Credential.fromRecord(record, id: found)
+        return id == nil
+            ? Credential.listed(record, id: found, decoded: decoded)
+            : try Credential.fromRecord(record, id: found, decoded: decoded)
     }
 
     // MARK: Writing

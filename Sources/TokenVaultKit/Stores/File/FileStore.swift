@@ -21,6 +21,8 @@ public final class FileStore: CredentialStore {
 
     /// The vault this run's plan opened ahead (`Plan.startAhead`), for the first read.
     var ahead: Ahead<VaultAhead.Opened>?
+    /// The agent's decoded records (nil in a command).
+    var decoded: DecodedRecords?
 
     /// The key, once derived or fetched from the cache, with the header it opened.
     var unlocked: (key: SecureBytes, salt: [UInt8], params: KDFParams)?
@@ -76,7 +78,7 @@ public final class FileStore: CredentialStore {
     public func load(_ id: CredentialID) throws -> Credential? {
         guard let plain = try readPlaintext() else { return nil }
         defer { plain.wipe() }
-        return try plain.credential(id)
+        return try plain.credential(id, decoded: decoded)
     }
 
     public func list() throws -> [Credential] {

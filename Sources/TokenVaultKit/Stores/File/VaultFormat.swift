@@ -216,10 +216,10 @@ public struct VaultContents: Sendable {
         return out
     }
 
-    public func credential(_ id: CredentialID) throws -> Credential? {
+    public func credential(_ id: CredentialID, decoded: DecodedRecords? = nil) throws -> Credential? {
         // Compare the raw strings first: no record is decoded on the way.
         guard let i = index(of: id) else { return nil }
-        return try Credential.fromRecord(Data(entries[i].record), id: id)
+        return try Credential.fromRecord(Data(entries[i].record), id: id, decoded: decoded)
     }
 
     public func credentials() throws -> [Credential] {
@@ -295,7 +295,7 @@ public struct VaultPlaintext: Sendable {
     }
 
     /// The record stored for `id`, decoded; nil when there is none.
-    public func credential(_ id: CredentialID) throws -> Credential? {
+    public func credential(_ id: CredentialID, decoded: DecodedRecords? = nil) throws -> Credential? {
         let service = Array(id.service.description.utf8), account = Array(id.account.utf8)
         var found: Range<Int>?
         let p = bytes
@@ -309,7 +309,7 @@ public struct VaultPlaintext: Sendable {
                 }
             }
         }
-        return try found.map { try Credential.fromRecord(Data(p[$0]), id: id) }
+        return try found.map { try Credential.fromRecord(Data(p[$0]), id: id, decoded: decoded) }
     }
 
     public func contents() throws -> VaultContents { try VaultContents(self) }

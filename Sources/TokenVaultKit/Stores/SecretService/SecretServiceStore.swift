@@ -48,9 +48,19 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
 
     /// The head start this run's plan began (`Plan.startAhead`): the first call waits for it.
     let headStart: SecretServiceHeadStart?
+    /// Where items were last found: the agent's, handed to each store it
+    /// opens; nil in a command, which looks up once.
+    let itemPaths: ItemPathCache?
+    /// The agent's decoded records (nil in a command).
+    let decoded: DecodedRecords?
 
-    init(timeout: Double, unlock: UnlockPolicy, bus: String, headStart: SecretServiceHeadStart? = nil) {
+    init(
+        timeout: Double, unlock: UnlockPolicy, bus: String, headStart: SecretServiceHeadStart? = nil,
+        itemPaths: ItemPathCache? = nil, decoded: DecodedRecords? = nil
+    ) {
         self.headStart = headStart
+        self.itemPaths = itemPaths
+        self.decoded = decoded
         self.timeout = timeout
         self.unlock = unlock
         self.bus = bus
@@ -123,14 +133,12 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
         // A long-lived process asks first: KWallet started again numbers its
         // sessions afresh, so the old session's path can name another
         // client's session there, and its answer would be encrypted for that one.
-        if SecretServiceStore.keepsItemPaths, withDeadline(timeout, { tv_secret_reconnect() }) == 1 {
-            SecretServiceStore.itemPaths.withLock { $0 = [:] }
-        }
+        if let itemPaths, withDeadline(timeout, { tv_secret_reconnect() }) == 1 { itemPaths.forgetAll() }
         let first = try answered(what, body)
         guard case .failure(let error) = first, case .backendUnavailable = error,
             withDeadline(timeout, { tv_secret_reconnect() }) == 1
         else { return try first.get() }
-        SecretServiceStore.itemPaths.withLock { $0 = [:] }
+        itemPaths?.forgetAll()
         return try answered(what, body).get()
     }
 
@@ -185,15 +193,6 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
         return try lookup(id, Copies())
     }
 
-    /// Where each item was last found, per bus: a lookup asks that item for
-    /// its secret in one call, and searches again only when it is gone or
-    /// locked (docs/design.md) -- what an agent answering many `get`s saves.
-    /// Kept only in a process that sets `keepsItemPaths` (the agent): a
-    /// command that looks up once is quicker through libsecret's own lookup.
-    private static let itemPaths = Locked<[String: String]>([:])
-    /// Set once by the agent before it answers anything; read-only afterwards.
-    nonisolated(unsafe) public static var keepsItemPaths = false
-
     /// A credential's copies (the item in each collection that holds one).
     /// `locked`: how many items the search saw in a locked collection.
     private final class Copies: @unchecked Sendable {
@@ -218,9 +217,10 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
         let service = id.service.description, account = id.account, bus = self.bus
         let key = [bus, service, account].joined(separator: "\u{0}")
         found.foreign = 0
+        let itemPaths = self.itemPaths
         let copies: [(path: String, record: Data)] = try call("look up \(id)") {
             var message: UnsafeMutablePointer<CChar>?
-            if SecretServiceStore.keepsItemPaths, let known = SecretServiceStore.itemPaths.withLock({ $0[key] }) {
+            if let known = itemPaths?.path(key) {
                 // The item found last time, in one call, while it is still there and unlocked.
                 var found: UnsafeMutablePointer<CChar>?
                 if let secret = tv_lookup_item(service, account, known, &found, &message) {
@@ -250,19 +250,20 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
             return .success([("", Data(bytes: secret, count: strlen(secret)))])
         }
         guard !copies.isEmpty else {
-            SecretServiceStore.itemPaths.withLock { $0[key] = nil }
+            itemPaths?.set(key, nil)
             return nil
         }
         // A copy that cannot be read is passed over where another can; alone, its error is the answer.
         let foreign = found.foreign == 1
         let read = copies.compactMap { c in
-            (try? Credential.fromRecord(c.record, id: id)).map { record -> (path: String, credential: Credential) in
+            (try? Credential.fromRecord(c.record, id: id, decoded: decoded)).map {
+                record -> (path: String, credential: Credential) in
                 var marked = record
                 marked.foreignItem = foreign
                 return (c.path, marked)
             }
         }
-        guard !read.isEmpty else { return try Credential.fromRecord(copies[0].record, id: id) }
+        guard !read.isEmpty else { return try Credential.fromRecord(copies[0].record, id: id, decoded: decoded) }
         // Copies in two collections (a second database, a moved default alias): the newest is
         // the credential; an older one holds a refresh token already used. Said once.
         let newest = read.max {
@@ -276,8 +277,8 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
                 : "\(read.count) copies of \(id) are in the Secret Service (\(collections)); the newest, in \(Posix.dirname(newest.path)), is used, and the next write keeps only it"
             notice(note)
         }
-        if SecretServiceStore.keepsItemPaths, !newest.path.isEmpty, read.count == 1, !foreign {
-            SecretServiceStore.itemPaths.withLock { $0[key] = newest.path }
+        if let itemPaths, !newest.path.isEmpty, read.count == 1, !foreign {
+            itemPaths.set(key, newest.path)
         }
         return newest.credential
     }
@@ -371,4 +372,19 @@ extension CredentialID {
     public var foreignItemRemoval: String {
         "remove it with that application, or: secret-tool clear service \(ShellWord.word(service.description)) account \(ShellWord.word(account))"
     }
+}
+
+/// Where each item was last found, per bus: a lookup asks that item for its
+/// secret in one call, and searches again only when it is gone or locked
+/// (docs/design.md) -- what an agent answering many `get`s saves. The agent
+/// owns one and hands it to each Secret Service store it opens; a command,
+/// which looks up once, is quicker through libsecret's own lookup.
+public final class ItemPathCache: Sendable {
+    private let paths = Locked<[String: String]>([:])
+
+    public init() {}
+
+    func path(_ key: String) -> String? { paths.withLock { $0[key] } }
+    func set(_ key: String, _ path: String?) { paths.withLock { $0[key] = path } }
+    func forgetAll() { paths.withLock { $0 = [:] } }
 }
