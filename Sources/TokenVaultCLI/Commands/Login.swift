@@ -82,6 +82,15 @@ extension TokenVault {
                 value == .noBrowser ? .customLong("no-browser") : .long
             }
 
+            /// The flow it asks for.
+            var asked: LoginFlow.Asked {
+                switch self {
+                case .browser: .browser
+                case .noBrowser: .noBrowser
+                case .device: .device
+                }
+            }
+
             static func help(for value: Mode) -> ArgumentHelp? {
                 switch value {
                 case .browser: "Open a browser even where none seems able to open (over SSH, no display)."
@@ -194,8 +203,10 @@ extension TokenVault {
             _ p: OAuth2Provider, account: String, scopes asked: [String]?, context: Session, keep: () throws -> Void
         ) throws {
             let id = CredentialID(service: p.service, account: account)
-            let flow = chooseFlow(
-                grant: p.grant, hasDevice: p.deviceAuthorizationURL != nil, settings: context.settings)
+            let (flow, said) = LoginFlow.choose(
+                asked: mode?.asked, grant: p.grant, hasDevice: p.deviceAuthorizationURL != nil,
+                settings: context.settings)
+            if let said { context.notices.notice(said) }
             sayNothingStored(id, provider: p.name, before: try checkOwner(id, provider: p.name, context: context))
             // The answer must be kept: the store is made ready before anything is sent or
             // shown (a one-use assertion is not spent, nor a device approval given, for nothing:
@@ -288,8 +299,6 @@ extension TokenVault {
                 ])
         }
 
-        enum Flow { case browser, paste, device, clientCredentials }
-
         /// The device flow's URL as a QR code on stderr, when stderr is a terminal
         /// and --no-qr was not given; a QR code that cannot be drawn is only a notice.
         func drawQR(_ url: String) {
@@ -300,25 +309,6 @@ extension TokenVault {
             } catch let error as TokenVaultError {
                 Output.notice(error.errorText)
             } catch {}
-        }
-
-        /// The flow asked for, else the one that can work here (docs/providers.md): with no
-        /// way to open a browser, the device flow when the provider has one, else
-        /// paste mode, said on stderr.
-        func chooseFlow(grant: OAuth2Provider.Grant, hasDevice: Bool, settings: Settings) -> Flow {
-            if mode == .device { return .device }
-            if grant.fetchesAgain { return .clientCredentials }
-            if mode == .noBrowser { return .paste }
-            if mode == .browser { return .browser }
-            guard let why = Browser.unavailable(settings) else { return .browser }
-            if hasDevice {
-                Output.notice("no browser can open here (\(why)): using the device flow (--browser opens one anyway)")
-                return .device
-            }
-            Output.notice(
-                "no browser can open here (\(why)): paste mode, open the URL on any device (--browser opens one anyway)"
-            )
-            return .paste
         }
 
         /// One owner per service: a credential another provider stored under
