@@ -180,7 +180,7 @@ extension TokenVault {
                 for: providerName, config: try context.config,
                 configPath: context.settings.configPath)
             if table.type == "oauth1" {
-                try loginOAuth1(providerName, account: account, context: context)
+                announce(try providerLogin(context).oauth1(providerName, account: account), context: context)
                 return
             }
             let p = try context.oauth2Provider(providerName)
@@ -196,74 +196,27 @@ extension TokenVault {
             }
         }
 
-        /// An OAuth 2.0 login by the flow that fits, then `keep` (what the
-        /// login adds besides the credential) and the store, with Ctrl-C held.
+        /// The login the library runs, with this terminal as what a person sees.
+        func providerLogin(_ context: Session) throws -> ProviderLogin {
+            var options = ProviderLogin.Options()
+            (options.asked, options.scopes, options.port) = (mode?.asked, scopes, port)
+            (options.timeout, options.force) = (timeout, force)
+            let presenter = LoginPresenter(
+                openBrowser: { Browser.open($0, settings: context.settings, notices: context.notices) },
+                readLine: { Swift.readLine() }, showDeviceURL: drawQR, pause: { Posix.sleep($0) },
+                canWait: isatty(0) == 1 || isatty(2) == 1)
+            return ProviderLogin(
+                session: context, transport: CurlTransport(timeout: try context.httpTimeout, proxies: context.proxies),
+                presenter: presenter, options: options)
+        }
+
+        /// An OAuth 2.0 login (`ProviderLogin.oauth2`), then what it did, said.
         /// `scopes`: exactly these; nil: the provider's and --scope.
         func loginOAuth2(
             _ p: OAuth2Provider, account: String, scopes asked: [String]?, context: Session, keep: () throws -> Void
         ) throws {
-            let id = CredentialID(service: p.service, account: account)
-            let (flow, said) = LoginFlow.choose(
-                asked: mode?.asked, grant: p.grant, hasDevice: p.deviceAuthorizationURL != nil,
-                settings: context.settings)
-            if let said { context.notices.notice(said) }
-            sayNothingStored(id, provider: p.name, before: try checkOwner(id, provider: p.name, context: context))
-            // The answer must be kept: the store is made ready before anything is sent or
-            // shown (a one-use assertion is not spent, nor a device approval given, for nothing:
-            // a new vault's passphrase is asked now). Client credentials involve nobody: no login lock.
-            try context.vault().prepareToWrite()
-            var held: LoginLock?
-            if flow != .clientCredentials {
-                guard let h = try pendingLogin(id, provider: p.name, context: context) else { return }
-                held = h
-            }
-            defer { held?.release() }
-            var login = OAuth2Login(
-                provider: p, transport: CurlTransport(timeout: try context.httpTimeout, proxies: context.proxies),
-                clock: context.clock,
-                notify: { line in
-                    // That userinfo wants a scope not asked for is said once per provider, not at every login.
-                    guard line.hasPrefix(OAuth2Login.userinfoNotShown) else { return Output.notice(line) }
-                    let mark =
-                        context.settings.runtimeDirectory + "/said-userinfo-"
-                        + String(p.name.filter { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }.prefix(64))
-                    if OnceMark.seen(mark, within: 365 * 86400, now: context.clock.now) { return }
-                    try? PrivateDirectory.ensure(context.settings.runtimeDirectory)
-                    OnceMark.mark(mark)
-                    Output.notice(line)
-                })
-            // A key of the credential's own, made for this login (docs/security.md, "Sender-constrained tokens").
-            if p.dpop { login.dpop = try DPoPKey.generate(algorithm: DPoPKey.algorithm(for: p.dpopAlgorithms)) }
-            let wanted = asked ?? login.scopes(adding: scopes)
-            var credential: Credential
-            switch flow {
-            case .device:
-                credential = try login.device(id: id, scopes: wanted, timeout: Double(timeout), show: drawQR) {
-                    seconds in
-                    Posix.sleep(min(max(seconds, 0), 600))
-                }
-            case .clientCredentials:
-                credential = try login.clientCredentials(
-                    id: id, scopes: wanted, subjects: try context.refresher())
-            case .paste:
-                credential = try login.paste(id: id, scopes: wanted) { Swift.readLine() }
-            case .browser:
-                credential = try login.loopback(id: id, scopes: wanted, port: port, timeout: Double(timeout)) { url in
-                    Browser.open(url, settings: context.settings, notices: context.notices)
-                }
-            }
-            credential = login.withUserInfo(credential)
-            try Interruption.holding {
-                try keep()
-                try store(credential, provider: p.name, context: context)
-            }
-            announce(credential, provider: p.name, context: context)
-            if credential.refreshToken == nil, let expires = credential.expiresAt, !p.grant.fetchesAgain {
-                let offline = (credential.scope ?? "").split(separator: " ").contains("offline_access")
-                Output.warning(
-                    "\(p.name) gave no refresh token: the token \(Format.expires(expires, now: context.clock.now)) and cannot be renewed; log in again then"
-                        + (offline ? "" : " (some servers give one only for --scope offline_access)"))
-            }
+            announce(
+                try providerLogin(context).oauth2(p, account: account, scopes: asked, keep: keep), context: context)
         }
 
         /// `--issuer URL --client-id ID`: the provider it stands for, added to
@@ -284,8 +237,11 @@ extension TokenVault {
             return chosen
         }
 
-        /// "logged in to PROVIDER as NAME; stored under ID in BACKEND" on stderr.
-        func announce(_ credential: Credential, provider: String, prefix: String = "", context: Session) {
+        /// "logged in to PROVIDER as NAME; stored under ID in BACKEND" on
+        /// stderr, or what another login that finished meanwhile stored.
+        func announce(_ outcome: ProviderLogin.Outcome, context: Session) {
+            let (credential, provider) = (outcome.credential, outcome.provider)
+            let prefix = outcome.byAnotherLogin ? "the other login finished: " : ""
             let name = Summary.displayName(credential)
             let who = name.map { " as \($0)" } ?? ""
             let backend = (try? context.store().writesTo) ?? "the vault"
@@ -309,71 +265,6 @@ extension TokenVault {
             } catch let error as TokenVaultError {
                 Output.notice(error.errorText)
             } catch {}
-        }
-
-        /// One owner per service: a credential another provider stored under
-        /// `id` is not replaced without --force (64, before anyone is asked).
-        /// Returns what is stored under `id` now.
-        func checkOwner(_ id: CredentialID, provider: String, context: Session) throws -> Credential? {
-            let stored = try context.vault().load(id)
-            if !force,
-                let conflict = stored?.ownerConflict(with: provider, command: "login \(ShellWord.word(provider))")
-            {
-                throw conflict
-            }
-            return stored
-        }
-
-        /// Ctrl-C from here until the store says that nothing was stored, and
-        /// what `id` holds meanwhile (docs/security.md, "Interrupted").
-        func sayNothingStored(_ id: CredentialID, provider: String, before: Credential?) {
-            let kept =
-                before == nil ? "\(id) still has no credential" : "the credential stored under \(id) is unchanged"
-            Interruption.say("nothing was stored: the login to \(provider) did not finish, and \(kept)")
-        }
-
-        /// Writes the new credential with Ctrl-C held back, so what Ctrl-C
-        /// says afterwards is known: it is stored.
-        func store(_ credential: Credential, provider: String, context: Session) throws {
-            try Interruption.holding {
-                try context.vault().write(credential)
-                Interruption.say(
-                    "the login to \(provider) had finished: its credential is stored under \(credential.id)")
-            }
-        }
-
-        /// The login lock for `id`, or nil when another process's login
-        /// for it finished while this one waited (its result is used). Without a
-        /// terminal a pending login is a temporary failure (75): no second browser.
-        func pendingLogin(_ id: CredentialID, provider: String, context: Session) throws -> LoginLock? {
-            let vault = try context.vault()
-            let before = try vault.load(id)
-            if let held = try LoginLock.attempt(vault, id) { return held }
-            let pid = LoginLock.holder(vault, id).map { " (process \($0))" } ?? ""
-            guard isatty(0) == 1 || isatty(2) == 1 else {
-                throw TokenVaultError.temporary(
-                    "a login to \(provider) for \(id) is already pending\(pid); finish it there, then try again")
-            }
-            Output.notice("a login to \(provider) for \(id) is already pending\(pid); waiting for it (Ctrl-C to stop)")
-            Interruption.say("this command stored nothing; the other login\(pid) goes on")
-            let bound = Double(timeout)
-            guard
-                let held = try WaitLine.during(
-                    { "waiting for the other login\(pid): \(WaitLine.left(bound, $0)) (Ctrl-C to stop)" },
-                    {
-                        try LoginLock.wait(vault, id, until: Date().timeIntervalSince1970 + bound)
-                    })
-            else {
-                throw TokenVaultError.temporary(
-                    "the login to \(provider) for \(id) was still pending after \(timeout) s")
-            }
-            if let after = try vault.load(id), after != before {
-                held.release()
-                announce(after, provider: provider, prefix: "the other login finished: ", context: context)
-                return nil
-            }
-            Output.notice("the other login did not store anything; starting this one")
-            return held
         }
     }
 }
