@@ -9,7 +9,7 @@ import XCTest
 /// (docs/adapters.md, "MCP servers"): what each era sends, and the era of a
 /// message decided in one place.
 final class MCPBridgeEraTests: XCTestCase {
-    final class Host: MCPBridgeHost, @unchecked Sendable {
+    final class Host: BridgeTokenSource, @unchecked Sendable {
         let said = Locked<[String]>([])
         var key: DPoPKey?
         func token() throws -> PresentedToken { PresentedToken("tok", key: key) }
@@ -33,13 +33,13 @@ final class MCPBridgeEraTests: XCTestCase {
     /// (or 10 s pass): what arrives on a stream of its own (the server's GET
     /// stream) is then waited for, not raced by the end of input.
     func run(
-        _ lines: [String], server: ScriptedStreams, host: any MCPBridgeHost = Host(),
+        _ lines: [String], server: ScriptedStreams, tokens: any BridgeTokenSource = Host(),
         until: (@Sendable ([String]) -> Bool)? = nil
     ) throws -> [String] {
         let written = Locked<[String]>([])
         let arrived = DispatchSemaphore(value: 0)
         let bridge = try MCPBridge(
-            url: "http://127.0.0.1:9/mcp", transport: server, host: host, idleSeconds: 5,
+            url: "http://127.0.0.1:9/mcp", transport: server, tokens: tokens, idleSeconds: 5,
             writeLine: { line in
                 let all = written.withLock {
                     $0.append(line)
@@ -144,7 +144,7 @@ final class MCPBridgeEraTests: XCTestCase {
             url: "http://127.0.0.1:9/mcp",
             transport: ScriptedStreams { _ in
                 HTTPResponse(status: 500, body: Data())
-            }, host: Host(), writeLine: { _ in })
+            }, tokens: Host(), writeLine: { _ in })
         func message(_ s: String) throws -> JSONValue { try JSONRPC.message(Array(s.utf8)[...]) }
         let note = try message(Self.initialized)
         XCTAssertEqual(bridge.era(of: note, isRequest: false), .handshake, "no request yet: the handshake era")
@@ -273,7 +273,7 @@ final class MCPBridgeEraTests: XCTestCase {
             [
                 Self.modern(11, "resources/read", #""uri":"a://b""#), Self.modern(12, "prompts/list"),
                 Self.modern(13, "bad method"),
-            ], server: server, host: host)
+            ], server: server, tokens: host)
         XCTAssertTrue(
             out.contains { $0.contains(#""id":11"#) && $0.contains("-32602") && $0.contains("Header mismatch") },
             "\(out)")
@@ -349,7 +349,8 @@ final class MCPBridgeEraTests: XCTestCase {
         host.key = try DPoPKey(pem: SecureBytes(Array(DPoPKeyTests.pem.utf8)))
         // The call of a tool never listed: the bridge's own listing first, refused for
         // the nonce and sent again with it; then the call, with the nonce it now knows.
-        let out = try run([Self.modern(41, "tools/call", #""name":"echo","arguments":{}"#)], server: server, host: host)
+        let out = try run(
+            [Self.modern(41, "tools/call", #""name":"echo","arguments":{}"#)], server: server, tokens: host)
         XCTAssertTrue(out.contains { $0.contains(#""id":41"#) && $0.contains("result") }, "\(out)")
         let sent = server.requests.filter { $0.method == "POST" }
         XCTAssertEqual(sent.count, 3, "the listing, again with the nonce, then the call: \(out)")
@@ -371,7 +372,7 @@ final class MCPBridgeEraTests: XCTestCase {
     /// the message, the tool listing, the server's own stream and the end
     /// of the session alike; never as Bearer.
     func testABoundTokenKeepsItsKeyWhateverTheHostHoldsMeanwhile() throws {
-        final class Dropping: MCPBridgeHost, @unchecked Sendable {
+        final class Dropping: BridgeTokenSource, @unchecked Sendable {
             /// What the host holds now: each token is handed out bound, and
             /// the next moment the host holds no credential (another thread's
             /// renewal failed). Nothing the bridge sends may depend on it.
@@ -396,7 +397,7 @@ final class MCPBridgeEraTests: XCTestCase {
         }
         let out = try run(
             [Self.initialize, Self.call, Self.modern(43, "tools/call", #""name":"echo","arguments":{}"#)],
-            server: server, host: Dropping())
+            server: server, tokens: Dropping())
         XCTAssertTrue(out.contains { $0.contains(#""id":43"#) }, "\(out)")
         XCTAssertGreaterThanOrEqual(server.requests.count, 4, "\(server.requests.map(\.method))")
         for r in server.requests {

@@ -92,4 +92,15 @@ final class PlanTests: XCTestCase {
         XCTAssertNotNil(plan.missingBus, "asked once")
         XCTAssertNil(Plan(settings: Settings(environment: env)).missingBus)
     }
+
+    /// The store a backend reads first, the one rule the store a run opens
+    /// and the read-ahead both follow: auto without a session bus is the file vault.
+    func testTheStoreReadFirstIsDecidedOnce() {
+        XCTAssertEqual(BackendChoice.auto.readsFirst(missingBus: nil), .secretService)
+        XCTAssertEqual(BackendChoice.auto.readsFirst(missingBus: "no session bus"), .file)
+        XCTAssertEqual(BackendChoice.secretService.readsFirst(missingBus: "no session bus"), .secretService)
+        XCTAssertEqual(BackendChoice.file.readsFirst(missingBus: nil), .file)
+        XCTAssertEqual(BackendChoice.etcd.readsFirst(missingBus: nil), .etcd)
+        XCTAssertEqual(BackendChoice.none.readsFirst(missingBus: "x"), BackendChoice.none)
+    }
 }

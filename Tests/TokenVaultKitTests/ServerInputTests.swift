@@ -30,7 +30,7 @@ final class ServerInputTests: XCTestCase {
         }
     }
 
-    final class NoHost: MCPBridgeHost, @unchecked Sendable {
+    final class NoHost: BridgeTokenSource, @unchecked Sendable {
         func token() throws -> PresentedToken { PresentedToken("t") }
         func renewed(after rejected: PresentedToken) throws -> PresentedToken { PresentedToken("t") }
         func stepUp(_ scopes: [String]) throws -> Bool { false }
@@ -40,7 +40,7 @@ final class ServerInputTests: XCTestCase {
     /// A server that renames its tools at every listing grows nothing: a
     /// listing's first page replaces the maps kept, its next pages add.
     func testToolMapsAreThoseOfTheCurrentListing() throws {
-        let bridge = try MCPBridge(url: "http://127.0.0.1:9/mcp", transport: CurlTransport(), host: NoHost())
+        let bridge = try MCPBridge(url: "http://127.0.0.1:9/mcp", transport: CurlTransport(), tokens: NoHost())
         func listing(_ names: [String]) -> JSONValue {
             .object([
                 "tools": .array(

@@ -62,11 +62,11 @@ extension TokenVault {
             }
             // Nothing that needs the vault or the config stops the bridge before it
             // serves: each request that meets a failure gets it as its JSON-RPC error.
-            let host = BridgeCredential(
+            let credential = BridgeCredential(
                 session: context, account: account.name, url: url, say: Output.errorWriter())
             let timeout = (try? context.httpTimeout) ?? Config().httpTimeout
             let bridge = try MCPBridge(
-                url: url, transport: CurlTransport(timeout: timeout, proxies: context.proxies), host: host,
+                url: url, transport: CurlTransport(timeout: timeout, proxies: context.proxies), tokens: credential,
                 writeLine: Output.lineWriter())
             bridge.run()
         }

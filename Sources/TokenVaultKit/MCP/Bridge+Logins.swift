@@ -42,7 +42,7 @@ extension MCPBridge {
         switch response.status {
         case 401 where !attempt.renewed:
             attempt.renewed = true
-            do { return try host.renewed(after: token) } catch {
+            do { return try tokens.renewed(after: token) } catch {
                 fail(request, error, code: .authorization)
                 return nil
             }
@@ -87,11 +87,11 @@ extension MCPBridge {
         _ scopes: [String], request: JSONValue?, code: ErrorCode, otherwise: String
     ) -> PresentedToken? {
         do {
-            guard try host.stepUp(scopes) else {
+            guard try tokens.stepUp(scopes) else {
                 fail(request, otherwise, code: code)
                 return nil
             }
-            return try host.token()
+            return try tokens.token()
         } catch {
             fail(request, error, code: code)
             return nil

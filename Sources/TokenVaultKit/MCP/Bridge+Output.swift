@@ -51,7 +51,7 @@ extension MCPBridge {
                 answered = true
                 fail(request, "\(shown) answered with something that is not a JSON-RPC message")
             } else {
-                host.say("\(shown) sent a message that is not JSON-RPC; it was dropped")
+                tokens.say("\(shown) sent a message that is not JSON-RPC; it was dropped")
             }
             return
         }
@@ -78,7 +78,7 @@ extension MCPBridge {
 
     /// A JSON-RPC error for the client (when the message was a request) and one line on stderr.
     func fail(_ request: JSONValue?, _ message: String, code: ErrorCode = .server) {
-        host.say(message)
+        tokens.say(message)
         guard let request else { return }
         write(
             JSONValue.object([

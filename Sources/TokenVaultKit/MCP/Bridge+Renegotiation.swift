@@ -71,7 +71,7 @@ extension MCPBridge {
             }
             let notification = initialized ?? Array(#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.utf8)
             _ = try? transport.send(post(notification, token: token, eraHeaders: sessionHeaders()))
-            host.say("\(shown) had forgotten the MCP session; a new one was set up with your initialize")
+            tokens.say("\(shown) had forgotten the MCP session; a new one was set up with your initialize")
             startListening()
             return sessionHeaders()
         }

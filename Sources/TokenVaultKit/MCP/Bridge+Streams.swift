@@ -46,7 +46,7 @@ extension MCPBridge {
         // Streams in a row that failed, or closed at once with nothing in them.
         var failures = 0
         while !state.withLock({ $0.closing }), failures < 5 {
-            guard let token = try? host.token() else { return }
+            guard let token = try? tokens.token() else { return }
             var x = Transfer()
             var request = get(token: token)
             if let last { request.headers.append("Last-Event-ID: \(last)") }
@@ -63,12 +63,14 @@ extension MCPBridge {
             let retry = max(Double(min(x.parser.retry ?? 1000, 60_000)) / 1000, 1)
             Posix.sleep(min(retry * Double(1 << failures), 60))
         }
-        if failures >= 5 { host.say("\(shown) kept closing its stream of messages of its own; it is not opened again") }
+        if failures >= 5 {
+            tokens.say("\(shown) kept closing its stream of messages of its own; it is not opened again")
+        }
     }
 
     /// DELETE: the session ends with the client's input.
     func endSession() {
-        guard state.withLock({ $0.sessionID }) != nil, let token = try? host.token() else { return }
+        guard state.withLock({ $0.sessionID }) != nil, let token = try? tokens.token() else { return }
         _ = try? transport.send(get(token: token, method: "DELETE"))
     }
 }

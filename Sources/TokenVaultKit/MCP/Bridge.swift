@@ -2,9 +2,9 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 
-/// What the bridge asks of the credential it sends (`BridgeCredential`, or
-/// a test's double): the vault's token, its renewal, a login, and a line on stderr.
-public protocol MCPBridgeHost: AnyObject, Sendable {
+/// Where the bridge's token comes from (`BridgeCredential`, or a test's
+/// double): the vault's token, its renewal, a login, and a line on stderr.
+public protocol BridgeTokenSource: AnyObject, Sendable {
     /// The token to send now, renewed first when it is about to expire.
     func token() throws -> PresentedToken
     /// After the server refused `rejected` (401): a renewed token.
@@ -33,7 +33,7 @@ public final class MCPBridge: @unchecked Sendable {
 
     let url: String
     let transport: any HTTPStreamingTransport
-    let host: MCPBridgeHost
+    let tokens: BridgeTokenSource
     /// Seconds a stream may stay silent before it is closed.
     let idleSeconds: Int
     /// The two eras of the protocol (docs/adapters.md, "MCP servers").
@@ -87,7 +87,7 @@ public final class MCPBridge: @unchecked Sendable {
     let writeLine: @Sendable (String) -> Void
 
     public init(
-        url: String, transport: any HTTPStreamingTransport, host: MCPBridgeHost, idleSeconds: Int = 300,
+        url: String, transport: any HTTPStreamingTransport, tokens: BridgeTokenSource, idleSeconds: Int = 300,
         writeLine: @escaping @Sendable (String) -> Void = { Posix.write(1, $0 + "\n") }
     ) throws {
         guard OAuth2Provider.isSafeEndpoint(url), !url.contains("#") else {
@@ -96,7 +96,7 @@ public final class MCPBridge: @unchecked Sendable {
         }
         self.url = url
         self.transport = transport
-        self.host = host
+        self.tokens = tokens
         self.idleSeconds = idleSeconds
         self.writeLine = writeLine
         shown = OutsideText.line(url, limit: 200)
@@ -212,7 +212,7 @@ public final class MCPBridge: @unchecked Sendable {
             }
         }
         var token: PresentedToken
-        do { token = try host.token() } catch { return fail(request, error, code: .authorization) }
+        do { token = try tokens.token() } catch { return fail(request, error, code: .authorization) }
         guard var eraHeaders = exchange.headers(for: message, request: request, token: token, cancel: cancel, on: self)
         else { return }
         let holds = exchange.holdsEvents(message)

@@ -6,7 +6,7 @@ import Glibc
 /// a login where a browser can open (docs/adapters.md, "MCP servers"). Each
 /// attempt opens the vault afresh, so a request after `tokenvault unlock` or
 /// a login succeeds where the one before it got the error.
-public final class BridgeCredential: MCPBridgeHost, @unchecked Sendable {
+public final class BridgeCredential: BridgeTokenSource, @unchecked Sendable {
     let context: Session
     let account: String
     let url: String

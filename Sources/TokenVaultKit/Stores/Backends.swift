@@ -11,6 +11,14 @@ public enum BackendChoice: String, Sendable, CaseIterable {
     /// Keeps nothing past the process (`ProcessOnlyStore`).
     case none
 
+    /// The store a run of this backend reads first: auto is the Secret
+    /// Service where there is a session bus, else the file vault. The one
+    /// place that says so: the store the run opens (`Backends.open`) and what
+    /// is readied ahead for it (`Plan.startAhead`) both ask here.
+    public func readsFirst(missingBus: String?) -> BackendChoice {
+        self == .auto ? (missingBus == nil ? .secretService : .file) : self
+    }
+
     /// "auto, secret-service, file, etcd or none", for messages.
     public static var spelled: String { Format.list(allCases.map(\.rawValue), "or") }
 }
@@ -103,7 +111,7 @@ public struct Backends {
         case .auto:
             // No separate probe: the first real call is the probe (a probe costs a
             // second D-Bus session), and its failure is what auto falls back on.
-            if let missing = plan.missingBus {
+            if choice.readsFirst(missingBus: plan.missingBus) == .file, let missing = plan.missingBus {
                 let store = AutoStore(
                     secretService: nil, unavailableReason: missing, quiet: true, file: try fileVault())
                 let settings = settings

@@ -28,12 +28,11 @@ enum VaultAhead {
 
 extension FileStore {
     /// The `get` hot path's vault read ahead (`Plan.startAhead`, on its
-    /// thread): opened only where the command will read it first -- backend
-    /// file, or auto without a session bus (as the environment and the
-    /// config's `backend` say) -- and with the cached key alone.
+    /// thread): opened only where the command will read it first
+    /// (`BackendChoice.readsFirst`, of the backend the environment and the
+    /// config's `backend` name), and with the cached key alone.
     static func openAhead(_ settings: Settings, missingBus: String?) -> VaultAhead.Opened? {
-        guard let choice = Config.backendChoice(settings),
-            choice == .file || (choice == .auto && missingBus != nil),
+        guard Config.backendChoice(settings)?.readsFirst(missingBus: missingBus) == .file,
             let store = try? Backends(settings: settings).fileVault()
         else { return nil }
         return try? store.openWithCachedKey()

@@ -27,8 +27,9 @@ public final class SecretServiceHeadStart: Sendable {
         let started = SecretServiceHeadStart()
         Posix.spawnThread(stackSize: 1 << 22, beside: true) {
             // A config that cannot be read is reported by the command itself.
-            let choice = Config.backendChoice(settings)
-            if choice == .auto || choice == .secretService { _ = tv_secret_prepare() }
+            if Config.backendChoice(settings)?.readsFirst(missingBus: missingBus) == .secretService {
+                _ = tv_secret_prepare()
+            }
             started.ready.signal()
         }
         return started
