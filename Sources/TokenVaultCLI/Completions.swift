@@ -21,7 +21,7 @@ enum Completions {
     ]
 
     static func providers(_ words: [String], _ index: Int, _ prefix: String) -> [String] {
-        let context = Session(settings: settings, notices: .output)
+        let context = Session(settings: settings, notices: RunOutput.process().notices)
         let directory = (try? context.providers) ?? ProviderDirectory(config: Config())
         return candidates(directory.names.filter { $0.hasPrefix(prefix) })
     }
@@ -47,7 +47,7 @@ enum Completions {
     static func accounts(_ words: [String], _ index: Int, _ prefix: String) -> [String] {
         let ids = storedIDs()
         let service = serviceWord(in: words).flatMap {
-            try? Session(settings: settings, notices: .output).serviceKey($0)
+            try? Session(settings: settings, notices: RunOutput.process().notices).serviceKey($0)
         }
         let accounts = ids.filter { service == nil || $0.service == service }.map(\.account)
         return candidates(Set(accounts).sorted().filter { $0.hasPrefix(prefix) })
@@ -150,7 +150,7 @@ enum Completions {
     static func quietStore() -> (Session, CredentialStore?) {
         var settings = Self.settings.with(.dbusTimeout, "0.5")
         for source in EnvironmentVariable.passphraseVariables { settings = settings.with(source, nil) }
-        let context = Session(settings: settings, notices: .output)
+        let context = Session(settings: settings, notices: RunOutput.process().notices)
         var backends = context.backends
         backends.interactive = false
         guard let choice = try? context.backendChoice else { return (context, nil) }

@@ -28,7 +28,7 @@ struct CredentialOptions: ParsableArguments {
             return CredentialID(service: key, account: account)
         }
         let chosen = try AccountChoice(option: account, settings: context.settings)
-        if verbose { Output.notice("account \(chosen.name) (\(chosen.reason))") }
+        if verbose { context.output.notice("account \(chosen.name) (\(chosen.reason))") }
         return CredentialID(service: key, account: chosen.name)
     }
 }

@@ -14,25 +14,20 @@ extension SessionCommand {
     /// Never the way in: a command needs the settings it runs with.
     func run() throws { throw TokenVaultError.internal("\(Self.self) runs only with a session") }
 
-    /// Runs the command in a session of `plan`; the warnings follow its output.
-    func run(plan: Plan, agent: Session.AgentRequest?) throws {
-        let context = Session(settings: plan.settings, notices: .output, plan: plan, agent: agent)
+    /// Runs the command in a session of `plan`, printing to `output`; the
+    /// warnings follow its output.
+    func run(plan: Plan, agent: Session.AgentRequest?, output: RunOutput) throws {
+        let context = Session(
+            settings: plan.settings, notices: output.notices, plan: plan, agent: agent, output: output)
         defer { context.flushWarnings() }
         try run(in: context)
     }
 }
 
 extension Session {
-    /// What the command did (`Output.result`), after what was noticed on the way.
+    /// What the command did (`RunOutput.result`), after what was noticed on the way.
     func result(_ notice: String, json: Bool, _ object: @autoclosure () -> [String: JSONValue]) {
         flushWarnings()
-        Output.result(notice, json: json, object())
+        output.result(notice, json: json, object())
     }
-}
-
-extension Notices {
-    /// The command line's: stderr, or what the agent keeps of a request's.
-    static let output = Notices(
-        warning: { Output.warning($0) }, notice: { Output.notice($0) }, later: { Output.later($0) },
-        passOn: { Output.stderr($0) })
 }

@@ -60,15 +60,15 @@ enum Summary {
     /// A table on stdout: the first row is the header. On a terminal narrower
     /// than the table, the columns of `dropping` go first, in that order; with
     /// `colour`, a cell's paint (rows after the header) when `painted`.
-    /// `settings`: where the terminal's width comes from when it does not say.
+    /// The run's settings: where the terminal's width comes from when it does not say.
     static func printTable(
-        _ rows: [[String]], settings: Settings, dropping: [Int] = [], painted: Bool = false,
+        _ rows: [[String]], context: Session, dropping: [Int] = [], painted: Bool = false,
         colour: (_ row: Int, _ column: Int) -> Terminal.Paint? = { _, _ in nil }
     ) {
         let widths = rows[0].indices.map { i in rows.map { $0[i].count }.max() ?? 0 }
         var columns = Array(rows[0].indices)
         func total() -> Int { columns.map { widths[$0] }.reduce(0, +) + 2 * (columns.count - 1) }
-        if let available = Terminal.width(settings) {
+        if let available = Terminal.width(context.settings, stdout: context.output.stdout) {
             for d in dropping where total() > available && columns.count > 1 { columns.removeAll { $0 == d } }
         }
         for (r, row) in rows.enumerated() {
@@ -76,7 +76,7 @@ enum Summary {
                 let cell = k == columns.count - 1 ? row[i] : row[i].padded(to: widths[i])
                 return Terminal.paint(cell, r == 0 ? nil : colour(r, i), on: painted)
             }.joined(separator: "  ")
-            Output.value(line)
+            context.output.value(line)
         }
     }
 }

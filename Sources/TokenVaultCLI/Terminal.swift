@@ -18,44 +18,26 @@ struct ColorOptions: ParsableArguments {
         completion: .list(ColorChoice.names), transform: ColorChoice.parse)
     var color: ColorChoice = .auto
 
-    /// Whether stdout gets colour, with `settings` (NO_COLOR, TERM).
-    func enabled(_ settings: Settings) -> Bool { Terminal.colour(color, settings: settings) }
+    /// Whether the run's stdout gets colour, with its settings (NO_COLOR, TERM).
+    func enabled(_ context: Session) -> Bool {
+        Terminal.colour(color, settings: context.settings, stdout: context.output.stdout)
+    }
 }
 
 /// What stdout is: a terminal (colour, its width, indented JSON) or a pipe.
 enum Terminal {
-    struct Stdout {
-        var isTerminal: Bool
-        /// Its width, when it is a terminal that says.
-        var columns: Int?
-    }
-
-    /// This process's stdout.
-    static var ownStdout: Stdout {
-        guard isatty(1) == 1 else { return Stdout(isTerminal: false) }
-        var size = winsize()
-        let known = ioctl(1, UInt(TIOCGWINSZ), &size) == 0 && size.ws_col > 0
-        return Stdout(isTerminal: true, columns: known ? Int(size.ws_col) : nil)
-    }
-
-    /// The stdout of the command running now: in the agent, its client's.
-    static var stdout: Stdout { Output.capturedStdout ?? ownStdout }
-
-    static var stdoutIsTerminal: Bool { stdout.isTerminal }
-
-    static func colour(_ choice: ColorChoice, settings: Settings) -> Bool {
+    static func colour(_ choice: ColorChoice, settings: Settings, stdout: RunOutput.Stdout) -> Bool {
         switch choice {
         case .always: return true
         case .never: return false
-        case .auto: return stdoutIsTerminal && settings[.noColor] == nil && settings[.term] != "dumb"
+        case .auto: return stdout.isTerminal && settings[.noColor] == nil && settings[.term] != "dumb"
         }
     }
 
     /// Columns of the terminal on stdout (else `COLUMNS` of `settings`); nil in a pipe.
-    static func width(_ settings: Settings) -> Int? {
-        let out = stdout
-        guard out.isTerminal else { return nil }
-        return out.columns ?? settings[.columns].flatMap(Int.init)
+    static func width(_ settings: Settings, stdout: RunOutput.Stdout) -> Int? {
+        guard stdout.isTerminal else { return nil }
+        return stdout.columns ?? settings[.columns].flatMap(Int.init)
     }
 
     enum Paint: String {

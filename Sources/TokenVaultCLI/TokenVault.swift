@@ -25,20 +25,20 @@ public struct TokenVault: ParsableCommand {
 extension TokenVault {
     /// `tokenvault help environment` (a topic, not a command in the list):
     /// every variable, from the same table as the man page's ENVIRONMENT.
-    struct HelpEnvironment: ParsableCommand {
+    struct HelpEnvironment: SessionCommand {
         static let configuration = CommandConfiguration(
             commandName: "environment", abstract: "The environment variables tokenvault reads or sets.",
             discussion: ManualText.environmentText, shouldDisplay: false)
 
-        func run() { Output.value(ManualText.environmentText) }
+        func run(in context: Session) { context.output.value(ManualText.environmentText) }
     }
 
     /// `tokenvault help exit-codes`: the exit status table of the man page.
-    struct HelpExitCodes: ParsableCommand {
+    struct HelpExitCodes: SessionCommand {
         static let configuration = CommandConfiguration(
             commandName: "exit-codes", abstract: "What each exit status means.",
             discussion: ManualText.exitCodesText, shouldDisplay: false)
 
-        func run() { Output.value(ManualText.exitCodesText) }
+        func run(in context: Session) { context.output.value(ManualText.exitCodesText) }
     }
 }

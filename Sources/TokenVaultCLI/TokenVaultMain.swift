@@ -13,7 +13,8 @@ public enum TokenVaultMain {
         Settings.adoptSession()
         let args = arguments ?? completionArguments(Array(CommandLine.arguments.dropFirst()))
         // A command the agent answers is sent to it whole: nothing is parsed here (docs/agent.md).
-        let own = Terminal.ownStdout
+        let output = RunOutput.process()
+        let own = output.stdout
         let finding: Plan.AgentFinding
         switch AgentClient.run(args, terminal: own.isTerminal ? own.columns ?? 0 : nil) {
         case .ran(let status, let stdout, let stderr):
@@ -21,26 +22,27 @@ public enum TokenVaultMain {
             Posix.write(2, stderr)
             exit(status)
         case .direct(let found, let said):
-            if let said { Output.notice(said) }
+            if let said { output.notice(said) }
             finding = found
         }
         // The one place the process's environment is read: everything below is handed this plan.
         let plan = Plan(settings: Settings.process, agentFinding: finding)
-        let status = execute(args, plan: plan) ?? 1
+        let status = execute(args, plan: plan, output: output) ?? 1
         AgentClient.startOnFirstUse(args, plan: plan)
         exit(status)
     }
 
-    /// Parses and runs `args` in a session of `plan`; the exit status. In the
-    /// agent (`agent`), `decline` picks the failures its client must meet
-    /// itself (help text, a vault only the client can open): then nothing is
-    /// printed and nil returned.
+    /// Parses and runs `args` in a session of `plan`, printing to `output`;
+    /// the exit status. In the agent (`agent`), `decline` picks the failures
+    /// its client must meet itself (help text, a vault only the client can
+    /// open): then nothing is printed and nil returned.
     static func execute(
-        _ args: [String], plan: Plan, agent: Session.AgentRequest? = nil, decline: ((Error) -> Bool)? = nil
+        _ args: [String], plan: Plan, agent: Session.AgentRequest? = nil, output: RunOutput,
+        decline: ((Error) -> Bool)? = nil
     ) -> Int32? {
         // bash's script is the generated one with the words put back together at `:`.
         if args == ["--generate-completion-script", "bash"] || args == ["--generate-completion-script=bash"] {
-            Output.value(Completions.bashScript)
+            output.value(Completions.bashScript)
             return 0
         }
         do {
@@ -53,22 +55,22 @@ public enum TokenVaultMain {
                 plan.startAhead()
                 defer { plan.forgetAhead() }
                 if let get = try? TokenVault.Get.parseAsRoot(Array(args.dropFirst())) as? TokenVault.Get {
-                    try get.run(plan: plan, agent: agent)
-                    Output.flushLater()
+                    try get.run(plan: plan, agent: agent, output: output)
+                    output.flushLater()
                     return 0
                 }
             }
             var command = try decline == nil ? TokenVault.parseAsRoot(args) : parsedOnce(args)
             if let command = command as? any SessionCommand {
-                try command.run(plan: plan, agent: agent)
+                try command.run(plan: plan, agent: agent, output: output)
             } else {
                 try command.run()  // help, a group without a command of its own
             }
-            Output.flushLater()
+            output.flushLater()
             return 0
         } catch {
             if let decline, decline(error) { return nil }
-            return failed(error, args)
+            return failed(error, args, output: output)
         }
     }
 
@@ -77,15 +79,15 @@ public enum TokenVaultMain {
     /// its client's stdout would take it; nil when the client must run it
     /// itself (help and version text, a vault only the client can open).
     static let agentRunner: AgentServer.CommandRunner = { request, plan, handedOut in
-        let stdout = Terminal.Stdout(
-            isTerminal: request.terminal != nil, columns: request.terminal.flatMap { $0 > 0 ? $0 : nil })
-        let (result, out, err) = Output.capturing(stdout: stdout) {
-            execute(request.arguments, plan: plan, agent: handedOut) { error in
-                if case TokenVaultError.permission = error { return request.hasPassphraseSource }
-                return isHelpText(error)
-            }
+        let output = RunOutput.kept(
+            stdout: RunOutput.Stdout(
+                isTerminal: request.terminal != nil, columns: request.terminal.flatMap { $0 > 0 ? $0 : nil }))
+        let status = execute(request.arguments, plan: plan, agent: handedOut, output: output) { error in
+            if case TokenVaultError.permission = error { return request.hasPassphraseSource }
+            return isHelpText(error)
         }
-        guard case .success(let status?) = result else { return nil }
+        guard let status else { return nil }
+        let (out, err) = output.captured
         return .ran(status: status, stdout: Array(out.utf8), stderr: Array(err.utf8))
     }
 
@@ -109,20 +111,20 @@ public enum TokenVaultMain {
     }
 
     /// Says what went wrong, on one line, and gives its exit status.
-    private static func failed(_ error: Error, _ args: [String]) -> Int32 {
+    private static func failed(_ error: Error, _ args: [String], output: RunOutput) -> Int32 {
         if let error = error as? TokenVaultError {
-            Output.flushLater(except: [error.errorText] + error.excerpt)
-            Output.error(error.errorText, hint: error.hint, excerpt: error.excerpt)
+            output.flushLater(except: [error.errorText] + error.excerpt)
+            output.error(error.errorText, hint: error.hint, excerpt: error.excerpt)
             return error.exitCode
         }
         if let code = error as? ExitCode {
-            Output.flushLater()
+            output.flushLater()
             return code.rawValue
         }
         if isHelpText(error) { TokenVault.exit(withError: error) }
         let code = TokenVault.exitCode(for: error)
         if let first = args.first, !first.hasPrefix("-"), !TokenVault.commandNames.contains(first) {
-            Output.error(
+            output.error(
                 "unknown command \(Quoted.text(first))",
                 hint: Suggestion.text(for: first, in: TokenVault.commandNames, listName: "commands"))
             return ExitCode.validationFailure.rawValue
@@ -130,7 +132,7 @@ public enum TokenVaultMain {
         // The parser's message, whole, on one line (a list of valid values is never cut).
         let lines = TokenVault.message(for: error).split(separator: "\n").map { $0.trimmingSpacesAndDashes() }
             .filter { !$0.isEmpty }
-        Output.error(lines.isEmpty ? "\(error)" : lines.joined(separator: " "), hint: helpHint(for: args))
+        output.error(lines.isEmpty ? "\(error)" : lines.joined(separator: " "), hint: helpHint(for: args))
         return code.rawValue
     }
 

@@ -72,8 +72,10 @@ enum InProcess {
         // Its commands (a `*_command`) see the command's environment, as in a process of its own.
         settings.child = ChildContext(environment: env)
         if let clock { settings.clock = clock }
-        let (result, out, err) = Output.capturing { TokenVaultMain.execute(args, plan: Plan(settings: settings)) ?? 1 }
-        let status: Int32 = (try? result.get()) ?? 1
+        // The test harness owns the run's output, as the agent owns a client's.
+        let output = RunOutput.kept()
+        let status = TokenVaultMain.execute(args, plan: Plan(settings: settings), output: output) ?? 1
+        let (out, err) = output.captured
         return Run(status: status, stdout: out, stderr: err)
     }
 }
@@ -115,7 +117,7 @@ extension InProcess {
         let finished = DispatchSemaphore(value: 0)
         let result = Locked<(String, String)>(("", ""))
         let runner = Thread {
-            let (_, _, err) = Output.capturing(onLine: { line in
+            let output = RunOutput.kept(onLine: { line in
                 timed.withLock { $0.append((Date().timeIntervalSince(started), line)) }
                 guard let o = try? JSONSerialization.jsonObject(with: Data(line.utf8)) else { return }
                 let ids = ((o as? [[String: Any]]) ?? [(o as? [String: Any]) ?? [:]]).compactMap { m -> Int? in
@@ -126,10 +128,9 @@ extension InProcess {
                     return !until.isEmpty && until.isSubset(of: a)
                 }
                 if done { allAnswered.signal() }
-            }) {
-                TokenVaultMain.execute(["mcp", url], plan: Plan(settings: settings)) ?? 1
-            }
-            result.withLock { $0 = ("", err) }
+            })
+            _ = TokenVaultMain.execute(["mcp", url], plan: Plan(settings: settings), output: output)
+            result.withLock { $0 = ("", output.captured.stderr) }
             finished.signal()
         }
         runner.start()

@@ -37,16 +37,17 @@ extension TokenVault {
             func run(in context: Session) throws {
                 let settings = context.settings
                 let server = AgentServer(
-                    settings: settings, startedOnUse: startedOnUse, notices: .output,
+                    settings: settings, startedOnUse: startedOnUse, notices: context.notices,
                     runCommand: TokenVaultMain.agentRunner)
                 // Its socket looked at anew each time (a plan of its own): the agent comes while this waits.
                 let ask = {
-                    try AgentClient.ask("status", [:], plan: Plan(settings: settings), seconds: 2, notices: .output)
+                    try AgentClient.ask(
+                        "status", [:], plan: Plan(settings: settings), seconds: 2, notices: context.notices)
                 }
                 // Given its socket by systemd, it serves it (asking it would be asking itself).
                 if foreground, server.activatedSocket() != nil { try server.serve() }
                 if let status = try? ask(), status != .null {
-                    Output.notice("the agent is running already (process \(status["pid"]?.text ?? "?"))")
+                    context.output.notice("the agent is running already (process \(status["pid"]?.text ?? "?"))")
                     return
                 }
                 if foreground { try server.serve() }
@@ -55,7 +56,7 @@ extension TokenVault {
                     ["tokenvault", "agent", "--foreground"], env: settings.environment, path: Tool.selfPath)
                 for _ in 0..<50 {
                     if let status = try? ask(), status != .null {
-                        Output.notice(
+                        context.output.notice(
                             "the agent is running (process \(status["pid"]?.text ?? "\(pid)")); socket \(AgentSocket.path(settings))"
                         )
                         return
@@ -75,20 +76,22 @@ extension TokenVault {
 
             func run(in context: Session) throws {
                 let settings = context.settings
-                guard let status = try AgentClient.ask("status", [:], plan: context.plan, seconds: 2, notices: .output)
+                guard
+                    let status = try AgentClient.ask(
+                        "status", [:], plan: context.plan, seconds: 2, notices: context.notices)
                 else {
                     if json {
-                        Output.json(.object(["running": .bool(false)]))
+                        context.output.json(.object(["running": .bool(false)]))
                     } else {
-                        Output.value("not running (socket \(AgentSocket.path(settings)))")
+                        context.output.value("not running (socket \(AgentSocket.path(settings)))")
                     }
                     throw ExitCode(3)
                 }
                 if json {
-                    Output.json(status)
+                    context.output.json(status)
                     return
                 }
-                Output.value(
+                context.output.value(
                     "running: process \(status["pid"]?.text ?? "?"), up \(Format.ago(status["uptime"]?.int64 ?? 0)), \(status["requests"]?.text ?? "0") requests answered, \(status["renewals"]?.text ?? "0") renewals; socket \(AgentSocket.path(settings))"
                         + (status["locked"] == .bool(true) ? "; locked (tokenvault lock)" : "")
                 )
@@ -105,7 +108,7 @@ extension TokenVault {
                         let last = k["last"].map {
                             "; last \(Format.ago(now - ($0["at"]?.int64 ?? now))) ago: \($0["outcome"]?.string ?? "?")"
                         }
-                        Output.value("  \(id): \(next)\(last ?? "")")
+                        context.output.value("  \(id): \(next)\(last ?? "")")
                     }
                 }
             }
@@ -115,9 +118,11 @@ extension TokenVault {
             static let configuration = CommandConfiguration(commandName: "stop", abstract: "Stop the agent.")
 
             func run(in context: Session) throws {
-                guard let answer = try AgentClient.ask("stop", [:], plan: context.plan, seconds: 5, notices: .output)
+                guard
+                    let answer = try AgentClient.ask(
+                        "stop", [:], plan: context.plan, seconds: 5, notices: context.notices)
                 else {
-                    Output.notice("no agent was running")
+                    context.output.notice("no agent was running")
                     return
                 }
                 // It has left once its process is gone: what it had sent is stored first, and
@@ -129,7 +134,7 @@ extension TokenVault {
                         "the agent (process \(pid.map(String.init) ?? "?")) stopped answering but did not leave within \(Int(seconds)) s"
                     )
                 }
-                Output.notice("the agent stopped")
+                context.output.notice("the agent stopped")
             }
         }
     }

@@ -17,14 +17,14 @@ extension TokenVault {
             let (choice, chosenBy) = try context.backend
             let source = chosenBy.rawValue
             let backends = context.backends
-            if choice == .etcd { return try reportEtcd(try backends.etcdStore(), source: source) }
+            if choice == .etcd { return try reportEtcd(try backends.etcdStore(), source: source, context: context) }
             if choice == .none {
                 if json {
-                    Output.json(
+                    context.output.json(
                         .object(["in_use": .string("none"), "choice": .string("none"), "chosen_by": .string(source)]))
                 } else {
-                    Output.value("none: nothing is kept past a command")
-                    Output.value("  why: set by \(source)")
+                    context.output.value("none: nothing is kept past a command")
+                    context.output.value("  why: set by \(source)")
                 }
                 return
             }
@@ -47,7 +47,7 @@ extension TokenVault {
                     "file": .object(["path": .string(vault.path), "exists": .bool(vault.exists)]),
                 ]
                 o["key_ttl"] = .integer(Int64(try context.settings.keyTTL))
-                Output.json(.object(o))
+                context.output.json(.object(o))
             } else {
                 let why: String
                 switch choice {
@@ -57,13 +57,13 @@ extension TokenVault {
                         ? "auto: the Secret Service answers" : "auto: the Secret Service does not answer"
                 default: why = "set by \(source)"
                 }
-                Output.value(
+                context.output.value(
                     inUse == "secret-service"
                         ? "secret-service (\(probe.detail.isEmpty ? "Secret Service" : probe.detail) via D-Bus)"
                         : "file: \(vault.path)")
-                Output.value("  why: \(why)")
-                Output.value("  secret service: \(ss)")
-                Output.value("  file vault: \(vault.path) (\(fileState))")
+                context.output.value("  why: \(why)")
+                context.output.value("  secret service: \(ss)")
+                context.output.value("  file vault: \(vault.path) (\(fileState))")
             }
             if choice == .secretService, !probe.available {
                 throw TokenVaultError.backendUnavailable("the Secret Service is not available: \(probe.detail)")
@@ -71,7 +71,7 @@ extension TokenVault {
         }
 
         /// Endpoints (each one's answer, the leader), auth, prefix and key state.
-        func reportEtcd(_ store: EtcdStore, source: String) throws {
+        func reportEtcd(_ store: EtcdStore, source: String, context: Session) throws {
             let s = store.settings
             let endpoints = store.endpointReport()
             let auth = s.username.map { "user \($0)" } ?? "none"
@@ -82,7 +82,7 @@ extension TokenVault {
                 : "off (loopback http)"
             let key = store.keyState()
             if json {
-                Output.json(
+                context.output.json(
                     .object([
                         "in_use": .string("etcd"), "choice": .string("etcd"), "chosen_by": .string(source),
                         "etcd": .object([
@@ -99,14 +99,15 @@ extension TokenVault {
                         ]),
                     ]))
             } else {
-                Output.value("etcd (prefix \(s.prefix))")
-                Output.value("  why: set by \(source)")
-                for e in endpoints { Output.value("  endpoint: \(e.endpoint): \(e.state)") }
-                Output.value("  leader: \(endpoints.first(where: \.isLeader)?.endpoint ?? "none answered as leader")")
-                Output.value("  auth: \(auth)")
-                Output.value("  tls: \(tls)")
-                Output.value("  lease ttl: \(s.leaseTTL) s, call timeout \(s.timeout) s")
-                Output.value("  fleet key: \(key)")
+                context.output.value("etcd (prefix \(s.prefix))")
+                context.output.value("  why: set by \(source)")
+                for e in endpoints { context.output.value("  endpoint: \(e.endpoint): \(e.state)") }
+                context.output.value(
+                    "  leader: \(endpoints.first(where: \.isLeader)?.endpoint ?? "none answered as leader")")
+                context.output.value("  auth: \(auth)")
+                context.output.value("  tls: \(tls)")
+                context.output.value("  lease ttl: \(s.leaseTTL) s, call timeout \(s.timeout) s")
+                context.output.value("  fleet key: \(key)")
             }
             if !endpoints.contains(where: \.reached) {
                 throw TokenVaultError.temporary("no etcd endpoint answers")

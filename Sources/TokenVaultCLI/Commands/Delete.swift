@@ -47,7 +47,7 @@ extension DeletesCredential {
                 let regID = try? ClientRegistration.id(issuer: issuer, clientID: r.clientID),
                 (try? vault.delete(regID)) == true
             else { continue }
-            Output.notice(
+            context.output.notice(
                 "deleted tokenvault's registration \(OutsideText.line(r.clientID, limit: 80)) at \(OutsideText.line(issuer)): no credential uses it now"
             )
         }

@@ -50,14 +50,14 @@ extension TokenVault {
                 doctor.checkProviders(config)
                 doctor.checkClientMetadata(config)
             }
-            try report(doctor.checks, painted: colour.enabled(context.settings))
+            try report(doctor.checks, painted: colour.enabled(context), output: context.output)
         }
 
         /// One line per check (or one JSON object), then the verdict: exit 2 when one failed.
-        func report(_ checks: [DoctorChecks.Check], painted: Bool) throws {
+        func report(_ checks: [DoctorChecks.Check], painted: Bool, output: RunOutput) throws {
             let failed = checks.filter { $0.status == .failed }.count
             if json {
-                Output.json(
+                output.json(
                     .object([
                         "ok": .bool(failed == 0),
                         "checks": .array(
@@ -75,9 +75,9 @@ extension TokenVault {
                     let mark = Terminal.paint(
                         c.status == .ok ? "✓" : c.status == .failed ? "✗" : "-",
                         c.status == .ok ? .green : c.status == .failed ? .red : nil, on: painted)
-                    Output.value("\(mark) \(c.name): \(c.detail)" + (c.fix.map { " — fix: \($0)" } ?? ""))
+                    output.value("\(mark) \(c.name): \(c.detail)" + (c.fix.map { " — fix: \($0)" } ?? ""))
                 }
-                Output.value(failed == 0 ? "all is well" : "\(failed) check\(failed == 1 ? "" : "s") failed")
+                output.value(failed == 0 ? "all is well" : "\(failed) check\(failed == 1 ? "" : "s") failed")
             }
             if failed > 0 { throw ExitCode(2) }
         }

@@ -25,7 +25,7 @@ extension TokenVault {
 
         func run(in context: Session) throws {
             let c = try context.usable(try credential.id(in: context), minValid: nil)
-            Output.flushLater()  // before the process becomes CMD
+            context.output.flushLater()  // before the process becomes CMD
             ChildEnvironment.scrubProcess()
             setenv(EnvironmentVariable.accessToken.name, c.accessToken, 1)
             if let secret = c.tokenSecret {
@@ -37,7 +37,7 @@ extension TokenVault {
             argv.append(nil)
             execvp(command[0], &argv)
             let reason = String(cString: strerror(errno))
-            Output.error("cannot run \(command[0]): \(reason)", hint: nil)
+            context.output.error("cannot run \(command[0]): \(reason)", hint: nil)
             throw ExitCode(127)
         }
     }

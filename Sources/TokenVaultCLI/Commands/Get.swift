@@ -125,33 +125,35 @@ extension TokenVault {
                 : try context.stored(id, minValid: minValid, refresh: !noRefresh)
             switch format {
             case .raw:
-                Output.value(try value(of: c))
+                context.output.value(try value(of: c))
                 if c.dpopKey != nil, field == nil || Credential.accessTokenFields.contains(field!),
-                    Terminal.stdoutIsTerminal
+                    context.output.stdout.isTerminal
                 {
                     // Printed all the same: without the key it is of no use (docs/security.md).
-                    Output.notice(
+                    context.output.notice(
                         "this token is bound to a DPoP key: a request needs a proof with it; print both with: tokenvault header \(ShellWord.word(c.service.description)) --method GET --url URL"
                     )
                 }
             case .json:
-                Output.value(String(decoding: c.shownJSON(), as: UTF8.self))
+                context.output.value(String(decoding: c.shownJSON(), as: UTF8.self))
             case .header:
-                Output.value(try HeaderLine.line(for: c, template: try context.headerTemplate(of: c)))
+                context.output.value(try HeaderLine.line(for: c, template: try context.headerTemplate(of: c)))
             case .kubectl:
                 _ = try HeaderLine.bearer(for: c)
-                Output.json(exec!.response(token: c.accessToken, expiresAt: c.expiresAt))
+                context.output.json(exec!.response(token: c.accessToken, expiresAt: c.expiresAt))
             case .sasl:
                 _ = try HeaderLine.bearer(for: c)
-                Output.value(try (sasl ?? .xoauth2).initialResponse(user: user ?? "", token: c.accessToken))
+                context.output.value(try (sasl ?? .xoauth2).initialResponse(user: user ?? "", token: c.accessToken))
             case .env:
                 if let field {
                     let name = "TOKENVAULT_" + field.uppercased().map { $0.isLetter || $0.isNumber ? $0 : "_" }
-                    Output.value("export \(String(name))=\(ShellWord.quoted(try value(of: c)))")
+                    context.output.value("export \(String(name))=\(ShellWord.quoted(try value(of: c)))")
                 } else {
-                    Output.value("export \(EnvironmentVariable.accessToken.name)=\(ShellWord.quoted(c.accessToken))")
+                    context.output.value(
+                        "export \(EnvironmentVariable.accessToken.name)=\(ShellWord.quoted(c.accessToken))")
                     if let secret = c.tokenSecret {
-                        Output.value("export \(EnvironmentVariable.tokenSecret.name)=\(ShellWord.quoted(secret))")
+                        context.output.value(
+                            "export \(EnvironmentVariable.tokenSecret.name)=\(ShellWord.quoted(secret))")
                     }
                 }
             }

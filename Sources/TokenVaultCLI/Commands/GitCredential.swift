@@ -46,7 +46,7 @@ extension TokenVault {
                 protocol: proto, host: host, configPath: context.settings.configPath)
             guard let (match, stored) = try find(matches, request: request, context: context) else {
                 if let first = matches.first {
-                    Output.notice(
+                    context.output.notice(
                         "no credential stored for \(host) (provider \(first.provider)); log in with: tokenvault login \(first.provider)"
                     )
                 }
@@ -80,7 +80,7 @@ extension TokenVault {
             _ stored: Credential, match: GitProviderMatch, request: GitCredentialRequest, context: Session
         ) throws {
             guard stored.type != .oauth1 else {
-                Output.notice("\(stored.id) is an OAuth 1.0a credential; git cannot use it as a password")
+                context.output.notice("\(stored.id) is an OAuth 1.0a credential; git cannot use it as a password")
                 return
             }
             let c: Credential
@@ -89,7 +89,7 @@ extension TokenVault {
             } catch let error as TokenVaultError {
                 guard case .loginRequired = error else { throw error }
                 // No answer: git asks its next helper or the user.
-                Output.notice("\(error.errorText); \(error.hint ?? stored.loginHint)")
+                context.output.notice("\(error.errorText); \(error.hint ?? stored.loginHint)")
                 return
             }
             let username = request.username ?? match.username
@@ -99,12 +99,12 @@ extension TokenVault {
             }
             if c.dpopKey != nil {
                 // git sends a password as it is, never with a proof (docs/security.md): no answer.
-                Output.notice("\(c.id) holds a DPoP-bound token, which git cannot send with the proof it needs")
+                context.output.notice("\(c.id) holds a DPoP-bound token, which git cannot send with the proof it needs")
                 return
             }
             var lines = ["username=\(username)", "password=\(c.accessToken)"]
             if let expiresAt = c.expiresAt { lines.append("password_expiry_utc=\(expiresAt)") }
-            Output.value(lines.joined(separator: "\n"))
+            context.output.value(lines.joined(separator: "\n"))
         }
 
         /// git saw `password` rejected: if it is the stored access token, mark it
@@ -113,7 +113,7 @@ extension TokenVault {
             guard let password = request.password, stored.hasAccessToken(password) else { return }
             let status = context.status(of: stored)
             guard status.renewal.isPossible else {
-                Output.notice(
+                context.output.notice(
                     "\(host) rejected the token of \(stored.id), which cannot be renewed; \(stored.loginHint)")
                 return
             }
@@ -122,7 +122,7 @@ extension TokenVault {
             marked.updatedAt = context.clock.now
             // Only if nobody renewed it meanwhile; a renewed record is already what git needs.
             if try context.vault().write(marked, if: .computed(from: stored)) != nil {
-                Output.notice("\(host) rejected the token of \(stored.id); the next get renews it")
+                context.output.notice("\(host) rejected the token of \(stored.id); the next get renews it")
             }
         }
 

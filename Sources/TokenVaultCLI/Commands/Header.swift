@@ -60,11 +60,11 @@ extension TokenVault {
                 let token = PresentedToken(c.accessToken, key: try DPoPKey(pem: SecureBytes(Array(key.utf8))))
                 let lines = try token.authorization(
                     method: method.uppercased(), url: url, nonce: nonce, now: context.clock.now)
-                Output.value(lines.joined(separator: "\n"))
+                context.output.value(lines.joined(separator: "\n"))
                 return
             }
             guard c.type == .oauth1 else {
-                Output.value(try HeaderLine.line(for: c, template: try context.headerTemplate(of: c)))
+                context.output.value(try HeaderLine.line(for: c, template: try context.headerTemplate(of: c)))
                 return
             }
             guard let url else {
@@ -89,7 +89,7 @@ extension TokenVault {
             let value = try signer.authorization(
                 method: method.uppercased(), url: url, form: form,
                 nonce: OAuth1Signer.freshNonce(), timestamp: context.clock.now)
-            Output.value("Authorization: " + value)
+            context.output.value("Authorization: " + value)
         }
     }
 }

@@ -22,11 +22,11 @@ extension TokenVault {
             let rows = try context.vault().listLocated()
             let now = context.clock.now
             if json {
-                Output.json(.array(rows.map { Summary.json($0, status: context.status(of: $0.credential)) }))
+                context.output.json(.array(rows.map { Summary.json($0, status: context.status(of: $0.credential)) }))
                 return
             }
             guard !rows.isEmpty else {
-                Output.notice("no credentials stored")
+                context.output.notice("no credentials stored")
                 return
             }
             // RT EXPIRES: when the refresh token dies; "unknown" when there is one and nobody said.
@@ -49,7 +49,7 @@ extension TokenVault {
             }
             // Narrow terminals lose BACKEND, then RT EXPIRES, TYPE and PROVIDER.
             Summary.printTable(
-                table, settings: context.settings, dropping: [7, 6, 3, 2], painted: colour.enabled(context.settings)
+                table, context: context, dropping: [7, 6, 3, 2], painted: colour.enabled(context)
             ) { row, column in
                 column == 4 ? Terminal.paint(for: states[row - 1]) : nil
             }

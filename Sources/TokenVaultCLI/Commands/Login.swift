@@ -203,7 +203,8 @@ extension TokenVault {
             (options.timeout, options.force) = (timeout, force)
             let presenter = LoginPresenter(
                 openBrowser: { Browser.open($0, settings: context.settings, notices: context.notices) },
-                readLine: { Swift.readLine() }, showDeviceURL: drawQR, pause: { Posix.sleep($0) },
+                readLine: { Swift.readLine() }, showDeviceURL: { drawQR($0, output: context.output) },
+                pause: { Posix.sleep($0) },
                 canWait: isatty(0) == 1 || isatty(2) == 1)
             return ProviderLogin(
                 session: context, transport: CurlTransport(timeout: try context.httpTimeout, proxies: context.proxies),
@@ -257,13 +258,13 @@ extension TokenVault {
 
         /// The device flow's URL as a QR code on stderr, when stderr is a terminal
         /// and --no-qr was not given; a QR code that cannot be drawn is only a notice.
-        func drawQR(_ url: String) {
+        func drawQR(_ url: String, output: RunOutput) {
             guard !noQR, isatty(2) == 1 else { return }
             do {
                 let lines = try QRCode(url).terminalLines()
                 Posix.write(2, lines.joined(separator: "\n") + "\n")
             } catch let error as TokenVaultError {
-                Output.notice(error.errorText)
+                output.notice(error.errorText)
             } catch {}
         }
     }

@@ -56,18 +56,18 @@ extension TokenVault {
                 var entry: [String: JSONValue] = ["command": .string(Tool.selfPath), "args": .array(args)]
                 let env = Self.clientEnvironment(context.settings)
                 if !env.isEmpty { entry["env"] = .object(env.mapValues { .string($0) }) }
-                Output.value(JSONValue.object(entry).text)
-                Self.warnOfOwnBus(env)
+                context.output.value(JSONValue.object(entry).text)
+                Self.warnOfOwnBus(env, output: context.output)
                 return
             }
             // Nothing that needs the vault or the config stops the bridge before it
             // serves: each request that meets a failure gets it as its JSON-RPC error.
             let credential = BridgeCredential(
-                session: context, account: account.name, url: url, say: Output.errorWriter())
+                session: context, account: account.name, url: url, say: context.output.errorWriter())
             let timeout = (try? context.httpTimeout) ?? Config().httpTimeout
             let bridge = try MCPBridge(
                 url: url, transport: CurlTransport(timeout: timeout, proxies: context.proxies), tokens: credential,
-                writeLine: Output.lineWriter())
+                writeLine: context.output.lineWriter())
             bridge.run()
         }
     }
@@ -77,10 +77,10 @@ extension TokenVault.MCP {
     /// Said wherever an MCP entry is printed or written (`setup mcp`, `mcp
     /// --print-config`): an entry that names this shell's own session bus
     /// reaches the keyring only while that session lasts.
-    static func warnOfOwnBus(_ env: [String: String]) {
+    static func warnOfOwnBus(_ env: [String: String], output: RunOutput) {
         let bus = EnvironmentVariable.dbusSessionBusAddress.name
         guard let address = env[bus] else { return }
-        Output.warning(
+        output.warning(
             "the entry names this shell's own session bus (\(bus)=\(OutsideText.line(address, limit: 120))), not the desktop's: the client reaches the keyring only while that session lasts (a dbus-run-session ends with its shell); run this from your desktop session, or remove env.\(bus) from the entry"
         )
     }

@@ -46,7 +46,7 @@ extension TokenVault {
         func run(in context: Session) throws {
             let (source, target, file) = try stores(context)
             if source === file, !file.exists {
-                Output.notice("nothing to move: there is no file vault")
+                context.output.notice("nothing to move: there is no file vault")
                 return
             }
             let moved = try move(from: source, to: target, context: context)
@@ -104,7 +104,7 @@ extension TokenVault {
                             guard let c = try source.load(id) else { return 0 }
                             if c.foreignItem {
                                 leftAlone.insert(id)
-                                Output.notice(
+                                context.output.notice(
                                     "left \(id) in \(source.name): its item is another application's, which tokenvault does not move"
                                 )
                                 return 0
@@ -140,22 +140,22 @@ extension TokenVault {
             let path = context.settings.configPath
             do {
                 if let restored = try Config.setBackend(to.rawValue, context.settings, from: source) {
-                    Output.notice(
+                    context.output.notice(
                         restored == "unset"
                             ? "removed backend from \(path), as it was before the credentials left \(to.rawValue)"
                             : "set backend = \"\(restored)\" in \(path) again, as it was before the credentials left \(to.rawValue)"
                     )
                     return true
                 }
-                Output.notice(
+                context.output.notice(
                     "set backend = \"\(to.rawValue)\" in \(path), so new logins go there too (--keep-backend: not)")
                 if let forced = context.settings[.backend], forced != to.rawValue {
-                    Output.warning(
+                    context.output.warning(
                         "\(EnvironmentVariable.backend.name)=\(forced) still overrides it in this environment")
                 }
                 return true
             } catch {
-                Output.warning(
+                context.output.warning(
                     "could not set the backend in \(path) (\(error.errorText)); add this line at its top: backend = \"\(to.rawValue)\""
                 )
                 return false

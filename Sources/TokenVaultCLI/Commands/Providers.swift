@@ -29,7 +29,7 @@ extension TokenVault {
                 rows.append((name, type, directory.service(of: name) ?? "?", origin))
             }
             if json {
-                Output.json(
+                context.output.json(
                     .array(
                         rows.map {
                             .object([
@@ -41,7 +41,7 @@ extension TokenVault {
             }
             Summary.printTable(
                 [["PROVIDER", "TYPE", "SERVICE", "SOURCE"]] + rows.map { [$0.0, $0.1, $0.2, $0.3] },
-                settings: context.settings)
+                context: context)
         }
     }
 }

@@ -84,14 +84,14 @@ extension TokenVault.Setup {
                     commands.append(["git", "config", scope, "--add", key, helper])
                 }
                 if commands.isEmpty {
-                    Output.notice(
+                    context.output.notice(
                         "\(url): \(undo ? "not set up by tokenvault; nothing to remove" : "already set up (provider \(provider))")"
                     )
                     continue
                 }
                 for argv in commands {
                     if dryRun {
-                        Output.value(Tool.shown(argv))
+                        context.output.value(Tool.shown(argv))
                     } else if try Tool.run(argv, settings: env).status != 0 {
                         throw TokenVaultError.config("\(Tool.shown(argv)) failed")
                     }
@@ -102,15 +102,15 @@ extension TokenVault.Setup {
                         separator: ", ")
                 }
                 if undo {
-                    Output.notice(
+                    context.output.notice(
                         "\(url): git no longer asks tokenvault"
                             + (kept.isEmpty ? "" : "; put back \(key) \(named(kept))"))
                 } else {
                     if !replaced.isEmpty {
-                        Output.notice(
+                        context.output.notice(
                             "\(url): replaces \(key) \(named(replaced)) (kept aside; --undo puts it back)")
                     }
-                    Output.notice("\(url): git asks tokenvault (provider \(provider)) for its token")
+                    context.output.notice("\(url): git asks tokenvault (provider \(provider)) for its token")
                 }
             }
         }
@@ -217,12 +217,12 @@ extension TokenVault.Setup {
                 if let account { argv += ["--exec-arg=--account", "--exec-arg=\(account)"] }
             }
             if dryRun {
-                Output.value(Tool.shown(argv))
+                context.output.value(Tool.shown(argv))
                 return
             }
             let r = try Tool.run(argv, settings: context.settings)
             guard r.status == 0 else { throw TokenVaultError.config("\(Tool.shown(argv)) failed (exit \(r.status))") }
-            Output.notice(
+            context.output.notice(
                 undo
                     ? "removed the kubeconfig user \(user)"
                     : "kubeconfig user \(user) takes its token from tokenvault (\(service ?? ""))")

@@ -23,7 +23,7 @@ extension TokenVault.Setup {
 
         func run(in context: Session) throws {
             try ClientMetadataDocument.check(url, setting: "the URL")
-            Output.value(ClientMetadataDocument.document(for: url).text)
+            context.output.value(ClientMetadataDocument.document(for: url).text)
         }
     }
 }

@@ -71,8 +71,8 @@ extension TokenVault.Setup {
             let key = format == .vscode ? "servers" : "mcpServers"
             let shown = Self.text(.object([key: .object([entryName: .object(entry)])]))
             guard let given = write else {
-                Output.value(shown)
-                TokenVault.MCP.warnOfOwnBus(env)
+                context.output.value(shown)
+                TokenVault.MCP.warnOfOwnBus(env, output: context.output)
                 return
             }
             // A client config that is a link (dotfiles kept elsewhere) is written where it points.
@@ -91,12 +91,12 @@ extension TokenVault.Setup {
             }
             if undo {
                 guard servers.removeValue(forKey: entryName) != nil else {
-                    Output.notice("\(path) has no entry \(Quoted.text(entryName)); nothing to remove")
+                    context.output.notice("\(path) has no entry \(Quoted.text(entryName)); nothing to remove")
                     return
                 }
             } else {
                 if servers[entryName] == .object(entry) {
-                    Output.notice("\(path): \(entryName) is set up already")
+                    context.output.notice("\(path): \(entryName) is set up already")
                     return
                 }
                 servers[entryName] = .object(entry)
@@ -104,7 +104,7 @@ extension TokenVault.Setup {
             file[key] = .object(servers)
             let text = Self.text(.object(file))
             if dryRun {
-                Output.value(text)
+                context.output.value(text)
                 return
             }
             // The client may never have run yet: its folder is made (0700), as it would.
@@ -120,7 +120,7 @@ extension TokenVault.Setup {
                 }
             }
             try AtomicFile.replace(path, with: Array((text + "\n").utf8), what: "the MCP client's config")
-            Output.notice(
+            context.output.notice(
                 undo
                     ? "removed \(entryName) from \(path)"
                     : "\(path): \(entryName) runs tokenvault mcp \(url) (restart the client to load it)")
@@ -130,7 +130,7 @@ extension TokenVault.Setup {
         /// What the entry will meet that the user should know now: a session
         /// bus that ends with this shell's session, and no credential yet.
         func warnings(_ env: [String: String], context: Session) {
-            TokenVault.MCP.warnOfOwnBus(env)
+            TokenVault.MCP.warnOfOwnBus(env, output: context.output)
             guard let service = try? ServiceKey(parsing: url) else { return }
             let id = CredentialID(service: service, account: account ?? Credential.defaultAccount)
             if (try? context.vault().locate(id)) ?? nil == nil {
@@ -138,11 +138,11 @@ extension TokenVault.Setup {
                     "tokenvault login \(ShellWord.word(url))\(account.map { " --account \(ShellWord.word($0))" } ?? "")"
                 if let nowhere = Browser.unavailable(context.settings) {
                     // A server: the client's bridge could not open a browser either.
-                    Output.notice(
+                    context.output.notice(
                         "no credential is stored for \(url) yet, and no browser can open here (\(nowhere)): log in now, before the client starts: \(login) (it offers the device flow or paste mode)"
                     )
                 } else {
-                    Output.notice(
+                    context.output.notice(
                         "no credential is stored for \(url) yet: the client's first call asks for a login in the browser; or log in now: \(login)"
                     )
                 }

@@ -41,13 +41,13 @@ extension TokenVault {
             let found = try context.locate(id)
             let status = context.status(of: found.credential)
             if json {
-                Output.json(Summary.json(found, status: status))
+                context.output.json(Summary.json(found, status: status))
             } else {
                 let lines = details(
                     found, status: status, accountReason: chosen.reason, now: context.clock.now,
-                    painted: colour.enabled(context.settings))
+                    painted: colour.enabled(context))
                 let width = lines.map(\.0.count).max() ?? 0
-                for (k, v) in lines { Output.value("\((k + ":").padded(to: width + 2))\(v)") }
+                for (k, v) in lines { context.output.value("\((k + ":").padded(to: width + 2))\(v)") }
             }
             if !status.isUsable { throw status.loginRequiredError(for: found.credential) }
         }
@@ -56,25 +56,25 @@ extension TokenVault {
         func overview(_ context: Session) throws {
             let rows = try context.vault().listLocated()
             if json {
-                Output.json(
+                context.output.json(
                     .object([
                         "backend": .string(try context.backendChoice.rawValue),
                         "credentials": .array(rows.map { Summary.json($0, status: context.status(of: $0.credential)) }),
                     ]))
                 return
             }
-            Output.value("backend: \(try context.backendChoice.rawValue)")
-            Output.value("credentials: \(rows.count)")
+            context.output.value("backend: \(try context.backendChoice.rawValue)")
+            context.output.value("credentials: \(rows.count)")
             for r in rows {
                 if let why = r.credential.unusable {
-                    let painted = Terminal.paint("unusable", .red, on: colour.enabled(context.settings))
-                    Output.value("  \(r.credential.id): \(painted) (\(why)), in \(r.backend)")
+                    let painted = Terminal.paint("unusable", .red, on: colour.enabled(context))
+                    context.output.value("  \(r.credential.id): \(painted) (\(why)), in \(r.backend)")
                     continue
                 }
                 let state = context.status(of: r.credential).state
                 let painted = Terminal.paint(
-                    state.rawValue, Terminal.paint(for: state), on: colour.enabled(context.settings))
-                Output.value(
+                    state.rawValue, Terminal.paint(for: state), on: colour.enabled(context))
+                context.output.value(
                     "  \(r.credential.id): \(r.credential.type.rawValue), \(painted), \(Format.expires(r.credential.expiresAt, now: context.clock.now)), in \(r.backend)"
                 )
             }

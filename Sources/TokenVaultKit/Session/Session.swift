@@ -13,6 +13,10 @@ public final class Session {
     public let plan: Plan
     /// Where what the run notices goes.
     public let notices: Notices
+    /// Where the command's stdout and stderr go: its runner's (the entry
+    /// point's, the agent's for a client, a test's); a session nobody
+    /// prints from keeps its own.
+    public let output: RunOutput
     private var loadedConfig: Config?
     private var openedStore: CredentialStore?
     private var openedVault: CredentialVault?
@@ -45,9 +49,12 @@ public final class Session {
     /// A session of `settings`: the process's at the entry point, a client's
     /// in the agent; nothing else is read from the air. `plan`: what the
     /// entry point decided already (else decided as the run asks).
-    public init(settings: Settings, notices: Notices, plan: Plan? = nil, agent: AgentRequest? = nil) {
+    public init(
+        settings: Settings, notices: Notices, plan: Plan? = nil, agent: AgentRequest? = nil, output: RunOutput? = nil
+    ) {
         self.settings = settings
         self.notices = notices
+        self.output = output ?? .kept()
         self.agent = agent
         self.clock = settings.clock
         self.plan = plan ?? Plan(settings: settings, isAgent: agent != nil)
@@ -59,7 +66,8 @@ public final class Session {
     public func fresh() -> Session {
         Session(
             settings: settings, notices: notices,
-            plan: Plan(settings: settings, agentFinding: plan.agentFinding, isAgent: plan.isAgent), agent: agent)
+            plan: Plan(settings: settings, agentFinding: plan.agentFinding, isAgent: plan.isAgent), agent: agent,
+            output: output)
     }
 
     /// The config, loaded once; its warnings (a provider table with a

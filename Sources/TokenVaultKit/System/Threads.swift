@@ -156,26 +156,3 @@ public final class WorkerPool: @unchecked Sendable {
         }
     }
 }
-
-/// A value each thread has its own of: what one of the agent's requests sets
-/// (its client, what it printed) is seen only by the thread that answers it,
-/// so requests run side by side (docs/agent.md, "Requests side by side").
-/// The threads that use it are kept ones (`WorkerPool`): a value is
-/// reset by whoever set it, not at the thread's end.
-public final class ThreadLocal<Value>: @unchecked Sendable {
-    private final class Box {
-        let value: Value
-        init(_ value: Value) { self.value = value }
-    }
-    private var key = pthread_key_t()
-
-    public init() { pthread_key_create(&key, nil) }
-
-    public var value: Value? {
-        get { pthread_getspecific(key).map { Unmanaged<Box>.fromOpaque($0).takeUnretainedValue().value } }
-        set {
-            if let old = pthread_getspecific(key) { Unmanaged<Box>.fromOpaque(old).release() }
-            pthread_setspecific(key, newValue.map { Unmanaged.passRetained(Box($0)).toOpaque() })
-        }
-    }
-}
