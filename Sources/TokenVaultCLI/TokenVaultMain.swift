@@ -38,7 +38,7 @@ public enum TokenVaultMain {
     /// open): then nothing is printed and nil returned.
     static func execute(
         _ args: [String], plan: Plan, agent: Session.AgentRequest? = nil, output: RunOutput,
-        decline: ((Error) -> Bool)? = nil
+        parsed: ParsedCommands? = nil, decline: ((Error) -> Bool)? = nil
     ) -> Int32? {
         // bash's script is the generated one with the words put back together at `:`.
         if args == ["--generate-completion-script", "bash"] || args == ["--generate-completion-script=bash"] {
@@ -60,7 +60,7 @@ public enum TokenVaultMain {
                     return 0
                 }
             }
-            var command = try decline == nil ? TokenVault.parseAsRoot(args) : parsedOnce(args)
+            var command = try parsed?.command(args) ?? TokenVault.parseAsRoot(args)
             if let command = command as? any SessionCommand {
                 try command.run(plan: plan, agent: agent, output: output)
             } else {
@@ -75,34 +75,29 @@ public enum TokenVaultMain {
     }
 
     /// What the agent hands a client's command to (docs/agent.md): run as
-    /// the client would have run it, its output captured on this thread as
-    /// its client's stdout would take it; nil when the client must run it
-    /// itself (help and version text, a vault only the client can open).
-    static let agentRunner: AgentServer.CommandRunner = { request, plan, handedOut in
+    /// the client would have run it, its output kept in a `RunOutput` of its
+    /// own as its client's stdout would take it; nil when the client must run
+    /// it itself (help and version text, a vault only the client can open).
+    /// The runner owns the commands it parsed.
+    static func agentRunner() -> AgentServer.CommandRunner {
+        let parsed = ParsedCommands()
+        return { request, plan, handedOut in run(request, plan: plan, handedOut: handedOut, parsed: parsed) }
+    }
+
+    private static func run(
+        _ request: AgentCommandRequest, plan: Plan, handedOut: Session.AgentRequest, parsed: ParsedCommands
+    ) -> AgentCommandReply? {
         let output = RunOutput.kept(
             stdout: RunOutput.Stdout(
                 isTerminal: request.terminal != nil, columns: request.terminal.flatMap { $0 > 0 ? $0 : nil }))
-        let status = execute(request.arguments, plan: plan, agent: handedOut, output: output) { error in
+        let status = execute(request.arguments, plan: plan, agent: handedOut, output: output, parsed: parsed) {
+            error in
             if case TokenVaultError.permission = error { return request.hasPassphraseSource }
             return isHelpText(error)
         }
         guard let status else { return nil }
         let (out, err) = output.captured
         return .ran(status: status, stdout: Array(out.utf8), stderr: Array(err.utf8))
-    }
-
-    /// In the agent, the commands parsed so far: the same arguments parse to
-    /// the same command, so a `get` asked in a loop is parsed once.
-    private static let parsed = Locked<[[String]: ParsableCommand]>([:])
-
-    private static func parsedOnce(_ args: [String]) throws -> ParsableCommand {
-        if let command = parsed.withLock({ $0[args] }) { return command }
-        let command = try TokenVault.parseAsRoot(args)
-        parsed.withLock { known in
-            if known.count >= 256 { known = [:] }
-            known[args] = command
-        }
-        return command
     }
 
     /// The parser's way of answering --help, --version or a completion script: not a failure.
@@ -180,4 +175,21 @@ func completionArguments(_ args: [String]) -> [String] {
     var fixed = args
     fixed.insert("0", at: dashes + 3)
     return fixed
+}
+
+/// The commands the agent parsed so far: the same arguments parse to the
+/// same command, so a `get` asked in a loop is parsed once. The agent's
+/// command runner owns one (`TokenVaultMain.agentRunner`).
+final class ParsedCommands: @unchecked Sendable {
+    private let parsed = Locked<[[String]: ParsableCommand]>([:])
+
+    func command(_ args: [String]) throws -> ParsableCommand {
+        if let command = parsed.withLock({ $0[args] }) { return command }
+        let command = try TokenVault.parseAsRoot(args)
+        parsed.withLock { known in
+            if known.count >= 256 { known = [:] }
+            known[args] = command
+        }
+        return command
+    }
 }

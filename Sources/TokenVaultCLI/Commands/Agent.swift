@@ -38,7 +38,7 @@ extension TokenVault {
                 let settings = context.settings
                 let server = AgentServer(
                     settings: settings, startedOnUse: startedOnUse, notices: context.notices,
-                    runCommand: TokenVaultMain.agentRunner)
+                    runCommand: TokenVaultMain.agentRunner())
                 // Its socket looked at anew each time (a plan of its own): the agent comes while this waits.
                 let ask = {
                     try AgentClient.ask(

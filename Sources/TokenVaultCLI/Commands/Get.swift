@@ -113,7 +113,7 @@ extension TokenVault {
             guard !noStore || context.settings[.backend] == BackendChoice.none.rawValue else {
                 // A session of its own, with no agent: what it fetches is this process's alone.
                 let settings = context.settings.with(.backend, BackendChoice.none.rawValue).with(.agent, "off")
-                return try run(in: Session(settings: settings, notices: context.notices))
+                return try run(in: Session(settings: settings, notices: context.notices, output: context.output))
             }
             let format = json ? GetFormat.json : self.format
             let exec = format == .kubectl ? try ExecCredentialRequest.from(context.settings) : nil

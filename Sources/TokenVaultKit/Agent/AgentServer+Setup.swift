@@ -4,7 +4,7 @@ import Glibc
 /// Whose requests the agent answers (docs/agent.md): `AgentScope`, with the agent's settings and config.
 extension AgentServer {
     func differences(_ client: JSONValue?) -> [String] {
-        AgentScope.differences(client, from: settings, config: try? Config.load(settings))
+        AgentScope.differences(client, from: settings, config: try? Config.load(settings, cache: caches.config))
     }
 }
 

@@ -68,7 +68,7 @@ public final class AgentServer: @unchecked Sendable {
     let requests = WorkerPool(most: 512)
     /// What it keeps across the stores it opens: where Secret Service items
     /// were found, the records it decoded (forgotten at `lock`).
-    let caches = StoreCaches()
+    let caches = AgentCaches()
     let renewals = WorkerPool(most: 64)
 
     /// Started by a command on first use: it stops after `agent_idle` without a request.
@@ -178,7 +178,11 @@ public final class AgentServer: @unchecked Sendable {
             }
             forgetRecordsOnceTheKeyIsGone()
             guard startedOnUse else { continue }
-            if idleOver(at: clock.now, idle: (try? Config.load(settings))?.agentIdleSeconds ?? 3600) { leave() }
+            if idleOver(
+                at: clock.now, idle: (try? Config.load(settings, cache: caches.config))?.agentIdleSeconds ?? 3600)
+            {
+                leave()
+            }
         }
     }
 
@@ -228,7 +232,7 @@ public final class AgentServer: @unchecked Sendable {
         state.withLock { $0.leaving = true }
         closeGates(RequestGate.stopped)
         // Bounded by the longest a renewal can take (the HTTP timeout) and some.
-        _ = settled(within: Double((try? Config.load(settings))?.timeout ?? 30) + 30)
+        _ = settled(within: Double((try? Config.load(settings, cache: caches.config))?.timeout ?? 30) + 30)
         exit(0)
     }
 
@@ -335,7 +339,7 @@ public final class AgentServer: @unchecked Sendable {
         client.clientCanUnlock = request.hasPassphraseSource
         // Nothing is kept past the client's process: the agent keeps nothing of it either.
         if AgentCommandRequest.keepsNothing(request.arguments, client)
-            || (try? Config.load(client))?.backendChoice == BackendChoice.none
+            || (try? Config.load(client, cache: caches.config))?.backendChoice == BackendChoice.none
         {
             return .declined(.clientsToRun)
         }
@@ -345,7 +349,7 @@ public final class AgentServer: @unchecked Sendable {
             $0.requests += 1
             $0.lastRequest = self.clock.now
         }
-        let reply = runCommand(request, Plan(settings: client, isAgent: true), self.request)
+        let reply = runCommand(request, Plan(settings: client, isAgent: true, configCache: caches.config), self.request)
         // It needed more than the agent holds (a renewal, a secret command): the confined client's own to run.
         if confinement?.refused == true { return .declined(.confined) }
         // The agent is leaving, and this sent nothing: the client runs it itself.

@@ -67,8 +67,9 @@ public struct Config: Sendable, Equatable {
     public var agentIdleSeconds: Int64 { Int64(agentIdle ?? 3600) }
 
     /// Loads the config file; a missing file is an empty config.
-    public static func load(_ settings: Settings) throws -> Config {
-        try load(settings, readAhead: Result { try loadNow(settings) })
+    /// `cache`: the agent's, which reads the files again only when one changed.
+    public static func load(_ settings: Settings, cache: ConfigCache? = nil) throws -> Config {
+        try load(settings, readAhead: Result { try loadNow(settings, cache: cache) })
     }
 
     /// The config as `read` (now, or ahead by the run's plan) found it, for `settings`.
@@ -78,11 +79,6 @@ public struct Config: Sendable, Equatable {
         config.child.timeLimit = config.commandTimeout.map(Double.init) ?? ChildContext.defaultTimeLimit
         return config
     }
-
-    /// The config last read by this process, and the files it came from as
-    /// they were then: a long-lived process (the agent) reads them again only
-    /// when one changed (another inode, size, or change time).
-    private static let last = Locked<(files: [String], config: Config)?>(nil)
 
     /// A file as it is, and the owner and mode of each directory above it
     /// and above where it links to: a directory others came to be able to
@@ -108,11 +104,12 @@ public struct Config: Sendable, Equatable {
         return id
     }
 
-    static func loadNow(_ settings: Settings) throws -> Config {
+    static func loadNow(_ settings: Settings, cache: ConfigCache? = nil) throws -> Config {
+        guard let cache else { return try readFiles(settings) }
         let files = [identity(settings.configPath), identity(settings.discoveredProvidersPath)]
-        if let cached = last.withLock({ $0 }), cached.files == files { return cached.config }
+        if let cached = cache.last.withLock({ $0 }), cached.files == files { return cached.config }
         let config = try readFiles(settings)
-        last.withLock { $0 = (files, config) }
+        cache.last.withLock { $0 = (files, config) }
         return config
     }
 
@@ -335,4 +332,14 @@ public struct Config: Sendable, Equatable {
         "key_ttl",
         "providers", "etcd", "hooks", "client_metadata_url",
     ]
+}
+
+/// The config last read, and the files it came from as they were then: the
+/// agent owns one (`AgentCaches`) and reads the files again only when one
+/// changed (another inode, size, or change time, or a directory above it
+/// that someone else came to be able to write). A command reads them once.
+public final class ConfigCache: Sendable {
+    let last = Locked<(files: [String], config: Config)?>(nil)
+
+    public init() {}
 }

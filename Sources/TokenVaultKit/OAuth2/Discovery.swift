@@ -172,8 +172,9 @@ public struct Discovery {
     /// The cached document, if the file can be trusted: a regular file of
     /// this user's, not writable by group or others, in a directory of the
     /// same kind. Anything else (a shared or misconfigured XDG_CACHE_HOME,
-    /// another user's file) is ignored and said once: the document is fetched
-    /// again rather than a planted token endpoint believed.
+    /// another user's file) is ignored and said (once a run: `warn` is the
+    /// run's warnings for its end): the document is fetched again rather than
+    /// a planted token endpoint believed.
     private func readCache(
         _ issuer: String, provider name: String
     ) -> (fetchedAt: Int64, document: [String: JSONValue])? {
@@ -181,9 +182,7 @@ public struct Discovery {
         var st = stat()
         guard lstat(file, &st) == 0 else { return nil }
         if let why = Self.untrusted(cacheDirectory, directory: true) ?? Self.untrusted(file, directory: false) {
-            if DiscoveryCacheNotice.first("\(file) \(st.st_ino) \(st.st_ctim.tv_sec).\(st.st_ctim.tv_nsec)") {
-                warn("ignored the cached discovery document of \(name) (\(file)): \(why); fetching it again")
-            }
+            warn("ignored the cached discovery document of \(name) (\(file)): \(why); fetching it again")
             return nil
         }
         guard let data = FileManager.default.contents(atPath: file),
@@ -219,16 +218,6 @@ public struct Discovery {
         guard (try? PrivateDirectory.ensure(cacheDirectory)) != nil, let data = try? JSONEncoder.sorted.encode(record)
         else { return }
         try? AtomicFile.replace(path(issuer), with: Array(data), what: "the discovery cache")
-    }
-}
-
-/// Each ignored cache file is reported once per process (a command, or the
-/// agent), and again once it was replaced or its owner or mode changed.
-enum DiscoveryCacheNotice {
-    private static let told = Locked<Set<String>>([])
-
-    static func first(_ path: String) -> Bool {
-        told.withLock { $0.insert(path).inserted }
     }
 }
 

@@ -36,10 +36,17 @@ public final class Plan: @unchecked Sendable {
     /// This run is the agent's own (a client's request, or its renewals): it never asks an agent.
     public let isAgent: Bool
 
-    public init(settings: Settings, agentFinding: AgentFinding = AgentFinding(), isAgent: Bool = false) {
+    /// The agent's config cache (nil in a command, which reads the config once).
+    public let configCache: ConfigCache?
+
+    public init(
+        settings: Settings, agentFinding: AgentFinding = AgentFinding(), isAgent: Bool = false,
+        configCache: ConfigCache? = nil
+    ) {
         self.settings = settings
         self.agentFinding = agentFinding
         self.isAgent = isAgent
+        self.configCache = configCache
     }
 
     // MARK: The agent
@@ -118,7 +125,7 @@ public final class Plan: @unchecked Sendable {
         let (settings, missingBus) = (self.settings, self.missingBus)
         Posix.spawnThread(stackSize: 1 << 22, beside: true) {
             vault.finish(FileStore.openAhead(settings, missingBus: missingBus))
-            config.finish(Result { try Config.loadNow(settings) })
+            config.finish(Result { try Config.loadNow(settings, cache: nil) })
         }
     }
 
@@ -132,6 +139,6 @@ public final class Plan: @unchecked Sendable {
     /// The config as its first load takes it: what was read ahead, else read now.
     public func loadConfig() throws -> Config {
         if let ahead = configAhead?.take() { return try Config.load(settings, readAhead: ahead) }
-        return try Config.load(settings)
+        return try Config.load(settings, cache: configCache)
     }
 }

@@ -37,9 +37,9 @@ public final class Session {
     public struct AgentRequest {
         let handedOut: (CredentialID, Credential, Session) -> Void
         /// The agent's: what it keeps across the stores it opens.
-        let caches: StoreCaches
+        let caches: AgentCaches
 
-        public init(caches: StoreCaches, handedOut: @escaping (CredentialID, Credential, Session) -> Void) {
+        public init(caches: AgentCaches, handedOut: @escaping (CredentialID, Credential, Session) -> Void) {
             self.caches = caches
             self.handedOut = handedOut
         }
@@ -57,7 +57,7 @@ public final class Session {
         self.output = output ?? .kept()
         self.agent = agent
         self.clock = settings.clock
-        self.plan = plan ?? Plan(settings: settings, isAgent: agent != nil)
+        self.plan = plan ?? Plan(settings: settings, isAgent: agent != nil, configCache: agent?.caches.config)
     }
 
     /// Another session of the same settings and agent, with nothing loaded
@@ -66,7 +66,9 @@ public final class Session {
     public func fresh() -> Session {
         Session(
             settings: settings, notices: notices,
-            plan: Plan(settings: settings, agentFinding: plan.agentFinding, isAgent: plan.isAgent), agent: agent,
+            plan: Plan(
+                settings: settings, agentFinding: plan.agentFinding, isAgent: plan.isAgent,
+                configCache: plan.configCache), agent: agent,
             output: output)
     }
 
@@ -237,7 +239,7 @@ public final class Session {
     public func discovery() throws -> Discovery {
         Discovery(
             cacheDirectory: Discovery.defaultDirectory(settings), transport: try transport(), now: clock.now,
-            warn: notices.warning)
+            warn: { [notices] in notices.later([$0]) })
     }
 
     /// The transport of this run's requests: libcurl with its proxies; for

@@ -23,16 +23,6 @@ public enum BackendChoice: String, Sendable, CaseIterable {
     public static var spelled: String { Format.list(allCases.map(\.rawValue), "or") }
 }
 
-/// What a long-lived process (the agent) keeps across the stores it opens,
-/// handed to each (docs/design.md): where Secret Service items were found,
-/// and the records it decoded. A command keeps none: it reads once.
-public final class StoreCaches: Sendable {
-    public let itemPaths = ItemPathCache()
-    public let decodedRecords = DecodedRecords()
-
-    public init() {}
-}
-
 /// Builds the stores from the settings, as the run's plan decided (the bus,
 /// and what it started ahead).
 public struct Backends {
@@ -44,7 +34,7 @@ public struct Backends {
     /// The config file, read only when a backend needs it (etcd).
     public var config: () throws -> Config = { Config() }
     /// What the agent keeps across the stores it opens (nil in a command).
-    public var caches: StoreCaches?
+    public var caches: AgentCaches?
 
     /// `key_ttl`, resolved once (an invalid one is the error of the store that needs it).
     private let keyTTL: Result<Int, Error>

@@ -373,18 +373,3 @@ extension CredentialID {
         "remove it with that application, or: secret-tool clear service \(ShellWord.word(service.description)) account \(ShellWord.word(account))"
     }
 }
-
-/// Where each item was last found, per bus: a lookup asks that item for its
-/// secret in one call, and searches again only when it is gone or locked
-/// (docs/design.md) -- what an agent answering many `get`s saves. The agent
-/// owns one and hands it to each Secret Service store it opens; a command,
-/// which looks up once, is quicker through libsecret's own lookup.
-public final class ItemPathCache: Sendable {
-    private let paths = Locked<[String: String]>([:])
-
-    public init() {}
-
-    func path(_ key: String) -> String? { paths.withLock { $0[key] } }
-    func set(_ key: String, _ path: String?) { paths.withLock { $0[key] = path } }
-    func forgetAll() { paths.withLock { $0 = [:] } }
-}
