@@ -83,17 +83,22 @@ final class MCPClientImportTests: XCTestCase {
             "import", "mcp-remote", url, "--remove-source", stderr: ["already stored", "removed mcp-remote's files"])
         let left = try FileManager.default.contentsOfDirectory(atPath: s.home + "/.mcp-auth/mcp-remote-0.1.29")
         XCTAssertEqual(left, [])
-        // The bridge: the SDK's client through tokenvault mcp, no login.
+        try assertUsedAndRenewed(s, access)
+    }
+
+    /// The imported login at work: the SDK's client through `tokenvault mcp`
+    /// with no login, and at expiry one refresh through the imported client.
+    func assertUsedAndRenewed(_ s: Sandbox, _ access: String, file: StaticString = #filePath, line: UInt = #line) throws {
         let (steps, run) = MCPBridgeTests.client(s, url)
-        XCTAssertFalse(steps.isEmpty, run.stderr)
-        XCTAssertFalse(run.stderr.contains("log in"), run.stderr)
-        // Its expiry renews through the imported client.
+        XCTAssertFalse(steps.isEmpty, run.stderr, file: file, line: line)
+        XCTAssertFalse(run.stderr.contains("log in"), run.stderr, file: file, line: line)
         _ = try s.expireStored(url)
         let before = try fixtureStats("http://127.0.0.1:\(Self.port)/stats")["refreshes"] ?? 0
         let renewed = s.tv("get", url)
-        XCTAssertEqual(renewed.status, 0, renewed.stderr)
-        XCTAssertNotEqual(renewed.out, access)
-        XCTAssertEqual(try fixtureStats("http://127.0.0.1:\(Self.port)/stats")["refreshes"], before + 1)
+        XCTAssertEqual(renewed.status, 0, renewed.stderr, file: file, line: line)
+        XCTAssertNotEqual(renewed.out, access, file: file, line: line)
+        XCTAssertEqual(
+            try fixtureStats("http://127.0.0.1:\(Self.port)/stats")["refreshes"], before + 1, file: file, line: line)
     }
 
     func testNoCacheForTheURLIsClear() throws {
@@ -165,22 +170,13 @@ final class MCPClientImportTests: XCTestCase {
             stderr: ["imported", "FastMCP's login, its client", "still hold its tokens (encrypted)"])
         let access = s.tv("get", url).out
         XCTAssertFalse(access.isEmpty)
-        // The bridge: the SDK's client through tokenvault mcp, no login.
-        let (steps, run) = MCPBridgeTests.client(s, url)
-        XCTAssertFalse(steps.isEmpty, run.stderr)
-        XCTAssertFalse(run.stderr.contains("log in"), run.stderr)
         // Stored now: --remove-source deletes FastMCP's values, its collections' names stay.
         s.expect("import", "fastmcp", url, "--remove-source", stderr: ["already stored", "removed FastMCP's files"])
         let left = files(under: store, holding: "__encrypted_data__")
         XCTAssertEqual(left.holding, [], "no encrypted value is left")
         XCTAssertTrue(left.all.allSatisfy { $0.hasSuffix("-info.json") }, "\(left.all)")
-        // Its expiry renews through FastMCP's client.
-        _ = try s.expireStored(url)
-        let before = try fixtureStats("http://127.0.0.1:\(Self.port)/stats")["refreshes"] ?? 0
-        let renewed = s.tv("get", url)
-        XCTAssertEqual(renewed.status, 0, renewed.stderr)
-        XCTAssertNotEqual(renewed.out, access)
-        XCTAssertEqual(try fixtureStats("http://127.0.0.1:\(Self.port)/stats")["refreshes"], before + 1)
+        // Used through the bridge; its expiry renews through FastMCP's client.
+        try assertUsedAndRenewed(s, access)
     }
 
     /// An application's FileTreeStore (FastMCP's documented persistent
