@@ -52,8 +52,8 @@ public enum TokenVaultMain {
             // not parse as a plain `get` -- help, an error -- goes through the
             // whole parser, so what the user sees is unchanged.
             if args.first == "get", decline == nil {
-                plan.startAhead()
-                defer { plan.forgetAhead() }
+                plan.startHeadStart()
+                defer { plan.dropHeadStart() }
                 if let get = try? TokenVault.Get.parseAsRoot(Array(args.dropFirst())) as? TokenVault.Get {
                     try get.run(plan: plan, agent: agent, output: output)
                     output.flushLater()

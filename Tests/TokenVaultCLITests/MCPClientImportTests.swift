@@ -88,7 +88,8 @@ final class MCPClientImportTests: XCTestCase {
 
     /// The imported login at work: the SDK's client through `tokenvault mcp`
     /// with no login, and at expiry one refresh through the imported client.
-    func assertUsedAndRenewed(_ s: Sandbox, _ access: String, file: StaticString = #filePath, line: UInt = #line) throws {
+    func assertUsedAndRenewed(_ s: Sandbox, _ access: String, file: StaticString = #filePath, line: UInt = #line) throws
+    {
         let (steps, run) = MCPBridgeTests.client(s, url)
         XCTAssertFalse(steps.isEmpty, run.stderr, file: file, line: line)
         XCTAssertFalse(run.stderr.contains("log in"), run.stderr, file: file, line: line)

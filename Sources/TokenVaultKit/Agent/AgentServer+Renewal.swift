@@ -15,7 +15,7 @@ extension AgentServer {
     /// by any command, and such a credential is not tried again; a temporary
     /// failure is tried again a minute later (sooner for a short token), and
     /// no credential is tried twice within `AheadOfNeed.floor` seconds.
-    func renewAhead() {
+    func renewAheadOfNeed() {
         while true {
             let pause = renewDue()
             _ = wake.wait(timeout: .now() + pause)

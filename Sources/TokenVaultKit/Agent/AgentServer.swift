@@ -154,7 +154,7 @@ public final class AgentServer: @unchecked Sendable {
             sigwait(&set, &caught)
             self.leave()
         }
-        Posix.spawnThread { self.renewAhead() }
+        Posix.spawnThread { self.renewAheadOfNeed() }
         Posix.spawnThread { self.watch() }
         acceptRequests()
     }

@@ -69,11 +69,11 @@ public struct Config: Sendable, Equatable {
     /// Loads the config file; a missing file is an empty config.
     /// `cache`: the agent's, which reads the files again only when one changed.
     public static func load(_ settings: Settings, cache: ConfigCache? = nil) throws -> Config {
-        try load(settings, readAhead: Result { try loadNow(settings, cache: cache) })
+        try load(settings, headStart: Result { try loadNow(settings, cache: cache) })
     }
 
-    /// The config as `read` (now, or ahead by the run's plan) found it, for `settings`.
-    static func load(_ settings: Settings, readAhead read: Result<Config, Error>) throws -> Config {
+    /// The config as `read` (now, or by the run's head start) found it, for `settings`.
+    static func load(_ settings: Settings, headStart read: Result<Config, Error>) throws -> Config {
         var config = try read.get()
         config.child = settings.child
         config.child.timeLimit = config.commandTimeout.map(Double.init) ?? ChildContext.defaultTimeLimit

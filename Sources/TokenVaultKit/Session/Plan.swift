@@ -5,12 +5,13 @@ import Glibc
 /// "A run: its session and its plan"): whether an agent answers it, which
 /// backend and who chose it, whether there is a session bus to ask. Every
 /// part of the run that needs one of these asks the plan, never the air
-/// again. The work a `get` starts ahead of need (the Secret Service head
-/// start, the config and the file vault read ahead) is made here and passed
-/// to what uses it, taken once.
+/// again. A `get`'s head start (the Secret Service readied, or the config
+/// read and the file vault opened, while its arguments are parsed) is made
+/// here and passed to what uses it, taken once. ("Ahead" is left to the
+/// agent's renewals ahead of need.)
 ///
-/// Each answer is kept as first given, whichever thread asked; what is made
-/// ahead is finished on another thread and waited for by its taker.
+/// Each answer is kept as first given, whichever thread asked; a head
+/// start is finished on another thread and waited for by its taker.
 public final class Plan: @unchecked Sendable {
     public let settings: Settings
 
@@ -97,48 +98,48 @@ public final class Plan: @unchecked Sendable {
         once(\.missingBus) { SecretServiceStore.missingBus(settings) }
     }
 
-    // MARK: Made ahead
+    // MARK: The head start
 
-    // Set by `startAhead` on the main thread before the command opens anything; read after.
-    /// The config being read ahead, for the run's first load of it.
-    private(set) var configAhead: Ahead<Result<Config, Error>>?
-    /// The file vault being opened ahead, for the store's first read of it.
-    private(set) var vaultAhead: Ahead<VaultAhead.Opened>?
+    // Set by `startHeadStart` on the main thread before the command opens anything; read after.
+    /// The config being read, for the run's first load of it.
+    private(set) var configHeadStart: HeadStart<Result<Config, Error>>?
+    /// The file vault being opened, for the store's first read of it.
+    private(set) var vaultHeadStart: HeadStart<VaultHeadStart.Opened>?
     /// The Secret Service being readied, for the store's first call.
-    private(set) var secretServiceAhead: SecretServiceHeadStart?
+    private(set) var secretServiceHeadStart: SecretServiceHeadStart?
 
     /// The `get` hot path (docs/benchmarks.md): while the command line is
     /// parsed, the Secret Service is readied -- or, when it will not be
     /// asked, the config read and the file vault opened. Nothing when an
     /// agent answers (it holds all of that already). Call once, on the main
     /// thread, before the command opens anything.
-    public func startAhead() {
-        guard !agentAnswers, configAhead == nil, secretServiceAhead == nil else { return }
+    public func startHeadStart() {
+        guard !agentAnswers, configHeadStart == nil, secretServiceHeadStart == nil else { return }
         if let started = SecretServiceHeadStart.start(settings, missingBus: missingBus) {
-            secretServiceAhead = started
+            secretServiceHeadStart = started
             return
         }
-        let config = Ahead<Result<Config, Error>>(path: settings.configPath)
-        let vault = Ahead<VaultAhead.Opened>(path: settings.vaultPath)
-        configAhead = config
-        vaultAhead = vault
+        let config = HeadStart<Result<Config, Error>>(path: settings.configPath)
+        let vault = HeadStart<VaultHeadStart.Opened>(path: settings.vaultPath)
+        configHeadStart = config
+        vaultHeadStart = vault
         let (settings, missingBus) = (self.settings, self.missingBus)
         Posix.spawnThread(stackSize: 1 << 22, beside: true) {
-            vault.finish(FileStore.openAhead(settings, missingBus: missingBus))
+            vault.finish(FileStore.openForHeadStart(settings, missingBus: missingBus))
             config.finish(Result { try Config.loadNow(settings, cache: nil) })
         }
     }
 
-    /// Drops, and wipes, what was made ahead and not taken (a command that
+    /// Drops, and wipes, what the head start made and nobody took (a command that
     /// failed first): the next run reads the files as they are then.
-    public func forgetAhead() {
-        _ = configAhead?.take()
-        vaultAhead?.take()?.plain.wipe()
+    public func dropHeadStart() {
+        _ = configHeadStart?.take()
+        vaultHeadStart?.take()?.plain.wipe()
     }
 
-    /// The config as its first load takes it: what was read ahead, else read now.
+    /// The config as its first load takes it: what the head start read, else read now.
     public func loadConfig() throws -> Config {
-        if let ahead = configAhead?.take() { return try Config.load(settings, readAhead: ahead) }
+        if let read = configHeadStart?.take() { return try Config.load(settings, headStart: read) }
         return try Config.load(settings, cache: configCache)
     }
 }

@@ -9,7 +9,7 @@ import Glibc
 public final class Session {
     public let settings: Settings
     public let clock: Clock
-    /// What this run decided once: agent, backend, bus, and the work started ahead.
+    /// What this run decided once: agent, backend, bus, and its head start.
     public let plan: Plan
     /// Where what the run notices goes.
     public let notices: Notices

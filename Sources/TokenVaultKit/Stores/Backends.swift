@@ -14,7 +14,7 @@ public enum BackendChoice: String, Sendable, CaseIterable {
     /// The store a run of this backend reads first: auto is the Secret
     /// Service where there is a session bus, else the file vault. The one
     /// place that says so: the store the run opens (`Backends.open`) and what
-    /// is readied ahead for it (`Plan.startAhead`) both ask here.
+    /// is readied ahead for it (`Plan.startHeadStart`) both ask here.
     public func readsFirst(missingBus: String?) -> BackendChoice {
         self == .auto ? (missingBus == nil ? .secretService : .file) : self
     }
@@ -55,7 +55,7 @@ public struct Backends {
             passphrase: PassphraseSource(settings: settings, terminalPath: interactive ? "/dev/tty" : nil),
             keyCache: keyCache, keyTTL: try keyTTL.get(),
             newVaultParams: try settings.kdfProfile)
-        store.ahead = plan.vaultAhead
+        store.headStart = plan.vaultHeadStart
         store.tpmTCTI = settings[.tpmTCTI]
         store.decoded = caches?.decodedRecords
         return store
@@ -74,7 +74,7 @@ public struct Backends {
     func secretService() throws -> SecretServiceStore {
         SecretServiceStore(
             timeout: try settings.dbusTimeout, unlock: try .init(settings: settings), bus: settings.sessionBusShown,
-            headStart: plan.secretServiceAhead, itemPaths: caches?.itemPaths, decoded: caches?.decodedRecords)
+            headStart: plan.secretServiceHeadStart, itemPaths: caches?.itemPaths, decoded: caches?.decodedRecords)
     }
 
     /// The Secret Service to read another application's item from (`import

@@ -19,8 +19,8 @@ public final class FileStore: CredentialStore {
     /// What this store noticed on the way (a TPM that did not unseal).
     public internal(set) var warnings: [String] = []
 
-    /// The vault this run's plan opened ahead (`Plan.startAhead`), for the first read.
-    var ahead: Ahead<VaultAhead.Opened>?
+    /// The vault this run's plan opened ahead (`Plan.startHeadStart`), for the first read.
+    var headStart: HeadStart<VaultHeadStart.Opened>?
     /// The agent's decoded records (nil in a command).
     var decoded: DecodedRecords?
 
@@ -128,7 +128,7 @@ public final class FileStore: CredentialStore {
     private func readPlaintext() throws -> VaultPlaintext? {
         guard let (fd, st) = try openVaultFile() else { return nil }
         defer { close(fd) }
-        if let ahead = VaultAhead.take(ahead, path: path, st) {
+        if let ahead = VaultHeadStart.take(headStart, path: path, st) {
             unlocked = (ahead.key, ahead.header.salt, ahead.header.params)
             return ahead.plain
         }
@@ -137,13 +137,13 @@ public final class FileStore: CredentialStore {
     }
 
     /// The vault opened with the cached key alone, for the read ahead
-    /// (VaultAhead); nil when there is no vault or no cached key.
-    func openWithCachedKey() throws -> VaultAhead.Opened? {
+    /// (VaultHeadStart); nil when there is no vault or no cached key.
+    func openWithCachedKey() throws -> VaultHeadStart.Opened? {
         guard let (fd, st) = try openVaultFile() else { return nil }
         defer { close(fd) }
         let (buffer, header) = try mapped(fd, size: Int(st.st_size))
         guard let key = try cachedKey(for: header) else { return nil }
-        return VaultAhead.Opened(
+        return VaultHeadStart.Opened(
             plain: try VaultFormat.open(buffer, header: header, key: key), key: key, header: header,
             identity: Posix.identity(st))
     }

@@ -16,7 +16,7 @@ import Glibc
 public final class SecretServiceHeadStart: Sendable {
     private let ready = DispatchSemaphore(value: 0)
 
-    /// Starts it (`Plan.startAhead`, on the main thread, before any store
+    /// Starts it (`Plan.startHeadStart`, on the main thread, before any store
     /// is opened). Nil when the Secret Service will not be asked (as far as
     /// the environment says).
     static func start(_ settings: Settings, missingBus: String?) -> SecretServiceHeadStart? {

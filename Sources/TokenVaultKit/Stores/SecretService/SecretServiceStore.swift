@@ -46,7 +46,7 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
     private let noticed = Locked<[String]>([])
     public var warnings: [String] { noticed.withLock { $0 } }
 
-    /// The head start this run's plan began (`Plan.startAhead`): the first call waits for it.
+    /// The head start this run's plan began (`Plan.startHeadStart`): the first call waits for it.
     let headStart: SecretServiceHeadStart?
     /// Where items were last found: the agent's, handed to each store it
     /// opens; nil in a command, which looks up once.

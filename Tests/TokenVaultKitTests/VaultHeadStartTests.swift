@@ -7,7 +7,7 @@ import XCTest
 /// "The vault read ahead"): with the cached key alone, handed by the run's
 /// plan to its store, taken once by the first read of the same file, and
 /// never in place of a newer vault.
-final class VaultAheadTests: XCTestCase {
+final class VaultHeadStartTests: XCTestCase {
     var dir: String!
     let cache = FileVaultUnitTests.CountingCache()
 
@@ -22,13 +22,13 @@ final class VaultAheadTests: XCTestCase {
     /// A store that can open the vault only with what it is given: no
     /// passphrase source, and (unless `cached`) no cached key.
     /// `ahead`: what the run's plan hands it.
-    func store(pass: String? = nil, cached: Bool = false, ahead: Ahead<VaultAhead.Opened>? = nil) -> FileStore {
+    func store(pass: String? = nil, cached: Bool = false, ahead: HeadStart<VaultHeadStart.Opened>? = nil) -> FileStore {
         let s = FileStore(
             path: dir + "/vault",
             passphrase: PassphraseSource(
                 settings: Settings(environment: pass.map { ["TOKENVAULT_PASSPHRASE": $0] } ?? [:]), terminalPath: nil),
             keyCache: cached ? cache : NoKeyCache(), keyTTL: cached ? 60 : 0, newVaultParams: .minimum)
-        s.ahead = ahead
+        s.headStart = ahead
         return s
     }
 
@@ -40,15 +40,15 @@ final class VaultAheadTests: XCTestCase {
     var id: CredentialID { CredentialID(service: try! ServiceKey(parsing: "a.com")) }
 
     /// What the read-ahead thread does, here on this one.
-    func openAhead(path: String? = nil) -> Ahead<VaultAhead.Opened> {
-        let ahead = Ahead<VaultAhead.Opened>(path: path ?? dir + "/vault")
+    func openForHeadStart(path: String? = nil) -> HeadStart<VaultHeadStart.Opened> {
+        let ahead = HeadStart<VaultHeadStart.Opened>(path: path ?? dir + "/vault")
         ahead.finish(try? store(cached: true).openWithCachedKey())
         return ahead
     }
 
     func testTheFirstReadTakesTheVaultOpenedAheadOnce() throws {
         try save("1")
-        let ahead = openAhead()
+        let ahead = openForHeadStart()
         let reader = store(ahead: ahead)
         XCTAssertEqual(try reader.load(id)?.accessToken, "1", "opened ahead: no passphrase needed")
         XCTAssertEqual(try reader.load(id)?.accessToken, "1", "the key came with it")
@@ -60,7 +60,7 @@ final class VaultAheadTests: XCTestCase {
 
     func testAVaultReplacedAfterTheReadAheadIsReadAgain() throws {
         try save("1")
-        let ahead = openAhead()
+        let ahead = openForHeadStart()
         try save("2")
         XCTAssertEqual(try store(pass: "p", ahead: ahead).load(id)?.accessToken, "2")
     }
@@ -69,14 +69,14 @@ final class VaultAheadTests: XCTestCase {
         try save("1")
         cache.stored = [:]
         XCTAssertNil(try store(cached: true).openWithCachedKey())
-        let ahead = openAhead()
+        let ahead = openForHeadStart()
         XCTAssertThrowsError(try store(ahead: ahead).load(id))
         XCTAssertEqual(try store(pass: "p", ahead: ahead).load(id)?.accessToken, "1")
     }
 
     func testAReadOfAnotherVaultDoesNotTakeIt() throws {
         try save("1")
-        XCTAssertThrowsError(try store(ahead: openAhead(path: dir + "/other")).load(id), "made for another path")
+        XCTAssertThrowsError(try store(ahead: openForHeadStart(path: dir + "/other")).load(id), "made for another path")
     }
 
     /// The plan opens the vault ahead only where the run will read it first
@@ -87,12 +87,12 @@ final class VaultAheadTests: XCTestCase {
             "TOKENVAULT_VAULT": dir + "/vault", "TOKENVAULT_BACKEND": "file", "HOME": dir, "XDG_RUNTIME_DIR": dir,
         ]
         let plan = Plan(settings: Settings(environment: env))
-        XCTAssertNil(try Backends(settings: plan.settings, plan: plan).fileVault().ahead, "nothing started yet")
-        plan.startAhead()
-        let ahead = try XCTUnwrap(plan.vaultAhead)
-        XCTAssertTrue(try Backends(settings: plan.settings, plan: plan).fileVault().ahead === ahead)
-        XCTAssertNil(plan.secretServiceAhead, "the Secret Service is not readied for the file backend")
-        plan.forgetAhead()
+        XCTAssertNil(try Backends(settings: plan.settings, plan: plan).fileVault().headStart, "nothing started yet")
+        plan.startHeadStart()
+        let ahead = try XCTUnwrap(plan.vaultHeadStart)
+        XCTAssertTrue(try Backends(settings: plan.settings, plan: plan).fileVault().headStart === ahead)
+        XCTAssertNil(plan.secretServiceHeadStart, "the Secret Service is not readied for the file backend")
+        plan.dropHeadStart()
         XCTAssertNil(ahead.take(), "forgotten: nothing left to take")
     }
 }

@@ -1,10 +1,10 @@
 import Dispatch
 
-/// A value made on another thread for this run's first use of a file (the
-/// `get` hot path: docs/benchmarks.md, "The vault read ahead"): made by the
+/// A value made on another thread for this run's first use of a file (a
+/// `get`'s head start: docs/benchmarks.md, "The vault read ahead"): made by the
 /// run's `Plan` before that thread starts, finished there, and taken once,
 /// waited for, by what the plan hands it to.
-final class Ahead<Value>: @unchecked Sendable {
+final class HeadStart<Value>: @unchecked Sendable {
     let path: String
     private let done = DispatchSemaphore(value: 0)
     /// Written once, before `done` is signalled.

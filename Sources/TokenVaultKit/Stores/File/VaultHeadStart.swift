@@ -6,7 +6,7 @@ import Glibc
 /// run's first read of the same vault file -- the same file by device,
 /// inode, size and times, or it is read again. Whatever goes wrong ahead is
 /// left for that read to meet and report.
-enum VaultAhead {
+enum VaultHeadStart {
     struct Opened {
         var plain: VaultPlaintext
         var key: SecureBytes
@@ -16,7 +16,7 @@ enum VaultAhead {
 
     /// What was opened ahead (`ahead`), when `st` (the file opened now) is
     /// the same file; waited for, and taken once. Anything else is wiped.
-    static func take(_ ahead: Ahead<Opened>?, path: String, _ st: stat) -> Opened? {
+    static func take(_ ahead: HeadStart<Opened>?, path: String, _ st: stat) -> Opened? {
         guard let ahead, ahead.path == path, let opened = ahead.take() else { return nil }
         guard opened.identity == Posix.identity(st) else {
             opened.plain.wipe()
@@ -27,11 +27,11 @@ enum VaultAhead {
 }
 
 extension FileStore {
-    /// The `get` hot path's vault read ahead (`Plan.startAhead`, on its
+    /// The `get` hot path's vault read ahead (`Plan.startHeadStart`, on its
     /// thread): opened only where the command will read it first
     /// (`BackendChoice.readsFirst`, of the backend the environment and the
     /// config's `backend` name), and with the cached key alone.
-    static func openAhead(_ settings: Settings, missingBus: String?) -> VaultAhead.Opened? {
+    static func openForHeadStart(_ settings: Settings, missingBus: String?) -> VaultHeadStart.Opened? {
         guard Config.backendChoice(settings)?.readsFirst(missingBus: missingBus) == .file,
             let store = try? Backends(settings: settings).fileVault()
         else { return nil }

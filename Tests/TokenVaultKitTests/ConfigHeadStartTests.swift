@@ -6,7 +6,7 @@ import XCTest
 /// The config read on another thread for the `get` hot path (the run's
 /// plan starts it): the command's first load takes exactly what a load
 /// would have given, errors included, and only once.
-final class ConfigReadAheadTests: XCTestCase {
+final class ConfigHeadStartTests: XCTestCase {
     var dir = ""
     var env: [String: String] {
         ["TOKENVAULT_CONFIG": dir + "/config.toml", "HOME": dir, "TOKENVAULT_BACKEND": "file", "XDG_RUNTIME_DIR": dir]
@@ -15,7 +15,7 @@ final class ConfigReadAheadTests: XCTestCase {
     /// A plan of `env` with its read ahead started.
     func aheadPlan(_ env: [String: String]) -> Plan {
         let plan = Plan(settings: Settings(environment: env))
-        plan.startAhead()
+        plan.startHeadStart()
         return plan
     }
 
@@ -53,7 +53,7 @@ final class ConfigReadAheadTests: XCTestCase {
     func testWhatWasReadAheadAndNotTakenIsForgotten() throws {
         try write("min_valid = 120\n")
         let plan = aheadPlan(env)
-        plan.forgetAhead()
+        plan.dropHeadStart()
         try write("min_valid = 30\n")
         XCTAssertEqual(try plan.loadConfig().minValid, 30, "forgotten: the load reads the file as it is")
     }
