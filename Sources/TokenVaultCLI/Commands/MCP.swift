@@ -67,6 +67,7 @@ extension TokenVault {
             let timeout = (try? context.httpTimeout) ?? Config().httpTimeout
             let bridge = try MCPBridge(
                 url: url, transport: CurlTransport(timeout: timeout, proxies: context.proxies), tokens: credential,
+                nonces: context.nonces,
                 writeLine: context.output.lineWriter())
             bridge.run()
         }

@@ -95,6 +95,7 @@ public struct ProviderLogin {
         }
         defer { held?.release() }
         var login = OAuth2Login(provider: p, transport: transport, clock: session.clock, notify: userinfoNotice(p))
+        login.nonces = session.nonces
         // A key of the credential's own, made for this login (docs/security.md, "Sender-constrained tokens").
         if p.dpop { login.dpop = try DPoPKey.generate(algorithm: DPoPKey.algorithm(for: p.dpopAlgorithms)) }
         let wanted = asked ?? login.scopes(adding: options.scopes)

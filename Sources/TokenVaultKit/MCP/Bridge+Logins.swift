@@ -25,7 +25,7 @@ extension MCPBridge {
     ) -> PresentedToken? {
         // A resource that wants its nonce in the proof (RFC 9449 §9): the same token, once more.
         if DPoPNonces.asksForNonce(response), !attempt.nonced, token.key != nil,
-            DPoPNonces.kept(from: response, origin: origin) != nil
+            nonces.kept(from: response, origin: origin) != nil
         {
             attempt.nonced = true
             return token

@@ -19,7 +19,7 @@ extension MCPBridge {
     func authorization(token: PresentedToken, method: String) -> [String] {
         let now = Int64(Date().timeIntervalSince1970)
         // A proof that cannot be made leaves the request without one: the server refuses it, and says why.
-        return (try? token.authorization(method: method, url: url, nonce: DPoPNonces.latest(origin), now: now))
+        return (try? token.authorization(method: method, url: url, nonce: nonces.latest(origin), now: now))
             ?? [token.header]
     }
 

@@ -82,12 +82,15 @@ public final class MCPBridge: @unchecked Sendable {
     let shown: String
     /// The server's origin: where a DPoP nonce it gives applies.
     let origin: String
+    /// The servers' latest DPoP nonces: the run's.
+    let nonces: DPoPNonces
 
     /// Where each message for the client goes, one line each: stdout, or a test's list.
     let writeLine: @Sendable (String) -> Void
 
     public init(
         url: String, transport: any HTTPStreamingTransport, tokens: BridgeTokenSource, idleSeconds: Int = 300,
+        nonces: DPoPNonces = DPoPNonces(),
         writeLine: @escaping @Sendable (String) -> Void = { Posix.write(1, $0 + "\n") }
     ) throws {
         guard OAuth2Provider.isSafeEndpoint(url), !url.contains("#") else {
@@ -98,6 +101,7 @@ public final class MCPBridge: @unchecked Sendable {
         self.transport = transport
         self.tokens = tokens
         self.idleSeconds = idleSeconds
+        self.nonces = nonces
         self.writeLine = writeLine
         shown = OutsideText.line(url, limit: 200)
         origin = DPoPNonces.origin(url)
@@ -228,7 +232,7 @@ public final class MCPBridge: @unchecked Sendable {
                     post(body, token: token, eraHeaders: eraHeaders), idleSeconds: idle, cancel: cancel,
                     headers: { head in
                         x.head = head
-                        _ = DPoPNonces.kept(from: head, origin: self.origin)
+                        _ = self.nonces.kept(from: head, origin: self.origin)
                     },
                     receive: { status, type, bytes in
                         if !holds { underWay.signal() }

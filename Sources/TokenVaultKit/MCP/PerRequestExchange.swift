@@ -120,7 +120,7 @@ extension MCPBridge {
             var body: [UInt8] = []
             var response = try transport.stream(
                 request(), idleSeconds: idleSeconds, cancel: cancel,
-                headers: { _ = DPoPNonces.kept(from: $0, origin: self.origin) },
+                headers: { _ = self.nonces.kept(from: $0, origin: self.origin) },
                 receive: { _, _, bytes in
                     body += bytes
                     return body.count <= JSONRPC.maxLineBytes

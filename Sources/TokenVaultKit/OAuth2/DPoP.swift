@@ -148,17 +148,17 @@ extension DPoPKey {
     /// the request once more, with a proof that carries it.
     public func send(
         _ request: HTTPRequest, accessToken: String? = nil, via transport: any HTTPTransport,
-        now: Int64 = Int64(Date().timeIntervalSince1970)
+        now: Int64 = Int64(Date().timeIntervalSince1970), nonces: DPoPNonces
     ) throws -> HTTPResponse {
         let origin = DPoPNonces.origin(request.url)
-        var nonce = DPoPNonces.latest(origin)
+        var nonce = nonces.latest(origin)
         var attempt = 0
         while true {
             var r = request
             r.headers.append(
                 "DPoP: \(try proof(method: r.method, url: r.url, accessToken: accessToken, nonce: nonce, now: now))")
             let response = try transport.send(r)
-            let given = DPoPNonces.kept(from: response, origin: origin)
+            let given = nonces.kept(from: response, origin: origin)
             attempt += 1
             guard attempt == 1, DPoPNonces.asksForNonce(response), let given, given != nonce else { return response }
             nonce = given
@@ -166,19 +166,22 @@ extension DPoPKey {
     }
 }
 
-/// The latest nonce each server gave (RFC 9449 §8, §9), by origin, for the
-/// life of the process: the next proof to that server carries it.
-public enum DPoPNonces {
-    private static let latest = Locked<[String: String]>([:])
+/// The latest nonce each server gave (RFC 9449 §8, §9), by origin: the next
+/// proof to that server carries it. A run keeps its own (its `Session`'s);
+/// the agent keeps one across the runs it serves (`AgentCaches`).
+public final class DPoPNonces: Sendable {
+    private let latest = Locked<[String: String]>([:])
+
+    public init() {}
 
     /// Where a nonce applies: the URL's `scheme://host[:port]`.
     public static func origin(_ url: String) -> String { ProviderConfig.origin(of: url) ?? url }
 
-    public static func latest(_ origin: String) -> String? { latest.withLock { $0[origin] } }
+    public func latest(_ origin: String) -> String? { latest.withLock { $0[origin] } }
 
     /// The `DPoP-Nonce` of a response, kept for its origin when it is one
     /// (1 to 1024 visible ASCII characters, RFC 9449's NQCHAR).
-    public static func kept(from response: HTTPResponse, origin: String) -> String? {
+    public func kept(from response: HTTPResponse, origin: String) -> String? {
         guard let nonce = response.header("DPoP-Nonce")?.trimmedSpaces(), !nonce.isEmpty, nonce.utf8.count <= 1024,
             nonce.utf8.allSatisfy({ (0x21...0x7E).contains($0) && $0 != 0x22 && $0 != 0x5C })
         else { return nil }

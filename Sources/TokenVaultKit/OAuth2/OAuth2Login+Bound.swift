@@ -28,7 +28,7 @@ extension OAuth2Login {
     /// nonce dance) when the login binds its tokens to a key.
     func send(_ request: HTTPRequest) throws -> HTTPResponse {
         guard let dpop else { return try transport.send(request) }
-        return try dpop.send(request, via: transport, now: clock.now)
+        return try dpop.send(request, via: transport, now: clock.now, nonces: nonces)
     }
 
     /// A credential as the server issued it, with the DPoP key it is bound to:

@@ -13,6 +13,8 @@ public struct OAuth2Login {
     /// The key the tokens are bound to (DPoP, docs/security.md): every token
     /// request carries a proof of it, and the authorization request its thumbprint.
     public var dpop: DPoPKey?
+    /// The servers' latest DPoP nonces: the run's.
+    public var nonces = DPoPNonces()
 
     public init(provider: OAuth2Provider, transport: HTTPTransport, clock: Clock, notify: @escaping (String) -> Void) {
         self.provider = provider
@@ -348,7 +350,7 @@ public struct OAuth2Login {
             if let pem = c.dpopKey, let dpop = try? DPoPKey(pem: SecureBytes(Array(pem.utf8))) {
                 var bound = request
                 bound.headers[0] = PresentedToken(c.accessToken, key: dpop).header
-                r = try dpop.send(bound, accessToken: c.accessToken, via: transport, now: clock.now)
+                r = try dpop.send(bound, accessToken: c.accessToken, via: transport, now: clock.now, nonces: nonces)
             } else {
                 r = try transport.send(request)
             }

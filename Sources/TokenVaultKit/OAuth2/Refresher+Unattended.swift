@@ -85,7 +85,8 @@ extension Refresher {
                     "\(p.name) refused the first token for \(id): \(reason); \(p.unattendedSource) has not changed since, so nothing was sent",
                     hint: "it is sent again once that changes; to ask now: tokenvault login \(ShellWord.word(p.name))")
             }
-            let login = OAuth2Login(provider: p, transport: transport, clock: clock, notify: warn)
+            var login = OAuth2Login(provider: p, transport: transport, clock: clock, notify: warn)
+            login.nonces = nonces
             let c: Credential
             do {
                 c = try login.clientCredentials(id: id, scopes: p.scopes, subjects: self)

@@ -38,6 +38,8 @@ public struct Refresher: GrantSubjects {
     /// Seconds between two asks when the server says it does not know the
     /// client it registered: one `invalid_client` can be a blip.
     public var invalidClientPause: Double = 2
+    /// The servers' latest DPoP nonces: the run's.
+    public var nonces = DPoPNonces()
 
     public init(
         vault: CredentialVault, transport: HTTPTransport, clock: Clock,
@@ -232,7 +234,7 @@ public struct Refresher: GrantSubjects {
         let request = HTTPRequest.form(p.tokenURL, fields + client.fields, headers: client.headers)
         let response =
             try current.dpopKey.map { try DPoPKey(pem: SecureBytes(Array($0.utf8))) }.map {
-                try $0.send(request, via: transport, now: clock.now)
+                try $0.send(request, via: transport, now: clock.now, nonces: nonces)
             } ?? transport.send(request)
         let host = p.tokenHost
         let object = try TokenResponse.successFields(

@@ -3,12 +3,14 @@ import Glibc
 
 /// What the agent keeps across the runs it serves, handed to each through
 /// its sessions (docs/design.md): where Secret Service items were found, the
-/// records it decoded, and the config last read. A command keeps none: it
-/// reads each once.
+/// records it decoded, the config last read, the servers' DPoP nonces and
+/// its etcd connections. A command keeps its own for its one run.
 public final class AgentCaches: Sendable {
     public let itemPaths = ItemPathCache()
     public let decodedRecords = DecodedRecords()
     public let config = ConfigCache()
+    public let dpopNonces = DPoPNonces()
+    public let etcdClients = EtcdClients()
 
     public init() {}
 }

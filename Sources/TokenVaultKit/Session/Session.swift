@@ -17,6 +17,8 @@ public final class Session {
     /// point's, the agent's for a client, a test's); a session nobody
     /// prints from keeps its own.
     public let output: RunOutput
+    /// The servers' latest DPoP nonces: this run's, or the agent's.
+    public let nonces: DPoPNonces
     private var loadedConfig: Config?
     private var openedStore: CredentialStore?
     private var openedVault: CredentialVault?
@@ -55,6 +57,7 @@ public final class Session {
         self.settings = settings
         self.notices = notices
         self.output = output ?? .kept()
+        self.nonces = agent?.caches.dpopNonces ?? DPoPNonces()
         self.agent = agent
         self.clock = settings.clock
         self.plan = plan ?? Plan(settings: settings, isAgent: agent != nil, configCache: agent?.caches.config)
@@ -280,6 +283,7 @@ public final class Session {
     public func refresher() throws -> Refresher {
         var r = Refresher(
             vault: try vault(), transport: try transport(), clock: clock, providers: self, warn: notices.warning)
+        r.nonces = nonces
         // A confined client's refused renewal is no event: the client renews it itself.
         if settings.child.confined == nil {
             r.events = { event, id, reason in self.events.emit(event, id, reason: reason) }

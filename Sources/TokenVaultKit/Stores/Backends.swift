@@ -66,7 +66,7 @@ public struct Backends {
             settings: try EtcdSettings.resolve(settings, config: try config()),
             passphrase: PassphraseSource(settings: settings, terminalPath: interactive ? "/dev/tty" : nil),
             keyCache: keyCache, keyTTL: try keyTTL.get(),
-            newParams: try settings.kdfProfile)
+            newParams: try settings.kdfProfile, clients: caches?.etcdClients)
         store.decoded = caches?.decodedRecords
         return store
     }

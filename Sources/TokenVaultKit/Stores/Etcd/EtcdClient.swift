@@ -24,26 +24,6 @@ final class EtcdClient: @unchecked Sendable {
         self.settings = settings
     }
 
-    private static let clients = Locked<[String: EtcdClient]>([:])
-
-    /// The client of this process for `settings`: one connection and one
-    /// auth token however many stores are opened on it (the agent opens one
-    /// per request; docs/agent.md). The password is not part of the key: a
-    /// changed one is used when the token is renewed.
-    static func shared(_ settings: EtcdSettings) -> EtcdClient {
-        let tls = settings.tls
-        let key = [
-            settings.endpoints.joined(separator: ","), settings.prefix, settings.username ?? "", tls.caFile ?? "",
-            tls.certFile ?? "", tls.keyFile ?? "", tls.fingerprint, String(settings.timeout), String(settings.leaseTTL),
-        ].joined(separator: "\n")
-        return clients.withLock { clients in
-            if let c = clients[key] { return c }
-            let c = EtcdClient(settings: settings)
-            clients[key] = c
-            return c
-        }
-    }
-
     /// What etcd says while it elects a leader or catches up (whatever the gRPC code).
     /// etcd reports some passing states only in the words of its message,
     /// under code Unknown (2): the server's protocol, not text of ours.
@@ -373,6 +353,31 @@ final class EtcdClient: @unchecked Sendable {
                 hint: "check ca_file, cert_file and key_file in the [etcd] table")
         default:
             return
+        }
+    }
+}
+
+/// The etcd clients the agent keeps (`AgentCaches`): one connection and one
+/// auth token for each set of settings, however many stores it opens on
+/// them (one per request; docs/agent.md). The password is not part of the
+/// key: a changed one is used when the token is renewed. A command opens
+/// one store, with a client of its own.
+public final class EtcdClients: Sendable {
+    private let clients = Locked<[String: EtcdClient]>([:])
+
+    public init() {}
+
+    func client(_ settings: EtcdSettings) -> EtcdClient {
+        let tls = settings.tls
+        let key = [
+            settings.endpoints.joined(separator: ","), settings.prefix, settings.username ?? "", tls.caFile ?? "",
+            tls.certFile ?? "", tls.keyFile ?? "", tls.fingerprint, String(settings.timeout), String(settings.leaseTTL),
+        ].joined(separator: "\n")
+        return clients.withLock { clients in
+            if let c = clients[key] { return c }
+            let c = EtcdClient(settings: settings)
+            clients[key] = c
+            return c
         }
     }
 }

@@ -47,11 +47,13 @@ public final class EtcdStore: SharedStore {
     /// Fleet locks this process holds: the lock key and its create revision.
     private var held: [CredentialID: (key: [UInt8], createRevision: Int64)] = [:]
 
+    /// `clients`: the agent's, where it keeps one connection per fleet; nil: a client of its own.
     public init(
-        settings: EtcdSettings, passphrase: PassphraseSource, keyCache: KeyCache, keyTTL: Int, newParams: KDFParams
+        settings: EtcdSettings, passphrase: PassphraseSource, keyCache: KeyCache, keyTTL: Int, newParams: KDFParams,
+        clients: EtcdClients? = nil
     ) {
         self.settings = settings
-        self.client = EtcdClient.shared(settings)
+        self.client = clients?.client(settings) ?? EtcdClient(settings: settings)
         self.passphrase = passphrase
         self.keyCache = keyCache
         self.keyTTL = keyTTL
