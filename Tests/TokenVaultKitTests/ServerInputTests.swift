@@ -61,7 +61,7 @@ final class ServerInputTests: XCTestCase {
             bridge.absorbTools(listing((0..<50).map { "tool-\(round)-\($0)" }), firstPage: true)
             bridge.absorbTools(listing((0..<50).map { "more-\(round)-\($0)" }), firstPage: false)
         }
-        let kept = bridge.toolMaps.withLock { $0 }
+        let kept = bridge.perRequest.toolMaps.withLock { $0 }
         XCTAssertEqual(kept.count, 100, "the last listing's two pages only")
         XCTAssertNotNil(kept["tool-19-0"])
         XCTAssertNil(kept["tool-0-0"])

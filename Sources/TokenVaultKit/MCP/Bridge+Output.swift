@@ -5,13 +5,6 @@ import Glibc
 /// What the bridge sends and what it writes (docs/adapters.md, "MCP servers"):
 /// the requests of both eras, and each message from the server as one line on stdout.
 extension MCPBridge {
-    /// The handshake era's session and protocol version, once `initialize` set them up.
-    func sessionHeaders() -> [String] {
-        let (sessionID, protocolVersion) = state.withLock { ($0.sessionID, $0.protocolVersion) }
-        return (sessionID.map { ["Mcp-Session-Id: \($0)"] } ?? [])
-            + (protocolVersion.map { ["MCP-Protocol-Version: \($0)"] } ?? [])
-    }
-
     /// What authorizes one request: `Bearer TOKEN`; for a DPoP-bound token,
     /// `DPoP TOKEN` and a fresh proof of this request, with the server's
     /// latest nonce (docs/adapters.md, "MCP servers"). A bound token is never
@@ -36,7 +29,7 @@ extension MCPBridge {
     func get(token: PresentedToken, method: String = "GET") -> HTTPRequest {
         HTTPRequest(
             method: method, url: url,
-            headers: authorization(token: token, method: method) + sessionHeaders() + ["Accept: text/event-stream"])
+            headers: authorization(token: token, method: method) + handshake.headers + ["Accept: text/event-stream"])
     }
 
     /// Writes one message from the server as one line, after checking it is
@@ -60,7 +53,9 @@ extension MCPBridge {
             let answer = items.first(where: { $0["id"] == request && ($0["result"] != nil || $0["error"] != nil) })
         {
             answered = true
-            if let first = listings.withLock({ $0.removeValue(forKey: request) }), let result = answer["result"] {
+            if let first = perRequest.listings.withLock({ $0.removeValue(forKey: request) }),
+                let result = answer["result"]
+            {
                 absorbTools(result, firstPage: first)
             }
         }

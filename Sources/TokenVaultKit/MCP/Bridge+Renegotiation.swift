@@ -5,15 +5,6 @@ import FoundationEssentials
 /// knows. A stdio host cannot start a new session on its own, so the bridge
 /// sets one up with the client's own `initialize` and carries on.
 extension MCPBridge {
-    /// Keeps the client's `initialize` and `notifications/initialized`.
-    func keepHandshake(_ message: JSONValue, body: [UInt8]) {
-        switch message["method"]?.string {
-        case "initialize": state.withLock { $0.initialize = message }
-        case "notifications/initialized": state.withLock { $0.initialized = body }
-        default: break
-        }
-    }
-
     /// The session id a response sets, when it is one a header can carry back
     /// as it is (1 to 1024 bytes of visible ASCII).
     static func sessionID(of response: HTTPResponse) -> String? {
@@ -41,14 +32,16 @@ extension MCPBridge {
     /// client's was known, or the new one could not be set up.
     func renegotiated(after failed: String?, token: PresentedToken) -> [String]? {
         guard let failed else { return nil }
-        return renegotiation.withLock { count -> [String]? in
-            let (current, kept, initialized) = state.withLock { ($0.sessionID, $0.initialize, $0.initialized) }
+        return handshake.renegotiation.withLock { count -> [String]? in
+            let (current, kept, initialized) = handshake.state.withLock {
+                ($0.sessionID, $0.initialize, $0.initialized)
+            }
             // Another request met the same 404 and set one up already.
-            if let current, current != failed { return sessionHeaders() }
+            if let current, current != failed { return handshake.headers }
             guard case .object(var initialize)? = kept else { return nil }
             count += 1
             initialize["id"] = .string("tokenvault-initialize-\(count)")
-            state.withLock {
+            handshake.state.withLock {
                 $0.sessionID = nil
                 $0.protocolVersion = nil
             }
@@ -65,15 +58,15 @@ extension MCPBridge {
             else { return nil }
             response.body = Data(body)
             let version = MCPBridge.protocolVersion(of: MCPBridge.answer(in: response))
-            state.withLock {
+            handshake.state.withLock {
                 $0.sessionID = session
                 $0.protocolVersion = version
             }
             let notification = initialized ?? Array(#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.utf8)
-            _ = try? transport.send(post(notification, token: token, eraHeaders: sessionHeaders()))
+            _ = try? transport.send(post(notification, token: token, eraHeaders: handshake.headers))
             tokens.say("\(shown) had forgotten the MCP session; a new one was set up with your initialize")
             startListening()
-            return sessionHeaders()
+            return handshake.headers
         }
     }
 }

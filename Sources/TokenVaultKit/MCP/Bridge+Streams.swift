@@ -30,7 +30,7 @@ extension MCPBridge {
     /// session is known; opened again after a break (with `Last-Event-ID`),
     /// given up on when the server offers none (405) or keeps failing.
     func startListening() {
-        let start = state.withLock { s -> Bool in
+        let start = handshake.state.withLock { s -> Bool in
             guard s.sessionID != nil, !s.listening else { return false }
             s.listening = true
             return true
@@ -41,7 +41,7 @@ extension MCPBridge {
 
     private func listen() {
         // Gone: a new session's stream may be opened (a session the server forgot and set up again).
-        defer { state.withLock { $0.listening = false } }
+        defer { handshake.state.withLock { $0.listening = false } }
         var last: String?
         // Streams in a row that failed, or closed at once with nothing in them.
         var failures = 0
@@ -70,7 +70,7 @@ extension MCPBridge {
 
     /// DELETE: the session ends with the client's input.
     func endSession() {
-        guard state.withLock({ $0.sessionID }) != nil, let token = try? tokens.token() else { return }
+        guard handshake.state.withLock({ $0.sessionID }) != nil, let token = try? tokens.token() else { return }
         _ = try? transport.send(get(token: token, method: "DELETE"))
     }
 }

@@ -44,11 +44,8 @@ public final class MCPBridge: @unchecked Sendable {
         case perRequest(version: String)
     }
 
-    /// What the bridge's threads share, under one lock.
+    /// What the bridge's threads share, under one lock: what both eras share.
     struct Shared {
-        var sessionID: String?
-        var protocolVersion: String?
-        var listening = false
         var closing = false
         /// A login for more scopes ran: at most one while the bridge runs
         /// (a server can always name another scope).
@@ -58,26 +55,13 @@ public final class MCPBridge: @unchecked Sendable {
         /// The era the client's last request chose: a notification, which
         /// names no version, is of that era (`era(of:)`).
         var clientEra = Era.handshake
-        /// The bridge listed the tools itself (once at most).
-        var listedTools = false
-        /// The client's `initialize` and `notifications/initialized`, kept
-        /// to set up a session again when the server forgets its own.
-        var initialize: JSONValue?
-        var initialized: [UInt8]?
     }
-    /// One new session at a time, for every request that met the same 404.
-    let renegotiation = Locked(0)
     let state = Locked(Shared())
+    /// What each era keeps, handed to its exchange.
+    let handshake = HandshakeSession()
+    let perRequest = PerRequestState()
     /// Whole lines on stdout, one writer at a time.
     let output = Locked(())
-    /// Per-request era: the `x-mcp-header` map of each tool seen in a
-    /// listing, the ids of the client's listings on their way, and the
-    /// cancellation of each request under way.
-    let toolMaps = Locked<[String: MCPRouting.HeaderMap]>([:])
-    /// Tool listings under way, by request id: true for a first page (no
-    /// cursor), whose answer replaces the `x-mcp-header` maps kept.
-    let listings = Locked<[JSONValue: Bool]>([:])
-    let cancels = Locked<[JSONValue: Cancellation]>([:])
     private let inFlight = DispatchGroup()
     let shown: String
     /// The server's origin: where a DPoP nonce it gives applies.
@@ -145,7 +129,7 @@ public final class MCPBridge: @unchecked Sendable {
             if case .object(let o) = message, o["method"] != nil, let id = o["id"], id != .null { id } else { nil }
         let exchange = exchange(for: message, isRequest: request != nil)
         guard exchange.admit(message, request: request, to: self) else { return }
-        keepHandshake(message, body: body)
+        handshake.keep(message, body: body)
         let holds = exchange.holdsEvents(message)
         let underWay = DispatchSemaphore(value: 0)
         inFlight.enter()
@@ -162,8 +146,8 @@ public final class MCPBridge: @unchecked Sendable {
     /// place that asks which era a message is of (docs/adapters.md, "MCP servers").
     func exchange(for message: JSONValue, isRequest: Bool) -> any MCPExchange {
         switch era(of: message, isRequest: isRequest) {
-        case .handshake: HandshakeExchange()
-        case .perRequest(let version): PerRequestExchange(version: version)
+        case .handshake: HandshakeExchange(session: handshake)
+        case .perRequest(let version): PerRequestExchange(version: version, state: perRequest)
         }
     }
 
@@ -208,13 +192,8 @@ public final class MCPBridge: @unchecked Sendable {
         _ body: [UInt8], _ message: JSONValue, request: JSONValue?, exchange: any MCPExchange,
         underWay: DispatchSemaphore
     ) {
-        let cancel = request.flatMap { id in cancels.withLock { $0[id] } }
-        defer {
-            if let request {
-                cancels.withLock { $0[request] = nil }
-                listings.withLock { _ = $0.removeValue(forKey: request) }  // a listing left unanswered
-            }
-        }
+        let cancel = request.flatMap { exchange.cancellation(of: $0) }
+        defer { if let request { exchange.done(request) } }
         var token: PresentedToken
         do { token = try tokens.token() } catch { return fail(request, error, code: .authorization) }
         guard var eraHeaders = exchange.headers(for: message, request: request, token: token, cancel: cancel, on: self)
@@ -337,10 +316,10 @@ public final class MCPBridge: @unchecked Sendable {
         var answered = false
         for data in held {
             if let version = MCPBridge.protocolVersion(of: JSONValue.parsed(Data(data.utf8))) {
-                state.withLock { $0.protocolVersion = version }
+                handshake.state.withLock { $0.protocolVersion = version }
             }
         }
-        state.withLock { $0.sessionID = session }
+        handshake.state.withLock { $0.sessionID = session }
         for data in held { emit(Array(data.utf8), request: request, answered: &answered, whole: whole) }
         return answered
     }

@@ -25,6 +25,10 @@ protocol MCPExchange: Sendable {
     func answered(refusal: HTTPResponse, body: [UInt8], request: JSONValue?, on bridge: MCPBridge) -> Bool
     /// Once the message is under way.
     func sent(on bridge: MCPBridge)
+    /// The cancellation of a request under way, where the era has one.
+    func cancellation(of request: JSONValue) -> Cancellation?
+    /// The request is done (answered, failed or cancelled).
+    func done(_ request: JSONValue)
     /// After a 404 for `session` (the one the refused message carried): the
     /// era's headers for the message's second try once a new session was
     /// set up; nil when there is none to set up (the refusal is answered).
@@ -33,6 +37,8 @@ protocol MCPExchange: Sendable {
 
 extension MCPExchange {
     func renegotiated(after session: String?, token: PresentedToken, on bridge: MCPBridge) -> [String]? { nil }
+    func cancellation(of request: JSONValue) -> Cancellation? { nil }
+    func done(_ request: JSONValue) {}
 }
 
 /// MCP 2025-11-25 and before: `initialize` sets up a session, which every
@@ -41,6 +47,8 @@ extension MCPExchange {
 /// for a session the server forgot sets up a new one with the client's own
 /// `initialize`, and the message goes again.
 struct HandshakeExchange: MCPExchange {
+    /// The era's session, the bridge's.
+    let session: HandshakeSession
     var era: MCPBridge.Era { .handshake }
 
     func admit(_ message: JSONValue, request: JSONValue?, to bridge: MCPBridge) -> Bool { true }
@@ -48,7 +56,7 @@ struct HandshakeExchange: MCPExchange {
     func headers(
         for message: JSONValue, request: JSONValue?, token: PresentedToken, cancel: Cancellation?, on bridge: MCPBridge
     ) -> [String]? {
-        bridge.sessionHeaders()
+        session.headers
     }
 
     /// The answer to `initialize` goes out with the session it set up, so
@@ -58,7 +66,7 @@ struct HandshakeExchange: MCPExchange {
     func idleSeconds(for message: JSONValue, otherwise: Int) -> Int { otherwise }
 
     func answered(refusal: HTTPResponse, body: [UInt8], request: JSONValue?, on bridge: MCPBridge) -> Bool {
-        guard refusal.status == 404, bridge.state.withLock({ $0.sessionID != nil }) else { return false }
+        guard refusal.status == 404, session.state.withLock({ $0.sessionID != nil }) else { return false }
         bridge.fail(
             request,
             "\(bridge.shown) no longer knows the MCP session (HTTP 404), and a new one set up with your initialize did not help; this request was not answered"

@@ -9,6 +9,8 @@ import Glibc
 /// a JSON-RPC error is an answer whatever its HTTP status.
 struct PerRequestExchange: MCPExchange {
     let version: String
+    /// The era's tool maps, listings and cancellations, the bridge's.
+    let state: PerRequestState
     var era: MCPBridge.Era { .perRequest(version: version) }
 
     /// A notification goes no further (`notifications/cancelled` closes the
@@ -17,17 +19,21 @@ struct PerRequestExchange: MCPExchange {
     func admit(_ message: JSONValue, request: JSONValue?, to bridge: MCPBridge) -> Bool {
         guard let request else {
             if message["method"]?.string == "notifications/cancelled", let id = message["params"]?["requestId"] {
-                bridge.cancels.withLock { $0[id] }?.cancel()
+                state.cancels.withLock { $0[id] }?.cancel()
             }
             return false
         }
         if message["method"]?.string == "tools/list" {
             let first = message["params"]?["cursor"] == nil
-            bridge.listings.withLock { $0[request] = first }
+            state.listings.withLock { $0[request] = first }
         }
-        bridge.cancels.withLock { $0[request] = Cancellation() }
+        state.cancels.withLock { $0[request] = Cancellation() }
         return true
     }
+
+    func cancellation(of request: JSONValue) -> Cancellation? { state.cancels.withLock { $0[request] } }
+
+    func done(_ request: JSONValue) { state.done(request) }
 
     /// The message's routing headers (a call of a tool no listing showed
     /// lists the tools first).
@@ -39,7 +45,7 @@ struct PerRequestExchange: MCPExchange {
             if cancel?.isCancelled == true { return nil }
         }
         let routed = MCPRouting.headers(for: message, version: version) { name in
-            bridge.toolMaps.withLock { $0[name] }
+            state.toolMaps.withLock { $0[name] }
         }
         if routed == nil {
             bridge.fail(request, "invalid request: its method cannot be sent as an HTTP header", code: .invalid)
@@ -72,7 +78,7 @@ extension MCPBridge {
     /// (a server that renames its tools at every listing grows nothing).
     func absorbTools(_ result: JSONValue, firstPage: Bool) {
         guard case .array(let tools)? = result["tools"] else { return }
-        toolMaps.withLock { maps in
+        perRequest.toolMaps.withLock { maps in
             if firstPage { maps = [:] }
             for tool in tools {
                 guard let name = tool["name"]?.string else { continue }
@@ -89,8 +95,8 @@ extension MCPBridge {
     func listToolsOnce(
         unless name: String, like message: JSONValue, version: String, token: PresentedToken, cancel: Cancellation?
     ) {
-        let first = state.once(\.listedTools)
-        guard first, toolMaps.withLock({ $0[name] }) == nil else { return }
+        let first = perRequest.firstListing()
+        guard first, perRequest.toolMaps.withLock({ $0[name] }) == nil else { return }
         var cursor: String?
         for page in 0..<100 where cancel?.isCancelled != true {
             var params: [String: JSONValue] = ["_meta": message["params"]?["_meta"] ?? .object([:])]
