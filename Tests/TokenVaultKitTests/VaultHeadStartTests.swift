@@ -27,8 +27,8 @@ final class VaultHeadStartTests: XCTestCase {
             path: dir + "/vault",
             passphrase: PassphraseSource(
                 settings: Settings(environment: pass.map { ["TOKENVAULT_PASSPHRASE": $0] } ?? [:]), terminalPath: nil),
-            keyCache: cached ? cache : NoKeyCache(), keyTTL: cached ? 60 : 0, newVaultParams: .minimum)
-        s.headStart = ahead
+            keyCache: cached ? cache : NoKeyCache(), keyTTL: cached ? 60 : 0, newVaultParams: .minimum,
+            headStart: ahead)
         return s
     }
 

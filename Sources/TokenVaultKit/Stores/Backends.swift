@@ -54,10 +54,8 @@ public struct Backends {
             path: settings.vaultPath,
             passphrase: PassphraseSource(settings: settings, terminalPath: interactive ? "/dev/tty" : nil),
             keyCache: keyCache, keyTTL: try keyTTL.get(),
-            newVaultParams: try settings.kdfProfile)
-        store.headStart = plan.vaultHeadStart
-        store.tpmTCTI = settings[.tpmTCTI]
-        store.decoded = caches?.decodedRecords
+            newVaultParams: try settings.kdfProfile, tpmTCTI: settings[.tpmTCTI], headStart: plan.vaultHeadStart,
+            decoded: caches?.decodedRecords)
         return store
     }
 
@@ -66,8 +64,7 @@ public struct Backends {
             settings: try EtcdSettings.resolve(settings, config: try config()),
             passphrase: PassphraseSource(settings: settings, terminalPath: interactive ? "/dev/tty" : nil),
             keyCache: keyCache, keyTTL: try keyTTL.get(),
-            newParams: try settings.kdfProfile, clients: caches?.etcdClients)
-        store.decoded = caches?.decodedRecords
+            newParams: try settings.kdfProfile, clients: caches?.etcdClients, decoded: caches?.decodedRecords)
         return store
     }
 

@@ -25,7 +25,7 @@ public final class EtcdStore: SharedStore {
     let passphrase: PassphraseSource
     let keyCache: KeyCache
     /// The agent's decoded records (nil in a command).
-    var decoded: DecodedRecords?
+    let decoded: DecodedRecords?
     let keyTTL: Int
     let newParams: KDFParams
     /// Warnings that do not stop the command (a fleet lock lost mid-refresh).
@@ -47,11 +47,13 @@ public final class EtcdStore: SharedStore {
     /// Fleet locks this process holds: the lock key and its create revision.
     private var held: [CredentialID: (key: [UInt8], createRevision: Int64)] = [:]
 
-    /// `clients`: the agent's, where it keeps one connection per fleet; nil: a client of its own.
+    /// `clients`: the agent's, where it keeps one connection per fleet (nil:
+    /// a client of its own); `decoded`: the agent's decoded records.
     public init(
         settings: EtcdSettings, passphrase: PassphraseSource, keyCache: KeyCache, keyTTL: Int, newParams: KDFParams,
-        clients: EtcdClients? = nil
+        clients: EtcdClients? = nil, decoded: DecodedRecords? = nil
     ) {
+        self.decoded = decoded
         self.settings = settings
         self.client = clients?.client(settings) ?? EtcdClient(settings: settings)
         self.passphrase = passphrase

@@ -14,21 +14,29 @@ public final class FileStore: CredentialStore {
     let newVaultParams: KDFParams
     /// Where to reach the TPM instead of the place recorded when the key was
     /// sealed (`TOKENVAULT_TPM_TCTI`); nil: that place.
-    var tpmTCTI: String?
+    let tpmTCTI: String?
 
     /// What this store noticed on the way (a TPM that did not unseal).
     public internal(set) var warnings: [String] = []
 
-    /// The vault this run's plan opened ahead (`Plan.startHeadStart`), for the first read.
-    var headStart: HeadStart<VaultHeadStart.Opened>?
+    /// The vault this run's head start opened (`Plan.startHeadStart`), for the first read.
+    let headStart: HeadStart<VaultHeadStart.Opened>?
     /// The agent's decoded records (nil in a command).
-    var decoded: DecodedRecords?
+    let decoded: DecodedRecords?
 
     /// The key, once derived or fetched from the cache, with the header it opened.
     var unlocked: (key: SecureBytes, salt: [UInt8], params: KDFParams)?
 
-    public init(path: String, passphrase: PassphraseSource, keyCache: KeyCache, keyTTL: Int, newVaultParams: KDFParams)
-    {
+    /// Everything that changes what it does: `tpmTCTI` (where the TPM is),
+    /// `headStart` (the vault opened while the command was parsed), `decoded`
+    /// (the agent's decoded records).
+    init(
+        path: String, passphrase: PassphraseSource, keyCache: KeyCache, keyTTL: Int, newVaultParams: KDFParams,
+        tpmTCTI: String? = nil, headStart: HeadStart<VaultHeadStart.Opened>? = nil, decoded: DecodedRecords? = nil
+    ) {
+        self.tpmTCTI = tpmTCTI
+        self.headStart = headStart
+        self.decoded = decoded
         self.path = path
         self.directory = Posix.dirname(path)
         self.passphrase = passphrase
