@@ -20,6 +20,7 @@ names it (docs/config.md, "KeePassXC").
 """
 import base64
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -75,10 +76,20 @@ def collections():
 
 
 def unlocked():
-    """The paths of the collections that are open."""
+    """The paths of the collections that are open. One that goes between the
+    listing and the question (KeePassXC drops and registers a database's
+    collection again while it opens it) is not open yet."""
     bus = dbus.SessionBus()
-    return [path for path in collections() if not bus.get_object("org.freedesktop.secrets", path).Get(
-        "org.freedesktop.Secret.Collection", "Locked", dbus_interface="org.freedesktop.DBus.Properties")]
+    open_ = []
+    for path in collections():
+        try:
+            if not bus.get_object("org.freedesktop.secrets", path).Get(
+                    "org.freedesktop.Secret.Collection", "Locked", dbus_interface="org.freedesktop.DBus.Properties"):
+                open_.append(path)
+        except dbus.exceptions.DBusException as e:
+            if e.get_dbus_name() != "org.freedesktop.DBus.Error.UnknownObject":
+                raise
+    return open_
 
 
 def start(directory, names, passwords):
@@ -92,19 +103,27 @@ def start(directory, names, passwords):
     process.stdin.close()
     # Never ask org.freedesktop.secrets itself before KeePassXC owns it: the
     # bus would start another provider, and KeePassXC then turns its own off.
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            sys.exit("keepassxc exited with %d" % process.returncode)
-        if owner() == process.pid:
-            # Each database is a collection at once, and unlocked once its key is derived;
-            # one that exposes no group is then no collection any more.
-            if len(unlocked()) >= len([n for n in names if n not in BARE]) and not any(
-                    path.rsplit("/", 1)[-1] in BARE for path in collections()):
-                print(process.pid)
-                return
-        time.sleep(0.1)
-    sys.exit("keepassxc did not take org.freedesktop.secrets within 30 s")
+    # A start that fails leaves no KeePassXC behind: the next one would meet
+    # it (KeePassXC runs one instance, and a second exits at once).
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                sys.exit("keepassxc exited with %d" % process.returncode)
+            if owner() == process.pid:
+                # Each database is a collection at once, and unlocked once its key is derived;
+                # one that exposes no group is then no collection any more.
+                if len(unlocked()) >= len([n for n in names if n not in BARE]) and not any(
+                        path.rsplit("/", 1)[-1] in BARE for path in collections()):
+                    print(process.pid)
+                    return
+            time.sleep(0.1)
+        sys.exit("keepassxc did not take org.freedesktop.secrets within 30 s")
+    except BaseException:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        raise
 
 
 def main():
