@@ -279,20 +279,12 @@ extension TokenVault {
                 issuer: server.issuer, clientID: login.clientID, clientSecret: login.clientSecret,
                 redirectURI: login.redirectURI, registeredAt: context.clock.now, scopes: scopes,
                 tokenEndpointAuthMethod: login.tokenEndpointAuthMethod)
-            var table = ProviderConfig()
-            table.client_id = login.clientID
-            table.client_auth = ClientAuthChoice.decide(
-                configured: nil, registered: login.tokenEndpointAuthMethod,
-                serverLists: server.tokenEndpointAuthMethods,
-                hasSecret: login.clientSecret != nil, hasKey: false)
-            table.issuer = server.issuer
-            table.resource = server.resource
-            table.service = key.description
-            table.scopes = scopes
-            if !server.publishesMetadata {
-                table.authorize_url = server.authorizeURL
-                table.token_url = server.tokenURL
-            }
+            let table = ResourceLogin.table(
+                for: server, service: key, clientID: login.clientID,
+                clientAuth: ClientAuthChoice.decide(
+                    configured: nil, registered: login.tokenEndpointAuthMethod,
+                    serverLists: server.tokenEndpointAuthMethods, hasSecret: login.clientSecret != nil, hasKey: false),
+                scopes: scopes)
             var c = Credential(
                 service: key, account: context.settings[.account] ?? Credential.defaultAccount, type: .oauth2,
                 provider: name,
@@ -319,7 +311,7 @@ extension TokenVault {
                 providersAdded: dryRun ? [] : [name], context: context)
         }
 
-        /// The file's bytes; 66 when it cannot be read.
+        /// The file's bytes; 64 when it cannot be read.
         private func read(_ path: String) throws -> [UInt8] {
             guard let data = FileManager.default.contents(atPath: path) else {
                 throw TokenVaultError.usage(

@@ -40,12 +40,12 @@ public struct ResourceLogin {
     let notices: Notices
     let configPath: String
     /// The backend's name, for the line that says where a registration is kept.
-    let backendName: () -> String
+    let backendName: () throws -> String
     let options: Options
 
     public init(
         config: Config, vault: CredentialVault, transport: HTTPTransport, clock: Clock, notices: Notices,
-        configPath: String, backendName: @escaping () -> String, options: Options
+        configPath: String, backendName: @escaping () throws -> String, options: Options
     ) {
         self.config = config
         self.vault = vault
@@ -62,7 +62,7 @@ public struct ResourceLogin {
         self.init(
             config: try session.config, vault: try session.vault(), transport: transport, clock: session.clock,
             notices: session.notices, configPath: session.settings.configPath,
-            backendName: { (try? session.store().writesTo) ?? "the vault" }, options: options)
+            backendName: { try session.store().writesTo }, options: options)
     }
 
     /// Everything up to the login itself: the server found from `url`, the
@@ -81,9 +81,9 @@ public struct ResourceLogin {
             )
         }
         let (wanted, kept) = try scopes(server, id: id)
-        var table = ProviderConfig()
+        let clientID: String?
         do {
-            table.client_id = try client(server, scopes: wanted)
+            clientID = try client(server, scopes: wanted)
         } catch let error as TokenVaultError where !server.publishesMetadata {
             // Nothing but the fallbacks said this is an OAuth server: most likely it is none.
             throw TokenVaultError.config(
@@ -92,17 +92,31 @@ public struct ResourceLogin {
                     "where it has an authorization server, add [providers.NAME] with its issuer and client_id to \(configPath)"
             )
         }
-        table.client_auth = try clientAuth(server, clientID: table.client_id)
+        var table = Self.table(
+            for: server, service: key, clientID: clientID, clientAuth: try clientAuth(server, clientID: clientID),
+            scopes: kept)
+        if server.dpop || config.providers[providerName]?.dpop == true { table.dpop = true }
+        return Prepared(server: server, service: key, providerName: providerName, table: table, scopes: wanted)
+    }
+
+    /// The provider table a login by URL keeps for `server` (in
+    /// providers.toml): its client, issuer, resource, service and scopes, and
+    /// the fallback endpoints of a server that publishes no metadata.
+    public static func table(
+        for server: ResourceServer, service: ServiceKey, clientID: String?, clientAuth: String?, scopes: [String]?
+    ) -> ProviderConfig {
+        var table = ProviderConfig()
+        table.client_id = clientID
+        table.client_auth = clientAuth
         table.issuer = server.issuer
         table.resource = server.resource
-        table.service = key.description
-        table.scopes = kept
-        if server.dpop || config.providers[providerName]?.dpop == true { table.dpop = true }
+        table.service = service.description
+        table.scopes = scopes
         if !server.publishesMetadata {
             table.authorize_url = server.authorizeURL
             table.token_url = server.tokenURL
         }
-        return Prepared(server: server, service: key, providerName: providerName, table: table, scopes: wanted)
+        return table
     }
 
     /// After a login through the new client worked: the registrations the
@@ -222,7 +236,7 @@ public struct ResourceLogin {
             transport: transport, now: clock.now)
         try Interruption.holding { try vault.keep(registration) }
         notices.notice(
-            "registered tokenvault at \(issuer) as client \(OutsideText.line(registration.clientID, limit: 80)) (kept in the \(backendName()) backend)"
+            "registered tokenvault at \(issuer) as client \(OutsideText.line(registration.clientID, limit: 80)) (kept in the \(try backendName()) backend)"
         )
         return registration.clientID
     }

@@ -49,12 +49,7 @@ final class PerRequestState: Sendable {
     private let listedTools = Locked(false)
 
     /// True the first time it is asked: the bridge lists the tools itself once.
-    func firstListing() -> Bool {
-        listedTools.withLock { listed in
-            defer { listed = true }
-            return !listed
-        }
-    }
+    func firstListing() -> Bool { listedTools.once(\.self) }
 
     /// A request is done: its cancellation and a listing left unanswered go.
     func done(_ request: JSONValue) {

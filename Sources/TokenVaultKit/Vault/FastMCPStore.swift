@@ -25,7 +25,7 @@ enum FastMCPStore {
     static func base(_ settings: Settings) -> String? {
         guard let key = settings[.fastmcpOAuthEncryptionKey] else { return nil }
         let home = settings[.fastmcpHome] ?? settings.dataHome + "/fastmcp"
-        return home + "/cli-oauth/" + String(hex(Sodium.sha256(Array(key.utf8))).prefix(12))
+        return home + "/cli-oauth/" + String(Hex.encode(Sodium.sha256(Array(key.utf8))).prefix(12))
     }
 
     /// The login kept under `base` for exactly `url`; nil when none is.
@@ -37,7 +37,7 @@ enum FastMCPStore {
             guard let dir = directories[collection] else { return nil }
             let name = url + "/" + suffix
             let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
-            guard let file = names.sorted().first(where: { Self.isFile($0, of: name) }).map({ dir + "/" + $0 }) else {
+            guard let file = names.sorted().first(where: Self.fileMatcher(of: name)).map({ dir + "/" + $0 }) else {
                 return nil
             }
             func bad(_ why: String) -> TokenVaultError { .badInput("\(file) \(why); nothing was imported") }
@@ -95,12 +95,19 @@ enum FastMCPStore {
 
     /// Whether the file `name` holds the key `key`: the key itself, or its
     /// sanitized name (cut to any length) with its hash.
-    static func isFile(_ name: String, of key: String) -> Bool {
-        if name == key + ".json" { return true }
-        let hash = "-" + String(hex(Sodium.sha256(Array(key.utf8))).prefix(8)) + ".json"
-        guard name.hasPrefix("S_"), name.hasSuffix(hash) else { return false }
-        let kept = name.dropFirst(2).dropLast(hash.count)
-        return sanitized(key).hasPrefix(kept)
+    static func isFile(_ name: String, of key: String) -> Bool { fileMatcher(of: key)(name) }
+
+    /// `isFile` for one key, its hash and sanitized name worked out once for
+    /// every file name of a directory.
+    static func fileMatcher(of key: String) -> (String) -> Bool {
+        let exact = key + ".json"
+        let hash = "-" + String(Hex.encode(Sodium.sha256(Array(key.utf8))).prefix(8)) + ".json"
+        let sanitized = sanitized(key)
+        return { name in
+            if name == exact { return true }
+            guard name.hasPrefix("S_"), name.hasSuffix(hash) else { return false }
+            return sanitized.hasPrefix(name.dropFirst(2).dropLast(hash.count))
+        }
     }
 
     /// The key with each run of characters other than ASCII letters, digits
@@ -146,13 +153,6 @@ enum FastMCPStore {
             throw TokenVaultError.badInput("\(file) does not decrypt to a JSON object; nothing was imported")
         }
         return object
-    }
-
-    static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        for b in bytes { out += [digits[Int(b >> 4)], digits[Int(b & 15)]] }
-        return String(decoding: out, as: UTF8.self)
     }
 }
 
