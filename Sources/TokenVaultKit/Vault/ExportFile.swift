@@ -65,26 +65,15 @@ public enum ExportFile {
     /// The `[providers.NAME]` tables (with their sub-tables) of the config
     /// files, as their text: the config's own, else the discovered one's.
     public static func providerTables(_ names: Set<String>, settings: Settings) throws -> String {
-        var out: [Substring] = []
+        var out: [String] = []
         var taken = Set<String>()
         for path in [settings.configPath, settings.discoveredProvidersPath] {
             guard let text = try Config.text(of: path) else { continue }
-            let wanted = names.subtracting(taken)
-            var copying: String?
-            for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
-                if let header = ConfigText.header(of: line) {
-                    copying =
-                        header.count >= 2 && header[0] == "providers" && wanted.contains(header[1]) ? header[1] : nil
-                    if let name = copying, header.count == 2 {
-                        taken.insert(name)
-                        out.append("")
-                    }
-                }
-                if copying != nil { out.append(line) }
-            }
+            let found = tables(in: text).filter { names.contains($0.name) && !taken.contains($0.name) }
+            out += found.map(\.text)
+            taken.formUnion(found.map(\.name))
         }
-        let text = out.joined(separator: "\n").trimmedWhitespace()
-        return text.isEmpty ? "" : text + "\n"
+        return out.joined(separator: "\n")
     }
 
     /// The passphrase an export is sealed (or opened) with: the first line of
@@ -119,14 +108,28 @@ public enum ExportFile {
         return SecureBytes(first)
     }
 
-    /// Each `[providers.NAME]` table of `toml` (an export's), with its sub-tables, as text.
+    /// Each `[providers.NAME]` table of `toml`, with its sub-tables
+    /// (`[providers.NAME.…]`, wherever they stand), as text; every other
+    /// table and what stands before the first is left out, so an export
+    /// adds provider tables to the config and nothing else.
     public static func tables(in toml: String) -> [(name: String, text: String)] {
         var out: [(name: String, text: String)] = []
+        // The table the lines go to; nil: a table that is no provider's.
+        var current: Int?
         for line in toml.split(separator: "\n", omittingEmptySubsequences: false) {
-            if let header = ConfigText.header(of: line), header.count == 2, header[0] == "providers" {
-                out.append((header[1], ""))
+            if line.trimmedSpaces().hasPrefix("[[") {
+                current = nil
+            } else if let header = ConfigText.header(of: line) {
+                current = nil
+                if header.count >= 2, header[0] == "providers" {
+                    current = out.firstIndex { $0.name == header[1] }
+                    if current == nil {
+                        out.append((header[1], ""))
+                        current = out.count - 1
+                    }
+                }
             }
-            if !out.isEmpty { out[out.count - 1].text += line + "\n" }
+            if let i = current { out[i].text += line + "\n" }
         }
         return out.map { ($0.name, $0.text.trimmedWhitespace() + "\n") }
     }
