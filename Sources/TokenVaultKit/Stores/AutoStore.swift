@@ -96,15 +96,15 @@ public final class AutoStore: CredentialStore {
     public var uncheckedNote: String? { unchecked.isEmpty ? nil : unchecked.joined(separator: "; ") }
     public var uncheckedFix: String? { fixes.first }
 
-    /// With the Secret Service answering, a file vault nobody can open here
-    /// (locked: no passphrase source, no terminal) does not stop the command:
-    /// it answers from the Secret Service and says what was not looked at
-    /// (docs/config.md). `body` is run; true when the file vault was locked.
     /// What a command says when it looked past the locked file vault.
     private var lockedNote: String {
         "the file vault \(file.path) is locked (no passphrase source, no terminal), so what it holds was not looked at; tokenvault unlock opens it"
     }
 
+    /// With the Secret Service answering, a file vault nobody can open here
+    /// (locked: no passphrase source, no terminal) does not stop the command:
+    /// it answers from the Secret Service and says what was not looked at
+    /// (docs/config.md). `body` is run; true when the file vault was locked.
     private func fileUnlessLocked(_ body: () throws -> Void) throws -> Bool {
         do {
             try body()
