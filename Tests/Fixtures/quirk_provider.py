@@ -9,7 +9,7 @@ token endpoint; every answer counts in /stats.
   /invalid-grant   400 invalid_grant
   /invalid-client  401 invalid_client with a description
   /html502         a proxy's HTML 502 page
-  /hang            answers nothing for 60 s
+  /hang            answers nothing for 60 s, or until GET /unhang: then drops the connection
   /held            a new access and refresh token, once GET /release was asked (60 s at most)
   /markup-refusal  400 invalid_grant whose description is notification markup (a link, bold)
   /huge            a 5 MiB body
@@ -41,6 +41,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 lock = threading.Lock()
 counts = {}
 released = threading.Event()
+# The hangs under way end when it is set (GET /unhang), as a provider that gives up does.
+hang_over = [threading.Event()]
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -64,6 +66,11 @@ class Handler(BaseHTTPRequestHandler):
         base = f"http://127.0.0.1:{self.server.server_port}"
         if self.path == "/release":
             released.set()
+            return self.send(200, "{}", "application/json")
+        if self.path == "/unhang":
+            with lock:
+                hang_over[0].set()
+                hang_over[0] = threading.Event()
             return self.send(200, "{}", "application/json")
         if self.path.startswith("/fail500/"):
             return self.send(500, "internal error", "text/plain")
@@ -114,7 +121,11 @@ class Handler(BaseHTTPRequestHandler):
                                        "error_description": '<a href="https://evil.example/">renew here</a> & <b>now</b>'}),
                       "application/json")
         elif path == "/hang":
-            time.sleep(60)
+            with lock:
+                over = hang_over[0]
+            if over.wait(60):
+                self.close_connection = True  # no answer at all
+                return
             self.send(200, "{}", "application/json")
         elif path == "/held":
             released.wait(60)

@@ -54,8 +54,10 @@ final class KWalletTests: XCTestCase {
         s.expect("set", "q", "--provider", "q", stdin: #"{"access_token":"a","refresh_token":"r-kw","expires_at":1}"#)
         let read = s.tv("get", "q", "--field", "refresh_token", "--no-refresh")
         XCTAssertEqual(read.out, "r-kw", read.stderr)
-        XCTAssertTrue(s.tv("status", "q").stdout.contains("stored in:   secret-service"))
-        XCTAssertTrue(s.tv("list").stdout.contains("api.kw.example"))
+        let status = s.tv("status", "q")
+        XCTAssertTrue(status.stdout.contains("stored in:   secret-service"), status.stdout + status.stderr)
+        let list = s.tv("list")
+        XCTAssertTrue(list.stdout.contains("api.kw.example"), list.stdout + list.stderr)
         // Refreshed on read, the rotated refresh token kept, in one item.
         let renewed = s.tv("get", "q")
         XCTAssertTrue(renewed.out.hasPrefix("rot-at-"), renewed.stderr)
