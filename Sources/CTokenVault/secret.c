@@ -197,8 +197,9 @@ static char *tv_owner;
 /* Whether the Secret Service's owner changed since the last call (a keyring
    restarted, KeePassXC or kwalletd started again): then libsecret's shared
    service, its session and connection, are dropped, so the next call opens
-   new ones on the daemon that answers now. 1: dropped; 0: the same owner. */
-int tv_secret_reconnect(void) {
+   new ones on the daemon that answers now. 1: dropped; 0: the same owner.
+   `always`: dropped whoever owns it (a session kwalletd5 refused). */
+int tv_secret_reconnect(int always) {
     const tv_secret_api *a = tv_secret_lib();
     if (!a) return 0;
     GError *error = NULL;
@@ -212,7 +213,7 @@ int tv_secret_reconnect(void) {
     /* The first time there is no earlier owner to compare with: taken as a
        change, so a call that failed is made once more on a new session
        (kwalletd5 refuses some of libsecret's session keys at random). */
-    int changed = tv_owner == NULL || strcmp(tv_owner, owner ? owner : "") != 0;
+    int changed = always || tv_owner == NULL || strcmp(tv_owner, owner ? owner : "") != 0;
     if (changed) {
         a->g_free(tv_owner);
         tv_owner = a->g_strdup(owner ? owner : "");

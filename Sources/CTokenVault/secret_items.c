@@ -46,9 +46,28 @@ GVariant *tv_search_items(const tv_secret_api *a, GDBusConnection *bus, GVariant
                                           (const GVariantType *)"(aoao)", G_DBUS_CALL_FLAGS_NONE, -1, NULL, error);
 }
 
+/* The text of a secret as GetSecrets sends it ((oayays)) on libsecret's
+   session, or NULL: then *undecodable is set when it did not decrypt, or
+   was sent as text and did not decrypt to text. kwalletd5 now and then
+   derives another session key than libsecret: such a session gives every
+   secret as noise, which must not read as "no secret" (docs/config.md,
+   "KWallet"). */
+static char *tv_decode_text(const tv_secret_api *a, SecretService *s, GVariant *encoded, int *undecodable) {
+    const char *type = NULL;
+    a->g_variant_get_child(encoded, 3, "&s", &type);
+    int text = type && strncmp(type, "text/", 5) == 0;
+    SecretValue *value = a->secret_service_decode_dbus_secret(s, encoded);
+    if (!value) { *undecodable = 1; return NULL; }
+    char *secret = a->secret_value_unref_to_password(value, NULL);
+    if (!secret && text) *undecodable = 1;
+    return secret;
+}
+
 /* The secret of the item at `path`, fetched with one GetSecrets call on
-   libsecret's session; NULL when that item is gone, locked or not text. */
-char *tv_item_secret(const tv_secret_api *a, SecretService *s, GDBusConnection *bus, const char *path) {
+   libsecret's session; NULL when that item is gone, locked or not text, or
+   when it could not be decrypted (*undecodable set). */
+char *tv_item_secret(const tv_secret_api *a, SecretService *s, GDBusConnection *bus, const char *path,
+                     int *undecodable) {
     const char *session = a->secret_service_get_session_dbus_path(s);
     if (!session) return NULL;
     const char *paths[] = { path, NULL };
@@ -64,9 +83,9 @@ char *tv_item_secret(const tv_secret_api *a, SecretService *s, GDBusConnection *
     GVariant *encoded = a->g_variant_lookup_value(secrets, path, (const GVariantType *)"(oayays)");
     a->g_variant_unref(secrets);
     if (!encoded) return NULL;
-    SecretValue *value = a->secret_service_decode_dbus_secret(s, encoded);
+    char *secret = tv_decode_text(a, s, encoded, undecodable);
     a->g_variant_unref(encoded);
-    return value ? a->secret_value_unref_to_password(value, NULL) : NULL;
+    return secret;
 }
 
 /* The secret for service+account as tv_lookup finds it, in D-Bus calls of
@@ -80,7 +99,8 @@ char *tv_lookup_item(const char *service, const char *account, const char *known
     SecretService *s = tv_open(&a, &bus, message);
     if (!s) return NULL;
     GError *error = NULL;
-    char *secret = known ? tv_item_secret(a, s, bus, known) : NULL;
+    int undecodable = 0;
+    char *secret = known ? tv_item_secret(a, s, bus, known, &undecodable) : NULL;
     if (secret) {
         *found = a->g_strdup(known);
     } else {
@@ -94,13 +114,14 @@ char *tv_lookup_item(const char *service, const char *account, const char *known
         if (a->g_variant_n_children(unlocked) > 0) {
             const char *first = NULL;
             a->g_variant_get_child(unlocked, 0, "&o", &first);
-            secret = tv_item_secret(a, s, bus, first);
+            secret = tv_item_secret(a, s, bus, first, &undecodable);
             if (secret) *found = a->g_strdup(first);
         }
         a->g_variant_unref(unlocked);
         a->g_variant_unref(r);
     }
     a->g_object_unref(s);
+    if (!secret && undecodable) *message = a->g_strdup(TV_SECRET_UNDECODABLE);
     return secret;
 }
 
@@ -139,7 +160,7 @@ int tv_lookup_copies(const char *service, const char *account, void *context, tv
     *locked = (int)a->g_variant_n_children(locked_paths);
     a->g_variant_unref(locked_paths);
     a->g_variant_unref(r);
-    int found = 0;
+    int found = 0, undecodable = 0;
     if (a->g_variant_n_children(unlocked) > 0 && session) {
         GVariant *secrets = a->g_dbus_connection_call_sync(
             bus, "org.freedesktop.secrets", "/org/freedesktop/secrets", "org.freedesktop.Secret.Service",
@@ -154,9 +175,8 @@ int tv_lookup_copies(const char *service, const char *account, void *context, tv
             const char *path = NULL;
             a->g_variant_get_child(entry, 0, "&o", &path);
             GVariant *encoded = a->g_variant_get_child_value(entry, 1);
-            SecretValue *value = a->secret_service_decode_dbus_secret(s, encoded);
+            char *secret = tv_decode_text(a, s, encoded, &undecodable);
             a->g_variant_unref(encoded);
-            char *secret = value ? a->secret_value_unref_to_password(value, NULL) : NULL;
             if (secret) {
                 callback(context, path, secret);
                 a->secret_password_free(secret);
@@ -168,6 +188,10 @@ int tv_lookup_copies(const char *service, const char *account, void *context, tv
     }
     a->g_variant_unref(unlocked);
     a->g_object_unref(s);
+    if (undecodable) {
+        *message = a->g_strdup(TV_SECRET_UNDECODABLE);
+        return -1;
+    }
     return found;
 }
 
@@ -324,6 +348,7 @@ int tv_search(const char *type, const char *const *types, int load_secrets, void
     GHashTable *attrs = tv_attributes(a, NULL, NULL, type);
     SecretSearchFlags flags = load_secrets ? (SECRET_SEARCH_ALL | SECRET_SEARCH_UNLOCK | SECRET_SEARCH_LOAD_SECRETS) : SECRET_SEARCH_ALL;
     GList *found = a->secret_password_searchv_sync(tv_lookup_schema(), attrs, flags, NULL, &error);
+    int undecodable = 0;
     a->g_hash_table_unref(attrs);
     if (error) { tv_take_error(a, &error, message); return 0; }
     for (GList *n = found; n; n = n->next) {
@@ -343,11 +368,19 @@ int tv_search(const char *type, const char *const *types, int load_secrets, void
                     a->secret_password_free(secret);
                 }
             } else {
+                /* Ours, and libsecret could not decrypt it ("Received invalid secret",
+                   its protocol error): tv_decode_text. Anything else: passed over. */
+                if (ours && (!error || a->g_error_matches(error, a->secret_error_get_quark(), SECRET_ERROR_PROTOCOL)))
+                    undecodable = 1;
                 a->g_clear_error(&error);
             }
         }
         if (ia) a->g_hash_table_unref(ia);
     }
     a->g_list_free_full(found, a->g_object_unref);
+    if (undecodable) {
+        *message = a->g_strdup(TV_SECRET_UNDECODABLE);
+        return 0;
+    }
     return 1;
 }

@@ -33,7 +33,7 @@
     X(g_variant_n_children) X(g_variant_get_child) X(g_variant_get_child_value) X(g_variant_lookup_value) \
     X(g_variant_ref_sink) X(secret_service_disconnect) X(secret_item_new_for_dbus_path_sync) \
     X(secret_item_set_secret_sync) X(secret_value_new) X(secret_value_unref) X(secret_item_delete_sync) \
-    X(g_object_ref) X(g_type_check_instance_is_a) X(secret_service_get_type)
+    X(g_object_ref) X(g_type_check_instance_is_a) X(secret_service_get_type) X(secret_error_get_quark)
 
 TV_DL_TYPE(tv_secret_api, TV_SECRET_FUNCS)
 
@@ -73,7 +73,8 @@ GVariant *tv_search_items(const tv_secret_api *a, GDBusConnection *bus, GVariant
 GVariant *tv_anyones_query(const tv_secret_api *a, const char *service, const char *account);
 /* The secret of the item at `path`, fetched with one GetSecrets call on
    libsecret's session; NULL when that item is gone, locked or not text. */
-char *tv_item_secret(const tv_secret_api *a, SecretService *s, GDBusConnection *bus, const char *path);
+char *tv_item_secret(const tv_secret_api *a, SecretService *s, GDBusConnection *bus, const char *path,
+                     int *undecodable);
 /* Whether the item's attributes are tokenvault's: its schema and one of `types`. */
 int tv_attributes_ours(const tv_secret_api *a, GHashTable *attributes, const char *const *types);
 

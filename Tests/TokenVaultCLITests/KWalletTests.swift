@@ -62,13 +62,40 @@ final class KWalletTests: XCTestCase {
         let renewed = s.tv("get", "q")
         XCTAssertTrue(renewed.out.hasPrefix("rot-at-"), renewed.stderr)
         XCTAssertEqual(items("api.kw.example", on: wallet).count, 1)
-        let tool = runProcess(
-            "/usr/bin/secret-tool", ["lookup", "service", "api.kw.example", "account", "default"],
-            env: wallet.env.merging(["PATH": "/usr/bin:/bin"]) { $1 })
+        // secret-tool has no second try when its session with kwalletd5 fails (docs/config.md,
+        // "KWallet": about one in 128): it prints nothing then, and is asked again.
+        var tool = Run(status: 1, stdout: "", stderr: "")
+        for _ in 0..<3 where tool.out.isEmpty {
+            tool = runProcess(
+                "/usr/bin/secret-tool", ["lookup", "service", "api.kw.example", "account", "default"],
+                env: wallet.env.merging(["PATH": "/usr/bin:/bin"]) { $1 })
+        }
         XCTAssertTrue(tool.out.contains("\"rot-rt-"), "the same record for other clients: \(tool.out) \(tool.stderr)")
         s.expect("delete", "q")
         XCTAssertEqual(s.tv("get", "q").status, 3)
         XCTAssertFalse(FileManager.default.fileExists(atPath: s.vault), "the file vault was never used")
+    }
+
+    /// About one session in 128 with kwalletd5 fails: it refuses libsecret's
+    /// public key, or sends secrets under a key it derived otherwise, which
+    /// libsecret takes for no secret. Each `get` and `list` here opens a
+    /// session of its own, so among 256 of them some meet it (in all but
+    /// about one run in seven): every one reads the credential, none says
+    /// "not stored" or lists nothing (docs/config.md, "KWallet").
+    func testEveryFreshSessionReadsTheCredential() throws {
+        try wallet.start()
+        let s = try sandbox()
+        s.expect("set", "api.kw.example", stdin: "kept-token")
+        let wrong = Locked<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 4) { lane in
+            for n in 0..<64 {
+                let list = n % 4 == 3
+                let r = list ? s.tv("list") : s.tv("get", "api.kw.example")
+                let good = list ? r.stdout.contains("api.kw.example") : r.out == "kept-token"
+                if !good { wrong.withLock { $0.append("\(list ? "list" : "get"): \(r.status) \(r.stderr)") } }
+            }
+        }
+        XCTAssertEqual(wrong.withLock { $0 }, [])
     }
 
     /// A renewal is in kwalletd5 before its token is printed, through the
@@ -84,17 +111,8 @@ final class KWalletTests: XCTestCase {
             if round > 1 { _ = try s.expireStored("api.kw.example") }
             let renewed = s.tv("get", "q")
             XCTAssertTrue(renewed.out.hasPrefix("rot-at-"), "round \(round): \(renewed.stderr)")
-            // secret-tool has no second try when kwalletd5 refuses its session key (a KWallet bug
-            // that hits about one session in a few hundred): it gets one here; the record is read all the same.
-            var tool = Run(status: 1, stdout: "", stderr: "")
-            for _ in 0..<3 where tool.status != 0 {
-                tool = runProcess(
-                    "/usr/bin/secret-tool", ["lookup", "service", "api.kw.example", "account", "default"],
-                    env: wallet.env.merging(["PATH": "/usr/bin:/bin"]) { $1 })
-                if !tool.stderr.contains("Client public key size is invalid") { break }
-            }
-            XCTAssertTrue(
-                tool.out.contains("\"\(renewed.out)\""), "round \(round): the wallet gives \(tool.out) \(tool.stderr)")
+            let other = s.tv("get", "q", "--no-refresh", env: ["TOKENVAULT_AGENT": "off"])
+            XCTAssertEqual(other.out, renewed.out, "round \(round): another client reads \(other.stderr)")
         }
         XCTAssertEqual(items("api.kw.example", on: wallet).count, 1)
     }

@@ -42,11 +42,16 @@ char *tv_lookup_item(const char *service, const char *account, const char *known
 /* The message of a call that D-Bus stopped waiting for (its own 25 s
    default): the provider may still hold it, behind a dialog. */
 #define TV_SECRET_NO_ANSWER "no answer within D-Bus's own time limit"
+/* The message of a read whose secret came encrypted for another session key
+   than libsecret's (kwalletd5 now and then derives one): the call is made
+   again on a new session. */
+#define TV_SECRET_UNDECODABLE "the Secret Service sent a secret this session could not decrypt"
 
 /* After a failed call: 1 when the Secret Service's owner on the bus changed
    (a keyring restarted), and libsecret's shared service, session and
-   connection were dropped so that the next call opens new ones; else 0. */
-int tv_secret_reconnect(void);
+   connection were dropped so that the next call opens new ones; else 0.
+   `always`: dropped whatever the owner (a session the provider refused). */
+int tv_secret_reconnect(int always);
 /* 1: a process owns org.freedesktop.secrets on the session bus; 0: none; -1: the bus does not say. */
 int tv_secret_owned(void);
 /* Every unlocked item of tokenvault's for service+account in any collection,

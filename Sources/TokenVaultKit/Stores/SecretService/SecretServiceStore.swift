@@ -126,21 +126,34 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
     /// with a failure is made once more when its owner on the bus changed
     /// meanwhile (a keyring restarted): libsecret's cached session is dropped
     /// first, so a long-lived process (the agent) follows the new daemon
-    /// (docs/config.md). A call that was not answered in time is not repeated.
+    /// (docs/config.md). A session kwalletd5 refused, or whose key it derived
+    /// otherwise than libsecret, is opened anew, up to three times, whoever
+    /// owns the bus name (docs/config.md, "KWallet").
+    /// A call that was not answered in time is not repeated.
     func call<T: Sendable>(
         _ what: String, _ body: @escaping @Sendable () -> Result<T, TokenVaultError>
     ) throws -> T {
         // A long-lived process asks first: KWallet started again numbers its
         // sessions afresh, so the old session's path can name another
         // client's session there, and its answer would be encrypted for that one.
-        if let itemPaths, withDeadline(timeout, { tv_secret_reconnect() }) == 1 { itemPaths.forgetAll() }
-        let first = try answered(what, body)
-        guard case .failure(let error) = first, case .backendUnavailable = error,
-            withDeadline(timeout, { tv_secret_reconnect() }) == 1
-        else { return try first.get() }
-        itemPaths?.forgetAll()
-        return try answered(what, body).get()
+        if let itemPaths, withDeadline(timeout, { tv_secret_reconnect(0) }) == 1 { itemPaths.forgetAll() }
+        var answer = try answered(what, body)
+        for attempt in 0..<3 {
+            guard case .failure(let error) = answer, case .backendUnavailable = error else { break }
+            let refused = Self.sessionFailures.contains { error.errorText.contains($0) }
+            guard attempt == 0 || refused, withDeadline(timeout, { tv_secret_reconnect(refused ? 1 : 0) }) == 1
+            else { break }
+            itemPaths?.forgetAll()
+            answer = try answered(what, body)
+        }
+        return try answer.get()
     }
+
+    /// What a session with kwalletd5 fails with now and then (docs/config.md,
+    /// "KWallet"): its refusal of a Diffie-Hellman public key libsecret sent
+    /// one byte short, and secrets under a key kwalletd5 derived otherwise.
+    /// A new session has new keys.
+    static let sessionFailures = ["Client public key size is invalid", TV_SECRET_UNDECODABLE]
 
     /// The secret of another application's item with these attributes, as
     /// that application wrote it (gh's: `service` `gh:HOST`, `username`);
