@@ -78,10 +78,10 @@ final class KWalletTests: XCTestCase {
 
     /// About one session in 128 with kwalletd5 fails: it refuses libsecret's
     /// public key, or sends secrets under a key it derived otherwise, which
-    /// libsecret takes for no secret. Each `get` and `list` here opens a
-    /// session of its own, so among 256 of them some meet it (in all but
-    /// about one run in seven): every one reads the credential, none says
-    /// "not stored" or lists nothing (docs/config.md, "KWallet").
+    /// libsecret takes for no secret. Each `get`, `list` and `set` here opens
+    /// a session of its own, so among 256 of them some meet it (in all but
+    /// about one run in seven): every one reads or writes the credential,
+    /// none says "not stored" or lists nothing (docs/config.md, "KWallet").
     func testEveryFreshSessionReadsTheCredential() throws {
         try wallet.start()
         let s = try sandbox()
@@ -89,10 +89,16 @@ final class KWalletTests: XCTestCase {
         let wrong = Locked<[String]>([])
         DispatchQueue.concurrentPerform(iterations: 4) { lane in
             for n in 0..<64 {
-                let list = n % 4 == 3
-                let r = list ? s.tv("list") : s.tv("get", "api.kw.example")
-                let good = list ? r.stdout.contains("api.kw.example") : r.out == "kept-token"
-                if !good { wrong.withLock { $0.append("\(list ? "list" : "get"): \(r.status) \(r.stderr)") } }
+                let (what, r): (String, Run) =
+                    switch n % 8 {
+                    case 3, 7: ("list", s.tv("list"))
+                    case 5: ("set", s.tv("set", "api.kw.example", stdin: "kept-token"))
+                    default: ("get", s.tv("get", "api.kw.example"))
+                    }
+                let good =
+                    what == "list"
+                    ? r.stdout.contains("api.kw.example") : r.status == 0 && (what == "set" || r.out == "kept-token")
+                if !good { wrong.withLock { $0.append("\(what): \(r.status) \(r.stderr)") } }
             }
         }
         XCTAssertEqual(wrong.withLock { $0 }, [])

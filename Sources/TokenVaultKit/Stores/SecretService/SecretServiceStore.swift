@@ -151,9 +151,12 @@ public final class SecretServiceStore: CredentialStore, @unchecked Sendable {
 
     /// What a session with kwalletd5 fails with now and then (docs/config.md,
     /// "KWallet"): its refusal of a Diffie-Hellman public key libsecret sent
-    /// one byte short, and secrets under a key kwalletd5 derived otherwise.
-    /// A new session has new keys.
-    static let sessionFailures = ["Client public key size is invalid", TV_SECRET_UNDECODABLE]
+    /// one byte short, secrets under a key kwalletd5 derived otherwise, and
+    /// its answer to a secret it could not decrypt in a write (or whose
+    /// session it no longer knows). A new session has new keys.
+    static let sessionFailures = [
+        "Client public key size is invalid", TV_SECRET_UNDECODABLE, "Can't find session",
+    ]
 
     /// The secret of another application's item with these attributes, as
     /// that application wrote it (gh's: `service` `gh:HOST`, `username`);
