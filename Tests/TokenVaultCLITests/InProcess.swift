@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import TokenVaultKit
+import TokenVaultTestSupport
 import XCTest
 
 @testable import TokenVaultCLI
@@ -51,6 +52,9 @@ enum InProcess {
         return env["TOKENVAULT_AGENT"] == "off" || !FileManager.default.fileExists(atPath: AgentSocket.path(settings))
     }
 
+    /// Argon2id's answers, kept for the test process (RememberedDerivations).
+    static let derivations = RememberedDerivations()
+
     /// One command's run: its exit status and what it printed.
     static func run(_ args: [String], env: [String: String], stdin: String?, clock: Clock? = nil) -> Run {
         // stdin from a file (a pipe would fill before the command reads it): written, then read from its start.
@@ -72,6 +76,8 @@ enum InProcess {
         // Its commands (a `*_command`) see the command's environment, as in a process of its own.
         settings.child = ChildContext(environment: env)
         if let clock { settings.clock = clock }
+        // The vault's key derived once per passphrase, salt and cost, not by every command.
+        settings.keyDerivation = derivations.derivation
         // The test harness owns the run's output, as the agent owns a client's.
         let output = RunOutput.kept()
         let status = TokenVaultMain.execute(args, plan: Plan(settings: settings), output: output) ?? 1

@@ -26,6 +26,8 @@ public struct Settings: Sendable {
     public var clientCanUnlock = false
     /// What decides every expiry and margin of this run: the system's, or a test's.
     public var clock: Clock = SystemClock()
+    /// How a passphrase becomes a vault key: Argon2id, or a test's that remembers.
+    public var keyDerivation = KeyDerivation.argon2id
 
     /// This process's environment, copied once: the start-up, the command and
     /// the helpers that need a setting all read this one.
@@ -41,7 +43,7 @@ public struct Settings: Sendable {
         var e = environment
         change(&e)
         var s = Settings(environment: e)
-        (s.executable, s.child, s.clock) = (executable, child, clock)
+        (s.executable, s.child, s.clock, s.keyDerivation) = (executable, child, clock, keyDerivation)
         return s
     }
 

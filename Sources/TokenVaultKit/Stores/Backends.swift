@@ -55,7 +55,7 @@ public struct Backends {
             passphrase: PassphraseSource(settings: settings, terminalPath: interactive ? "/dev/tty" : nil),
             keyCache: keyCache, keyTTL: try keyTTL.get(),
             newVaultParams: try settings.kdfProfile, tpmTCTI: settings[.tpmTCTI], headStart: plan.vaultHeadStart,
-            decoded: caches?.decodedRecords)
+            decoded: caches?.decodedRecords, derivation: settings.keyDerivation)
         return store
     }
 
@@ -64,7 +64,8 @@ public struct Backends {
             settings: try EtcdSettings.resolve(settings, config: try config()),
             passphrase: PassphraseSource(settings: settings, terminalPath: interactive ? "/dev/tty" : nil),
             keyCache: keyCache, keyTTL: try keyTTL.get(),
-            newParams: try settings.kdfProfile, clients: caches?.etcdClients, decoded: caches?.decodedRecords)
+            newParams: try settings.kdfProfile, clients: caches?.etcdClients, decoded: caches?.decodedRecords,
+            derivation: settings.keyDerivation)
         return store
     }
 

@@ -99,8 +99,7 @@ extension EtcdStore {
             }
             let key = try passphrase.unlock("the fleet vault in etcd (prefix \(settings.prefix))") {
                 secret -> SecureBytes? in
-                let key = try Sodium.deriveKey(
-                    passphrase: secret, salt: record.salt, ops: record.params.opsLimit, mem: record.params.memLimit)
+                let key = try derivation.key(passphrase: secret, salt: record.salt, params: record.params)
                 return Sodium.equal(VaultFormat.keyCheck(key), record.check) ? key : nil
             }
             let u = Unlocked(key: key, names: namingKey(key), kdfValue: kdf.value)
@@ -111,7 +110,7 @@ extension EtcdStore {
         guard creating else { return nil }
         let secret = try passphrase.obtain(creating: true)
         let salt = Sodium.randomBytes(Sodium.saltBytes)
-        let key = try Sodium.deriveKey(passphrase: secret, salt: salt, ops: newParams.opsLimit, mem: newParams.memLimit)
+        let key = try derivation.key(passphrase: secret, salt: salt, params: newParams)
         let record = KDFRecord(params: newParams, salt: salt, check: VaultFormat.keyCheck(key))
         let (created, _) = try client.txn(
             [.createRevision(kdfKey, 0)], success: [.put(kdfKey, record.value)], readOnly: true)

@@ -28,6 +28,8 @@ public final class EtcdStore: SharedStore {
     let decoded: DecodedRecords?
     let keyTTL: Int
     let newParams: KDFParams
+    /// How the passphrase becomes the fleet key: Argon2id, or a test's that remembers.
+    let derivation: KeyDerivation
     /// Warnings that do not stop the command (a fleet lock lost mid-refresh).
     public private(set) var warnings: [String] = []
 
@@ -48,11 +50,13 @@ public final class EtcdStore: SharedStore {
     private var held: [CredentialID: (key: [UInt8], createRevision: Int64)] = [:]
 
     /// `clients`: the agent's, where it keeps one connection per fleet (nil:
-    /// a client of its own); `decoded`: the agent's decoded records.
+    /// a client of its own); `decoded`: the agent's decoded records;
+    /// `derivation`: the key's.
     public init(
         settings: EtcdSettings, passphrase: PassphraseSource, keyCache: KeyCache, keyTTL: Int, newParams: KDFParams,
-        clients: EtcdClients? = nil, decoded: DecodedRecords? = nil
+        clients: EtcdClients? = nil, decoded: DecodedRecords? = nil, derivation: KeyDerivation = .argon2id
     ) {
+        self.derivation = derivation
         self.decoded = decoded
         self.settings = settings
         self.client = clients?.client(settings) ?? EtcdClient(settings: settings)

@@ -85,8 +85,7 @@ extension FileStore {
                 cachedMeanwhile = true
                 return key
             }
-            let key = try Sodium.deriveKey(
-                passphrase: secret, salt: header.salt, ops: header.params.opsLimit, mem: header.params.memLimit)
+            let key = try derivation.key(passphrase: secret, salt: header.salt, params: header.params)
             return VaultFormat.keyMatches(key, header: header) ? key : nil
         }
         if !cachedMeanwhile { keyCache.store(name: cacheName(), key: key, ttl: keyTTL, since: generation) }
@@ -141,8 +140,7 @@ extension FileStore {
         let key =
             try opened
             ?? passphrase.unlock("the vault \(path)") { secret -> SecureBytes? in
-                let key = try Sodium.deriveKey(
-                    passphrase: secret, salt: header.salt, ops: header.params.opsLimit, mem: header.params.memLimit)
+                let key = try derivation.key(passphrase: secret, salt: header.salt, params: header.params)
                 return VaultFormat.keyMatches(key, header: header) ? key : nil
             }
         let sealed: SealedKey
@@ -178,8 +176,7 @@ extension FileStore {
         // A key sealed for a vault that is no more would not open this one.
         _ = try? removeSealedKey()
         let salt = Sodium.randomBytes(Sodium.saltBytes)
-        let key = try Sodium.deriveKey(
-            passphrase: secret, salt: salt, ops: newVaultParams.opsLimit, mem: newVaultParams.memLimit)
+        let key = try derivation.key(passphrase: secret, salt: salt, params: newVaultParams)
         keyCache.store(name: cacheName(), key: key, ttl: keyTTL, since: generation)
         unlocked = (key, salt, newVaultParams)
         return (key, salt, newVaultParams)

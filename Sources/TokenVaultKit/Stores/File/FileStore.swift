@@ -12,6 +12,8 @@ public final class FileStore: CredentialStore {
     let keyCache: KeyCache
     let keyTTL: Int
     let newVaultParams: KDFParams
+    /// How the passphrase becomes the key: Argon2id, or a test's that remembers.
+    let derivation: KeyDerivation
     /// Where to reach the TPM instead of the place recorded when the key was
     /// sealed (`TOKENVAULT_TPM_TCTI`); nil: that place.
     let tpmTCTI: String?
@@ -29,11 +31,13 @@ public final class FileStore: CredentialStore {
 
     /// Everything that changes what it does: `tpmTCTI` (where the TPM is),
     /// `headStart` (the vault opened while the command was parsed), `decoded`
-    /// (the agent's decoded records).
+    /// (the agent's decoded records), `derivation` (the key's).
     init(
         path: String, passphrase: PassphraseSource, keyCache: KeyCache, keyTTL: Int, newVaultParams: KDFParams,
-        tpmTCTI: String? = nil, headStart: HeadStart<VaultHeadStart.Opened>? = nil, decoded: DecodedRecords? = nil
+        tpmTCTI: String? = nil, headStart: HeadStart<VaultHeadStart.Opened>? = nil, decoded: DecodedRecords? = nil,
+        derivation: KeyDerivation = .argon2id
     ) {
+        self.derivation = derivation
         self.tpmTCTI = tpmTCTI
         self.headStart = headStart
         self.decoded = decoded
