@@ -1,4 +1,4 @@
-/// How a passphrase becomes a key (docs/security.md): Argon2id v1.3 with the
+/// How a passphrase becomes a key (docs/config.md, "Backends"): Argon2id v1.3 with the
 /// vault's own salt and cost. The tests that run many commands in one
 /// process hand in a derivation that remembers its answers (the same
 /// passphrase, salt and cost give the same key), as they hand in a clock.
