@@ -55,17 +55,29 @@ listed=$("$bundle" --list-tests | grep -E '^[A-Za-z0-9_]+\.[A-Za-z0-9_]+/[A-Za-z
 classes=$(sed 's|/.*||' <<<"$listed" | sort -u | grep -E "${1:-.}")
 [ -n "$classes" ] || { echo "run-tests: no test class matches ${1:-.}" >&2; exit 2; }
 # Slowest first: the last run's times where there are any, else what a fresh
-# clone measured for the long classes (the rest count as 5 s).
-known="TokenVaultCLITests.DebianPackageTests 90
-TokenVaultCLITests.FleetTests 58
-TokenVaultCLITests.HostileServerTests 49
-TokenVaultCLITests.AgentHardeningTests 44
-TokenVaultCLITests.KeePassXCTests 43
-TokenVaultCLITests.AgentTests 36
-TokenVaultCLITests.LoginTests 27
-TokenVaultCLITests.LoginLifecycleTests 25
-TokenVaultCLITests.StateTests 23
-TokenVaultCLITests.MCPModernTests 22"
+# clone measured for the long classes (2026-11-29; the rest count as 5 s).
+known="TokenVaultCLITests.DebianPackageTests 160
+TokenVaultCLITests.FleetTests 77
+TokenVaultCLITests.KeePassXCTests 67
+TokenVaultCLITests.AgentHardeningTests 61
+TokenVaultCLITests.AgentTests 61
+TokenVaultCLITests.KeePassXCDisplayTests 60
+TokenVaultCLITests.HostileServerTests 55
+TokenVaultCLITests.KWalletTests 51
+TokenVaultCLITests.MCPBridgeTests 35
+TokenVaultCLITests.StateTests 35
+TokenVaultCLITests.AgentPromiseTests 34
+TokenVaultCLITests.MCPModernTests 34
+TokenVaultCLITests.LoginTests 30
+TokenVaultCLITests.LoginLifecycleTests 26
+TokenVaultCLITests.ShellCompletionTests 25
+TokenVaultCLITests.HostileLocalTests 24
+TokenVaultCLITests.MCPSessionTests 24
+TokenVaultCLITests.ConformanceAuthTests 22
+TokenVaultCLITests.LockedKeyringTests 22
+TokenVaultCLITests.SecretServiceTests 20
+TokenVaultCLITests.AdapterTests 19
+TokenVaultCLITests.FirstHourTests 19"
 [ -s "$durations" ] && known=$(cat "$durations")
 ordered=$(for c in $classes; do
   printf '%s %s\n' "$(awk -v c="$c" '$1 == c { print $2; exit }' <<<"$known" | grep . || echo 5)" "$c"
