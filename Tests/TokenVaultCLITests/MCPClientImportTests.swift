@@ -190,7 +190,8 @@ final class MCPClientImportTests: XCTestCase {
             MCPBridgeTests.python, [Paths.fixtures.appendingPathComponent("fastmcp_login.py").path, url, store],
             env: fastMCPEnvironment(s), limit: 90)
         XCTAssertEqual(login.status, 0, login.stderr)
-        let tokenFile = try XCTUnwrap(files(under: store, holding: "refresh_token").holding.first, login.stderr)
+        // The tokens' file: the client's registration names refresh_token too (its grant types).
+        let tokenFile = try XCTUnwrap(files(under: store, holding: "access_token").holding.first, login.stderr)
         let entry = try XCTUnwrap(
             JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: store + "/" + tokenFile)))
                 as? [String: Any])
