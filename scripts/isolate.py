@@ -13,8 +13,7 @@ another user than root, only that user's own ids are mapped); only the user
 keyring (and what else the kernel keeps per user namespace) is the class's
 own. In a mount namespace of its own, /run/user is a fresh tmpfs: a class
 that plays a systemd login (/run/user/UID with its bus) has it to itself,
-whatever else runs as this user; so is /tmp, so nothing a class leaves there
-outlives it. The map is written by a helper child that is still in the outer
+whatever else runs as this user. The map is written by a helper child that is still in the outer
 namespace (only a process with CAP_SETUID there may map ids other than its
 own), then the command is exec'd in place, so its exit status and signals
 are this process's. Where no namespace can be made (a kernel or container
@@ -37,13 +36,6 @@ def own_run_user(libc):
         return False
     os.makedirs("/run/user", mode=0o755, exist_ok=True)
     return libc.mount(b"tmpfs", b"/run/user", b"tmpfs", 0, b"mode=0755") == 0
-
-
-def own_tmp(libc):
-    """/tmp as a tmpfs of this namespace's own: what the class leaves there
-    (a sandbox an agent or a fixture still held at the end, an X display's
-    socket) goes with it. False where it cannot be."""
-    return libc.mount(b"tmpfs", b"/tmp", b"tmpfs", 0, b"mode=1777") == 0
 
 
 def main():
@@ -86,8 +78,6 @@ def main():
         sys.exit("isolate: could not map the ids of the new user namespace")
     elif not own_run_user(libc):
         print(f"isolate: no /run/user of its own ({os.strerror(ctypes.get_errno())})", file=sys.stderr)
-    elif not own_tmp(libc):
-        print(f"isolate: no /tmp of its own ({os.strerror(ctypes.get_errno())})", file=sys.stderr)
     os.execvp(sys.argv[1], sys.argv[1:])
 
 
