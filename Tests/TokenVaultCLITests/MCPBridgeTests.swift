@@ -108,7 +108,7 @@ final class MCPBridgeTests: XCTestCase {
         defer { short.terminate() }
         let url = "http://127.0.0.1:\(shortPort)/a/mcp"
         let s = sandbox()
-        XCTAssertEqual(s.tv("login", url, limit: 60).status, 0)
+        s.expect("login", url, limit: 60)
         let (steps, run) = client(s, url, ["--calls", "50"])
         XCTAssertEqual(calls(steps).count, 50, run.stdout + run.stderr)
         let stats = try fixtureStats("http://127.0.0.1:\(shortPort)/stats")

@@ -49,7 +49,7 @@ final class MCPModernTests: XCTestCase {
 
     func testAClientPinnedTo20260728ListsAndCallsWithTheRoutingHeaders() throws {
         let s = sandbox()
-        XCTAssertEqual(s.tv("login", url, limit: 60).status, 0)
+        s.expect("login", url, limit: 60)
         let (steps, run) = MCPBridgeTests.client(s, url, ["--mode", "2026-07-28", "--region", "Zürich"])
         XCTAssertEqual(run.status, 0, run.stdout + run.stderr)
         XCTAssertEqual(step(steps, "initialize")?["protocol"] as? String, "2026-07-28")
@@ -69,7 +69,7 @@ final class MCPModernTests: XCTestCase {
 
     func testAPlainASCIIArgumentTravelsAsItIs() throws {
         let s = sandbox()
-        XCTAssertEqual(s.tv("login", url, limit: 60).status, 0)
+        s.expect("login", url, limit: 60)
         let (steps, run) = MCPBridgeTests.client(
             s, url, ["--mode", "2026-07-28", "--calls", "0", "--region", "eu-west-1"])
         XCTAssertEqual(step(steps, "locate")?["text"] as? String, "hi @ eu-west-1", run.stdout + run.stderr)
@@ -78,7 +78,7 @@ final class MCPModernTests: XCTestCase {
 
     func testAnAutoNegotiatingClientLandsOn20260728Silently() throws {
         let s = sandbox()
-        XCTAssertEqual(s.tv("login", url, limit: 60).status, 0)
+        s.expect("login", url, limit: 60)
         let (steps, run) = MCPBridgeTests.client(s, url, ["--mode", "auto"])
         XCTAssertEqual(run.status, 0, run.stdout + run.stderr)
         XCTAssertEqual(step(steps, "initialize")?["protocol"] as? String, "2026-07-28")
@@ -99,7 +99,7 @@ final class MCPModernTests: XCTestCase {
 
     func testThreeBridgesStartedAtExpiryCostOneRefreshAndTheFamilyLives() throws {
         let s = sandbox()
-        XCTAssertEqual(s.tv("login", url, limit: 60).status, 0)
+        s.expect("login", url, limit: 60)
         try s.expireStored(url)
         let before = try fixtureStats(base + "/stats")
         let results = Locked<[[String]]>([])
@@ -131,7 +131,7 @@ final class MCPModernTests: XCTestCase {
 
     func testACallOfAToolNeverListedCarriesItsHeadersAndACancelledCallClosesItsExchange() throws {
         let s = sandbox()
-        XCTAssertEqual(s.tv("login", url, limit: 60).status, 0)
+        s.expect("login", url, limit: 60)
         let before = try fixtureStats(base + "/stats")
         let lines = [
             Self.modern(1, "tools/call", ["name": "locate", "arguments": ["text": "hi", "region": "Zürich"]]),
@@ -189,7 +189,7 @@ final class MCPModernTests: XCTestCase {
 
     func testASubscriptionStreamIsCarriedAndItsEventsArrive() throws {
         let s = sandbox()
-        XCTAssertEqual(s.tv("login", url, limit: 60).status, 0)
+        s.expect("login", url, limit: 60)
         let (steps, run) = MCPBridgeTests.client(
             s, url, ["--mode", "2026-07-28", "--calls", "0", "--listen", base + "/tools-changed", "--quiet", "2"])
         XCTAssertEqual(run.status, 0, run.stdout + run.stderr)
@@ -201,7 +201,7 @@ final class MCPModernTests: XCTestCase {
 
     func testA401RenewsOnceAndA403StepsUpAt20260728() throws {
         let s = sandbox()
-        XCTAssertEqual(s.tv("login", url, limit: 60).status, 0)
+        s.expect("login", url, limit: 60)
         let before = try fixtureStats(base + "/stats")
         let (steps, run) = MCPBridgeTests.client(
             s, url, ["--mode", "2026-07-28", "--calls", "2", "--forget-access", base + "/forget-access"])

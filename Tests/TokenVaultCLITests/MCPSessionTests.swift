@@ -137,7 +137,7 @@ final class MCPSessionTests: XCTestCase {
         s.env["XDG_DATA_HOME"] = s.home + "/data"
         s.env["TOKENVAULT_BACKEND"] = "file"
         s.env["TOKENVAULT_PASSPHRASE"] = "correct horse"
-        XCTAssertEqual(s.tv("login", url, limit: 60).status, 0)
+        s.expect("login", url, limit: 60)
         let config = s.tv("mcp", url, "--print-config")
         let entry = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(config.stdout.utf8)) as? [String: Any])
         let env = try XCTUnwrap(entry["env"] as? [String: String], config.stdout)
@@ -203,7 +203,7 @@ final class MCPSessionTests: XCTestCase {
     func testALockedVaultIsAnErrorUntilUnlockThenTheSameBridgeServes() throws {
         let s = try user(backend: "file")
         s.env["TOKENVAULT_PASSPHRASE"] = "correct horse"
-        XCTAssertEqual(s.tv("login", url, limit: 60).status, 0)
+        s.expect("login", url, limit: 60)
         s.env["TOKENVAULT_PASSPHRASE"] = nil
         XCTAssertEqual(s.tv("lock").status, 0)
         let lines = try drive(s, sends: [(0, Self.initialize(1)), (4, Self.initialize(2))], ids: [1, 2]) { answered in
@@ -257,7 +257,7 @@ final class MCPSessionTests: XCTestCase {
 
     func testSetupMCPWritesAnEntryTheSDKsClientStartsTheBridgeFrom() throws {
         let s = try user()
-        XCTAssertEqual(s.tv("login", url, limit: 60).status, 0)
+        s.expect("login", url, limit: 60)
         let file = s.home + "/claude_desktop_config.json"
         try #"{"mcpServers":{"other":{"command":"x","args":[]}},"theme":"dark"}"#.write(
             toFile: file, atomically: true, encoding: .utf8)
