@@ -348,9 +348,9 @@ int tv_search(const char *type, const char *const *types, int load_secrets, void
     GHashTable *attrs = tv_attributes(a, NULL, NULL, type);
     SecretSearchFlags flags = load_secrets ? (SECRET_SEARCH_ALL | SECRET_SEARCH_UNLOCK | SECRET_SEARCH_LOAD_SECRETS) : SECRET_SEARCH_ALL;
     GList *found = a->secret_password_searchv_sync(tv_lookup_schema(), attrs, flags, NULL, &error);
-    int undecodable = 0;
     a->g_hash_table_unref(attrs);
     if (error) { tv_take_error(a, &error, message); return 0; }
+    int undecodable = 0;
     for (GList *n = found; n; n = n->next) {
         SecretRetrievable *item = n->data;
         GHashTable *ia = a->secret_retrievable_get_attributes(item);

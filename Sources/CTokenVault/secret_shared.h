@@ -72,7 +72,8 @@ GVariant *tv_search_items(const tv_secret_api *a, GDBusConnection *bus, GVariant
 /* A SearchItems argument (floating) for anyone's items of service+account. */
 GVariant *tv_anyones_query(const tv_secret_api *a, const char *service, const char *account);
 /* The secret of the item at `path`, fetched with one GetSecrets call on
-   libsecret's session; NULL when that item is gone, locked or not text. */
+   libsecret's session; NULL when that item is gone, locked or not text, or
+   when it could not be decrypted (*undecodable set). */
 char *tv_item_secret(const tv_secret_api *a, SecretService *s, GDBusConnection *bus, const char *path,
                      int *undecodable);
 /* Whether the item's attributes are tokenvault's: its schema and one of `types`. */
