@@ -37,6 +37,11 @@ def owner():
     whatever provider the bus knows of."""
     bus = dbus.SessionBus()
     daemon = bus.get_object("org.freedesktop.DBus", "/org/freedesktop/DBus")
-    if not daemon.NameHasOwner("org.freedesktop.secrets", dbus_interface="org.freedesktop.DBus"):
-        return None
-    return int(daemon.GetConnectionUnixProcessID("org.freedesktop.secrets", dbus_interface="org.freedesktop.DBus"))
+    try:
+        return int(daemon.GetConnectionUnixProcessID("org.freedesktop.secrets", dbus_interface="org.freedesktop.DBus"))
+    except dbus.exceptions.DBusException as e:
+        # No owner now, whether it never had one or quit a moment ago (a check
+        # first and then this call would race with a provider that is quitting).
+        if e.get_dbus_name() == "org.freedesktop.DBus.Error.NameHasNoOwner":
+            return None
+        raise
