@@ -91,7 +91,7 @@ export TV_TEST_BINARY_LOG="$PWD/$logs/binary-tests.log"
 run_class() {
   local c=$1 t0 rc
   t0=$(date +%s)
-  scripts/isolate.py "$bundle" "$c" > "$logs/$c.log" 2>&1 < /dev/null
+  /usr/bin/python3 scripts/isolate.py "$bundle" "$c" > "$logs/$c.log" 2>&1 < /dev/null
   rc=$?
   echo "$c $(( $(date +%s) - t0 )) $rc" > "$logs/$c.done"
   flock "$logs/.stdout" cat "$logs/$c.log"
