@@ -20,10 +20,14 @@ final class DebianPackageTests: XCTestCase {
         XCTAssertFalse(before.stdout.contains("install ok installed"), "a tokenvault package is installed already")
         XCTAssertFalse(FileManager.default.fileExists(atPath: "/usr/bin/tokenvault"))
 
-        // A scratch path of its own: the test run holds .build while it runs.
+        // A scratch path of its own: the test run holds .build while it runs. The
+        // release build (two minutes of CPU from a fresh clone) at the idle
+        // scheduling class: it takes the CPU the other classes leave while they
+        // wait on their servers, and never theirs.
         let make = runProcess(
-            "/usr/bin/make", ["-C", Paths.root.path, "-s", "deb", "RELEASE_SCRATCH=.build/package"], env: env,
-            limit: 1500)
+            "/usr/bin/chrt",
+            ["--idle", "0", "/usr/bin/make", "-C", Paths.root.path, "-s", "deb", "RELEASE_SCRATCH=.build/package"],
+            env: env, limit: 1500)
         XCTAssertEqual(make.status, 0, make.stderr)
         let package = make.out.split(separator: "\n").last.map(String.init) ?? ""
         XCTAssertTrue(package.hasSuffix("_amd64.deb") || package.hasSuffix(".deb"), make.stdout)
