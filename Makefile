@@ -84,8 +84,12 @@ release-patch:
 # classes the pattern names (docs/hacking.md, "Flaky tests").
 REPEAT ?= 1
 TESTS ?=
-test: deps lint
-	swift build --build-tests
+# Lint first, so drift fails before the long part; then the packages; then the
+# build, while the MCP Python SDK's venv is made beside it (pip waits on the
+# package index more than it computes).
+test: lint
+	@scripts/deps.sh test --no-venv
+	@scripts/deps.sh venv & venv=$$!; swift build --build-tests; built=$$?; wait $$venv && exit $$built
 	@REPEAT=$(REPEAT) scripts/run-tests.sh "$(TESTS)"
 
 # The library's tests alone (docs/hacking.md): no packages installed, no

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages a make target needs, when they are missing,
-# and nothing more. Usage: scripts/deps.sh [build|deb|demo|test|bench|hot] [--list]
-# (--list: print the packages, one a line, and install nothing)
+# and nothing more. Usage: scripts/deps.sh [build|deb|demo|test|bench|hot|venv] [--list|--no-venv]
+# (--list: print the packages, one a line, and install nothing; --no-venv:
+# the packages without the MCP Python SDK's venv)
 #   build  what compiling and linking tokenvault needs (make build, make release, make install)
 #   deb    build, and the packaging tools (make deb)
 #   demo   build, and the local test provider the demo logs in to (make demo)
@@ -10,6 +11,7 @@
 #          shells, man tools, the MCP Python SDK (make test; the default)
 #   bench  test, and the benchmark tools (make bench)
 #   hot    test, and valgrind (make hot-text)
+#   venv   the MCP Python SDK's venv alone (make test makes it while the build compiles)
 set -euo pipefail
 mode=${1:-test}
 build=(pkg-config gcc libstdc++-12-dev binutils patchelf libsecret-1-dev libsodium-dev libkeyutils-dev
@@ -30,7 +32,8 @@ case $mode in
     command -v kubectl >/dev/null || pkgs+=(kubernetes-client)
     [ "$mode" = bench ] && pkgs+=(hyperfine time) ;;
   hot) pkgs=("${build[@]}" "${test[@]}" valgrind) ;;
-  *) echo "usage: scripts/deps.sh [build|deb|demo|test|bench|hot]" >&2; exit 64 ;;
+  venv) pkgs=() ;;
+  *) echo "usage: scripts/deps.sh [build|deb|demo|test|bench|hot|venv] [--list|--no-venv]" >&2; exit 64 ;;
 esac
 if [ "${2:-}" = --list ]; then printf '%s\n' "${pkgs[@]}"; exit 0; fi
 missing=()
@@ -41,7 +44,8 @@ done
 # whose CLI logs in for the import tests: a venv of Debian's python3 under
 # .build, made once.
 mcp_venv() {
-  case $mode in test | bench) ;; *) return 0 ;; esac
+  case $mode in test | bench | venv) ;; *) return 0 ;; esac
+  [ "${2:-}" = --no-venv ] && return 0
   local root venv
   root=$(cd "$(dirname "$0")/.." && pwd)
   venv="$root/.build/mcp-venv"
@@ -52,11 +56,11 @@ mcp_venv() {
   /usr/bin/python3 -m venv "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check mcp==2.3.0 fastmcp==4.2.3
 }
-if [ ${#missing[@]} -eq 0 ]; then mcp_venv; exit 0; fi
+if [ ${#missing[@]} -eq 0 ]; then mcp_venv "$@"; exit 0; fi
 echo "installing: ${missing[*]}" >&2
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-mcp_venv
+mcp_venv "$@"
