@@ -77,7 +77,7 @@ release-patch:
 
 # The tests start their own private D-Bus with an unlocked gnome-keyring
 # (one per test class) and their own throwaway homes. scripts/run-tests.sh
-# runs each class in a process of its own, TEST_WORKERS (5) at a time, and
+# runs each class in a process of its own, TEST_WORKERS (6) at a time, and
 # ends with a summary naming every failure and the wall time.
 # REPEAT=N runs the suite N times on one build and lists every test that
 # failed in any run with its count; TESTS='AgentTests|MCP' runs only the
