@@ -4,9 +4,9 @@ import XCTest
 /// `make deb` builds a package lintian finds nothing wrong with; apt
 /// installs it with its dependencies, it works from /usr/bin with its man
 /// page and completions where Debian looks, and `apt remove` leaves nothing.
-/// Packaged from the release build, as users get it (its Swift runtime is
-/// linked in; the test build's points at the toolchain): a minute or two
-/// when the release is not built yet.
+/// Packaged from the release build, as users get it (optimized, and linked as
+/// `make release` links it): two minutes of CPU when the release is not
+/// built yet.
 final class DebianPackageTests: XCTestCase {
     let env = [
         "PATH": "/usr/sbin:/usr/bin:/sbin:/bin:" + (ProcessInfo.processInfo.environment["PATH"] ?? ""),
