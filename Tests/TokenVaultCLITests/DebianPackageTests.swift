@@ -8,9 +8,14 @@ import XCTest
 /// `make release` links it): two minutes of CPU when the release is not
 /// built yet.
 final class DebianPackageTests: XCTestCase {
+    /// A home under the clone's .build, kept from run to run as .build is: the
+    /// release build's SwiftPM caches are there, never in the user's home or /tmp.
+    static let home = Paths.root.appendingPathComponent(".build/package-home").path
     let env = [
         "PATH": "/usr/sbin:/usr/bin:/sbin:/bin:" + (ProcessInfo.processInfo.environment["PATH"] ?? ""),
-        "DEBIAN_FRONTEND": "noninteractive", "LANG": "C.UTF-8", "HOME": NSTemporaryDirectory(),
+        "DEBIAN_FRONTEND": "noninteractive", "LANG": "C.UTF-8", "HOME": DebianPackageTests.home,
+        // The class's own (scripts/run-tests.sh): the compiler's, SwiftPM's and lintian's files go with it.
+        "TMPDIR": NSTemporaryDirectory(),
     ]
 
     func testTheDebianPackageInstallsWorksAndLeavesNothingWhenRemoved() throws {
@@ -20,6 +25,7 @@ final class DebianPackageTests: XCTestCase {
         XCTAssertFalse(before.stdout.contains("install ok installed"), "a tokenvault package is installed already")
         XCTAssertFalse(FileManager.default.fileExists(atPath: "/usr/bin/tokenvault"))
 
+        try FileManager.default.createDirectory(atPath: Self.home, withIntermediateDirectories: true)
         // A scratch path of its own: the test run holds .build while it runs. The
         // release build (two minutes of CPU from a fresh clone) at the idle
         // scheduling class: it takes the CPU the other classes leave while they
