@@ -115,6 +115,8 @@ extension InProcess {
         unlink(marker)
         var made = Settings(environment: env)
         made.executable = noted
+        // The vault's key derived once, as for an in-process command: the bridge opens the vault for every request.
+        made.keyDerivation = derivations.derivation
         let settings = made
         let answered = Locked<Set<Int>>([])
         let timed = Locked<[(t: Double, line: String)]>([])
