@@ -4,6 +4,8 @@ import XCTest
 /// Completion from the Secret Service (a real gnome-keyring on a private
 /// bus): services and accounts from item attributes, without a secret.
 final class SecretServiceCompletionTests: XCTestCase {
+    override class func tearDown() { try? FileManager.default.removeItem(atPath: ShellCompletionTests.zcompdump) }
+
     func testServicesAndAccountsFromTheKeyring() throws {
         let keyring = try PrivateKeyring()
         defer { keyring.stop() }

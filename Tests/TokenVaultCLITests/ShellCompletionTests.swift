@@ -34,6 +34,12 @@ final class ShellCompletionTests: XCTestCase {
 
     override func tearDown() { s.expect("lock") }
 
+    /// zsh's compinit dump, made once for the test process and copied for each
+    /// zsh (complete_shell.py); a class that completes in zsh removes it at its end.
+    static let zcompdump = NSTemporaryDirectory() + "tv-zcompdump-\(getpid())"
+
+    override class func tearDown() { try? FileManager.default.removeItem(atPath: zcompdump) }
+
     /// What TAB offers in `shell` for `words` (the last one being completed).
     static func complete(_ shell: Shell, _ words: [String], env: [String: String], in directory: String? = nil) -> Run {
         let completions = Paths.root.appendingPathComponent("completions")
@@ -47,12 +53,13 @@ final class ShellCompletionTests: XCTestCase {
                 ] + words, env: env, limit: 30, in: directory)
         case .zsh, .fish:
             let script = completions.appendingPathComponent(shell == .zsh ? "_tokenvault" : "tokenvault.fish").path
+            let dump = ["TV_ZCOMPDUMP": zcompdump]
             return runProcess(
                 "/usr/bin/python3",
                 [
                     Paths.fixtures.appendingPathComponent("complete_shell.py").path,
                     shell.rawValue, script,
-                ] + words, env: env, limit: 60, in: directory)
+                ] + words, env: env.merging(dump) { $1 }, limit: 60, in: directory)
         }
     }
 
