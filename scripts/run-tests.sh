@@ -89,8 +89,8 @@ started=$(date +%s)
 export bundle logs
 # Each test that started the binary writes its name here (BinaryUse.swift).
 export TV_TEST_BINARY_LOG="$PWD/$logs/binary-tests.log"
-# One class: its output kept, then printed whole (one class at a time on stdout).
-# A temporary directory of the class's own (TMPDIR), removed when the class
+# One class: its output kept, then printed whole (one class at a time on
+# stdout); a temporary directory of its own (TMPDIR), removed when it
 # ends: what it still held at its end (a class's sandboxes kept in statics,
 # its fixtures' files) is not left behind in /tmp. Open as /tmp is: the
 # tests that other users reach a sandbox's files from (dovecot's, nobody)

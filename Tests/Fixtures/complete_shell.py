@@ -82,17 +82,18 @@ def run(shell, script, words):
         if shell == "bash-line":
             return bash_line(script, line, env, out)
         env["ZDOTDIR"] = tmp
+        script_dir = shlex.quote(os.path.dirname(os.path.abspath(script)))
         shared = env.get("TV_ZCOMPDUMP")
         if shared:
             if not os.path.exists(shared):
                 partial = "%s.%d" % (shared, os.getpid())
                 subprocess.run(["zsh", "-f", "-c", "fpath=(%s $fpath); autoload -Uz compinit; compinit -u -d %s"
-                                % (shlex.quote(os.path.dirname(os.path.abspath(script))), shlex.quote(partial))],
+                                % (script_dir, shlex.quote(partial))],
                                env=env, check=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
                 os.replace(partial, shared)
             shutil.copyfile(shared, os.path.join(tmp, ".zcompdump"))
         with open(os.path.join(tmp, ".zshrc"), "w") as f:
-            f.write(ZSHRC % {"dir": shlex.quote(os.path.dirname(os.path.abspath(script)))})
+            f.write(ZSHRC % {"dir": script_dir})
         child = pexpect.spawn("zsh", ["-i"], env=env, timeout=LIMIT)
         try:
             child.expect_exact("tv-ready> ")

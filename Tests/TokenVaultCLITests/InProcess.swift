@@ -55,6 +55,17 @@ enum InProcess {
     /// Argon2id's answers, kept for the test process (RememberedDerivations).
     static let derivations = RememberedDerivations()
 
+    /// The settings of a run in this process, command or bridge: its commands
+    /// (a `*_command`) see the run's environment, as in a process of its own,
+    /// and the vault's key is derived once per passphrase, salt and cost, not
+    /// by every command (the bridge opens the vault for every request).
+    static func settings(_ env: [String: String]) -> Settings {
+        var settings = Settings(environment: env)
+        settings.child = ChildContext(environment: env)
+        settings.keyDerivation = derivations.derivation
+        return settings
+    }
+
     /// One command's run: its exit status and what it printed.
     static func run(_ args: [String], env: [String: String], stdin: String?, clock: Clock? = nil) -> Run {
         // stdin from a file (a pipe would fill before the command reads it): written, then read from its start.
@@ -72,12 +83,8 @@ enum InProcess {
             close(saved)
         }
         BinaryUse.noteInProcess()
-        var settings = Settings(environment: env)
-        // Its commands (a `*_command`) see the command's environment, as in a process of its own.
-        settings.child = ChildContext(environment: env)
+        var settings = Self.settings(env)
         if let clock { settings.clock = clock }
-        // The vault's key derived once per passphrase, salt and cost, not by every command.
-        settings.keyDerivation = derivations.derivation
         // The test harness owns the run's output, as the agent owns a client's.
         let output = RunOutput.kept()
         let status = TokenVaultMain.execute(args, plan: Plan(settings: settings), output: output) ?? 1
@@ -113,10 +120,8 @@ extension InProcess {
         dup2(ends[0], 0)
         close(ends[0])
         unlink(marker)
-        var made = Settings(environment: env)
+        var made = Self.settings(env)
         made.executable = noted
-        // The vault's key derived once, as for an in-process command: the bridge opens the vault for every request.
-        made.keyDerivation = derivations.derivation
         let settings = made
         let answered = Locked<Set<Int>>([])
         let timed = Locked<[(t: Double, line: String)]>([])
