@@ -30,7 +30,7 @@ public enum ExportFile {
         for c in contents.credentials { vault.put(c) }
         vault.putRaw(service: providersService, account: providersAccount, record: Array(contents.providers.utf8))
         let salt = Sodium.randomBytes(Sodium.saltBytes)
-        let key = try Sodium.deriveKey(passphrase: passphrase, salt: salt, ops: params.opsLimit, mem: params.memLimit)
+        let key = try KeyDerivation.argon2id.key(passphrase: passphrase, salt: salt, params: params)
         return try VaultFormat.seal(vault, key: key, salt: salt, params: params)
     }
 
@@ -46,8 +46,7 @@ public enum ExportFile {
 
     /// What the file holds; nil when `passphrase` is not the one it was sealed with.
     public static func open(_ bytes: [UInt8], header: VaultFormat.Header, passphrase: SecureBytes) throws -> Contents? {
-        let key = try Sodium.deriveKey(
-            passphrase: passphrase, salt: header.salt, ops: header.params.opsLimit, mem: header.params.memLimit)
+        let key = try KeyDerivation.argon2id.key(passphrase: passphrase, salt: header.salt, params: header.params)
         guard VaultFormat.keyMatches(key, header: header) else { return nil }
         let plain = try VaultFormat.open(bytes, header: header, key: key)
         defer { plain.wipe() }
